@@ -1,0 +1,50 @@
+# The two commands of the README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-requirements
+
+.PHONY: demo test serve lint bench install clean
+
+$(STAMP): requirements.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Sets up the embedded SQLite database and runs real chat turns end to end.
+demo: $(STAMP)
+	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --no-input
+	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
+
+# The gates: format, lint, types, migrations, then pytest on SQLite and, when
+# DATABASE_URL points at PostgreSQL, on PostgreSQL too.
+test: $(STAMP)
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy .
+	DJANGO_SETTINGS_MODULE=lqai.settings_test $(PY) manage.py makemigrations --check --dry-run
+	@echo "== pytest on SQLite =="
+	env -u DATABASE_URL $(VENV)/bin/pytest --cov --cov-report=term
+	@if [ -n "$${DATABASE_URL:-}" ]; then \
+		echo "== pytest on $${DATABASE_URL%%:*} =="; \
+		$(VENV)/bin/pytest --cov --cov-report=term; \
+	fi
+
+serve: $(STAMP)
+	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --no-input
+	DEBUG=$${DEBUG:-1} $(PY) manage.py serve_info
+	DEBUG=$${DEBUG:-1} $(PY) manage.py runserver 127.0.0.1:8000
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/mypy .
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) var artifacts .pytest_cache .mypy_cache .ruff_cache .coverage

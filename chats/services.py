@@ -1,0 +1,217 @@
+"""Services of the chat domain: writes go through here.
+
+:func:`finalize_turn` is the one way a chat turn ends, whatever the view
+(single-shot, streamed tool loop, resume) or outcome (complete, interrupted,
+failed). It verifies every claimed quote against its source, persists the
+assistant message and its per-turn rows in one transaction, and then (after
+commit) sends :data:`chats.signals.post_finalize` so that layers built on top
+(the citation ledger) see every turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from uuid import UUID
+
+from django.db import transaction
+from django.utils import timezone
+
+from chats.models import (
+    CaselawOpinion,
+    Chat,
+    Document,
+    Message,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+)
+from chats.signals import post_finalize
+from chats.verification import NormalizedSource
+
+logger = logging.getLogger(__name__)
+
+FINAL_STATUSES = frozenset({Message.Status.COMPLETE, Message.Status.INTERRUPTED, Message.Status.FAILED})
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedCitation:
+    """A quote the assistant claims, and the source it claims: a KB document or a caselaw opinion."""
+
+    quote: str
+    document_id: UUID | None = None
+    opinion_id: UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsultedSource:
+    """A source a tool consulted during the turn (provenance, not a quote)."""
+
+    source_kind: str
+    tool: str
+    label: str
+    provider: str | None = None
+    subtitle: str = ""
+    url: str = ""
+    external_ref: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UnverifiedQuote:
+    quote: str
+    reason: str
+
+
+@dataclass(slots=True)
+class FinalizedTurn:
+    message: Message
+    citations: list[MessageCitation] = field(default_factory=list)
+    caselaw_citations: list[MessageCaselawCitation] = field(default_factory=list)
+    tool_sources: list[MessageToolSource] = field(default_factory=list)
+    unverified: list[UnverifiedQuote] = field(default_factory=list)
+
+
+def start_turn(*, chat: Chat, content: str) -> tuple[Message, Message]:
+    """Record the user's message and a pending assistant message for the turn."""
+    with transaction.atomic():
+        user_message = Message.objects.create(
+            chat=chat, role=Message.Role.USER, content=content, status=Message.Status.COMPLETE
+        )
+        assistant_message = Message.objects.create(
+            chat=chat, role=Message.Role.ASSISTANT, content="", status=Message.Status.PENDING
+        )
+    return user_message, assistant_message
+
+
+def _confidence_decimal(value: float) -> Decimal:
+    return Decimal(str(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)
+
+
+def _verify_claims(
+    *, message: Message, claims: Sequence[ClaimedCitation]
+) -> tuple[list[MessageCitation], list[MessageCaselawCitation], list[UnverifiedQuote]]:
+    """Verify each claim against its source's text; sources are loaded and normalized once per turn.
+
+    A KB document only counts if it belongs to the chat's matter: a quote claimed from another
+    matter's document is unverified, never a citation.
+    """
+    document_ids = {c.document_id for c in claims if c.document_id is not None}
+    opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
+    project_id = message.chat.project_id
+    documents = (
+        {d.pk: d for d in Document.objects.filter(pk__in=document_ids, project_id=project_id)}
+        if document_ids and project_id is not None
+        else {}
+    )
+    opinions = {o.pk: o for o in CaselawOpinion.objects.filter(pk__in=opinion_ids)} if opinion_ids else {}
+    normalized: dict[UUID, NormalizedSource] = {}
+
+    def source_for(key: UUID, text: str) -> NormalizedSource:
+        if key not in normalized:
+            normalized[key] = NormalizedSource.build(text)
+        return normalized[key]
+
+    now = timezone.now()
+    kb: list[MessageCitation] = []
+    caselaw: list[MessageCaselawCitation] = []
+    unverified: list[UnverifiedQuote] = []
+    for claim in claims:
+        if claim.document_id is not None and claim.opinion_id is None:
+            document = documents.get(claim.document_id)
+            if document is None:
+                unverified.append(UnverifiedQuote(claim.quote, "unknown document"))
+                continue
+            match = source_for(document.pk, document.content).verify(claim.quote)
+            if match is None:
+                unverified.append(UnverifiedQuote(claim.quote, "not found in the document"))
+                continue
+            kb.append(
+                MessageCitation(
+                    message=message,
+                    document=document,
+                    quote=claim.quote,
+                    source_offset_start=match.start,
+                    source_offset_end=match.end,
+                    verification_method=match.method,
+                    verification_confidence=_confidence_decimal(match.confidence),
+                    created_at=now,
+                )
+            )
+        elif claim.opinion_id is not None and claim.document_id is None:
+            opinion = opinions.get(claim.opinion_id)
+            if opinion is None:
+                unverified.append(UnverifiedQuote(claim.quote, "unknown opinion"))
+                continue
+            match = source_for(opinion.pk, opinion.text).verify(claim.quote)
+            if match is None:
+                unverified.append(UnverifiedQuote(claim.quote, "not found in the opinion"))
+                continue
+            caselaw.append(
+                MessageCaselawCitation(
+                    message=message,
+                    opinion=opinion,
+                    quote=claim.quote,
+                    source_offset_start=match.start,
+                    source_offset_end=match.end,
+                    verification_method=match.method,
+                    verification_confidence=match.confidence,
+                    created_at=now,
+                )
+            )
+        else:
+            unverified.append(UnverifiedQuote(claim.quote, "the claim must name exactly one source"))
+    return kb, caselaw, unverified
+
+
+def finalize_turn(
+    *,
+    message: Message,
+    content: str,
+    status: str,
+    claimed_citations: Sequence[ClaimedCitation] = (),
+    tool_sources: Sequence[ConsultedSource] = (),
+) -> FinalizedTurn:
+    """End a turn: verify its claimed quotes, persist the assistant message's final content and
+    status with its citation and tool-source rows in one transaction, then send ``post_finalize``.
+
+    Unverified quotes are returned (for the response), never stored as citations. Can be called
+    again on an ``interrupted`` message (resume): new rows are added and the signal fires again.
+    """
+    if status not in FINAL_STATUSES:
+        raise ValueError(f"finalize_turn needs a final status, not {status!r}")
+    if message.role != Message.Role.ASSISTANT:
+        raise ValueError("only an assistant message ends a turn")
+    kb, caselaw, unverified = _verify_claims(message=message, claims=claimed_citations)
+    now = timezone.now()
+    sources = [
+        MessageToolSource(
+            message=message,
+            source_kind=s.source_kind,
+            tool=s.tool,
+            provider=s.provider,
+            label=s.label[:500],
+            subtitle=s.subtitle[:500],
+            url=s.url[:500],
+            external_ref=s.external_ref[:200],
+            created_at=now,
+        )
+        for s in tool_sources
+    ]
+    with transaction.atomic():
+        message.content = content
+        message.status = status
+        message.finalized_at = now
+        message.save(update_fields=["content", "status", "finalized_at"])
+        MessageCitation.objects.bulk_create(kb)
+        MessageCaselawCitation.objects.bulk_create(caselaw)
+        MessageToolSource.objects.bulk_create(sources)
+        # After commit: receivers (the ledger) can neither roll back the turn nor see a turn
+        # that later rolls back.
+        transaction.on_commit(lambda: post_finalize.send(sender=Message, message=message))
+    if unverified:
+        logger.info("turn %s: %d claimed quote(s) did not verify", message.pk, len(unverified))
+    return FinalizedTurn(
+        message=message, citations=kb, caselaw_citations=caselaw, tool_sources=sources, unverified=unverified
+    )

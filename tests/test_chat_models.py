@@ -1,0 +1,152 @@
+"""The chat domain schema: table names, and each database rule tested twice
+(``full_clean()`` raises ``ValidationError``; a direct insert raises ``IntegrityError``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Model
+
+from chats.models import CaselawOpinion, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+CHAT_TABLES = {
+    "projects",
+    "project_members",  # the members many-to-many of projects
+    "chats",
+    "messages",
+    "documents",
+    "caselaw_opinions",
+    "message_citations",
+    "message_caselaw_citations",
+    "message_tool_sources",
+}
+
+
+def test_chats_migration_creates_exactly_the_named_tables() -> None:
+    from django.apps import apps
+
+    chat_models = list(apps.get_app_config("chats").get_models())
+    tables = {m._meta.db_table for m in chat_models}
+    tables |= {f.m2m_db_table() for m in chat_models for f in m._meta.local_many_to_many}
+    assert tables == CHAT_TABLES
+    assert set(connection.introspection.table_names()) >= CHAT_TABLES
+
+
+@pytest.mark.parametrize("table", ["message_citations", "message_caselaw_citations", "message_tool_sources"])
+def test_per_turn_tables_are_indexed_on_message_id(table: str) -> None:
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, table)
+    assert any(c["index"] and c["columns"] == ["message_id"] for c in constraints.values())
+
+
+def _kb_citation(**overrides: Any) -> MessageCitation:
+    return factories.MessageCitationFactory.build(
+        message=factories.MessageFactory(), document=factories.DocumentFactory(), **overrides
+    )
+
+
+def _caselaw_citation(**overrides: Any) -> MessageCaselawCitation:
+    return factories.MessageCaselawCitationFactory.build(
+        message=factories.MessageFactory(), opinion=factories.CaselawOpinionFactory(), **overrides
+    )
+
+
+def _tool_source(**overrides: Any) -> MessageToolSource:
+    return factories.MessageToolSourceFactory.build(message=factories.MessageFactory(), **overrides)
+
+
+def _message(**overrides: Any) -> Message:
+    return factories.MessageFactory.build(chat=factories.ChatFactory(), **overrides)
+
+
+def _project(**overrides: Any) -> Project:
+    return factories.ProjectFactory.build(owner=factories.UserFactory(), **overrides)
+
+
+INVALID: dict[str, tuple[Callable[..., Model], dict[str, Any]]] = {
+    "projects_name_not_empty": (_project, {"name": ""}),
+    "messages_role_valid": (_message, {"role": "system"}),
+    "messages_status_valid": (_message, {"status": "archived"}),
+    "message_citations_offset_start_non_negative": (_kb_citation, {"source_offset_start": -1}),
+    "message_citations_offsets_ordered": (_kb_citation, {"source_offset_start": 10, "source_offset_end": 5}),
+    "message_citations_method_not_empty": (_kb_citation, {"verification_method": ""}),
+    "message_citations_confidence_range": (_kb_citation, {"verification_confidence": Decimal("1.001")}),
+    "message_caselaw_citations_offset_start_non_negative": (_caselaw_citation, {"source_offset_start": -3}),
+    "message_caselaw_citations_offsets_ordered": (
+        _caselaw_citation,
+        {"source_offset_start": 9, "source_offset_end": 2},
+    ),
+    "message_caselaw_citations_method_not_empty": (_caselaw_citation, {"verification_method": ""}),
+    "message_caselaw_citations_confidence_range": (_caselaw_citation, {"verification_confidence": -0.1}),
+    "message_tool_sources_kind_not_empty": (_tool_source, {"source_kind": ""}),
+}
+
+
+@pytest.mark.parametrize("constraint", sorted(INVALID))
+def test_full_clean_rejects(constraint: str) -> None:
+    build, overrides = INVALID[constraint]
+    instance = build(**overrides)
+    with pytest.raises(ValidationError) as excinfo:
+        instance.full_clean()
+    assert constraint in str(excinfo.value.error_dict) or excinfo.value.messages
+
+
+@pytest.mark.parametrize("constraint", sorted(INVALID))
+def test_database_rejects_direct_insert(constraint: str) -> None:
+    build, overrides = INVALID[constraint]
+    instance = build(**overrides)
+    expected = constraint if connection.vendor == "postgresql" else None
+    with pytest.raises(IntegrityError, match=expected), transaction.atomic():
+        instance.save()
+
+
+def test_valid_rows_pass_full_clean() -> None:
+    for build in (_project, _message, _kb_citation, _caselaw_citation, _tool_source):
+        build().full_clean()
+
+
+def test_confidence_bounds_are_inclusive() -> None:
+    _kb_citation(verification_confidence=Decimal("0.000")).full_clean()
+    _caselaw_citation(verification_confidence=1.0).full_clean()
+
+
+def test_opinion_unique_per_provider() -> None:
+    factories.CaselawOpinionFactory(provider="courtlistener", opinion_id="42")
+    factories.CaselawOpinionFactory(provider="local", opinion_id="42")  # other provider: fine
+    duplicate = factories.CaselawOpinionFactory.build(provider="courtlistener", opinion_id="42")
+    with pytest.raises(ValidationError):
+        duplicate.full_clean()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        duplicate.save()
+
+
+def test_deleting_a_message_cascades_to_its_rows() -> None:
+    message = factories.MessageFactory.create()
+    factories.MessageCitationFactory(message=message)
+    factories.MessageCaselawCitationFactory(message=message)
+    factories.MessageToolSourceFactory(message=message)
+    message.delete()
+    assert MessageCitation.objects.count() == 0
+    assert MessageCaselawCitation.objects.count() == 0
+    assert MessageToolSource.objects.count() == 0
+    assert CaselawOpinion.objects.count() == 1  # the materialized source stays
+
+
+def test_a_cited_document_cannot_be_deleted_alone_but_goes_with_its_matter() -> None:
+    from django.db.models import RestrictedError
+
+    citation = factories.MessageCitationFactory.create()
+    with pytest.raises(RestrictedError):
+        citation.document.delete()
+    project = citation.message.chat.project
+    assert project is not None
+    project.delete()
+    assert not MessageCitation.objects.exists()

@@ -1,0 +1,50 @@
+"""Bad configuration fails at start-up with a clear message."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _check(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "SECRET_KEY", "DEBUG"}}
+    base["DJANGO_SETTINGS_MODULE"] = "lqai.settings"
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env={**base, **env}, capture_output=True, text=True
+    )
+
+
+def test_missing_secret_key_without_debug_is_refused() -> None:
+    result = _check({})
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+
+
+def test_debug_allows_missing_secret_key() -> None:
+    result = _check({"DEBUG": "1"})
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("nosuchdb://user@host/db", "DATABASE_URL"),
+        ("postgres://user@host:notaport/db", "DATABASE_URL could not be parsed"),
+    ],
+)
+def test_unparsable_database_url_is_refused(url: str, expected: str) -> None:
+    result = _check({"SECRET_KEY": "x" * 50, "DATABASE_URL": url})
+    assert result.returncode != 0
+    assert expected in result.stderr
+
+
+def test_bad_boolean_is_refused() -> None:
+    result = _check({"DEBUG": "maybe"})
+    assert result.returncode != 0
+    assert "DEBUG='maybe' is not a boolean" in result.stderr
