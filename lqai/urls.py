@@ -1,10 +1,12 @@
 """URL configuration: the admin, the chat API, the ledger trace API and the OpenAPI schema."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", include("chats.urls")),
+    path("api/", include("citations.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
 ]

@@ -1,0 +1,26 @@
+"""Reads of the chat domain that more than one view needs, starting with access control."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+
+from chats.models import Chat, Project
+
+
+def projects_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Project]:
+    """Matters the user owns or is a member of."""
+    if not user.is_authenticated:
+        return Project.objects.none()
+    return Project.objects.filter(Q(owner=user) | Q(members=user)).distinct()
+
+
+def chats_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Chat]:
+    """Chats the user owns, or chats of matters the user owns or is a member of.
+
+    Every API object is scoped through this: anything outside it is answered with 404.
+    """
+    if not user.is_authenticated:
+        return Chat.objects.none()
+    visible_projects = Project.objects.filter(Q(owner=user) | Q(members=user)).values("pk")
+    return Chat.objects.filter(Q(owner=user) | Q(project__in=visible_projects))

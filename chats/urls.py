@@ -1,0 +1,6 @@
+"""URLs of the chat API (mounted under /api/)."""
+
+
+app_name = "chats"
+
+urlpatterns: list = []
