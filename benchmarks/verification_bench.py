@@ -1,0 +1,131 @@
+"""Throughput and linearity of quote verification (``chats.verification``) on ~1 MB of real court text.
+
+Not a test: run ``.venv/bin/python -m benchmarks.verification_bench`` to print a table. Standard library only.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from pathlib import Path
+
+from chats.verification import EXACT_MATCH, TOLERANT_MATCH, NormalizedSource
+
+CORPUS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
+QUOTE_CHARS = (80, 400)  # quote lengths, like real quoted sentences or short passages
+_WORD = re.compile(r"\S+")
+_CURLY = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2014": "--", "\u2013": "-"})
+
+
+def build_source(source_bytes: int) -> str:
+    """About ``source_bytes`` of UTF-8 by concatenating the corpus opinions, repeated as needed."""
+    texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS_DIR.glob("*.txt"))]
+    parts: list[str] = []
+    size = 0
+    while size < source_bytes:
+        for text in texts:
+            parts.append(text)
+            size += len(text.encode("utf-8"))
+            if size >= source_bytes:
+                break
+    return "\n\n".join(parts)
+
+
+def _perturb(passage: str) -> str:
+    """Formatting-only changes a model makes when it re-types a quote: straight quotes, one-line whitespace,
+    ASCII dashes and de-hyphenated line breaks."""
+    passage = re.sub(r"(?<=[a-z])-\n\s*(?=[a-z])", "", passage)
+    return " ".join(passage.translate(_CURLY).split())
+
+
+def pick_quotes(source: str, count: int, rng: random.Random) -> tuple[list[str], list[str]]:
+    """``count`` word-aligned passages of ``source``: half verbatim, half perturbed so they need the tolerant tier."""
+    starts = [m.start() for m in _WORD.finditer(source)]
+    verbatim: list[str] = []
+    perturbed: list[str] = []
+    while len(verbatim) + len(perturbed) < count:
+        start = rng.choice(starts)
+        end = source.find(" ", start + rng.randint(*QUOTE_CHARS))
+        if end == -1:
+            continue
+        passage = source[start:end].strip()
+        if len(verbatim) <= len(perturbed):
+            verbatim.append(passage)
+            continue
+        quote = _perturb(passage)
+        if quote != passage and quote not in source:
+            perturbed.append(quote)
+    return verbatim, perturbed
+
+
+def _linearity(full: str, half: str, repeats: int = 7) -> tuple[float, float]:
+    """Normalize time at full size / at half size: wall clock and CPU time, best of ``repeats`` each.
+
+    Runs are interleaved so that load from other processes hits both sizes alike; the CPU-time ratio is the steadier
+    one on a busy machine.
+    """
+    wall = {"full": float("inf"), "half": float("inf")}
+    cpu = dict(wall)
+    for _ in range(repeats):
+        for size, text in (("half", half), ("full", full)):
+            w0, c0 = time.perf_counter(), time.process_time()
+            NormalizedSource.build(text)
+            wall[size] = min(wall[size], time.perf_counter() - w0)
+            cpu[size] = min(cpu[size], time.process_time() - c0)
+    return wall["full"] / wall["half"], cpu["full"] / cpu["half"]
+
+
+def run(quotes: int = 1000, source_bytes: int = 1_000_000) -> dict[str, float]:
+    """Measure normalize-once time, exact and tolerant quotes/sec, and the normalization linearity ratio."""
+    rng = random.Random(20130624)  # fixed seed: comparable runs
+    source = build_source(source_bytes)
+    half = build_source(source_bytes // 2)
+    verbatim, perturbed = pick_quotes(source, quotes, rng)
+
+    t0 = time.perf_counter()
+    normalized = NormalizedSource.build(source)
+    normalize_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    exact = [normalized.verify(q) for q in verbatim]
+    exact_s = time.perf_counter() - t0
+
+    # The first pass pays, once per source, for the lazily built variant with nothing skipped (needed by quotes that
+    # copied running-head text along with the passage); the second pass shows the steady state.
+    t0 = time.perf_counter()
+    tolerant = [normalized.verify(q) for q in perturbed]
+    tolerant_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for q in perturbed:
+        normalized.verify(q)
+    tolerant_warm_s = time.perf_counter() - t0
+
+    linearity_wall, linearity_cpu = _linearity(source, half)
+    return {
+        "source_chars": float(len(source)),
+        "quotes": float(len(verbatim) + len(perturbed)),
+        "normalize_s": normalize_s,
+        "exact_qps": len(verbatim) / exact_s,
+        "tolerant_qps": len(perturbed) / tolerant_s,
+        "tolerant_qps_warm": len(perturbed) / tolerant_warm_s,
+        "exact_hit_rate": sum(m is not None and m.method == EXACT_MATCH for m in exact) / len(exact),
+        "tolerant_hit_rate": sum(m is not None and m.method == TOLERANT_MATCH for m in tolerant) / len(tolerant),
+        "linearity_ratio": linearity_wall,  # ~2 means linear (the half source is half the size)
+        "linearity_ratio_cpu": linearity_cpu,
+        "total_s": normalize_s + exact_s + tolerant_s,
+    }
+
+
+def main() -> None:
+    results = run()
+    width = max(len(name) for name in results)
+    print(f"{'metric':<{width}}  value")
+    print(f"{'-' * width}  {'-' * 14}")
+    for name, value in results.items():
+        shown = f"{value:,.0f}" if value >= 1000 else f"{value:,.4f}"
+        print(f"{name:<{width}}  {shown:>14}")
+
+
+if __name__ == "__main__":
+    main()
