@@ -130,3 +130,68 @@ class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageT
     subtitle = "570 U.S. 297 (2013)"
     url = "https://www.courtlistener.com/opinion/1/doe-v-roe/"
     external_ref = factory.Sequence(lambda n: str(1000 + n))
+
+
+# Appended after the chat factories (this file is shared and append-only), hence the late import.
+from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind  # noqa: E402
+
+
+class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedgerEntry]):
+    """A ledger entry mirroring its source row, as ``citations.ledger.assemble`` would write it.
+
+    Defaults to an entry for a KB quote; the ``caselaw`` and ``tool_source`` traits give the other two kinds.
+    Pass an existing source row (``message_citation=...``) to index that row.
+    """
+
+    class Meta:
+        model = CitationLedgerEntry
+
+    class Params:
+        caselaw = factory.Trait(
+            message_citation=None,
+            message_caselaw_citation=factory.SubFactory(MessageCaselawCitationFactory),
+            source_kind=SourceKind.CASELAW,
+            verification_status=factory.LazyAttribute(lambda e: e.message_caselaw_citation.verification_method),
+            confidence=factory.LazyAttribute(lambda e: e.message_caselaw_citation.verification_confidence),
+            provider=factory.LazyAttribute(lambda e: e.message_caselaw_citation.opinion.provider),
+            retrieved_at=factory.LazyAttribute(lambda e: e.message_caselaw_citation.created_at),
+        )
+        tool_source = factory.Trait(
+            message_citation=None,
+            message_tool_source=factory.SubFactory(MessageToolSourceFactory),
+            source_kind=factory.LazyAttribute(lambda e: e.message_tool_source.source_kind),
+            verification_status=PROVENANCE,
+            confidence=None,
+            provider=factory.LazyAttribute(lambda e: e.message_tool_source.provider),
+            retrieved_at=factory.LazyAttribute(lambda e: e.message_tool_source.created_at),
+        )
+
+    message_citation = factory.SubFactory(MessageCitationFactory)
+    message_caselaw_citation = None
+    message_tool_source = None
+    message = factory.LazyAttribute(
+        lambda e: (e.message_citation or e.message_caselaw_citation or e.message_tool_source).message
+    )
+    chat = factory.LazyAttribute(lambda e: e.message.chat)
+    project = factory.LazyAttribute(lambda e: e.chat.project)
+    source_kind = SourceKind.KB_DOCUMENT
+    verification_status = factory.LazyAttribute(lambda e: e.message_citation.verification_method)
+    confidence = factory.LazyAttribute(lambda e: float(e.message_citation.verification_confidence))
+    provider = None
+    retrieved_at = None
+
+
+# --- A turn with its ledger written by the real writer (appended; this file is shared) ----------------------------
+from citations import ledger  # noqa: E402
+
+
+def assembled_turn(chat: models.Chat | None = None, *, kb: int = 1, caselaw: int = 1, tools: int = 1) -> models.Message:
+    """An assistant turn (of ``chat``, or of a new chat in a new matter) that quoted ``kb`` KB documents
+    and ``caselaw`` opinions and consulted ``tools`` sources, with its ledger entries written by the
+    real writer, ``citations.ledger.assemble``."""
+    message = MessageFactory.create() if chat is None else MessageFactory.create(chat=chat)
+    MessageCitationFactory.create_batch(kb, message=message)
+    MessageCaselawCitationFactory.create_batch(caselaw, message=message)
+    MessageToolSourceFactory.create_batch(tools, message=message)
+    ledger.assemble(message)
+    return message
