@@ -1,0 +1,30 @@
+"""Assistant backends: the interface, the default extractive backend, the scripted one for tests,
+the events they yield and the turn runner that ends every turn in ``finalize_turn``.
+
+``settings.LQAI_ASSISTANT_BACKEND`` names the backend class by dotted path, e.g.
+``chats.assistant.ExtractiveBackend`` (the default) or ``chats.assistant.ScriptedBackend``.
+"""
+
+from chats.assistant.backends import AssistantBackend, Script, ScriptedBackend, load_backend
+from chats.assistant.events import AssistantEvent, FinalAnswer, HistoryEntry, TextDelta, ToolCall, ToolResult, Turn
+from chats.assistant.extractive import ExtractiveBackend
+from chats.assistant.runner import RunEvent, TurnFailed, TurnFinalized, TurnRun
+
+__all__ = [
+    "AssistantBackend",
+    "AssistantEvent",
+    "ExtractiveBackend",
+    "FinalAnswer",
+    "HistoryEntry",
+    "RunEvent",
+    "Script",
+    "ScriptedBackend",
+    "TextDelta",
+    "ToolCall",
+    "ToolResult",
+    "Turn",
+    "TurnFailed",
+    "TurnFinalized",
+    "TurnRun",
+    "load_backend",
+]

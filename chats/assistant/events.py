@@ -1,0 +1,81 @@
+"""What an assistant backend sees and says during one turn, as small frozen dataclasses.
+
+A backend receives a :class:`Turn` (the chat, its history, the tools it may call and, on a
+resume, the partial answer already given) and yields :data:`AssistantEvent` values: text deltas,
+tool calls and their results, and one :class:`FinalAnswer` carrying the quotes it claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from chats.services import ClaimedCitation, ConsultedSource
+
+if TYPE_CHECKING:
+    from chats.models import Chat
+    from chats.tools import Tool
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One earlier message of the chat, as the backend sees it."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """The input of one backend run."""
+
+    chat: Chat
+    history: tuple[HistoryEntry, ...]
+    tools: Mapping[str, Tool] = field(default_factory=dict)
+    # On a resume: the content already produced; the backend continues after it.
+    partial: str = ""
+
+    @property
+    def question(self) -> str:
+        """The latest user message: what this turn answers."""
+        for entry in reversed(self.history):
+            if entry.role == "user":
+                return entry.content
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the answer's text, in order."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The backend calls a tool (``call_id`` pairs it with its :class:`ToolResult`)."""
+
+    call_id: str
+    tool: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool returned: a JSON-able payload, and the sources it consulted (provenance)."""
+
+    call_id: str
+    tool: str
+    payload: Mapping[str, Any]
+    sources: tuple[ConsultedSource, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswer:
+    """The end of the answer: the quotes it claims, each naming the source it claims to quote."""
+
+    citations: tuple[ClaimedCitation, ...] = ()
+
+
+AssistantEvent = TextDelta | ToolCall | ToolResult | FinalAnswer

@@ -1,0 +1,87 @@
+"""The default assistant: offline, deterministic and extractive.
+
+It answers with verbatim passages of the chat's matter documents that best match the question
+(see :mod:`chats.retrieval`), each claimed with its document id. With tools (the
+streamed tool loop) it first calls ``caselaw_search`` and also quotes the best passage of the
+best opinion found, claimed with the opinion id. Same chat data and question, same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+from uuid import UUID
+
+from chats.assistant.events import AssistantEvent, FinalAnswer, TextDelta, ToolCall, ToolResult, Turn
+from chats.models import Chat, Document
+from chats.retrieval import Passage, passages, rank_passages, rank_sources
+from chats.services import ClaimedCitation
+
+CASELAW_TOOL = "caselaw_search"
+NOTHING_FOUND = "I found no passage in this matter's documents or the caselaw consulted that addresses the question.\n"
+
+
+def _display(quote: str) -> str:
+    # The claim keeps the verbatim text (line breaks and all); the answer shows it on one line.
+    return " ".join(quote.split())
+
+
+class ExtractiveBackend:
+    kb_quotes = 2
+    candidate_documents = 5
+
+    def respond(self, turn: Turn) -> Iterator[AssistantEvent]:
+        question = turn.question
+        claims: list[ClaimedCitation] = []
+        lines: list[str] = []
+
+        caselaw: Mapping[str, Any] | None = None
+        if CASELAW_TOOL in turn.tools:
+            call = ToolCall(call_id="call_1", tool=CASELAW_TOOL, arguments={"query": question})
+            yield call
+            output = turn.tools[CASELAW_TOOL].run(call.arguments)
+            yield ToolResult(call_id=call.call_id, tool=call.tool, payload=output.payload, sources=output.sources)
+            caselaw = next((r for r in output.payload.get("results", []) if r.get("passage")), None)
+
+        kb = self._kb_passages(turn.chat, question)
+        if kb:
+            lines.append("From the matter's documents:\n")
+            for document, passage in kb:
+                lines.append(f'- "{_display(passage.text)}" ({document.title})\n')
+                claims.append(ClaimedCitation(quote=passage.text, document_id=document.pk))
+        if caselaw is not None:
+            quote = caselaw["passage"]["text"]
+            cited_as = ", ".join(part for part in (caselaw["case_name"], caselaw["citation"]) if part)
+            lines.append(("\n" if lines else "") + "From the caselaw consulted:\n")
+            lines.append(f'- "{_display(quote)}" ({cited_as})\n')
+            claims.append(ClaimedCitation(quote=quote, opinion_id=UUID(caselaw["opinion_id"])))
+        if not lines:
+            lines.append(NOTHING_FOUND)
+
+        for chunk in self._continuation(lines, partial=turn.partial):
+            yield TextDelta(chunk)
+        yield FinalAnswer(citations=tuple(claims))
+
+    def _kb_passages(self, chat: Chat, question: str) -> list[tuple[Document, Passage]]:
+        if chat.project_id is None:
+            return []
+        documents = rank_sources(
+            Document.objects.filter(project_id=chat.project_id),
+            field="content",
+            question=question,
+            limit=self.candidate_documents,
+        )
+        candidates = [p for i, d in enumerate(documents) for p in passages(d.content, source=i)]
+        return [(documents[p.source], p) for p in rank_passages(candidates, question, limit=self.kb_quotes)]
+
+    @staticmethod
+    def _continuation(lines: list[str], *, partial: str) -> list[str]:
+        """The deltas still to send: all lines, or after a resume what follows the partial answer."""
+        if not partial:
+            return lines
+        answer = "".join(lines)
+        if answer.startswith(partial):
+            rest = answer[len(partial) :]
+            return rest.splitlines(keepends=True)
+        # The sources changed since the interruption: answer anew after what was already said.
+        return ["\n\n", *lines]

@@ -1,0 +1,129 @@
+"""CourtListener as a caselaw provider, through the official ``courtlistener-api-client``.
+
+:func:`search_and_materialize` searches opinions, fetches each hit's opinion text and
+materializes it into ``caselaw_opinions`` (provider ``courtlistener``), so that quotes from
+it can be verified at finalize and re-verified later, whatever happens upstream.
+
+:func:`build_client` is the one place a client is made; tests replace the HTTP layer by
+passing an ``httpx`` transport (recorded responses), never the network.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import logging
+from typing import Any
+
+import httpx
+from courtlistener import CourtListener
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+from django.utils.html import strip_tags
+
+from chats.models import CaselawOpinion
+
+logger = logging.getLogger(__name__)
+
+PROVIDER = "courtlistener"
+SITE = "https://www.courtlistener.com"
+# A chat turn waits for these calls: fail fast and fall back to local opinions.
+TIMEOUT_SECONDS = 10.0
+OPINION_FIELDS = ["id", "cluster_id", "absolute_url", "plain_text", "html_with_citations", "html"]
+
+
+class _Client(CourtListener):
+    """The official client, with an injectable ``httpx`` transport."""
+
+    def __init__(self, *, api_token: str, transport: httpx.BaseTransport | None, base_url: str | None) -> None:
+        super().__init__(api_token=api_token, base_url=base_url, timeout=TIMEOUT_SECONDS)
+        # The parent builds this lazily, with no way to pass a transport; build it now instead.
+        self._http_client = httpx.Client(
+            base_url=self.base_url,
+            headers={"Authorization": f"Token {api_token}"},
+            timeout=self.timeout,
+            transport=transport,
+        )
+
+
+def build_client(
+    api_token: str, *, transport: httpx.BaseTransport | None = None, base_url: str | None = None
+) -> CourtListener:
+    """A CourtListener client for ``api_token`` (``transport``/``base_url``: for tests)."""
+    return _Client(api_token=api_token, transport=transport, base_url=base_url)
+
+
+def _date(value: Any) -> datetime.date | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.date.fromisoformat(value[:10])
+    except ValueError:
+        return None
+
+
+def _opinion_text(detail: dict[str, Any]) -> str:
+    if plain := (detail.get("plain_text") or "").strip():
+        return plain
+    for key in ("html_with_citations", "html"):
+        if markup := detail.get(key):
+            return html.unescape(strip_tags(markup)).strip()
+    return ""
+
+
+def _absolute(url: Any) -> str:
+    if not isinstance(url, str) or not url:
+        return ""
+    return url if url.startswith(("http://", "https://")) else f"{SITE}{url}"
+
+
+def search_and_materialize(client: CourtListener, query: str, *, limit: int) -> list[CaselawOpinion]:
+    """Search CourtListener's opinions for ``query`` and materialize the first ``limit`` hits that have text.
+
+    Raises whatever the client raises (``CourtListenerAPIError``, ``httpx.HTTPError``, a
+    validation error): the caller decides how to degrade.
+    """
+    hits = client.search.list(q=query, type="o").get_results()
+    opinions: list[CaselawOpinion] = []
+    for hit in hits:
+        if len(opinions) >= limit:
+            break
+        hit_opinions = hit.get("opinions") or []
+        if not hit_opinions:
+            continue
+        opinion_id = hit_opinions[0]["id"]
+        detail = client.opinions.get(opinion_id, fields=OPINION_FIELDS)
+        text = _opinion_text(detail)
+        if not text:
+            logger.info("courtlistener: opinion %s has no text; skipped", opinion_id)
+            continue
+        citations = hit.get("citation") or []
+        try:
+            opinion = _materialize(hit, opinion_id=opinion_id, detail=detail, text=text, citations=citations)
+        except DatabaseError:
+            # E.g. a text too long for PostgreSQL's full-text index: skip this hit, keep the others.
+            logger.warning("courtlistener: opinion %s could not be materialized; skipped", opinion_id, exc_info=True)
+            continue
+        opinions.append(opinion)
+    return opinions
+
+
+def _materialize(
+    hit: dict[str, Any], *, opinion_id: Any, detail: dict[str, Any], text: str, citations: list[str]
+) -> CaselawOpinion:
+    with transaction.atomic():  # a savepoint inside a caller's transaction: a failure leaves it usable
+        opinion, _ = CaselawOpinion.objects.update_or_create(
+            provider=PROVIDER,
+            opinion_id=str(opinion_id),
+            defaults={
+                "cluster_id": str(hit.get("cluster_id") or ""),
+                "case_name": (hit.get("caseName") or hit.get("caseNameFull") or f"Opinion {opinion_id}")[:500],
+                "citation": (citations[0] if citations else "")[:200],
+                "court": (hit.get("court") or "")[:200],
+                "date_filed": _date(hit.get("dateFiled")),
+                "absolute_url": _absolute(hit.get("absolute_url") or detail.get("absolute_url"))[:500],
+                "text": text,
+                "retrieved_at": timezone.now(),
+            },
+        )
+    return opinion

@@ -1,0 +1,183 @@
+"""Serializers of the chat API: input validation and the JSON shapes of chats, messages and turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from rest_framework import serializers
+
+from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from chats.selectors import projects_visible_to
+from chats.services import UnverifiedQuote
+
+
+class VisibleProjectField(serializers.PrimaryKeyRelatedField):
+    """A project the requesting user owns or is a member of; any other id reads "unknown project",
+    whether or not it exists, so other users' matters are never revealed."""
+
+    default_error_messages = {
+        "does_not_exist": "unknown project",
+        "incorrect_type": "Must be a valid UUID.",
+    }
+
+    def get_queryset(self) -> QuerySet[Project]:
+        return projects_visible_to(self.context["request"].user)
+
+
+class ChatSerializer(serializers.ModelSerializer[Chat]):
+    project = VisibleProjectField(
+        pk_field=serializers.UUIDField(), allow_null=True, required=False, help_text="A matter you belong to."
+    )
+
+    class Meta:
+        model = Chat
+        fields = ["id", "title", "project", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
+    """A verified quote from a matter document."""
+
+    kind = serializers.SerializerMethodField()
+    document_title = serializers.CharField(source="document.title", read_only=True)
+    start = serializers.IntegerField(source="source_offset_start", read_only=True)
+    end = serializers.IntegerField(source="source_offset_end", read_only=True)
+    method = serializers.CharField(source="verification_method", read_only=True)
+    confidence = serializers.FloatField(source="verification_confidence", read_only=True)
+
+    class Meta:
+        model = MessageCitation
+        fields = ["id", "kind", "quote", "document", "document_title", "start", "end", "method", "confidence"]
+        read_only_fields = fields
+
+    def get_kind(self, obj: MessageCitation) -> str:
+        return "kb_document"
+
+
+class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitation]):
+    """A verified quote from a court opinion."""
+
+    kind = serializers.SerializerMethodField()
+    case_name = serializers.CharField(source="opinion.case_name", read_only=True)
+    citation = serializers.CharField(source="opinion.citation", read_only=True)
+    court = serializers.CharField(source="opinion.court", read_only=True)
+    provider = serializers.CharField(source="opinion.provider", read_only=True)
+    url = serializers.CharField(source="opinion.absolute_url", read_only=True)
+    start = serializers.IntegerField(source="source_offset_start", read_only=True)
+    end = serializers.IntegerField(source="source_offset_end", read_only=True)
+    method = serializers.CharField(source="verification_method", read_only=True)
+    confidence = serializers.FloatField(source="verification_confidence", read_only=True)
+
+    class Meta:
+        model = MessageCaselawCitation
+        fields = [
+            "id",
+            "kind",
+            "quote",
+            "opinion",
+            "case_name",
+            "citation",
+            "court",
+            "provider",
+            "url",
+            "start",
+            "end",
+            "method",
+            "confidence",
+        ]
+        read_only_fields = fields
+
+    def get_kind(self, obj: MessageCaselawCitation) -> str:
+        return "caselaw"
+
+
+class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):
+    """A source a tool consulted during the turn (provenance, not a quote)."""
+
+    class Meta:
+        model = MessageToolSource
+        fields = ["id", "source_kind", "tool", "provider", "label", "subtitle", "url", "external_ref"]
+        read_only_fields = fields
+
+
+class MessageSerializer(serializers.ModelSerializer[Message]):
+    """A message; an assistant message carries its verified citations and the sources its tools consulted."""
+
+    citations = KBCitationSerializer(many=True, read_only=True)
+    caselaw_citations = CaselawCitationSerializer(many=True, read_only=True)
+    tool_sources = ToolSourceSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Message
+        fields = [
+            "id",
+            "role",
+            "content",
+            "status",
+            "created_at",
+            "finalized_at",
+            "citations",
+            "caselaw_citations",
+            "tool_sources",
+        ]
+        read_only_fields = fields
+
+
+class ChatDetailSerializer(ChatSerializer):
+    messages = MessageSerializer(many=True, read_only=True)
+
+    class Meta(ChatSerializer.Meta):
+        fields = [*ChatSerializer.Meta.fields, "messages"]
+
+
+class MessageCreateSerializer(serializers.Serializer[dict[str, Any]]):
+    content = serializers.CharField(
+        trim_whitespace=True, help_text="The question; at most LQAI_MAX_MESSAGE_CHARS characters."
+    )
+
+    def validate_content(self, value: str) -> str:
+        limit = settings.LQAI_MAX_MESSAGE_CHARS
+        if len(value) > limit:
+            raise serializers.ValidationError(f"Ensure this field has no more than {limit} characters.")
+        return value
+
+
+class UnverifiedQuoteSerializer(serializers.Serializer[UnverifiedQuote]):
+    """A quote the assistant claimed that did not verify against its claimed source: shown, never stored."""
+
+    quote = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class TurnSerializer(serializers.Serializer[dict[str, Any]]):
+    """The result of a single-shot turn."""
+
+    message = MessageSerializer()
+    user_message_id = serializers.UUIDField()
+    unverified_count = serializers.IntegerField()
+    unverified = UnverifiedQuoteSerializer(many=True)
+
+
+class TurnErrorSerializer(serializers.Serializer[dict[str, Any]]):
+    """The assistant failed: the turn is saved as ``failed`` under ``message_id``."""
+
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    message_id = serializers.UUIDField()
+
+
+class TurnDoneSerializer(serializers.Serializer[dict[str, Any]]):
+    """The data of the stream's final ``done`` event."""
+
+    message_id = serializers.UUIDField()
+    status = serializers.CharField()
+    citation_count = serializers.IntegerField()
+    unverified_count = serializers.IntegerField()
+    unverified = UnverifiedQuoteSerializer(many=True)
+
+
+class ResumeConflictSerializer(serializers.Serializer[dict[str, Any]]):
+    detail = serializers.CharField()
+    status = serializers.CharField()

@@ -1,0 +1,177 @@
+"""Tools an assistant backend may call during a turn, and the sources they consult.
+
+A :class:`Tool` takes JSON-able arguments and returns a :class:`ToolOutput`: a JSON-able
+payload (what the model and the client see) and the :class:`~chats.services.ConsultedSource`
+list it drew on. The turn runner turns those into ``message_tool_sources`` rows at finalize,
+whatever the tool: ``caselaw_search`` here, any MCP server's tool through :class:`McpTool`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+from courtlistener import CourtListener, CourtListenerAPIError
+from django.conf import settings
+
+from chats import courtlistener
+from chats.models import CaselawOpinion, MessageToolSource
+from chats.retrieval import passages, rank_passages, rank_sources
+from chats.services import ConsultedSource
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    payload: Mapping[str, Any]
+    sources: tuple[ConsultedSource, ...] = ()
+
+
+class Tool(Protocol):
+    """A callable tool: a name, a description and a JSON schema of its arguments for the model."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> Mapping[str, Any]: ...
+
+    def run(self, arguments: Mapping[str, Any]) -> ToolOutput: ...
+
+
+class CaselawSearchTool:
+    """Search court opinions: the materialized ``caselaw_opinions`` (seeded ``local`` ones and
+    earlier fetches) and, when a CourtListener client is configured, CourtListener itself, whose
+    hits are materialized first. A CourtListener failure degrades to local results (logged)."""
+
+    name = "caselaw_search"
+    description = (
+        "Search court opinions for a query. Returns the best-matching opinions, each with a verbatim "
+        "passage that may be quoted with its opinion_id."
+    )
+    parameters: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "What to look for, in plain words."}},
+        "required": ["query"],
+    }
+
+    def __init__(self, *, courtlistener_client: CourtListener | None = None, limit: int = 3) -> None:
+        self.courtlistener_client = courtlistener_client
+        self.limit = limit
+
+    @classmethod
+    def from_settings(cls) -> CaselawSearchTool:
+        token = settings.COURTLISTENER_API_TOKEN
+        return cls(courtlistener_client=courtlistener.build_client(token) if token else None)
+
+    def run(self, arguments: Mapping[str, Any]) -> ToolOutput:
+        query = str(arguments.get("query") or "").strip()
+        opinions = self._fetch_courtlistener(query) if query else []
+        fetched = {o.pk for o in opinions}
+        local = rank_sources(
+            CaselawOpinion.objects.exclude(pk__in=fetched), field="text", question=query, limit=self.limit
+        )
+        opinions += local
+        results = [self._result(opinion, query) for opinion in opinions]
+        return ToolOutput(
+            payload={"query": query, "results": results},
+            sources=tuple(caselaw_source(opinion, tool=self.name) for opinion in opinions),
+        )
+
+    def _fetch_courtlistener(self, query: str) -> list[CaselawOpinion]:
+        if self.courtlistener_client is None:
+            return []
+        try:
+            return courtlistener.search_and_materialize(self.courtlistener_client, query, limit=self.limit)
+        except (CourtListenerAPIError, httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            # The turn goes on with local opinions; the warning says why CourtListener's are missing.
+            logger.warning("caselaw_search: CourtListener failed (%s); using local opinions only", exc, exc_info=True)
+            return []
+
+    @staticmethod
+    def _result(opinion: CaselawOpinion, query: str) -> dict[str, Any]:
+        best = rank_passages(passages(opinion.text), query, limit=1)
+        return {
+            "opinion_id": str(opinion.pk),
+            "provider": opinion.provider,
+            "case_name": opinion.case_name,
+            "citation": opinion.citation,
+            "court": opinion.court,
+            "date_filed": opinion.date_filed.isoformat() if opinion.date_filed else None,
+            "url": opinion.absolute_url,
+            "passage": {"text": best[0].text, "start": best[0].start, "end": best[0].end} if best else None,
+        }
+
+
+def caselaw_source(opinion: CaselawOpinion, *, tool: str) -> ConsultedSource:
+    """The provenance of a consulted opinion: case name, then citation · court · date."""
+    date = opinion.date_filed.isoformat() if opinion.date_filed else ""
+    return ConsultedSource(
+        source_kind=MessageToolSource.SourceKind.CASELAW,
+        tool=tool,
+        provider=opinion.provider,
+        label=opinion.case_name,
+        subtitle=" · ".join(part for part in (opinion.citation, opinion.court, date) if part),
+        url=opinion.absolute_url,
+        external_ref=opinion.cluster_id,
+    )
+
+
+McpCall = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
+"""Calls an MCP server's tool by name; returns its ``CallToolResult`` as a dict."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """A tool of an MCP server. Its result's ``resource_link`` and embedded ``resource`` content
+    items become consulted sources of kind ``mcp`` (provider: the server); its text is the payload."""
+
+    name: str
+    description: str
+    server: str
+    call: McpCall
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+
+    def run(self, arguments: Mapping[str, Any]) -> ToolOutput:
+        result = self.call(self.name, arguments)
+        texts: list[str] = []
+        sources: list[ConsultedSource] = []
+        for item in result.get("content") or []:
+            kind = item.get("type")
+            if kind == "text":
+                texts.append(str(item.get("text", "")))
+            elif kind == "resource_link":
+                sources.append(self._source(item))
+            elif kind == "resource" and isinstance(item.get("resource"), Mapping):
+                sources.append(self._source(item["resource"]))
+        if result.get("isError"):
+            return ToolOutput(payload={"error": "\n".join(texts) or "the tool reported an error"})
+        return ToolOutput(
+            payload={"text": "\n".join(texts), "structured": result.get("structuredContent")},
+            sources=tuple(sources),
+        )
+
+    def _source(self, resource: Mapping[str, Any]) -> ConsultedSource:
+        uri = str(resource.get("uri") or "")
+        return ConsultedSource(
+            source_kind=MessageToolSource.SourceKind.MCP,
+            tool=self.name,
+            provider=self.server,
+            label=str(resource.get("title") or resource.get("name") or uri or self.name),
+            subtitle=str(resource.get("description") or resource.get("mimeType") or ""),
+            url=uri if uri.startswith(("http://", "https://")) else "",
+            external_ref=uri,
+        )
+
+
+def default_tools() -> dict[str, Tool]:
+    """The tools of a streamed (tool-loop) turn."""
+    tools: list[Tool] = [CaselawSearchTool.from_settings()]
+    return {tool.name: tool for tool in tools}
