@@ -10,12 +10,14 @@ commit) sends :data:`chats.signals.post_finalize` so that layers built on top
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from uuid import UUID
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
@@ -27,6 +29,7 @@ from chats.models import (
     MessageCaselawCitation,
     MessageCitation,
     MessageToolSource,
+    Project,
 )
 from chats.signals import post_finalize
 from chats.verification import NormalizedSource
@@ -73,16 +76,36 @@ class FinalizedTurn:
     unverified: list[UnverifiedQuote] = field(default_factory=list)
 
 
-def start_turn(*, chat: Chat, content: str) -> tuple[Message, Message]:
-    """Record the user's message and a pending assistant message for the turn."""
+def create_chat(*, owner: AbstractBaseUser, project: Project | None = None, title: str = "") -> Chat:
+    """Open a chat; the caller has checked that ``owner`` may use ``project``."""
+    return Chat.objects.create(owner_id=owner.pk, project=project, title=title)
+
+
+def start_turn(*, chat: Chat, content: str, assistant_status: str = Message.Status.PENDING) -> tuple[Message, Message]:
+    """Record the user's message and the assistant message for the turn (``pending``, or
+    ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record)."""
     with transaction.atomic():
         user_message = Message.objects.create(
             chat=chat, role=Message.Role.USER, content=content, status=Message.Status.COMPLETE
         )
         assistant_message = Message.objects.create(
-            chat=chat, role=Message.Role.ASSISTANT, content="", status=Message.Status.PENDING
+            chat=chat, role=Message.Role.ASSISTANT, content="", status=assistant_status
         )
     return user_message, assistant_message
+
+
+def reopen_interrupted_turn(*, message: Message) -> bool:
+    """Claim an ``interrupted`` assistant message for a resume by moving it to ``streaming``.
+
+    A conditional update, so that of two concurrent resumes exactly one wins; returns False
+    (and changes nothing) if the message is not interrupted any more.
+    """
+    claimed = Message.objects.filter(
+        pk=message.pk, role=Message.Role.ASSISTANT, status=Message.Status.INTERRUPTED
+    ).update(status=Message.Status.STREAMING)
+    if claimed:
+        message.status = Message.Status.STREAMING
+    return bool(claimed)
 
 
 def _confidence_decimal(value: float) -> Decimal:
@@ -165,6 +188,42 @@ def _verify_claims(
     return kb, caselaw, unverified
 
 
+def _tool_source_rows(
+    *, message: Message, consulted: Sequence[ConsultedSource], now: datetime.datetime
+) -> list[MessageToolSource]:
+    """Rows for the consulted sources, fitted to the columns: tool metadata must never cost the turn.
+
+    Over-long values are cut to their column; a source with no kind cannot be classified and is
+    dropped with a warning (the table refuses an empty kind).
+    """
+    rows = []
+    for source in consulted:
+        kind = source.source_kind.strip()[:32]
+        if not kind:
+            logger.warning("turn %s: dropped a consulted source with no kind (tool %r)", message.pk, source.tool)
+            continue
+        rows.append(
+            MessageToolSource(
+                message=message,
+                source_kind=kind,
+                tool=source.tool[:100],
+                provider=source.provider[:50] if source.provider else None,
+                label=source.label[:500],
+                subtitle=source.subtitle[:500],
+                url=source.url[:500],
+                external_ref=source.external_ref[:200],
+                created_at=now,
+            )
+        )
+    return rows
+
+
+def _send_post_finalize(message: Message) -> None:
+    for receiver, result in post_finalize.send_robust(sender=Message, message=message):
+        if isinstance(result, Exception):
+            logger.error("post_finalize receiver %r failed for message %s", receiver, message.pk, exc_info=result)
+
+
 def finalize_turn(
     *,
     message: Message,
@@ -178,27 +237,17 @@ def finalize_turn(
 
     Unverified quotes are returned (for the response), never stored as citations. Can be called
     again on an ``interrupted`` message (resume): new rows are added and the signal fires again.
+    A ``complete`` or ``failed`` turn is final and is refused.
     """
     if status not in FINAL_STATUSES:
         raise ValueError(f"finalize_turn needs a final status, not {status!r}")
     if message.role != Message.Role.ASSISTANT:
         raise ValueError("only an assistant message ends a turn")
+    if message.status in {Message.Status.COMPLETE, Message.Status.FAILED}:
+        raise ValueError(f"message {message.pk} is already {message.status}; only an interrupted turn goes on")
     kb, caselaw, unverified = _verify_claims(message=message, claims=claimed_citations)
     now = timezone.now()
-    sources = [
-        MessageToolSource(
-            message=message,
-            source_kind=s.source_kind,
-            tool=s.tool,
-            provider=s.provider,
-            label=s.label[:500],
-            subtitle=s.subtitle[:500],
-            url=s.url[:500],
-            external_ref=s.external_ref[:200],
-            created_at=now,
-        )
-        for s in tool_sources
-    ]
+    sources = _tool_source_rows(message=message, consulted=tool_sources, now=now)
     with transaction.atomic():
         message.content = content
         message.status = status
@@ -208,8 +257,8 @@ def finalize_turn(
         MessageCaselawCitation.objects.bulk_create(caselaw)
         MessageToolSource.objects.bulk_create(sources)
         # After commit: receivers (the ledger) can neither roll back the turn nor see a turn
-        # that later rolls back.
-        transaction.on_commit(lambda: post_finalize.send(sender=Message, message=message))
+        # that later rolls back; robust, so a failing receiver cannot turn a committed turn into an error.
+        transaction.on_commit(lambda: _send_post_finalize(message), robust=True)
     if unverified:
         logger.info("turn %s: %d claimed quote(s) did not verify", message.pk, len(unverified))
     return FinalizedTurn(

@@ -1,0 +1,437 @@
+"""``chats.services.finalize_turn``: what a turn persists, what it refuses, and the ledger entries that
+follow it through ``post_finalize`` (sent after commit; here run with
+``django_capture_on_commit_callbacks(execute=True)``, or for real in ``transaction=True`` tests)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
+
+import pytest
+from django.db import connection, transaction
+
+from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, finalize_turn
+from citations import ledger
+from citations.models import CitationLedgerEntry
+from tests import factories
+from tests.test_ledger import entries_by_source, expected_entry, mirrored
+
+T = TypeVar("T")
+CaptureOnCommit = Callable[..., AbstractContextManager[list[Callable[[], Any]]]]
+
+KB_QUOTE = "must ultimately be satisfied"
+# Extra whitespace: verifies as a tolerant match, so confidence < 1 and the method is not the default one.
+TOLERANT_CASELAW_QUOTE = "survive  strict scrutiny"
+FABRICATED_QUOTE = "race may never be considered for any reason"
+
+
+def _assistant_message(chat: Chat | None = None) -> Message:
+    return factories.MessageFactory.create(
+        chat=chat or factories.ChatFactory.create(), status=Message.Status.STREAMING, content="", finalized_at=None
+    )
+
+
+def _finalize(
+    capture: CaptureOnCommit, *, message: Message, status: str = Message.Status.COMPLETE, **kwargs: Any
+) -> FinalizedTurn:
+    """finalize_turn, then the on-commit work it scheduled (exactly one callback: the signal)."""
+    with capture(execute=True) as callbacks:
+        turn = finalize_turn(message=message, content="The answer.", status=status, **kwargs)
+    assert len(callbacks) == 1
+    return turn
+
+
+def _in_another_connection(read: Callable[[], T]) -> T:
+    """Run ``read`` in a fresh database connection (another thread): it sees only committed data."""
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(read())
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    assert errors == []
+    return results[0]
+
+
+# --- The entries a turn gets -------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_turn_gets_one_mirroring_entry_per_row(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+    # Given a message of a matter with a KB document, and a materialized opinion
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+    opinion = factories.CaselawOpinionFactory.create(provider="courtlistener")
+
+    # When the turn ends with a quote from each and one caselaw search result consulted
+    turn = _finalize(
+        django_capture_on_commit_callbacks,
+        message=message,
+        claimed_citations=[
+            ClaimedCitation(KB_QUOTE, document_id=document.pk),
+            ClaimedCitation(TOLERANT_CASELAW_QUOTE, opinion_id=opinion.pk),
+        ],
+        tool_sources=[
+            ConsultedSource(
+                source_kind="caselaw", tool="caselaw_search", label="Fisher v. Univ. of Tex.", provider="courtlistener"
+            )
+        ],
+    )
+
+    # Then each of the three rows has exactly one entry, of the right kind, mirroring it
+    assert turn.unverified == []
+    (kb,) = turn.citations
+    (caselaw,) = turn.caselaw_citations
+    (tool,) = turn.tool_sources
+    entries = entries_by_source(message)
+    assert set(entries) == {kb.pk, caselaw.pk, tool.pk}
+    for row in (kb, caselaw, tool):
+        assert mirrored(entries[row.pk]) == expected_entry(row)
+    assert {e.source_kind for e in entries.values()} == {"kb_document", "caselaw"}
+    assert entries[caselaw.pk].provider == "courtlistener"
+    # The tolerant quote makes the confidence mirror something other than a default.
+    assert 0 < (entries[caselaw.pk].confidence or 0) < 1
+    assert entries[caselaw.pk].verification_status != entries[kb.pk].verification_status
+    assert {e.project_id for e in entries.values()} == {message.chat.project_id}
+
+
+@pytest.mark.django_db
+def test_an_mcp_source_in_a_matter_less_chat(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+    message = _assistant_message(factories.ChatFactory.create(project=None))
+    opinion = factories.CaselawOpinionFactory.create()
+
+    turn = _finalize(
+        django_capture_on_commit_callbacks,
+        message=message,
+        claimed_citations=[ClaimedCitation(KB_QUOTE, opinion_id=opinion.pk)],
+        tool_sources=[ConsultedSource(source_kind="mcp", tool="mcp:westlaw.search", label="Westlaw result")],
+    )
+
+    (mcp,) = turn.tool_sources
+    (caselaw,) = turn.caselaw_citations
+    entries = entries_by_source(message)
+    assert set(entries) == {mcp.pk, caselaw.pk}
+    assert mirrored(entries[mcp.pk]) == expected_entry(mcp)
+    assert entries[mcp.pk].source_kind == "mcp"
+    assert entries[mcp.pk].provider is None
+    assert {e.project_id for e in entries.values()} == {None}
+
+
+@pytest.mark.django_db
+def test_a_kb_only_turn_gets_exactly_one_kb_entry(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+
+    turn = _finalize(
+        django_capture_on_commit_callbacks,
+        message=message,
+        claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
+    )
+
+    (entry,) = CitationLedgerEntry.objects.filter(message=message)
+    assert entry.source_kind == "kb_document"
+    assert entry.message_citation_id == turn.citations[0].pk
+
+
+@pytest.mark.django_db
+def test_a_turn_without_rows_gets_no_entry(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+    message = _assistant_message()
+
+    _finalize(django_capture_on_commit_callbacks, message=message)
+
+    message.refresh_from_db()
+    assert message.status == Message.Status.COMPLETE
+    assert not CitationLedgerEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_turn_rolled_back_by_its_caller_sends_nothing(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+    # The signal is sent on commit: a caller's rollback takes the turn and its ledger work with it.
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+
+    with (  # noqa: PT012 - the failure must come after finalize_turn, inside the caller's block
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        finalize_turn(
+            message=message,
+            content="The answer.",
+            status=Message.Status.COMPLETE,
+            claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
+        )
+        raise RuntimeError("the caller fails after finalizing")
+
+    assert callbacks == []
+    assert not MessageCitation.objects.filter(message=message).exists()
+    assert not CitationLedgerEntry.objects.exists()
+
+
+# --- What finalize_turn refuses ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_unverified_quotes_are_returned_not_stored(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+    opinion = factories.CaselawOpinionFactory.create()
+
+    turn = _finalize(
+        django_capture_on_commit_callbacks,
+        message=message,
+        claimed_citations=[
+            ClaimedCitation(KB_QUOTE, document_id=document.pk),
+            ClaimedCitation(FABRICATED_QUOTE, document_id=document.pk),
+            ClaimedCitation(FABRICATED_QUOTE, opinion_id=opinion.pk),
+            ClaimedCitation(KB_QUOTE, document_id=document.pk, opinion_id=opinion.pk),  # two sources
+            ClaimedCitation(KB_QUOTE),  # no source
+        ],
+    )
+
+    assert [u.quote for u in turn.unverified] == [FABRICATED_QUOTE, FABRICATED_QUOTE, KB_QUOTE, KB_QUOTE]
+    assert all(u.reason for u in turn.unverified)
+    assert list(MessageCitation.objects.filter(message=message).values_list("quote", flat=True)) == [KB_QUOTE]
+    assert not MessageCaselawCitation.objects.filter(message=message).exists()
+    assert CitationLedgerEntry.objects.filter(message=message).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_quote_from_another_matters_document_is_unverified(
+    django_capture_on_commit_callbacks: CaptureOnCommit,
+) -> None:
+    # Given a document of another matter that does contain the quote
+    message = _assistant_message()
+    foreign = factories.DocumentFactory.create(project=factories.ProjectFactory.create())
+    assert KB_QUOTE in foreign.content
+
+    turn = _finalize(
+        django_capture_on_commit_callbacks,
+        message=message,
+        claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=foreign.pk)],
+    )
+
+    assert [u.quote for u in turn.unverified] == [KB_QUOTE]
+    assert turn.citations == []
+    assert not MessageCitation.objects.exists()
+    assert not CitationLedgerEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_matter_less_chat_cannot_quote_a_kb_document(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+    message = _assistant_message(factories.ChatFactory.create(project=None))
+    document = factories.DocumentFactory.create()
+
+    turn = _finalize(
+        django_capture_on_commit_callbacks,
+        message=message,
+        claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
+    )
+
+    assert [u.quote for u in turn.unverified] == [KB_QUOTE]
+    assert not MessageCitation.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [Message.Status.PENDING, Message.Status.STREAMING, "done"])
+def test_a_non_final_status_is_refused(status: str, django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+
+    with django_capture_on_commit_callbacks() as callbacks, pytest.raises(ValueError, match="final status"):
+        finalize_turn(
+            message=message,
+            content="The answer.",
+            status=status,
+            claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
+        )
+
+    assert callbacks == []
+    message.refresh_from_db()
+    assert (message.status, message.content) == (Message.Status.STREAMING, "")
+    assert not MessageCitation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_user_message_cannot_end_a_turn() -> None:
+    message = factories.UserMessageFactory.create()
+
+    with pytest.raises(ValueError, match="assistant"):
+        finalize_turn(message=message, content="x", status=Message.Status.COMPLETE)
+
+
+# --- Resume ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_finalizing_an_interrupted_turn_again_adds_only_the_new_entries(
+    django_capture_on_commit_callbacks: CaptureOnCommit,
+) -> None:
+    # Given a turn interrupted after one quote and one consulted source
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+    opinion = factories.CaselawOpinionFactory.create()
+    first = _finalize(
+        django_capture_on_commit_callbacks,
+        message=message,
+        status=Message.Status.INTERRUPTED,
+        claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
+        tool_sources=[ConsultedSource(source_kind="caselaw", tool="caselaw_search", label="Doe v. Roe")],
+    )
+    before = {e.source_row_id: (e.pk, e.created_at) for e in CitationLedgerEntry.objects.filter(message=message)}
+    assert set(before) == {first.citations[0].pk, first.tool_sources[0].pk}
+
+    # When the resumed turn completes with a new quote and a new source
+    second = _finalize(
+        django_capture_on_commit_callbacks,
+        message=message,
+        claimed_citations=[ClaimedCitation(TOLERANT_CASELAW_QUOTE, opinion_id=opinion.pk)],
+        tool_sources=[ConsultedSource(source_kind="mcp", tool="mcp:search", label="An MCP result")],
+    )
+
+    # Then the old entries are untouched and each new row has its own entry
+    after = {e.source_row_id: (e.pk, e.created_at) for e in CitationLedgerEntry.objects.filter(message=message)}
+    new_rows = {second.caselaw_citations[0].pk, second.tool_sources[0].pk}
+    assert set(after) == set(before) | new_rows
+    assert {k: after[k] for k in before} == before
+    message.refresh_from_db()
+    assert message.status == Message.Status.COMPLETE
+    assert MessageCitation.objects.filter(message=message).count() == 1
+    assert MessageToolSource.objects.filter(message=message).count() == 2
+
+
+# --- A ledger failure never breaks a turn (real commits, PostgreSQL) ---------------------------------------------
+
+
+@pytest.fixture
+def ledger_refuses_every_row() -> Iterator[None]:
+    """A check constraint that rejects any new ledger row (NOT VALID: existing rows are not checked), so the
+    ledger insert fails for real inside PostgreSQL; dropped again afterwards."""
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE citation_ledger_entry ADD CONSTRAINT test_refuse_all CHECK (false) NOT VALID")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE citation_ledger_entry DROP CONSTRAINT IF EXISTS test_refuse_all")
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("ledger_refuses_every_row")
+def test_a_ledger_failure_leaves_the_turn_committed_and_the_connection_usable(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given a turn to finalize, and a ledger that refuses every row
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+    opinion = factories.CaselawOpinionFactory.create()
+
+    # When it is finalized for real (autocommit: the on-commit signal runs as finalize_turn's block commits)
+    with caplog.at_level(logging.ERROR, logger="citations.receivers"):
+        turn = finalize_turn(
+            message=message,
+            content="The answer.",
+            status=Message.Status.COMPLETE,
+            claimed_citations=[
+                ClaimedCitation(KB_QUOTE, document_id=document.pk),
+                ClaimedCitation(KB_QUOTE, opinion_id=opinion.pk),
+            ],
+            tool_sources=[ConsultedSource(source_kind="mcp", tool="mcp:search", label="An MCP result")],
+        )
+
+    # Then the failure was logged with the message id, and swallowed
+    (record,) = [r for r in caplog.records if r.name == "citations.receivers" and r.levelno == logging.ERROR]
+    assert str(message.pk) in record.getMessage()
+    assert record.exc_text is not None
+    assert "test_refuse_all" in record.exc_text
+    # and the turn is committed: another connection sees the message and its rows
+    assert not connection.in_atomic_block
+
+    def committed_turn() -> tuple[str, int, int, int]:
+        return (
+            Message.objects.get(pk=message.pk).status,
+            MessageCitation.objects.filter(message_id=message.pk).count(),
+            MessageCaselawCitation.objects.filter(message_id=message.pk).count(),
+            MessageToolSource.objects.filter(message_id=message.pk).count(),
+        )
+
+    assert _in_another_connection(committed_turn) == (Message.Status.COMPLETE, 1, 1, 1)
+    # and this connection still works, the ledger is empty, and a later assembly repairs it
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
+    assert not CitationLedgerEntry.objects.exists()
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE citation_ledger_entry DROP CONSTRAINT test_refuse_all")
+    assert ledger.assemble(turn.message) == 3
+
+
+# --- Turns that are already over, receivers that fail, tool metadata that does not fit ---------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [Message.Status.COMPLETE, Message.Status.FAILED])
+def test_a_finished_turn_cannot_be_finalized_again(status: str) -> None:
+    message = factories.MessageFactory.create(status=status, content="Final words.")
+    with pytest.raises(ValueError, match=f"already {status}"):
+        finalize_turn(message=message, content="Rewritten.", status=Message.Status.COMPLETE)
+    message.refresh_from_db()
+    assert message.content == "Final words."
+
+
+@pytest.mark.django_db
+def test_a_failing_receiver_neither_raises_nor_stops_the_ledger(
+    django_capture_on_commit_callbacks: CaptureOnCommit, caplog: pytest.LogCaptureFixture
+) -> None:
+    from chats.signals import post_finalize
+
+    def broken_receiver(sender: type[Message], message: Message, **kwargs: Any) -> None:
+        raise RuntimeError("a careless receiver")
+
+    post_finalize.connect(broken_receiver, sender=Message, dispatch_uid="tests.broken_receiver")
+    try:
+        message = _assistant_message()
+        consulted = [ConsultedSource(source_kind="mcp", tool="docket_lookup", label="Docket 1")]
+        with caplog.at_level(logging.ERROR, logger="chats.services"):
+            _finalize(django_capture_on_commit_callbacks, message=message, tool_sources=consulted)
+    finally:
+        post_finalize.disconnect(sender=Message, dispatch_uid="tests.broken_receiver")
+    assert CitationLedgerEntry.objects.filter(message=message).count() == 1
+    assert any(str(message.pk) in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+@pytest.mark.django_db
+def test_tool_metadata_is_fitted_to_its_columns_and_kindless_sources_are_dropped(
+    django_capture_on_commit_callbacks: CaptureOnCommit, caplog: pytest.LogCaptureFixture
+) -> None:
+    message = _assistant_message()
+    consulted = [
+        ConsultedSource(source_kind="m" * 40, tool="t" * 150, label="l" * 600, provider="p" * 60, url="u" * 600),
+        ConsultedSource(source_kind="  ", tool="broken_tool", label="No kind"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="chats.services"):
+        turn = _finalize(django_capture_on_commit_callbacks, message=message, tool_sources=consulted)
+    row = MessageToolSource.objects.get(message=message)
+    assert (len(row.source_kind), len(row.tool), len(row.label), len(row.provider or ""), len(row.url)) == (
+        32,
+        100,
+        500,
+        50,
+        500,
+    )
+    assert len(turn.tool_sources) == 1
+    assert "broken_tool" in caplog.text
+    assert CitationLedgerEntry.objects.get(message=message).source_kind == "m" * 32
