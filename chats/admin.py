@@ -1,0 +1,205 @@
+"""Admin of the chat domain.
+
+Matters, chats, messages, documents and opinions are editable by staff. The three per-turn
+artifact tables (``message_citations``, ``message_caselaw_citations``, ``message_tool_sources``)
+are read-only: they record what a turn quoted or consulted, and the citation ledger indexes them.
+
+The building blocks shared with ``citations.admin`` (:class:`ReadOnlyAdminMixin`,
+:class:`UUIDSearchAdmin`, :func:`admin_link`) live here so that ``citations`` can import them
+while ``chats`` never imports ``citations``.
+
+Big tables (chats, messages, the artifact tables) get ``list_select_related``, no full result
+count and no facets, and are searched by exact id only: a ``LIKE`` over a UUID column would
+scan the table.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.options import BaseModelAdmin
+from django.db.models import Model, Q, QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from chats.models import (
+    CaselawOpinion,
+    Chat,
+    Document,
+    Message,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
+
+
+def admin_link(model: type[Model], pk: object, label: object) -> SafeString:
+    """An ``<a href>`` to the admin change page of ``model`` row ``pk``. Built from the id: no query."""
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
+    return format_html('<a href="{}">{}</a>', url, label)
+
+
+class ReadOnlyAdminMixin(BaseModelAdmin):
+    """Read-only means read-only, superusers included: no add, change or delete, no bulk actions,
+    every field read-only. The change page still renders (view permission), read-only; the add,
+    delete and change-POST URLs answer 403. Works for ``ModelAdmin`` and ``InlineModelAdmin``."""
+
+    actions: Sequence[Any] | None = None
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        declared = [str(name) for name in super().get_readonly_fields(request, obj)]
+        return declared + [f.name for f in self.model._meta.concrete_fields if f.name not in declared]
+
+
+class UUIDSearchAdmin(admin.ModelAdmin):
+    """Search by exact id. A term that parses as a UUID matches any of ``search_fields`` (UUID
+    columns, each indexed) with ``=``, OR-ed; any other term matches nothing and says why."""
+
+    search_help_text = "An exact id (UUID)."
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        fields = self.get_search_fields(request)
+        try:
+            value = uuid.UUID(term)
+        except ValueError:
+            self.message_user(
+                request,
+                f"Search takes an exact id (a UUID) of: {', '.join(fields)}. {term!r} is not a UUID.",
+                level=messages.WARNING,
+            )
+            return queryset.none(), False
+        condition = Q()
+        for field in fields:
+            condition |= Q(**{field: value})
+        return queryset.filter(condition), False
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ("name", "owner", "created_at")
+    list_select_related = ("owner",)
+    search_fields = ("name",)
+    raw_id_fields = ("owner", "members")
+    readonly_fields = ("id", "created_at")
+
+
+@admin.register(Chat)
+class ChatAdmin(UUIDSearchAdmin):
+    list_display = ("__str__", "project", "owner", "created_at")
+    list_select_related = ("project", "owner")
+    search_fields = ("id", "project_id")
+    search_help_text = "An exact chat or project id (UUID)."
+    raw_id_fields = ("project", "owner")
+    readonly_fields = ("id", "created_at")
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+
+
+@admin.register(Message)
+class MessageAdmin(UUIDSearchAdmin):
+    list_display = ("__str__", "chat", "role", "status", "created_at", "finalized_at")
+    list_select_related = ("chat",)
+    # Both fields have choices: the filters list them without querying the table.
+    list_filter = ("role", "status")
+    search_fields = ("id", "chat_id")
+    search_help_text = "An exact message or chat id (UUID)."
+    raw_id_fields = ("chat",)
+    readonly_fields = ("id", "created_at")
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ("title", "project", "created_at")
+    list_select_related = ("project",)
+    search_fields = ("title",)
+    raw_id_fields = ("project",)
+    readonly_fields = ("id", "created_at")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
+        # A document can be 100KB: the changelist never shows it, and the change page loads it on demand.
+        return super().get_queryset(request).defer("content")
+
+
+@admin.register(CaselawOpinion)
+class CaselawOpinionAdmin(admin.ModelAdmin):
+    list_display = ("case_name", "citation", "court", "date_filed", "provider", "retrieved_at")
+    search_fields = ("case_name", "citation", "opinion_id")
+    readonly_fields = ("id",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[CaselawOpinion]:
+        # Opinion texts are long: the changelist never shows them, and the change page loads one on demand.
+        return super().get_queryset(request).defer("text")
+
+
+class _ArtifactAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
+    """The per-turn artifact tables: read-only, big, searched by exact id."""
+
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+
+
+@admin.register(MessageCitation)
+class MessageCitationAdmin(_ArtifactAdmin):
+    list_display = ("__str__", "document", "verification_method", "verification_confidence", "message", "created_at")
+    list_select_related = ("document", "message")
+    search_fields = ("id", "message_id", "document_id")
+    search_help_text = "An exact citation, message or document id (UUID)."
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MessageCitation]:
+        # The pages show the document's title and the message's name, never their content.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("document", "message")
+            .defer("document__content", "message__content")
+        )
+
+
+@admin.register(MessageCaselawCitation)
+class MessageCaselawCitationAdmin(_ArtifactAdmin):
+    list_display = ("__str__", "opinion", "verification_method", "verification_confidence", "message", "created_at")
+    list_select_related = ("opinion", "message")
+    search_fields = ("id", "message_id", "opinion_id")
+    search_help_text = "An exact citation, message or opinion id (UUID)."
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MessageCaselawCitation]:
+        # The pages show the opinion's case name and the message's name, never their text.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("opinion", "message")
+            .defer("opinion__text", "message__content")
+        )
+
+
+@admin.register(MessageToolSource)
+class MessageToolSourceAdmin(_ArtifactAdmin):
+    list_display = ("label", "source_kind", "tool", "provider", "message", "created_at")
+    list_select_related = ("message",)
+    search_fields = ("id", "message_id")
+    search_help_text = "An exact tool-source or message id (UUID)."
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MessageToolSource]:
+        return super().get_queryset(request).select_related("message").defer("message__content")

@@ -1,0 +1,99 @@
+"""Serializers of the ledger trace API: an entry resolved to its source identity, the passage
+read from the content layer, its verification and its provenance. Read-only.
+
+Entries must be read through ``citations.selectors.with_sources`` (the passage is an annotation
+of that query, and the source rows are joined in by it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from chats.models import CaselawOpinion, Document, MessageToolSource
+from citations import selectors
+from citations.models import CitationLedgerEntry
+
+
+class ChatLedgerQuerySerializer(serializers.Serializer[None]):
+    """The query string of ``GET /api/chats/{chat_id}/ledger/``."""
+
+    message = serializers.UUIDField(
+        required=False,
+        help_text="Only the entries of this turn (an assistant message id). "
+        "A message that is not in this chat yields an empty list.",
+    )
+
+
+class DocumentRefSerializer(serializers.ModelSerializer[Document]):
+    class Meta:
+        model = Document
+        fields = ("id", "title")
+        read_only_fields = fields
+
+
+class OpinionRefSerializer(serializers.ModelSerializer[CaselawOpinion]):
+    url = serializers.CharField(source="absolute_url", read_only=True)
+
+    class Meta:
+        model = CaselawOpinion
+        fields = ("id", "case_name", "citation", "court", "date_filed", "url")
+        read_only_fields = fields
+
+
+class ToolSourceRefSerializer(serializers.ModelSerializer[MessageToolSource]):
+    class Meta:
+        model = MessageToolSource
+        fields = ("id", "tool", "label", "subtitle", "url", "external_ref")
+        read_only_fields = fields
+
+
+class PassageSerializer(serializers.Serializer[selectors.Passage]):
+    start = serializers.IntegerField(read_only=True, help_text="Offset of the first character in the source.")
+    end = serializers.IntegerField(read_only=True, help_text="Offset just past the last character.")
+    text = serializers.CharField(read_only=True, help_text="source[start:end], read from the source now.")
+
+
+class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
+    """One ledger entry. Exactly one of ``document``, ``opinion`` and ``tool_source`` is set;
+    ``passage`` is set for quotes (``kb_document``, ``caselaw``) and null for consulted sources."""
+
+    id = serializers.UUIDField(read_only=True)
+    message_id = serializers.UUIDField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    source_kind = serializers.CharField(read_only=True)
+    source_row_id = serializers.UUIDField(
+        read_only=True, help_text="Id of the message citation, caselaw citation or tool source row."
+    )
+    document = serializers.SerializerMethodField()
+    opinion = serializers.SerializerMethodField()
+    tool_source = serializers.SerializerMethodField()
+    passage = serializers.SerializerMethodField()
+    verification_status = serializers.CharField(
+        read_only=True, help_text="How the quote was verified (e.g. exact_match), or 'provenance'."
+    )
+    confidence = serializers.FloatField(read_only=True, allow_null=True)
+    provider = serializers.CharField(read_only=True, allow_null=True)
+    retrieved_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+    @extend_schema_field(DocumentRefSerializer(allow_null=True))
+    def get_document(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
+        quote = entry.message_citation
+        return None if quote is None else DocumentRefSerializer(quote.document).data
+
+    @extend_schema_field(OpinionRefSerializer(allow_null=True))
+    def get_opinion(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
+        quote = entry.message_caselaw_citation
+        return None if quote is None else OpinionRefSerializer(quote.opinion).data
+
+    @extend_schema_field(ToolSourceRefSerializer(allow_null=True))
+    def get_tool_source(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
+        source = entry.message_tool_source
+        return None if source is None else ToolSourceRefSerializer(source).data
+
+    @extend_schema_field(PassageSerializer(allow_null=True))
+    def get_passage(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
+        span = selectors.passage(entry)
+        return None if span is None else PassageSerializer(span).data

@@ -1,0 +1,53 @@
+"""The ledger trace API: what a chat's turns brought into context, resolved to their sources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from chats.selectors import chats_visible_to
+from citations import selectors
+from citations.models import CitationLedgerEntry
+from citations.serializers import ChatLedgerQuerySerializer, LedgerEntrySerializer
+
+
+class ChatLedgerView(generics.ListAPIView[CitationLedgerEntry]):
+    """``GET /api/chats/{chat_id}/ledger/[?message={id}]``: the chat's ledger entries, paginated."""
+
+    serializer_class = LedgerEntrySerializer
+
+    @extend_schema(
+        operation_id="chat_ledger_list",
+        summary="Trace a chat's sources",
+        description=(
+            "The citation-ledger entries of every turn of the chat (or of one turn with `message`), in the "
+            "order they were written. Each entry is resolved to its source (KB document, caselaw opinion, or "
+            "a source a tool consulted), with the passage a quote points at read from the source at request "
+            "time (`source[start:end]`), how it was verified, and its provenance. A chat the caller cannot "
+            "see answers 404; a `message` that is not in this chat yields an empty list."
+        ),
+        parameters=[ChatLedgerQuerySerializer],
+        responses={
+            200: LedgerEntrySerializer(many=True),
+            400: OpenApiResponse(description="`message` is not a UUID."),
+            404: OpenApiResponse(description="No such chat, or the caller cannot see it."),
+        },
+        tags=["ledger"],
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[CitationLedgerEntry]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request user, no chat
+            return CitationLedgerEntry.objects.none()
+        # Access first: a chat the caller cannot see is a 404, whatever the query string says.
+        chat = get_object_or_404(chats_visible_to(self.request.user), pk=self.kwargs["chat_id"])
+        query = ChatLedgerQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        return selectors.chat_ledger(chat=chat, message_id=query.validated_data.get("message"))

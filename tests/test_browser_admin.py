@@ -1,0 +1,138 @@
+"""The ledger admin in a real browser: headless Chromium (Debian's ``chromium`` package) driven by
+Playwright. A superuser logs in, filters the ledger by kind, opens an entry and follows its link
+to the source row, and finds no add, save or delete control anywhere on the way.
+
+Skipped (by the ``browser`` marker, see ``conftest.py``) when ``chromium`` is not on PATH.
+Screenshots go to ``artifacts/browser/`` (ignored by git); the changelist's is also copied to
+``docs/admin-ledger.png``, shown in the README, when ``LQAI_UPDATE_DOCS_SCREENSHOT=1`` is set.
+
+Playwright's sync API runs an event loop in this thread, where Django refuses ORM calls
+(``SynchronousOnlyOperation``): every database read and write happens before the browser starts
+or after it stops. The live server answers from its own thread.
+"""
+
+from __future__ import annotations
+
+import os
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import Page, sync_playwright
+from pytest_django.live_server_helper import LiveServer
+
+from citations import ledger
+from citations.models import CitationLedgerEntry, SourceKind
+from tests import factories
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "artifacts" / "browser"
+DOCS_SCREENSHOT = ROOT / "docs" / "admin-ledger.png"
+PASSWORD = "correct horse battery staple"
+# No network, no background services: the machine may be offline and the run must be quiet and repeatable.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+# Admin URLs of the read-only models: no page may link to their add view.
+READ_ONLY_MODELS = ("citationledgerentry", "messagecitation", "messagecaselawcitation", "messagetoolsource")
+
+
+def _seed() -> None:
+    """A superuser and a few turns of a matter, named as a lawyer would see them."""
+    User.objects.create_superuser("admin", "admin@example.com", PASSWORD)
+    project = factories.ProjectFactory.create(name="Admissions policy review")
+    chat = factories.ChatFactory.create(project=project, title="Is the race-conscious policy defensible?")
+    memo = factories.DocumentFactory.create(project=project, title="Strict scrutiny memo")
+    fisher = factories.CaselawOpinionFactory.create(case_name="Fisher v. University of Texas at Austin")
+    for _ in range(2):
+        message = factories.MessageFactory.create(chat=chat)
+        factories.MessageCitationFactory.create(message=message, document=memo)
+        factories.MessageCaselawCitationFactory.create(message=message, opinion=fisher)
+        factories.MessageToolSourceFactory.create(message=message, label="Grutter v. Bollinger", tool="caselaw_search")
+        factories.MessageToolSourceFactory.create(
+            message=message,
+            source_kind="mcp",
+            tool="docket_lookup",
+            provider="example-mcp",
+            label="Docket 1:14-cv-00954",
+            url="https://example.com/docket/1-14-cv-00954",
+        )
+        ledger.assemble(message)
+
+
+def _assert_nothing_can_be_written(page: Page) -> None:
+    content = page.locator("#content")
+    assert content.locator("input[name=_save], input[name=_continue], input[name=_addanother]").count() == 0
+    assert content.locator("a.addlink").count() == 0
+    assert page.locator("a.deletelink").count() == 0
+    assert page.locator("select[name=action], button[name=index]").count() == 0
+    # The nav sidebar offers "Add" for the editable models (projects, chats...), never for a read-only one.
+    for model in READ_ONLY_MODELS:
+        assert page.locator(f"a.addlink[href*='/{model}/']").count() == 0
+
+
+def test_a_superuser_traces_an_entry_to_its_source_and_can_change_nothing(live_server: LiveServer) -> None:
+    # Given a ledger (written before the browser's event loop starts)
+    _seed()
+    caselaw_entries = CitationLedgerEntry.objects.filter(source_kind=SourceKind.CASELAW).count()
+    before = list(CitationLedgerEntry.objects.order_by("id").values())
+    chromium = shutil.which("chromium")
+    assert chromium is not None
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 900})
+            page.set_default_timeout(15_000)
+
+            # When a superuser logs in and lands on the ledger
+            page.goto(f"{live_server.url}/admin/login/?next=/admin/citations/citationledgerentry/")
+            page.fill("#id_username", "admin")
+            page.fill("#id_password", PASSWORD)
+            page.click("input[type=submit]")
+            page.wait_for_url("**/admin/citations/citationledgerentry/")
+            assert page.locator("#result_list tbody tr").count() == 8
+            _assert_nothing_can_be_written(page)
+            page.screenshot(path=ARTIFACTS / "1-ledger-changelist.png")
+
+            # ... filters it by kind
+            page.locator("details[data-filter-title='source kind'] a", has_text="Caselaw").click()
+            page.wait_for_url("**source_kind=caselaw**")
+            assert page.locator("#result_list tbody tr").count() == caselaw_entries
+            _assert_nothing_can_be_written(page)
+            page.screenshot(path=ARTIFACTS / "2-ledger-caselaw.png", full_page=True)
+
+            # ... opens a caselaw quote's entry
+            quote_row = page.locator("#result_list tbody tr", has=page.locator("td", has_text="exact_match")).first
+            quote_row.locator("th a").click()
+            page.wait_for_url(re.compile(r"/admin/citations/citationledgerentry/[0-9a-f-]{36}/change/"))
+            assert page.locator(".field-passage q").inner_text() == "strict scrutiny"
+            _assert_nothing_can_be_written(page)
+            page.screenshot(path=ARTIFACTS / "3-ledger-entry.png", full_page=True)
+
+            # ... and follows its link to the row it indexes
+            page.locator(".field-source_link a").click()
+            page.wait_for_url(re.compile(r"/admin/chats/messagecaselawcitation/[0-9a-f-]{36}/change/"))
+            assert "Fisher v. University of Texas at Austin" in page.locator("#content").inner_text()
+            _assert_nothing_can_be_written(page)
+            page.screenshot(path=ARTIFACTS / "4-source-row.png", full_page=True)
+        finally:
+            browser.close()
+
+    # Then nothing was written on the way, and the changelist's picture is the README's
+    assert list(CitationLedgerEntry.objects.order_by("id").values()) == before
+    if os.environ.get("LQAI_UPDATE_DOCS_SCREENSHOT") == "1":
+        DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
+        shutil.copyfile(ARTIFACTS / "1-ledger-changelist.png", DOCS_SCREENSHOT)

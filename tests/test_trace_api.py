@@ -1,0 +1,242 @@
+"""The ledger trace API: ``GET /api/chats/{chat_id}/ledger/[?message={id}]``.
+
+Entries are written by the real writer (``citations.ledger.assemble``) over source rows made by
+the factories; passages are checked against the source text sliced in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from chats.models import Chat
+from citations import ledger
+from citations.models import CitationLedgerEntry
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+AssertNumQueries = Callable[[int], AbstractContextManager[Any]]
+
+# Multi-byte characters before the quote: SQL SUBSTR must count characters exactly as Python slices do.
+DOCUMENT_TEXT = "Café — « résumé » 🙂. " + factories.TEXT
+
+
+def _url(chat: Chat, **query: str) -> str:
+    url = reverse("citations:chat-ledger", kwargs={"chat_id": chat.pk})
+    return url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+
+
+@pytest.fixture
+def chat(user: User) -> Chat:
+    return factories.ChatFactory.create(project__owner=user)
+
+
+def test_entries_resolve_to_their_sources_with_the_passage_read_from_the_content_layer(
+    api_client: APIClient, chat: Chat
+) -> None:
+    # Given a turn that quoted a KB document (multi-byte text before the quote) and an opinion,
+    # and consulted one tool source
+    message = factories.MessageFactory.create(chat=chat)
+    document = factories.DocumentFactory.create(project=chat.project, content=DOCUMENT_TEXT)
+    factories.MessageCitationFactory.create(message=message, document=document)
+    factories.MessageCaselawCitationFactory.create(message=message)
+    factories.MessageToolSourceFactory.create(message=message)
+    ledger.assemble(message)
+    citation = message.citations.get()
+    caselaw = message.caselaw_citations.get()
+    tool_source = message.tool_sources.get()
+
+    # When its chat's ledger is read
+    response = api_client.get(_url(chat))
+
+    # Then each entry names its source, and a quote's passage is source[start:end]
+    assert response.status_code == 200
+    assert response.data["count"] == 3
+    entries = response.json()["results"]
+    kb_entry = next(e for e in entries if e["document"] is not None)
+    assert kb_entry["source_kind"] == "kb_document"
+    assert kb_entry["message_id"] == str(message.pk)
+    assert kb_entry["source_row_id"] == str(citation.pk)
+    assert kb_entry["document"] == {"id": str(citation.document.pk), "title": citation.document.title}
+    assert kb_entry["opinion"] is None
+    assert kb_entry["tool_source"] is None
+    start, end = citation.source_offset_start, citation.source_offset_end
+    assert kb_entry["passage"] == {"start": start, "end": end, "text": DOCUMENT_TEXT[start:end]}
+    assert kb_entry["passage"]["text"] == citation.quote
+    assert kb_entry["verification_status"] == "exact_match"
+    assert kb_entry["confidence"] == 1.0
+    assert kb_entry["provider"] is None
+    assert kb_entry["retrieved_at"] is None
+    stored = CitationLedgerEntry.objects.get(message_citation=citation)
+    assert kb_entry["id"] == str(stored.pk)
+    assert kb_entry["created_at"] == stored.created_at.isoformat().replace("+00:00", "Z")
+
+    caselaw_entry = next(e for e in entries if e["opinion"] is not None)
+    opinion = caselaw.opinion
+    assert caselaw_entry["source_kind"] == "caselaw"
+    assert caselaw_entry["source_row_id"] == str(caselaw.pk)
+    assert caselaw_entry["opinion"] == {
+        "id": str(opinion.pk),
+        "case_name": opinion.case_name,
+        "citation": opinion.citation,
+        "court": opinion.court,
+        "date_filed": None,
+        "url": opinion.absolute_url,
+    }
+    start, end = caselaw.source_offset_start, caselaw.source_offset_end
+    assert caselaw_entry["passage"] == {"start": start, "end": end, "text": opinion.text[start:end]}
+    assert caselaw_entry["provider"] == opinion.provider
+    assert caselaw_entry["retrieved_at"] is not None
+
+    tool_entry = next(e for e in entries if e["tool_source"] is not None)
+    assert tool_entry["source_row_id"] == str(tool_source.pk)
+    assert tool_entry["tool_source"] == {
+        "id": str(tool_source.pk),
+        "tool": tool_source.tool,
+        "label": tool_source.label,
+        "subtitle": tool_source.subtitle,
+        "url": tool_source.url,
+        "external_ref": tool_source.external_ref,
+    }
+    assert tool_entry["passage"] is None
+    assert tool_entry["document"] is None
+    assert tool_entry["opinion"] is None
+    assert tool_entry["verification_status"] == "provenance"
+    assert tool_entry["confidence"] is None
+    assert tool_entry["provider"] == tool_source.provider
+
+
+def test_the_passage_is_read_at_request_time_not_stored(api_client: APIClient, chat: Chat) -> None:
+    # Given a KB quote in the ledger
+    message = factories.assembled_turn(chat, caselaw=0, tools=0)
+    citation = message.citations.get()
+    document = citation.document
+    start, end = citation.source_offset_start, citation.source_offset_end
+
+    # When the document's text at those offsets changes afterwards
+    document.content = document.content[:start] + "X" * (end - start) + document.content[end:]
+    document.save()
+
+    # Then the trace shows what the source says now
+    (entry,) = api_client.get(_url(chat)).json()["results"]
+    assert entry["passage"]["text"] == "X" * (end - start)
+
+
+def test_a_chat_of_another_user_is_not_found(chat: Chat, other_user: User) -> None:
+    factories.assembled_turn(chat)
+    client = APIClient()
+    client.force_authenticate(user=other_user)
+
+    assert client.get(_url(chat)).status_code == 404
+
+
+def test_an_unknown_chat_is_not_found(api_client: APIClient) -> None:
+    url = reverse("citations:chat-ledger", kwargs={"chat_id": uuid4()})
+
+    assert api_client.get(url).status_code == 404
+
+
+def test_a_project_member_sees_the_trace(chat: Chat, other_user: User) -> None:
+    factories.assembled_turn(chat)
+    assert chat.project is not None
+    chat.project.members.add(other_user)
+    client = APIClient()
+    client.force_authenticate(user=other_user)
+
+    response = client.get(_url(chat))
+
+    assert response.status_code == 200
+    assert response.data["count"] == 3
+
+
+def test_an_anonymous_caller_is_refused(chat: Chat) -> None:
+    factories.assembled_turn(chat)
+
+    assert APIClient().get(_url(chat)).status_code in {401, 403}
+
+
+def test_the_message_parameter_narrows_to_one_turn(api_client: APIClient, chat: Chat) -> None:
+    first = factories.assembled_turn(chat)
+    second = factories.assembled_turn(chat, kb=2, caselaw=0, tools=0)
+
+    everything = api_client.get(_url(chat)).json()
+    one_turn = api_client.get(_url(chat, message=str(second.pk))).json()
+
+    assert everything["count"] == 5
+    # Turn order: the first turn's entries come first.
+    assert [e["message_id"] for e in everything["results"]] == [str(first.pk)] * 3 + [str(second.pk)] * 2
+    assert one_turn["count"] == 2
+    assert {e["message_id"] for e in one_turn["results"]} == {str(second.pk)}
+
+
+def test_a_message_of_another_chat_yields_an_empty_list(api_client: APIClient, chat: Chat, user: User) -> None:
+    factories.assembled_turn(chat)
+    elsewhere = factories.assembled_turn(factories.ChatFactory.create(project__owner=user))
+
+    response = api_client.get(_url(chat, message=str(elsewhere.pk)))
+
+    assert response.status_code == 200
+    assert response.data["count"] == 0
+
+
+def test_a_message_that_is_not_a_uuid_is_a_field_error(api_client: APIClient, chat: Chat) -> None:
+    response = api_client.get(_url(chat, message="42"))
+
+    assert response.status_code == 400
+    assert set(response.json()) == {"message"}
+
+
+def test_an_invisible_chat_is_not_found_even_with_a_bad_message(chat: Chat, other_user: User) -> None:
+    client = APIClient()
+    client.force_authenticate(user=other_user)
+
+    assert client.get(_url(chat, message="42")).status_code == 404
+
+
+@pytest.mark.parametrize("turns", [1, 10])
+def test_the_query_count_does_not_grow_with_the_entries(
+    api_client: APIClient, chat: Chat, django_assert_num_queries: AssertNumQueries, turns: int
+) -> None:
+    # Given 3 entries (1 turn) or 30 entries (10 turns), one of each kind per turn
+    messages = [factories.assembled_turn(chat) for _ in range(turns)]
+
+    # Then the trace takes the same queries: the chat (access), the count, the page
+    with django_assert_num_queries(3):
+        response = api_client.get(_url(chat))
+    assert response.data["count"] == 3 * turns
+
+    with django_assert_num_queries(3):
+        api_client.get(_url(chat, message=str(messages[-1].pk)))
+
+
+def test_entries_are_paginated(api_client: APIClient, chat: Chat) -> None:
+    factories.assembled_turn(chat, kb=0, caselaw=0, tools=55)
+
+    first = api_client.get(_url(chat)).json()
+    second = api_client.get(first["next"]).json()
+
+    assert first["count"] == 55
+    assert len(first["results"]) == 50
+    assert len(second["results"]) == 5
+    assert {e["id"] for e in first["results"]}.isdisjoint({e["id"] for e in second["results"]})
+
+
+def test_the_schema_documents_the_trace(api_client: APIClient) -> None:
+    response = api_client.get("/api/schema/", {"format": "json"})
+
+    assert response.status_code == 200
+    operation = response.json()["paths"]["/api/chats/{chat_id}/ledger/"]["get"]
+    parameters = {p["name"]: p for p in operation["parameters"]}
+    assert parameters["message"]["in"] == "query"
+    assert parameters["message"]["schema"] == {"type": "string", "format": "uuid"}
+    assert parameters["chat_id"]["in"] == "path"
+    entry_schema = response.json()["components"]["schemas"]["LedgerEntry"]["properties"]
+    assert {"document", "opinion", "tool_source", "passage", "verification_status", "provider"} <= set(entry_schema)
