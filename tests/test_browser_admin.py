@@ -14,7 +14,6 @@ or after it stops. The live server answers from its own thread.
 from __future__ import annotations
 
 import os
-
 import re
 import shutil
 from pathlib import Path
