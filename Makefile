@@ -17,7 +17,7 @@ install: $(STAMP)
 # Sets up the embedded SQLite database and runs real chat turns end to end.
 demo: $(STAMP)
 	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --no-input
-	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
+	DEBUG=$${DEBUG:-1} LOG_LEVEL=$${LOG_LEVEL:-WARNING} $(PY) manage.py demo
 
 # The gates: format, lint, types, migrations, then pytest on SQLite and, when
 # DATABASE_URL points at PostgreSQL, on PostgreSQL too.
@@ -44,7 +44,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy .
 
 bench: $(STAMP)
-	$(PY) benchmarks/run.py $(BENCH_ARGS)
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var artifacts .pytest_cache .mypy_cache .ruff_cache .coverage

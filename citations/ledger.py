@@ -21,6 +21,7 @@ check constraint; :func:`assemble` logs each one with its id.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -101,6 +102,12 @@ def new_uuid_sql(vendor: str) -> str:
     return "lower(hex(randomblob(16)))"
 
 
+def source_from_sql(mapping: SourceMapping) -> str:
+    """The ``FROM`` clause of every query over ``mapping``'s rows: the source row ``s``, its message ``m``,
+    its chat ``c`` and ``mapping.joins`` (shared so that the backfill's counts read exactly these rows)."""
+    return f"{mapping.table} s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id {mapping.joins}"
+
+
 def _source_select(mapping: SourceMapping, *, vendor: str, where: str) -> str:
     fk_values = ", ".join("s.id" if column == mapping.fk_column else "NULL" for column in SOURCE_FK_COLUMNS)
     return (
@@ -108,15 +115,22 @@ def _source_select(mapping: SourceMapping, *, vendor: str, where: str) -> str:
         f"SELECT {new_uuid_sql(vendor)}, c.project_id, m.chat_id, s.message_id, {mapping.source_kind}, "  # noqa: S608
         f"{fk_values}, {mapping.verification_status}, {mapping.confidence}, {mapping.provider}, "
         f"{mapping.retrieved_at}, NULL, %s "
-        f"FROM {mapping.table} s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id "
-        f"{mapping.joins} WHERE ({mapping.valid}) AND ({where})"
+        f"FROM {source_from_sql(mapping)} WHERE ({mapping.valid}) AND ({where})"
     )
 
 
-def insert_sql(mapping: SourceMapping, *, vendor: str, where: str, returning: bool = False) -> str:
+def insert_sql(
+    mapping: SourceMapping,
+    *,
+    vendor: str,
+    where: str,
+    returning: bool = False,
+    returning_columns: Sequence[str] = ("source_kind",),
+) -> str:
     """``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` of the entries for the rows of ``mapping.table``
     matching ``where`` (a SQL predicate over ``s``/``m``/``c``). Its first parameter is ``created_at``,
-    followed by those of ``where``. With ``returning``, yields the ``source_kind`` of each inserted entry."""
+    followed by those of ``where``. With ``returning``, yields ``returning_columns`` (ledger columns;
+    by default the ``source_kind``) of each inserted entry."""
     columns = (
         "id, project_id, chat_id, message_id, source_kind, "
         + ", ".join(SOURCE_FK_COLUMNS)
@@ -125,15 +139,14 @@ def insert_sql(mapping: SourceMapping, *, vendor: str, where: str, returning: bo
     return (
         f"INSERT INTO {LEDGER_TABLE} ({columns}) "
         f"{_source_select(mapping, vendor=vendor, where=where)} ORDER BY s.id "
-        f"ON CONFLICT DO NOTHING" + (" RETURNING source_kind" if returning else "")
+        f"ON CONFLICT DO NOTHING" + (f" RETURNING {', '.join(returning_columns)}" if returning else "")
     )
 
 
 def invalid_rows_sql(*, where: str) -> str:
     """The (table, id) of source rows matching ``where`` that the ledger cannot hold, across all tables."""
     return " UNION ALL ".join(
-        f"SELECT '{m.table}', s.id FROM {m.table} s JOIN messages m ON m.id = s.message_id "  # noqa: S608
-        f"JOIN chats c ON c.id = m.chat_id {m.joins} WHERE NOT ({m.valid}) AND ({where})"
+        f"SELECT '{m.table}', s.id FROM {source_from_sql(m)} WHERE NOT ({m.valid}) AND ({where})"  # noqa: S608
         for m in SOURCE_MAPPINGS
     )
 
@@ -154,7 +167,9 @@ def assemble(message: Message) -> int:
     """
     created = 0
     message_id = _param(message.pk, connection)
-    now = timezone.now()
+    # Adapted as the ORM stores a DateTimeField: on SQLite a raw aware datetime would be written with a
+    # "+00:00" suffix that no ORM lookup on created_at (exact, range, date) then matches.
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
         for mapping in SOURCE_MAPPINGS:
             cursor.execute(insert_sql(mapping, vendor=connection.vendor, where="s.message_id = %s"), [now, message_id])

@@ -1,0 +1,367 @@
+"""The project's benchmark suite: ``make bench`` (``BENCH_ARGS="--rows 1000000"`` for the full run).
+
+On PostgreSQL only. It creates its own database (``lqai_bench_<pid>``) on the server of ``DATABASE_URL``
+(default ``postgres://root@127.0.0.1:5432/postgres``), migrates it, generates ``--rows`` source rows with
+``generate_series`` (:mod:`benchmarks.dataset`), measures, prints a table with PASS/FAIL per goal, appends
+it to ``benchmarks/RESULTS.md``, and drops the database, whatever happens. It never touches another
+database.
+
+The machine is shared and small, so every goal is a ratio of two measurements taken side by side in
+one run, on the same data; the timed runs alternate and the median of ``--repeats`` is kept.
+
+1. the raw-SQL limit: one hand-written ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` over the three
+   source tables;
+2. ``backfill_ledger`` on the same data (goal: <= 1.25 x the limit);
+3. its rerun on complete data (goal: writes nothing, <= 0.1 x the first run);
+4. the command's peak memory, in a subprocess, at a tenth of the rows and at all of them (goal: flat,
+   well under 200 MB);
+5. the per-turn cost of the ledger receiver on ``finalize_turn`` (goal: the same number of added
+   queries at 1 and 50 citations, <= 10% added time);
+6. quote verification throughput on a 1 MB source (``benchmarks.verification_bench``), for the record;
+
+plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BATCH_SIZE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script (python benchmarks/run.py) as well as a module
+    sys.path.insert(0, str(ROOT))
+
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+DEFAULT_SERVER_URL = "postgres://root@127.0.0.1:5432/postgres"
+BACKFILL_GOAL = 1.25
+RERUN_GOAL = 0.10
+MEMORY_LIMIT_MB = 200.0
+MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
+TURN_TIME_GOAL = 0.10
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    item: str
+    measure: str
+    value: str
+    goal: str
+    verdict: str  # PASS, FAIL, or "-" (for the record)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="make bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="source rows to generate (default 100000)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement; the median is kept")
+    parser.add_argument("--batch-size", type=int, default=None, help="the backfill's batch size (default: its own)")
+    parser.add_argument(
+        "--tune", default="5000,10000,20000,50000", help="batch sizes to compare, comma-separated ('' to skip)"
+    )
+    parser.add_argument("--turns", type=int, default=200, help="turns per configuration for the per-turn cost")
+    parser.add_argument("--no-record", action="store_true", help=f"do not append the table to {RESULTS.name}")
+    args = parser.parse_args(argv)
+    if args.rows < 1_000 or args.repeats < 1 or args.turns < 1:
+        parser.error("--rows must be at least 1000, --repeats and --turns at least 1")
+    return args
+
+
+def database_url(server_url: str, name: str) -> str:
+    parts = urlsplit(server_url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def _admin(server_url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(database_url(server_url, urlsplit(server_url).path.lstrip("/") or "postgres")) as conn:
+        conn.autocommit = True
+        conn.execute(sql)  # DDL on the one name this module builds: lqai_bench_<pid>
+
+
+def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # so that the finally clause drops the database
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    server_url = os.environ.get("DATABASE_URL") or DEFAULT_SERVER_URL
+    if urlsplit(server_url).scheme not in {"postgres", "postgresql", "pgsql"}:
+        print(f"make bench needs PostgreSQL; DATABASE_URL is {urlsplit(server_url).scheme}://...", file=sys.stderr)
+        return 2
+    name = f"lqai_bench_{os.getpid()}"
+    bench_url = database_url(server_url, name)
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    _admin(server_url, f'CREATE DATABASE "{name}"')
+    print(f"benchmark database {name} created", flush=True)
+    try:
+        os.environ["DATABASE_URL"] = bench_url
+        os.environ["DJANGO_SETTINGS_MODULE"] = "lqai.settings_test"
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        rows, context = run_suite(args, bench_url)
+    finally:
+        try:
+            from django.db import connections
+
+            connections.close_all()
+        finally:
+            _admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            print(f"benchmark database {name} dropped", flush=True)
+    table = render(rows)
+    print()
+    print(context["title"])
+    print(context["machine"])
+    print()
+    print(table)
+    for note in context["notes"]:
+        print(f"- {note}")
+    if not args.no_record:
+        record(table, context)
+        print(f"\nappended to {RESULTS.relative_to(ROOT)}")
+    return 1 if any(row.verdict == "FAIL" for row in rows) else 0
+
+
+def step(message: str) -> None:
+    print(f"[{datetime.now(tz=UTC):%H:%M:%S}] {message}", flush=True)
+
+
+def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict[str, Any]]:
+    from django.db import connection
+
+    from benchmarks import dataset, ledger_bench
+    from citations.backfill import DEFAULT_BATCH_SIZE
+
+    sizes = dataset.Sizes(args.rows)
+    batch_size = args.batch_size or DEFAULT_BATCH_SIZE
+    tenth = dataset.Sizes(args.rows // 10)
+    step(f"generating {sizes.rows:,} source rows ({tenth.rows:,} first, for the memory comparison)")
+    with connection.cursor() as cursor:
+        dataset.generate_parents(cursor, sizes)
+        dataset.generate_sources(cursor, sizes, fraction=(0.0, 0.1))
+        dataset.vacuum_analyze(cursor)
+    step("4. peak memory of the command at a tenth of the rows")
+    rss_tenth, _ = ledger_bench.peak_rss_of_command(database_url=bench_url, batch_size=batch_size)
+    ledger_bench.reset_ledger()
+    with connection.cursor() as cursor:
+        dataset.generate_sources(cursor, sizes, fraction=(0.1, 1.0))
+        dataset.vacuum_analyze(cursor)
+        cursor.execute("SHOW server_version")
+        server_version = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM message_citations) + (SELECT count(*) FROM "
+            "message_caselaw_citations) + (SELECT count(*) FROM message_tool_sources)"
+        )
+        generated = int(cursor.fetchone()[0])
+    assert generated == sizes.rows, (generated, sizes.rows)
+    step("4. peak memory of the command at all the rows")
+    rss_full, command_summary = ledger_bench.peak_rss_of_command(database_url=bench_url, batch_size=batch_size)
+
+    raw_times: list[float] = []
+    backfill_runs: list[ledger_bench.BackfillRun] = []
+    reruns: list[ledger_bench.BackfillRun] = []
+    for repeat in range(args.repeats):
+        # Alternate which goes first, so that neither always runs on the warmer cache.
+        order = ("raw", "backfill") if repeat % 2 == 0 else ("backfill", "raw")
+        for what in order:
+            if what == "raw":
+                step(f"1. raw SQL limit, run {repeat + 1}/{args.repeats}")
+                raw_times.append(ledger_bench.time_raw_sql())
+                raw_fingerprint = ledger_bench.fingerprint()
+            else:
+                step(f"2. backfill_ledger --batch-size {batch_size}, run {repeat + 1}/{args.repeats}")
+                backfill_runs.append(ledger_bench.time_backfill(batch_size=batch_size))
+                backfill_fingerprint = ledger_bench.fingerprint()
+                step(f"3. rerun on complete data, run {repeat + 1}/{args.repeats}")
+                reruns.append(ledger_bench.time_backfill(batch_size=batch_size, reset=False))
+    assert raw_fingerprint == backfill_fingerprint, "the backfill and the raw SQL wrote different entries"
+    assert raw_fingerprint[0] == sizes.valid, (raw_fingerprint, sizes.valid)
+
+    tuning: list[tuple[int, ledger_bench.BackfillRun]] = []
+    for size in [int(s) for s in args.tune.split(",") if s.strip()]:
+        step(f"tuning: backfill_ledger --batch-size {size}")
+        tuning.append((size, ledger_bench.time_backfill(batch_size=size)))
+
+    step(f"5. per-turn cost of the ledger receiver ({args.turns} turns per configuration)")
+    turn_costs = ledger_bench.per_turn_cost(turns=args.turns)
+
+    step("6. quote verification on a 1 MB source")
+    try:
+        from benchmarks import verification_bench
+    except ImportError as exc:
+        verification: dict[str, float] | None = None
+        verification_skip = f"skipped: benchmarks.verification_bench is not available ({exc})"
+    else:
+        verification = verification_bench.run(quotes=1000, source_bytes=1_000_000)
+        verification_skip = ""
+
+    raw = ledger_bench.median(raw_times)
+    first = ledger_bench.median([r.seconds for r in backfill_runs])
+    rerun = ledger_bench.median([r.seconds for r in reruns])
+    rerun_written = max(r.result.total_created for r in reruns)
+    last = backfill_runs[-1].result
+    rows = [
+        Row("1", "raw SQL limit: one INSERT ... SELECT, all rows", f"{raw:.2f} s", "(the limit)", "-"),
+        Row(
+            "2",
+            f"backfill_ledger, batch {batch_size:,} ({backfill_runs[-1].result.batches} batches, "
+            f"longest {backfill_runs[-1].longest_batch:.2f} s)",
+            f"{first:.2f} s = {first / raw:.2f} x raw",
+            f"<= {BACKFILL_GOAL} x raw",
+            _verdict(first / raw <= BACKFILL_GOAL),
+        ),
+        Row(
+            "3",
+            "rerun on complete data",
+            f"{rerun_written} written, {rerun:.2f} s = {rerun / first:.3f} x first run",
+            f"0 written, <= {RERUN_GOAL} x",
+            _verdict(rerun_written == 0 and rerun / first <= RERUN_GOAL),
+        ),
+        Row(
+            "4",
+            "peak RSS of `manage.py backfill_ledger` (subprocess)",
+            f"{rss_tenth:.0f} MB at {tenth.rows:,} rows, {rss_full:.0f} MB at {sizes.rows:,} "
+            f"({rss_full / rss_tenth:.2f} x)",
+            f"flat (<= {MEMORY_FLATNESS} x), < {MEMORY_LIMIT_MB:.0f} MB",
+            _verdict(rss_full <= rss_tenth * MEMORY_FLATNESS and rss_full < MEMORY_LIMIT_MB),
+        ),
+    ]
+    added = {cost.added_queries() for cost in turn_costs}
+    rows.append(
+        Row(
+            "5",
+            "queries the ledger receiver adds to finalize_turn",
+            ", ".join(f"+{c.added_queries()} at {c.citations} citation(s)" for c in turn_costs),
+            "constant",
+            _verdict(len(added) == 1),
+        )
+    )
+    for cost in turn_costs:
+        rows.append(
+            Row(
+                "5",
+                f"finalize_turn time added by the receiver, {cost.citations} citation(s)",
+                f"+{cost.added_fraction():.1%} (+{cost.added_ms():.2f} ms on {cost.medians['off'] * 1000:.2f} ms)",
+                f"<= {TURN_TIME_GOAL:.0%}",
+                _verdict(cost.added_fraction() <= TURN_TIME_GOAL),
+            )
+        )
+    for cost in turn_costs:
+        statements_ms = sum(ms for _, ms in cost.receiver_queries)
+        rows.append(
+            Row(
+                "5 detail",
+                f"where the receiver's time goes at {cost.citations} citation(s), median ms",
+                ", ".join(f"{label} {ms:.2f}" for label, ms in cost.receiver_queries)
+                + f"; the rest (BEGIN, COMMIT, Python) {cost.added_ms() - statements_ms:.2f}",
+                "",
+                "-",
+            )
+        )
+    for cost in turn_costs:
+        rows.append(
+            Row(
+                "5 what-if",
+                f"same, receiver with an asynchronous commit (not shipped), {cost.citations} citation(s)",
+                f"+{cost.added_fraction('async-commit'):.1%} (+{cost.added_ms('async-commit'):.2f} ms)",
+                "",
+                "-",
+            )
+        )
+    if verification is None:
+        rows.append(Row("6", "quote verification, 1 MB source", verification_skip, "(for the record)", "-"))
+    else:
+        rows.append(
+            Row(
+                "6",
+                "quote verification, 1 MB source",
+                f"exact {verification['exact_qps']:,.0f} quotes/s, tolerant {verification['tolerant_qps']:,.0f} "
+                f"quotes/s; normalize once {verification['normalize_s']:.2f} s",
+                "(for the record)",
+                "-",
+            )
+        )
+    for size, run in tuning:
+        rows.append(
+            Row(
+                "tune",
+                f"backfill_ledger --batch-size {size:,} ({run.result.batches} batches)",
+                f"{run.seconds:.2f} s = {run.seconds / raw:.2f} x raw; longest batch {run.longest_batch:.2f} s",
+                "",
+                "-",
+            )
+        )
+    now = datetime.now(tz=UTC)
+    context = {
+        "title": f"## {now:%Y-%m-%d %H:%M} UTC: {sizes.rows:,} source rows",
+        "machine": (
+            f"Machine: {os.cpu_count()} cores, {_ram_gb():.0f} GB RAM, PostgreSQL {server_version}, "
+            f"Python {platform.python_version()}; shared with other test runs (noisy: goals are ratios). "
+            f"Median of {args.repeats} alternating runs; {args.turns} turns per per-turn configuration."
+        ),
+        "notes": [
+            f"Data: {sizes.kb:,} KB quotes ({sizes.invalid:,} the ledger cannot hold), {sizes.caselaw:,} caselaw "
+            f"quotes, {sizes.tool:,} tool sources, {sizes.assistant_messages:,} turns in {sizes.chats:,} chats; "
+            f"{sizes.valid:,} entries. Raw SQL and backfill wrote identical entries (fingerprint of every "
+            "column but id and created_at).",
+            f"Default --batch-size: {DEFAULT_BATCH_SIZE:,} (citations.backfill.DEFAULT_BATCH_SIZE). "
+            f"Backfill: {last.total_created:,} created for {last.messages:,} messages, "
+            f"{last.total_skipped:,} skipped. Command (subprocess): `{command_summary}`.",
+            f"Per-turn: each turn quotes n passages of a {ledger_bench.PER_TURN_DOCUMENT.stat().st_size // 1024} KB "
+            "KB document, all verifying; the time includes the on-commit receiver; medians of interleaved turns.",
+        ],
+    }
+    return rows, context
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _ram_gb() -> float:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 1024 / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def render(rows: list[Row]) -> str:
+    header = Row("#", "measure", "value", "goal", "result")
+    lines = [_render_row(header), "|---|---|---|---|---|"]
+    lines += [_render_row(row) for row in rows]
+    return "\n".join(lines)
+
+
+def _render_row(row: Row) -> str:
+    return f"| {row.item} | {row.measure} | {row.value} | {row.goal} | {row.verdict} |"
+
+
+def record(table: str, context: dict[str, Any]) -> None:
+    if not RESULTS.exists():
+        RESULTS.write_text(
+            "# Benchmark results\n\nAppended by `make bench` (`benchmarks/run.py`); newest last.\n",
+            encoding="utf-8",
+        )
+    notes = "\n".join(f"- {note}" for note in context["notes"])
+    with RESULTS.open("a", encoding="utf-8") as results:
+        results.write(f"\n{context['title']}\n\n{context['machine']}\n\n{table}\n\n{notes}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,433 @@
+"""Backfilling the citation ledger: the service behind ``manage.py backfill_ledger``.
+
+Turns finalized before the ledger existed, and turns whose ledger write failed (a ledger failure is
+logged, never fatal), have source rows without entries; this is the repair path. It writes exactly the
+entries :func:`citations.ledger.assemble` would, because it executes the same mapping
+(:data:`~citations.ledger.SOURCE_MAPPINGS` through :func:`~citations.ledger.insert_sql`), set-based and in
+batches, so that it can run on tables of tens of millions of rows next to live traffic.
+
+How it walks: keyset pagination over ``message_id`` (never OFFSET). A batch is the half-open range
+``(lo, hi]`` of message ids where ``hi`` is the message of the ``batch_size``-th source row after ``lo``,
+the three source tables' ``message_id`` indexes read in order and merged. So a batch holds about
+``batch_size`` source rows (more only if a single message has more) and always whole messages: no batch
+holds half a turn, and the distinct messages of each batch add up to the exact number of messages that
+got entries with memory bounded by one batch (walking each table's ``id`` instead would scatter a
+turn's rows over every batch, since ids are random UUIDs). The scope filters (project, chat, the
+message's ``created_at``) are per message too.
+
+Each batch is one transaction with a statement timeout (``set_config(..., is_local => true)``, i.e.
+``SET LOCAL``, on PostgreSQL) that runs:
+
+1. one read that counts, per table, the range's rows the ledger can hold, those it cannot
+   (``SourceMapping.valid``: skipped and counted, never fatal), and the ledger's entries for the range,
+   through the ledger's ``message_id`` index (an entry carries its source row's message). Where the two
+   counts meet the table has no gap in the batch: on a rerun that is every batch, which then costs a few
+   index range scans;
+2. for each table with a gap, in the mapping order, the shared
+   ``INSERT ... SELECT ... ORDER BY s.id ON CONFLICT DO NOTHING`` restricted to the range and, by an
+   anti-join probing the ledger's unique index row by row, to rows with no entry yet (the anti-join is
+   left out when the range had no entry at all, as on a first run).
+
+The counts rely on source rows not being edited once their entry exists (nothing edits them: a turn's
+rows are written once, by ``finalize_turn``); an entry kept for a row later made invalid could offset one
+missing row of the same table and batch. ``ON CONFLICT`` keeps the writes exact regardless.
+
+Concurrency: every writer (this, another backfill, live ``assemble()``) inserts in the same order
+(mapping order, then source id), so waits on the per-row unique indexes cannot form a cycle: no
+deadlock. Those unique constraints, not a read-then-write check, decide who writes an entry: two
+writers never both create one, and ``ON CONFLICT DO NOTHING`` makes the loser skip it. Rows whose entry
+appeared between the count and the insert are reported as already present.
+
+Resumable without a checkpoint table, on purpose: every batch commits on its own and the insert is
+idempotent, so after a kill (even SIGKILL mid-batch: the open batch rolls back) a plain rerun completes
+the job exactly, and a rerun over rows that already have entries only reads (``benchmarks/RESULTS.md``
+measures it at a few percent of a first run). A checkpoint would not even be right: ids are random
+UUIDs, so rows whose ledger write fails later land anywhere in the id space, behind any checkpoint, and
+it would have to be keyed by scope and shared by concurrent runs. Only a full pass finds every gap.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
+from django.utils import timezone
+
+from citations.ledger import LEDGER_TABLE, SOURCE_MAPPINGS, SourceMapping, insert_sql, source_from_sql
+
+logger = logging.getLogger(__name__)
+
+# Source rows per batch, chosen with `make bench` (benchmarks/RESULTS.md): from 5k to 50k rows a run
+# takes the same time within noise (per-batch overhead is a few percent), while a batch's transaction,
+# and so how long it holds its locks, grows with its size; 10k keeps it near a second on the (slow,
+# shared) benchmark machine, a fraction of that on a production server.
+DEFAULT_BATCH_SIZE = 10_000
+# A safety net, not a pace: a batch statement that runs this long is holding its locks too long.
+DEFAULT_STATEMENT_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillScope:
+    """Which source rows to backfill: those of messages matching every filter set (``None``: no filter).
+
+    ``since`` is inclusive and ``until`` exclusive, both on the message's ``created_at``.
+    """
+
+    project_id: UUID | None = None
+    chat_id: UUID | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def is_everything(self) -> bool:
+        return self.project_id is None and self.chat_id is None and self.since is None and self.until is None
+
+
+@dataclass(slots=True)
+class BackfillResult:
+    """What a run did (or, with ``dry_run``, would do); running totals while it runs."""
+
+    dry_run: bool
+    # Entries created (or that would be), by ledger source_kind.
+    created: Counter[str] = field(default_factory=Counter)
+    # Distinct messages that got at least one entry.
+    messages: int = 0
+    # Source rows in scope that already had their entry.
+    already_present: int = 0
+    # Source rows in scope the ledger cannot hold, by source table.
+    skipped: Counter[str] = field(default_factory=Counter)
+    batches: int = 0
+    rows_scanned: int = 0
+    seconds: float = 0.0
+
+    @property
+    def total_created(self) -> int:
+        return sum(self.created.values())
+
+    @property
+    def total_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+
+# Called after each batch with the running totals and the number of source rows the batch scanned.
+ProgressCallback = Callable[[BackfillResult, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """One batch: the in-scope source rows of the messages in ``(lower, upper]`` (``lower`` None: from the start)."""
+
+    lower: Any
+    upper: Any
+    scope: BackfillScope
+    scope_sql: str
+    scope_params: list[Any]
+
+    def range(self, column: str) -> tuple[str, list[Any]]:
+        if self.lower is None:
+            return f"{column} <= %s", [self.upper]
+        return f"{column} > %s AND {column} <= %s", [self.lower, self.upper]
+
+    def where(self, message_column: str) -> tuple[str, list[Any]]:
+        """The range and the scope, over rows with ``message_column`` joined to their message ``m`` and chat ``c``.
+
+        The range is repeated on ``m.id``: PostgreSQL does not carry inequalities across a join, and with
+        it the batch's messages are an index range scan, not a scan of the whole table.
+        """
+        own, own_params = self.range(message_column)
+        message, message_params = self.range("m.id")
+        return f"{own} AND {message} AND ({self.scope_sql})", [*own_params, *message_params, *self.scope_params]
+
+
+@dataclass(slots=True)
+class _TableTally:
+    valid: int = 0
+    invalid: int = 0
+    entries: int = 0
+
+
+def backfill_ledger(
+    *,
+    scope: BackfillScope | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    dry_run: bool = False,
+    sleep: float = 0.0,
+    statement_timeout: float = DEFAULT_STATEMENT_TIMEOUT,
+    on_batch: ProgressCallback | None = None,
+) -> BackfillResult:
+    """Write the ledger entries missing for the source rows in ``scope`` (everything by default).
+
+    With ``dry_run`` nothing is written and the result counts what would be. ``sleep`` seconds pass
+    between batches (a throttle); ``statement_timeout`` seconds bound every statement (PostgreSQL).
+    Idempotent, safe next to live turns and other backfills, and resumable by running it again.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    if sleep < 0:
+        raise ValueError("sleep must not be negative")
+    if statement_timeout <= 0:
+        raise ValueError("statement_timeout must be positive")
+    scope = scope or BackfillScope()
+    scope_sql, scope_params = _scope_predicate(scope)
+    result = BackfillResult(dry_run=dry_run)
+    started = time.monotonic()
+
+    def next_bound(cursor: CursorWrapper, lower: Any) -> tuple[Any, int] | None:
+        return _batch_upper_bound(cursor, lower, batch_size, scope=scope, scope_sql=scope_sql, params=scope_params)
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        _set_statement_timeout(cursor, statement_timeout)
+        bound = next_bound(cursor, None)
+    lower: Any = None
+    while bound is not None:
+        upper, bounded_rows = bound
+        with transaction.atomic(), connection.cursor() as cursor:
+            _set_statement_timeout(cursor, statement_timeout)
+            batch_rows = _run_batch(cursor, _Batch(lower, upper, scope, scope_sql, scope_params), result=result)
+            # The next batch's bound, looked up now so that no pause follows the last batch; fewer rows
+            # than a batch before this bound means this was the last one.
+            bound = next_bound(cursor, upper) if bounded_rows >= batch_size else None
+        lower = upper
+        result.batches += 1
+        result.rows_scanned += batch_rows
+        result.seconds = time.monotonic() - started
+        if on_batch is not None:
+            on_batch(result, batch_rows)
+        if bound is not None and sleep:
+            time.sleep(sleep)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def estimated_source_rows(scope: BackfillScope | None = None) -> int | None:
+    """How many source rows a run will scan, for a progress bar: the planner's estimate on PostgreSQL
+    (instant on any size), an exact count elsewhere; ``None`` (unknown) when the scope is filtered."""
+    if scope is not None and not scope.is_everything:
+        return None
+    tables = [m.table for m in SOURCE_MAPPINGS]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT coalesce(sum(greatest(reltuples, 0)), 0)::bigint FROM pg_class WHERE relname = ANY(%s)",
+                [tables],
+            )
+        else:
+            cursor.execute("SELECT " + " + ".join(f"(SELECT count(*) FROM {t})" for t in tables))  # noqa: S608
+        row = cursor.fetchone()
+    return int(row[0]) if row and row[0] else None
+
+
+class LogProgress:
+    """A progress callback for runs without a terminal: one log line every ``every_seconds`` seconds
+    or ``every_batches`` batches, whichever comes first."""
+
+    def __init__(self, *, every_seconds: float = 10.0, every_batches: int = 100) -> None:
+        self.every_seconds = every_seconds
+        self.every_batches = every_batches
+        self._last_time = time.monotonic()
+        self._last_batch = 0
+
+    def __call__(self, totals: BackfillResult, batch_rows: int) -> None:
+        now = time.monotonic()
+        if now - self._last_time < self.every_seconds and totals.batches - self._last_batch < self.every_batches:
+            return
+        self._last_time, self._last_batch = now, totals.batches
+        logger.info(
+            "backfill_ledger: %d batches, %d source rows scanned, %s %d entries, %d already present, "
+            "%.0f rows/s, %.1f s",
+            totals.batches,
+            totals.rows_scanned,
+            "would create" if totals.dry_run else "created",
+            totals.total_created,
+            totals.already_present,
+            totals.rows_scanned / totals.seconds if totals.seconds else 0.0,
+            totals.seconds,
+        )
+
+
+def _param(value: object) -> Any:
+    """A query parameter as the backend stores the column (UUIDs as hex on SQLite, datetimes as the ORM does)."""
+    if isinstance(value, UUID):
+        return value if connection.vendor == "postgresql" else value.hex
+    if isinstance(value, datetime):
+        return connection.ops.adapt_datetimefield_value(value)
+    return value
+
+
+def _scope_predicate(scope: BackfillScope) -> tuple[str, list[Any]]:
+    """The scope as a SQL predicate over the message ``m`` and chat ``c`` of a source row, and its parameters."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for value, clause in (
+        (scope.project_id, "c.project_id = %s"),
+        (scope.chat_id, "m.chat_id = %s"),
+        (scope.since, "m.created_at >= %s"),
+        (scope.until, "m.created_at < %s"),
+    ):
+        if value is not None:
+            clauses.append(clause)
+            params.append(_param(value))
+    return (" AND ".join(clauses) or "1 = 1"), params
+
+
+def _set_statement_timeout(cursor: CursorWrapper, seconds: float) -> None:
+    if connection.vendor == "postgresql":
+        # is_local: like SET LOCAL, it ends with the batch's transaction.
+        cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(max(1, round(seconds * 1000)))])
+
+
+def _batch_upper_bound(
+    cursor: CursorWrapper, lower: Any, batch_size: int, *, scope: BackfillScope, scope_sql: str, params: list[Any]
+) -> tuple[Any, int] | None:
+    """The message id closing the next batch after ``lower`` and how many source rows led to it
+    (fewer than ``batch_size``: this is the last batch); ``None`` when no row is left.
+
+    Each table contributes its first ``batch_size`` rows by ``message_id`` (an index range scan, joined to
+    the message and chat only when the scope filters on them); the merge keeps the first ``batch_size``.
+    """
+    lower_sql = "s.message_id > %s AND " if lower is not None else ""
+    parts = []
+    part_params: list[Any] = []
+    for index, mapping in enumerate(SOURCE_MAPPINGS):
+        from_sql = f"{mapping.table} s" if scope.is_everything else source_from_sql(mapping)
+        parts.append(
+            f"SELECT message_id FROM (SELECT s.message_id FROM {from_sql} "  # noqa: S608 - constants only
+            f"WHERE {lower_sql}({scope_sql}) ORDER BY s.message_id LIMIT %s) AS t{index}"
+        )
+        part_params += [*([lower] if lower is not None else []), *params, batch_size]
+    # PostgreSQL has no max(uuid): take the last row of the merged batch, and count the batch alongside.
+    cursor.execute(
+        f"SELECT message_id, count(*) OVER () FROM (SELECT message_id FROM ({' UNION ALL '.join(parts)}) AS u "  # noqa: S608
+        "ORDER BY message_id LIMIT %s) AS b ORDER BY message_id DESC LIMIT 1",
+        [*part_params, batch_size],
+    )
+    row = cursor.fetchone()
+    return None if row is None else (row[0], int(row[1]))
+
+
+def _entry_probe(mapping: SourceMapping) -> str:
+    """The ledger entry of source row ``s``, looked up by its unique index (for ``[NOT] EXISTS``).
+
+    ``OFFSET 0`` keeps PostgreSQL from turning ``[NOT] EXISTS`` into a join: the ledger grows during a
+    run, so its statistics are always stale and a hash or merge join would read the whole ledger per
+    batch (quadratic over a run). A probe per row keeps a batch's cost proportional to its size.
+    """
+    offset = " OFFSET 0" if connection.vendor == "postgresql" else ""
+    return f"(SELECT 1 FROM {LEDGER_TABLE} e WHERE e.{mapping.fk_column} = s.id{offset})"  # noqa: S608
+
+
+def _tally(cursor: CursorWrapper, batch: _Batch) -> dict[str, _TableTally]:
+    """One read over the batch: per table, its rows the ledger can and cannot hold, and their entries.
+
+    Entries are counted over the same message range through the ledger's ``message_id`` index, not probed
+    row by row, so that a batch with no gap (every batch of a rerun) costs two index range scans: an
+    entry carries its source row's message (the mapping copies it), so both counts cover the same rows.
+    Unscoped, both sides read their table alone: a source row's message, chat and opinion are NOT NULL
+    foreign keys, so the shared FROM clause's inner joins drop no row.
+    """
+    parts: list[str] = []
+    params: list[Any] = []
+    everything = batch.scope.is_everything
+    for m in SOURCE_MAPPINGS:
+        from_sql = f"{m.table} s" if everything else source_from_sql(m)
+        where, where_params = batch.range("s.message_id") if everything else batch.where("s.message_id")
+        parts.append(
+            f"SELECT '{m.table}', CASE WHEN ({m.valid}) THEN 1 ELSE 0 END, count(*) "  # noqa: S608
+            f"FROM {from_sql} WHERE {where} GROUP BY 2"
+        )
+        params += where_params
+    table_of_entry = " ".join(f"WHEN e.{m.fk_column} IS NOT NULL THEN '{m.table}'" for m in SOURCE_MAPPINGS)
+    entries_from = f"{LEDGER_TABLE} e"
+    if not everything:
+        entries_from += " JOIN messages m ON m.id = e.message_id JOIN chats c ON c.id = m.chat_id"
+    where, where_params = batch.range("e.message_id") if everything else batch.where("e.message_id")
+    parts.append(f"SELECT CASE {table_of_entry} END, 2, count(*) FROM {entries_from} WHERE {where} GROUP BY 1")  # noqa: S608
+    params += where_params
+    cursor.execute(" UNION ALL ".join(parts), params)
+    tallies = {m.table: _TableTally() for m in SOURCE_MAPPINGS}
+    for table, what, rows in cursor.fetchall():
+        tally = tallies[table]
+        if what == 2:
+            tally.entries += rows
+        elif what == 1:
+            tally.valid += rows
+        else:
+            tally.invalid += rows
+    return tallies
+
+
+def _missing_where(mapping: SourceMapping, batch: _Batch, *, any_entries: bool) -> tuple[str, list[Any]]:
+    """The batch's rows of ``mapping`` without an entry. When the batch had no entry at all (a first run),
+    the anti-join is left out: it would find nothing, and a race is still settled by ON CONFLICT."""
+    where, params = batch.where("s.message_id")
+    return (f"{where} AND NOT EXISTS {_entry_probe(mapping)}" if any_entries else where), params
+
+
+def _insert(
+    cursor: CursorWrapper, mapping: SourceMapping, batch: _Batch, *, any_entries: bool
+) -> tuple[Counter[str], set[Any]]:
+    """Write the batch's missing entries of one table; returns how many by kind, and for which messages."""
+    where, params = _missing_where(mapping, batch, any_entries=any_entries)
+    sql = insert_sql(
+        mapping,
+        vendor=connection.vendor,
+        where=where,
+        returning=True,
+        returning_columns=("source_kind", "message_id"),
+    )
+    if connection.vendor == "postgresql":
+        # Aggregate in the database: one row per (kind, message) comes back, not one per entry.
+        sql = f"WITH ins AS ({sql}) SELECT source_kind, message_id, count(*) FROM ins GROUP BY 1, 2"  # noqa: S608
+    cursor.execute(sql, [timezone.now(), *params])
+    return _by_kind_and_message(cursor.fetchall())
+
+
+def _missing(
+    cursor: CursorWrapper, mapping: SourceMapping, batch: _Batch, *, any_entries: bool
+) -> tuple[Counter[str], set[Any]]:
+    """What :func:`_insert` would write (dry run): the rows it selects, by kind, and their messages."""
+    where, params = _missing_where(mapping, batch, any_entries=any_entries)
+    cursor.execute(
+        f"SELECT {mapping.source_kind}, s.message_id, count(*) FROM {source_from_sql(mapping)} "  # noqa: S608
+        f"WHERE ({mapping.valid}) AND {where} GROUP BY 1, 2",
+        params,
+    )
+    return _by_kind_and_message(cursor.fetchall())
+
+
+def _by_kind_and_message(rows: list[Any]) -> tuple[Counter[str], set[Any]]:
+    """Rows of (kind, message[, count]) as entries by kind and the set of messages."""
+    by_kind: Counter[str] = Counter()
+    messages: set[Any] = set()
+    for row in rows:
+        by_kind[row[0]] += row[2] if len(row) > 2 else 1
+        messages.add(row[1])
+    return by_kind, messages
+
+
+def _run_batch(cursor: CursorWrapper, batch: _Batch, *, result: BackfillResult) -> int:
+    """Count, then (unless dry run) fill, the batch's gaps, table by table; returns the rows scanned."""
+    tallies = _tally(cursor, batch)
+    messages: set[Any] = set()
+    for mapping in SOURCE_MAPPINGS:
+        tally = tallies[mapping.table]
+        result.skipped[mapping.table] += tally.invalid
+        if tally.entries == tally.valid:
+            result.already_present += tally.valid  # no gap: nothing to write
+            continue
+        write = _missing if result.dry_run else _insert
+        created, created_for = write(cursor, mapping, batch, any_entries=tally.entries > 0)
+        result.created.update(created)
+        messages |= created_for
+        # The insert reads a later snapshot than the count: rows that appeared in between may add to it.
+        result.already_present += max(0, tally.valid - sum(created.values()))
+    result.messages += len(messages)
+    return sum(t.valid + t.invalid for t in tallies.values())

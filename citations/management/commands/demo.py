@@ -1,0 +1,54 @@
+"""``manage.py demo``: seed the demo matter, run real turns through the API, repair older turns
+with ``backfill_ledger``, and print each turn's ledger entries. Safe to run again."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from citations import demo
+from citations.models import CitationLedgerEntry
+
+
+class Command(BaseCommand):
+    help = "Run the demo: seed a matter, run chat turns through the API, backfill older turns, print the ledger."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        out = self.stdout
+        matter = demo.seed()
+        removed = demo.reset_demo_chats(matter)
+        out.write(self.style.MIGRATE_HEADING("Demo matter"))
+        out.write(f"  project: {matter.project.name} ({matter.project.pk})")
+        out.write(
+            f"  KB documents: {matter.project.documents.count()}; login: {demo.DEMO_USERNAME} / {demo.DEMO_PASSWORD}"
+        )
+        if removed:
+            out.write(f"  (replaced the previous run's demo chats: {removed} rows removed)")
+
+        out.write(self.style.MIGRATE_HEADING("Chat turns through the HTTP API"))
+        turns, _chat = demo.run_turns(matter)
+        for turn in turns:
+            out.write("")
+            for line in demo.describe_turn(turn):
+                out.write(line)
+
+        out.write("")
+        out.write(self.style.MIGRATE_HEADING("Older turns without ledger entries, repaired by backfill_ledger"))
+        older = demo.create_turns_without_ledger(matter)
+        missing = CitationLedgerEntry.objects.filter(chat=older).count()
+        out.write(f"  {older.messages.filter(role='assistant').count()} older turns; ledger entries before: {missing}")
+        summary = io.StringIO()
+        call_command("backfill_ledger", chat=str(older.pk), stdout=summary, stderr=io.StringIO())
+        out.write("  " + summary.getvalue().strip().splitlines()[-1])
+        for message in older.messages.filter(role="assistant").order_by("created_at"):
+            out.write(f"  Turn {message.created_at:%Y-%m-%d} ({message.pk}):")
+            for line in demo.ledger_table(message):
+                out.write(line)
+
+        total = CitationLedgerEntry.objects.filter(project=matter.project).count()
+        out.write("")
+        out.write(self.style.SUCCESS(f"Demo done: {total} ledger entries in the demo matter."))
+        out.write("Next: `make serve`, then open http://127.0.0.1:8000/admin/ and log in as shown above.")
