@@ -1,0 +1,389 @@
+"""The demo a newcomer runs with ``make demo``.
+
+It seeds a demo matter (a user, a project, KB documents and the bundled
+public-domain opinions), runs real chat turns through the HTTP API in-process
+(single-shot, streamed with the caselaw tool, one interrupted then resumed),
+creates a few older turns whose ledger entries are missing and repairs them
+with ``backfill_ledger``, and prints each turn's ledger entries.
+
+Re-runnable: seeding is get-or-create, and the previous run's demo chats are
+replaced, so a second run neither fails nor duplicates anything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.test import Client
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from chats.models import (
+    CaselawOpinion,
+    Chat,
+    Document,
+    Message,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
+from chats.verification import verify_quote
+from citations.models import CitationLedgerEntry
+
+OPINIONS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
+
+DEMO_USERNAME = "demo"
+DEMO_PASSWORD = "demo-password"  # noqa: S105 - a local demo login, printed for the newcomer
+DEMO_PROJECT = "Election law research (demo)"
+
+KB_DOCUMENTS = {
+    "Alabama AGO 2018-046: substituting a candidate on the general election ballot": "alabama-ago-2018-046.txt",
+    "Kentucky OAG 18-011: giving voters the list of certified write-in candidates": "kentucky-oag-18-011-2018.txt",
+}
+
+
+@dataclass(frozen=True)
+class SeedOpinion:
+    file: str
+    opinion_id: str
+    case_name: str
+    citation: str
+    court: str
+    date_filed: dt.date
+
+
+OPINIONS = (
+    SeedOpinion(
+        "fisher-v-university-of-texas-2013-slip.txt",
+        "fisher-2013",
+        "Fisher v. University of Texas at Austin",
+        "570 U.S. 297 (2013)",
+        "Supreme Court of the United States",
+        dt.date(2013, 6, 24),
+    ),
+    SeedOpinion(
+        "hogarth-v-bell-edn-c-2025.txt",
+        "hogarth-2025",
+        "Hogarth v. Bell",
+        "No. 5:24-CV-481-FL (E.D.N.C. 2025)",
+        "U.S. District Court, Eastern District of North Carolina",
+        dt.date(2025, 3, 28),
+    ),
+    SeedOpinion(
+        "democracy-nc-v-nc-board-of-elections-mdnc-2022.txt",
+        "democracy-nc-2022",
+        "Democracy North Carolina v. North Carolina State Board of Elections",
+        "590 F. Supp. 3d 850 (M.D.N.C. 2022)",
+        "U.S. District Court, Middle District of North Carolina",
+        dt.date(2022, 3, 10),
+    ),
+)
+
+SINGLE_SHOT_QUESTION = (
+    "May a political party substitute a candidate on the general election ballot "
+    "when it did not nominate one in the primary?"
+)
+STREAMED_QUESTION = "Does the First Amendment protect a voter who photographs a marked ballot?"
+INTERRUPTED_QUESTION = "May election officers give voters the list of certified write-in candidates?"
+
+
+@dataclass(frozen=True)
+class DemoMatter:
+    user: User
+    token: str
+    project: Project
+
+
+def seed() -> DemoMatter:
+    """Create (or find) the demo user, matter, KB documents and opinions."""
+    with transaction.atomic():
+        user, created = User.objects.get_or_create(
+            username=DEMO_USERNAME, defaults={"email": "demo@example.com", "is_staff": True, "is_superuser": True}
+        )
+        if created or not user.check_password(DEMO_PASSWORD):
+            user.set_password(DEMO_PASSWORD)
+            user.save(update_fields=["password"])
+        token, _ = Token.objects.get_or_create(user=user)
+        project, _ = Project.objects.get_or_create(name=DEMO_PROJECT, owner=user)
+        for title, file in KB_DOCUMENTS.items():
+            Document.objects.update_or_create(
+                project=project, title=title, defaults={"content": (OPINIONS_DIR / file).read_text(encoding="utf-8")}
+            )
+        for opinion in OPINIONS:
+            CaselawOpinion.objects.update_or_create(
+                provider="local",
+                opinion_id=opinion.opinion_id,
+                defaults={
+                    "cluster_id": opinion.opinion_id,
+                    "case_name": opinion.case_name,
+                    "citation": opinion.citation,
+                    "court": opinion.court,
+                    "date_filed": opinion.date_filed,
+                    "text": (OPINIONS_DIR / opinion.file).read_text(encoding="utf-8"),
+                },
+            )
+    return DemoMatter(user=user, token=token.key, project=project)
+
+
+def reset_demo_chats(matter: DemoMatter) -> int:
+    """Delete the previous run's demo chats (their turns and ledger entries cascade)."""
+    deleted, _ = Chat.objects.filter(project=matter.project, owner=matter.user).delete()
+    return deleted
+
+
+# --- talking to the API in-process -------------------------------------------------------------
+
+
+def api_client(matter: DemoMatter) -> Client:
+    return Client(headers={"Authorization": f"Token {matter.token}"}, SERVER_NAME="localhost")
+
+
+def post_json(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = client.post(path, data=json.dumps(body), content_type="application/json")
+    if response.status_code >= 400:
+        raise RuntimeError(f"POST {path} answered {response.status_code}: {response.content.decode()[:500]}")
+    return dict(response.json())
+
+
+def sse_events(chunks: Iterator[bytes]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Parse a text/event-stream body into (event, data) pairs as a browser's EventSource would."""
+    buffer = ""
+    for chunk in chunks:
+        buffer += chunk.decode("utf-8")
+        while "\n\n" in buffer:
+            raw, buffer = buffer.split("\n\n", 1)
+            event, data = "message", ""
+            for line in raw.splitlines():
+                if line.startswith("event:"):
+                    event = line[len("event:") :].strip()
+                elif line.startswith("data:"):
+                    data += line[len("data:") :].strip()
+            yield event, (json.loads(data) if data else {})
+
+
+def stream(
+    client: Client, path: str, body: dict[str, Any], *, stop_after: Callable[[str], bool] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """POST to a streaming endpoint and read its events; with ``stop_after``, disconnect after the
+    first event it accepts, as a client that goes away mid-answer."""
+    response = client.post(path, data=json.dumps(body), content_type="application/json")
+    if response.status_code >= 400:
+        raise RuntimeError(f"POST {path} answered {response.status_code}: {response.content.decode()[:500]}")
+    events: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for event, data in sse_events(iter(response.streaming_content)):  # type: ignore[attr-defined]
+            events.append((event, data))
+            if stop_after is not None and stop_after(event):
+                break
+    finally:
+        response.close()
+    return events
+
+
+# --- older turns, finalized before the ledger existed -----------------------------------------
+
+
+def create_turns_without_ledger(matter: DemoMatter, *, count: int = 3) -> Chat:
+    """Older turns whose rows exist but whose ledger entries do not (as before the ledger shipped).
+
+    Rows are written directly, not through ``finalize_turn``: these turns never sent the signal.
+    """
+    chat = Chat.objects.create(project=matter.project, owner=matter.user, title="Older turns (before the ledger)")
+    document = Document.objects.filter(project=matter.project).order_by("title").first()
+    opinion = CaselawOpinion.objects.get(provider="local", opinion_id="fisher-2013")
+    if document is None:
+        raise RuntimeError("the demo matter has no KB document: seed() must run first")
+    quotes = [
+        "A political party may not substitute an individual on the general election ballot",
+        "This opinion of the Attorney General is issued in response to your request.",
+    ]
+    # Straight apostrophe and "admissions" whole, where the slip opinion has a curly one and "admis-\nsions":
+    # verifies as a tolerant match, with offsets spanning the original passage.
+    opinion_quote = "the University's consideration of race in admissions violated the Equal Protection Clause"
+    for index in range(count):
+        when = timezone.now() - dt.timedelta(days=90 - index)
+        Message.objects.create(
+            chat=chat, role=Message.Role.USER, content=f"Older question {index + 1}", created_at=when
+        )
+        message = Message.objects.create(
+            chat=chat,
+            role=Message.Role.ASSISTANT,
+            content=f"Older answer {index + 1}",
+            status=Message.Status.COMPLETE,
+            finalized_at=when,
+            created_at=when,
+        )
+        match = verify_quote(quotes[index % len(quotes)], document.content)
+        if match is not None:
+            MessageCitation.objects.create(
+                message=message,
+                document=document,
+                quote=quotes[index % len(quotes)],
+                source_offset_start=match.start,
+                source_offset_end=match.end,
+                verification_method=match.method,
+                verification_confidence=Decimal(str(round(match.confidence, 3))),
+                created_at=when,
+            )
+        opinion_match = verify_quote(opinion_quote, opinion.text)
+        if opinion_match is not None:
+            MessageCaselawCitation.objects.create(
+                message=message,
+                opinion=opinion,
+                quote=opinion_quote,
+                source_offset_start=opinion_match.start,
+                source_offset_end=opinion_match.end,
+                verification_method=opinion_match.method,
+                verification_confidence=opinion_match.confidence,
+                created_at=when,
+            )
+        MessageToolSource.objects.create(
+            message=message,
+            source_kind="mcp",
+            tool="docket_lookup",
+            provider="example-mcp",
+            label=f"Docket entry {index + 1}",
+            external_ref=f"docket-{index + 1}",
+            created_at=when,
+        )
+    return chat
+
+
+# --- printing ------------------------------------------------------------------------------------
+
+
+def source_label(entry: CitationLedgerEntry) -> str:
+    if entry.message_citation is not None:
+        return f"KB: {entry.message_citation.document.title}"
+    if entry.message_caselaw_citation is not None:
+        opinion = entry.message_caselaw_citation.opinion
+        return f"{opinion.case_name}, {opinion.citation}"
+    if entry.message_tool_source is not None:
+        source = entry.message_tool_source
+        return f"{source.tool}: {source.label}"
+    return "?"
+
+
+def ledger_table(message: Message) -> list[str]:
+    entries = (
+        CitationLedgerEntry.objects.filter(message=message)
+        .select_related("message_citation__document", "message_caselaw_citation__opinion", "message_tool_source")
+        .order_by("source_kind", "verification_status", "id")
+    )
+    rows = [
+        (
+            e.source_kind,
+            e.verification_status,
+            "-" if e.confidence is None else f"{e.confidence:.3f}",
+            e.provider or "-",
+            source_label(e)[:70],
+        )
+        for e in entries
+    ]
+    if not rows:
+        return ["    (no ledger entries)"]
+    header = ("kind", "status", "confidence", "provider", "source")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return [
+        ("    " + "  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row))).rstrip()
+        for row in [header, tuple("-" * w for w in widths), *rows]
+    ]
+
+
+# --- the run ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class DemoTurn:
+    label: str
+    question: str
+    message_id: str
+    events: list[str]
+    unverified_count: int
+
+
+def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
+    """Run the three kinds of turn through the HTTP API, in-process, as a client would."""
+    client = api_client(matter)
+    chat = post_json(
+        client, "/api/chats/", {"title": "Demo: ballots and candidates", "project": str(matter.project.pk)}
+    )
+    base = f"/api/chats/{chat['id']}/messages/"
+    turns: list[DemoTurn] = []
+
+    single = post_json(client, base, {"content": SINGLE_SHOT_QUESTION})
+    turns.append(DemoTurn("single-shot", SINGLE_SHOT_QUESTION, single["message"]["id"], [], single["unverified_count"]))
+
+    streamed = stream(client, f"{base}stream/", {"content": STREAMED_QUESTION})
+    done = _event_data(streamed, "done")
+    turns.append(
+        DemoTurn(
+            "streamed, caselaw tool",
+            STREAMED_QUESTION,
+            done["message_id"],
+            [e for e, _ in streamed],
+            done["unverified_count"],
+        )
+    )
+
+    # The client goes away after the first words of the answer (the caselaw tool has already run).
+    interrupted = stream(client, f"{base}stream/", {"content": INTERRUPTED_QUESTION}, stop_after=lambda e: e == "delta")
+    message_id = _event_data(interrupted, "start")["message_id"]
+    status_after_disconnect = Message.objects.get(pk=message_id).status
+    resumed = stream(client, f"{base}{message_id}/resume/", {})
+    resumed_done = _event_data(resumed, "done")
+    turns.append(
+        DemoTurn(
+            f"streamed, disconnected ({status_after_disconnect}), then resumed",
+            INTERRUPTED_QUESTION,
+            message_id,
+            [e for e, _ in interrupted] + ["| resume:"] + [e for e, _ in resumed],
+            resumed_done["unverified_count"],
+        )
+    )
+    return turns, Chat.objects.get(pk=chat["id"])
+
+
+def _event_data(events: list[tuple[str, dict[str, Any]]], name: str) -> dict[str, Any]:
+    for event, data in events:
+        if event == name:
+            return data
+    raise RuntimeError(f"the stream sent no {name!r} event: {[e for e, _ in events]}")
+
+
+def describe_turn(turn: DemoTurn) -> list[str]:
+    message = Message.objects.get(pk=turn.message_id)
+    kb = MessageCitation.objects.filter(message=message).count()
+    caselaw = MessageCaselawCitation.objects.filter(message=message).count()
+    sources = MessageToolSource.objects.filter(message=message).count()
+    lines = [
+        f"Turn: {turn.label}",
+        f"  Q: {turn.question}",
+        f"  status={message.status}  verified quotes: kb={kb} caselaw={caselaw}  tool sources={sources}  "
+        f"unverified={turn.unverified_count}",
+    ]
+    if turn.events:
+        lines.append(f"  events: {' '.join(_compress(turn.events))}")
+    lines.append("  ledger:")
+    return lines + ledger_table(message)
+
+
+def _compress(events: list[str]) -> list[str]:
+    """``delta delta delta`` -> ``delta x3``, to keep the event trace readable."""
+    out: list[str] = []
+    for event in events:
+        if out and out[-1].split(" x")[0] == event:
+            head, _, count = out[-1].partition(" x")
+            out[-1] = f"{head} x{int(count or 1) + 1}"
+        else:
+            out.append(event)
+    return out

@@ -1,0 +1,80 @@
+"""``manage.py demo`` runs end to end, through the real API, signal and backfill, and can run twice."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from chats.models import (
+    CaselawOpinion,
+    Chat,
+    Document,
+    Message,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
+from citations.models import CitationLedgerEntry
+
+
+def _run_demo() -> str:
+    out = io.StringIO()
+    call_command("demo", stdout=out)
+    return out.getvalue()
+
+
+def _entries_match_rows() -> None:
+    """Every source row of the demo matter has exactly one ledger entry."""
+    project = Project.objects.get(name="Election law research (demo)")
+    messages = Message.objects.filter(chat__project=project)
+    rows = (
+        MessageCitation.objects.filter(message__in=messages).count()
+        + MessageCaselawCitation.objects.filter(message__in=messages).count()
+        + MessageToolSource.objects.filter(message__in=messages).count()
+    )
+    assert rows > 0
+    assert CitationLedgerEntry.objects.filter(project=project).count() == rows
+
+
+# transaction=True: the ledger is written after commit, as in production.
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_runs_twice_without_duplicating_anything() -> None:
+    first = _run_demo()
+
+    assert "Turn: single-shot" in first
+    assert "Turn: streamed, caselaw tool" in first
+    assert "Turn: streamed, disconnected (interrupted), then resumed" in first
+    assert "backfill_ledger: created 9 entries (kb_document=3 caselaw=3 mcp=3) for 3 messages" in first
+    assert "tolerant_match" in first
+    assert "provenance" in first
+    _entries_match_rows()
+    turns = Message.objects.filter(role=Message.Role.ASSISTANT, chat__project__name__contains="demo")
+    assert set(turns.values_list("status", flat=True)) == {Message.Status.COMPLETE}
+
+    second = _run_demo()
+
+    assert "replaced the previous run's demo chats" in second
+    assert User.objects.filter(username="demo").count() == 1
+    assert Project.objects.filter(name="Election law research (demo)").count() == 1
+    assert Document.objects.count() == 2
+    assert CaselawOpinion.objects.count() == 3
+    assert Chat.objects.count() == 2  # this run's API chat and its older-turns chat
+    _entries_match_rows()
+    # The output is the same but for ids and times.
+    assert second.count("\n") == first.count("\n") + 1  # the "replaced" line only in the second
+
+
+def test_serve_info_prints_the_admin_url_and_login(db: None) -> None:
+    out = io.StringIO()
+    call_command("serve_info", stdout=out)
+    assert "http://127.0.0.1:8000/admin/" in out.getvalue()
+    assert "run `make demo` first" in out.getvalue()
+    User.objects.create_user("demo", password="x")
+    out = io.StringIO()
+    call_command("serve_info", "--base-url", "http://localhost:9000/", stdout=out)
+    assert "http://localhost:9000/admin/" in out.getvalue()
+    assert "demo / demo-password" in out.getvalue()
