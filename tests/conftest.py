@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
 import pytest
+from django.conf import LazySettings
 from django.contrib.auth.models import User
+from django.db import connection
 from rest_framework.test import APIClient
 
+from chats.assistant import Script, ScriptedBackend
+from chats.models import CaselawOpinion, Chat
 from tests import factories
 
 
@@ -27,14 +34,8 @@ def api_client(user: User) -> APIClient:
     return client
 
 
-# --- Chat API, assistant backends and tools (appended; this file is shared) ---------------------------------------
-from collections.abc import Callable, Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
+# --- Chat API, assistant backends and tools ---------------------------------------
 
-from django.conf import LazySettings  # noqa: E402
-
-from chats.assistant import Script, ScriptedBackend  # noqa: E402
-from chats.models import CaselawOpinion, Chat  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 
@@ -69,3 +70,27 @@ def local_opinion(db: None) -> CaselawOpinion:
         absolute_url="https://www.supremecourt.gov/opinions/12pdf/11-345_l5gm.pdf",
         text=(CORPUS / "fisher-v-university-of-texas-2013-slip.txt").read_text(encoding="utf-8"),
     )
+
+
+@pytest.fixture
+def ledger_refuses_every_row() -> Iterator[None]:
+    """A check constraint that rejects any new ledger row (NOT VALID: existing rows are not checked), so the
+    ledger insert fails for real inside PostgreSQL; dropped again afterwards."""
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE citation_ledger_entry ADD CONSTRAINT test_refuse_all CHECK (false) NOT VALID")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE citation_ledger_entry DROP CONSTRAINT IF EXISTS test_refuse_all")
+
+
+@pytest.fixture
+def committed_matter_chat(db: None) -> tuple[APIClient, Chat]:
+    """For ``transaction=True`` tests: alice's client and a chat of her matter, which has a KB document."""
+    user = factories.UserFactory.create(username="alice")
+    project = factories.ProjectFactory.create(owner=user)
+    factories.DocumentFactory.create(project=project, title="Strict scrutiny memo")
+    client = APIClient()
+    client.force_authenticate(user=user)
+    return client, factories.ChatFactory.create(project=project, owner=user)

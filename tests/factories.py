@@ -9,6 +9,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from chats import models
+from citations import ledger
+from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
 
 TEXT = (
     "The Equal Protection Clause requires that a racial classification survive strict scrutiny. "
@@ -132,10 +134,6 @@ class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageT
     external_ref = factory.Sequence(lambda n: str(1000 + n))
 
 
-# Appended after the chat factories (this file is shared and append-only), hence the late import.
-from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind  # noqa: E402
-
-
 class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedgerEntry]):
     """A ledger entry mirroring its source row, as ``citations.ledger.assemble`` would write it.
 
@@ -181,8 +179,7 @@ class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedge
     retrieved_at = None
 
 
-# --- A turn with its ledger written by the real writer (appended; this file is shared) ----------------------------
-from citations import ledger  # noqa: E402
+# --- A turn with its ledger written by the real writer ---------------------------------------------------------------
 
 
 def assembled_turn(chat: models.Chat | None = None, *, kb: int = 1, caselaw: int = 1, tools: int = 1) -> models.Message:

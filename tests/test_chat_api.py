@@ -14,7 +14,6 @@ from uuid import uuid4
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -532,24 +531,13 @@ def test_the_openapi_schema_documents_the_chat_api(api_client: APIClient) -> Non
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("ledger_refuses_every_row")
 def test_a_broken_ledger_leaves_the_single_shot_response_and_turn_intact(
-    local_opinion: CaselawOpinion, caplog: pytest.LogCaptureFixture
+    local_opinion: CaselawOpinion, committed_matter_chat: tuple[APIClient, Chat], caplog: pytest.LogCaptureFixture
 ) -> None:
-    user = factories.UserFactory.create(username="alice")
-    project = factories.ProjectFactory.create(owner=user)
-    factories.DocumentFactory.create(project=project, title="Strict scrutiny memo")
-    chat = factories.ChatFactory.create(project=project, owner=user)
-    client = APIClient()
-    client.force_authenticate(user=user)
-
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE citation_ledger_entry ADD CONSTRAINT lqai_test_break CHECK (false) NOT VALID")
-    try:
-        with caplog.at_level(logging.ERROR, logger="citations.receivers"):
-            response = client.post(messages_url(chat), {"content": QUESTION}, format="json")
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("ALTER TABLE citation_ledger_entry DROP CONSTRAINT lqai_test_break")
+    client, chat = committed_matter_chat
+    with caplog.at_level(logging.ERROR, logger="citations.receivers"):
+        response = client.post(messages_url(chat), {"content": QUESTION}, format="json")
 
     assert response.status_code == 201
     body = response.json()

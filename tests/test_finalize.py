@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
@@ -313,19 +313,6 @@ def test_finalizing_an_interrupted_turn_again_adds_only_the_new_entries(
 
 
 # --- A ledger failure never breaks a turn (real commits, PostgreSQL) ---------------------------------------------
-
-
-@pytest.fixture
-def ledger_refuses_every_row() -> Iterator[None]:
-    """A check constraint that rejects any new ledger row (NOT VALID: existing rows are not checked), so the
-    ledger insert fails for real inside PostgreSQL; dropped again afterwards."""
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE citation_ledger_entry ADD CONSTRAINT test_refuse_all CHECK (false) NOT VALID")
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("ALTER TABLE citation_ledger_entry DROP CONSTRAINT IF EXISTS test_refuse_all")
 
 
 @pytest.mark.postgres

@@ -12,7 +12,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.http import StreamingHttpResponse
 from rest_framework.test import APIClient
 
@@ -346,31 +346,20 @@ def test_resume_of_anything_but_this_chats_assistant_message_is_404(
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("ledger_refuses_every_row")
 def test_a_broken_ledger_leaves_the_stream_and_the_resume_intact(
-    local_opinion: CaselawOpinion, caplog: pytest.LogCaptureFixture
+    local_opinion: CaselawOpinion, committed_matter_chat: tuple[APIClient, Chat], caplog: pytest.LogCaptureFixture
 ) -> None:
-    user = factories.UserFactory.create(username="alice")
-    project = factories.ProjectFactory.create(owner=user)
-    factories.DocumentFactory.create(project=project, title="Strict scrutiny memo")
-    chat = factories.ChatFactory.create(project=project, owner=user)
-    client = APIClient()
-    client.force_authenticate(user=user)
-
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE citation_ledger_entry ADD CONSTRAINT lqai_test_break CHECK (false) NOT VALID")
-    try:
-        with caplog.at_level(logging.ERROR, logger="citations.receivers"):
-            # A full stream
-            complete = list(sse_events(stream(client, chat).streaming_content))  # type: ignore[arg-type]
-            # A disconnect, then its resume
-            response = stream(client, chat)
-            events = sse_events(response.streaming_content)  # type: ignore[arg-type]
-            first = [next(events) for _ in range(4)]
-            disconnect(response)
-            rest = list(sse_events(resume(client, chat, first[0][1]["message_id"]).streaming_content))
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("ALTER TABLE citation_ledger_entry DROP CONSTRAINT lqai_test_break")
+    client, chat = committed_matter_chat
+    with caplog.at_level(logging.ERROR, logger="citations.receivers"):
+        # A full stream
+        complete = list(sse_events(stream(client, chat).streaming_content))  # type: ignore[arg-type]
+        # A disconnect, then its resume
+        response = stream(client, chat)
+        events = sse_events(response.streaming_content)  # type: ignore[arg-type]
+        first = [next(events) for _ in range(4)]
+        disconnect(response)
+        rest = list(sse_events(resume(client, chat, first[0][1]["message_id"]).streaming_content))
 
     # The events are those of a healthy ledger
     assert _collapse_deltas(names(complete)) == ["start", "tool_call", "tool_result", "delta", "citation", "done"]
