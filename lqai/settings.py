@@ -142,9 +142,10 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 
 REST_FRAMEWORK = {
+    # Token first: an unauthenticated API request gets 401 with a `WWW-Authenticate: Token` challenge.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",

@@ -469,14 +469,14 @@ def test_unauthenticated_requests_are_refused_and_write_nothing(matter_chat: Cha
 
     response = getattr(APIClient(), method)(url, {"content": QUESTION}, format="json")
 
-    # Session authentication comes first and sends no WWW-Authenticate challenge: DRF answers 403
-    assert response.status_code == 403
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
     assert row_counts() == before
 
 
 def test_unauthenticated_chat_list_and_create_are_refused() -> None:
-    assert APIClient().get("/api/chats/").status_code == 403
-    assert APIClient().post("/api/chats/", {}, format="json").status_code == 403
+    assert APIClient().get("/api/chats/").status_code == 401
+    assert APIClient().post("/api/chats/", {}, format="json").status_code == 401
 
 
 def test_token_authentication_works(
