@@ -64,7 +64,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement; the median is kept")
     parser.add_argument("--batch-size", type=int, default=None, help="the backfill's batch size (default: its own)")
     parser.add_argument(
-        "--tune", default="5000,10000,20000,50000", help="batch sizes to compare, comma-separated ('' to skip)"
+        "--tune", default="5000,20000,50000", help="batch sizes to compare, comma-separated ('' to skip)"
     )
     parser.add_argument("--turns", type=int, default=200, help="turns per configuration for the per-turn cost")
     parser.add_argument("--no-record", action="store_true", help=f"do not append the table to {RESULTS.name}")

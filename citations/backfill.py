@@ -6,27 +6,40 @@ entries :func:`citations.ledger.assemble` would, because it executes the same ma
 (:data:`~citations.ledger.SOURCE_MAPPINGS` through :func:`~citations.ledger.insert_sql`), set-based and in
 batches, so that it can run on tables of tens of millions of rows next to live traffic.
 
-How it walks: keyset pagination over ``message_id`` (never OFFSET). A batch is the half-open range
+How it walks: keyset pagination over ``message_id``, never OFFSET. A batch is the half-open range
 ``(lo, hi]`` of message ids where ``hi`` is the message of the ``batch_size``-th source row after ``lo``,
 the three source tables' ``message_id`` indexes read in order and merged. So a batch holds about
 ``batch_size`` source rows (more only if a single message has more) and always whole messages: no batch
-holds half a turn, and the distinct messages of each batch add up to the exact number of messages that
-got entries with memory bounded by one batch (walking each table's ``id`` instead would scatter a
-turn's rows over every batch, since ids are random UUIDs). The scope filters (project, chat, the
-message's ``created_at``) are per message too.
+holds half a turn, the scope filters (project, chat, the message's ``created_at``) are per message, and
+the distinct messages of each batch add up to the exact number of messages that got entries, with
+memory bounded by one batch (walking each table's ``id`` instead would scatter a turn's rows over every
+batch, since ids are random UUIDs).
 
 Each batch is one transaction with a statement timeout (``set_config(..., is_local => true)``, i.e.
 ``SET LOCAL``, on PostgreSQL) that runs:
 
-1. one read that counts, per table, the range's rows the ledger can hold, those it cannot
-   (``SourceMapping.valid``: skipped and counted, never fatal), and the ledger's entries for the range,
-   through the ledger's ``message_id`` index (an entry carries its source row's message). Where the two
-   counts meet the table has no gap in the batch: on a rerun that is every batch, which then costs a few
-   index range scans;
+1. one read that counts, per table, the batch's rows the ledger can hold, those it cannot
+   (``SourceMapping.valid``: skipped and counted, never fatal), and the ledger's entries for the same
+   message range (an entry carries its source row's message), all index range scans. Where the two
+   counts meet the table has no gap in the batch: on a rerun that is every batch;
 2. for each table with a gap, in the mapping order, the shared
-   ``INSERT ... SELECT ... ORDER BY s.id ON CONFLICT DO NOTHING`` restricted to the range and, by an
+   ``INSERT ... SELECT ... ORDER BY s.id ON CONFLICT DO NOTHING`` restricted to the batch and, by an
    anti-join probing the ledger's unique index row by row, to rows with no entry yet (the anti-join is
-   left out when the range had no entry at all, as on a first run).
+   left out when the batch had no entry at all, as on a first run).
+
+On PostgreSQL the batch also pins its plan shape (``SET LOCAL``): the planner's estimates are poor here
+(a narrow uuid range is estimated at one row, the ledger grows under it with stale statistics) and,
+depending on them, it reads whole tables per batch (a scan of the ledger to count a range, a hash join
+built from all messages) or starts parallel workers. A batch must only read its own rows: every
+statement is right as "index range scan, then index lookups", so sequential scans, hash and merge joins,
+parallel workers and JIT are switched off for the batch's transaction only.
+
+Scale note: message ids are random, so a batch's rows are scattered over the source tables' heaps and
+a run reads each heap page once per batch that touches it. While the tables fit in memory that is cheap
+(1M rows: ``benchmarks/RESULTS.md``); far beyond memory, walking ``messages`` in physical order (ctid
+ranges) would read each page once, at the cost of missing rows that move during a run. Prototyped on
+the 1M-row benchmark (which fits in memory) it was no faster and its reruns were slower, so the simpler
+keyset stays.
 
 The counts rely on source rows not being edited once their entry exists (nothing edits them: a turn's
 rows are written once, by ``finalize_turn``); an entry kept for a row later made invalid could offset one
@@ -35,15 +48,14 @@ missing row of the same table and batch. ``ON CONFLICT`` keeps the writes exact 
 Concurrency: every writer (this, another backfill, live ``assemble()``) inserts in the same order
 (mapping order, then source id), so waits on the per-row unique indexes cannot form a cycle: no
 deadlock. Those unique constraints, not a read-then-write check, decide who writes an entry: two
-writers never both create one, and ``ON CONFLICT DO NOTHING`` makes the loser skip it. Rows whose entry
-appeared between the count and the insert are reported as already present.
+writers never both create one, and ``ON CONFLICT DO NOTHING`` makes the loser skip it.
 
 Resumable without a checkpoint table, on purpose: every batch commits on its own and the insert is
 idempotent, so after a kill (even SIGKILL mid-batch: the open batch rolls back) a plain rerun completes
 the job exactly, and a rerun over rows that already have entries only reads (``benchmarks/RESULTS.md``
-measures it at a few percent of a first run). A checkpoint would not even be right: ids are random
-UUIDs, so rows whose ledger write fails later land anywhere in the id space, behind any checkpoint, and
-it would have to be keyed by scope and shared by concurrent runs. Only a full pass finds every gap.
+measures it at a few percent of a first run). A checkpoint would not even be right: rows whose ledger
+write fails later land anywhere in the id space, behind any checkpoint, and a checkpoint would have to be
+keyed by scope and shared by concurrent runs. Only a full pass finds every gap.
 """
 
 from __future__ import annotations
@@ -65,10 +77,10 @@ from citations.ledger import LEDGER_TABLE, SOURCE_MAPPINGS, SourceMapping, inser
 
 logger = logging.getLogger(__name__)
 
-# Source rows per batch, chosen with `make bench` (benchmarks/RESULTS.md): from 5k to 50k rows a run
-# takes the same time within noise (per-batch overhead is a few percent), while a batch's transaction,
-# and so how long it holds its locks, grows with its size; 10k keeps it near a second on the (slow,
-# shared) benchmark machine, a fraction of that on a production server.
+# Source rows per batch, chosen with `make bench` (benchmarks/RESULTS.md): from 10k to 50k rows a run
+# takes about the same time (per-batch overhead is a few percent; 5k is measurably slower), while a
+# batch's transaction, and so how long it holds its locks, grows with its size: 10k keeps it within
+# about a second on the (slow, shared) benchmark machine, a fraction of that on a production server.
 DEFAULT_BATCH_SIZE = 10_000
 # A safety net, not a pace: a batch statement that runs this long is holding its locks too long.
 DEFAULT_STATEMENT_TIMEOUT = 30.0
@@ -136,15 +148,15 @@ class _Batch:
             return f"{column} <= %s", [self.upper]
         return f"{column} > %s AND {column} <= %s", [self.lower, self.upper]
 
-    def where(self, message_column: str) -> tuple[str, list[Any]]:
+    def where(self, message_column: str = "s.message_id") -> tuple[str, list[Any]]:
         """The range and the scope, over rows with ``message_column`` joined to their message ``m`` and chat ``c``.
 
-        The range is repeated on ``m.id``: PostgreSQL does not carry inequalities across a join, and with
-        it the batch's messages are an index range scan, not a scan of the whole table.
+        The range is on the row's own column only. Repeating it on ``m.id`` looks helpful but is not: the
+        planner underestimates a narrow uuid range (to one row), and then scans the whole range of messages
+        for each source row instead of looking its message up by primary key (quadratic in the batch).
         """
         own, own_params = self.range(message_column)
-        message, message_params = self.range("m.id")
-        return f"{own} AND {message} AND ({self.scope_sql})", [*own_params, *message_params, *self.scope_params]
+        return f"{own} AND ({self.scope_sql})", [*own_params, *self.scope_params]
 
 
 @dataclass(slots=True)
@@ -184,13 +196,13 @@ def backfill_ledger(
         return _batch_upper_bound(cursor, lower, batch_size, scope=scope, scope_sql=scope_sql, params=scope_params)
 
     with transaction.atomic(), connection.cursor() as cursor:
-        _set_statement_timeout(cursor, statement_timeout)
+        _begin_batch(cursor, statement_timeout)
         bound = next_bound(cursor, None)
     lower: Any = None
     while bound is not None:
         upper, bounded_rows = bound
         with transaction.atomic(), connection.cursor() as cursor:
-            _set_statement_timeout(cursor, statement_timeout)
+            _begin_batch(cursor, statement_timeout)
             batch_rows = _run_batch(cursor, _Batch(lower, upper, scope, scope_sql, scope_params), result=result)
             # The next batch's bound, looked up now so that no pause follows the last batch; fewer rows
             # than a batch before this bound means this was the last one.
@@ -278,10 +290,16 @@ def _scope_predicate(scope: BackfillScope) -> tuple[str, list[Any]]:
     return (" AND ".join(clauses) or "1 = 1"), params
 
 
-def _set_statement_timeout(cursor: CursorWrapper, seconds: float) -> None:
+def _begin_batch(cursor: CursorWrapper, statement_timeout: float) -> None:
+    """Set the batch's transaction up: on PostgreSQL its statement timeout and planner settings (see the
+    module docstring); ``is_local``, like ``SET LOCAL``, ends each setting with the transaction."""
     if connection.vendor == "postgresql":
-        # is_local: like SET LOCAL, it ends with the batch's transaction.
-        cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(max(1, round(seconds * 1000)))])
+        cursor.execute(
+            "SELECT set_config('statement_timeout', %s, true), set_config('enable_seqscan', 'off', true), "
+            "set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), "
+            "set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)",
+            [str(max(1, round(statement_timeout * 1000)))],
+        )
 
 
 def _batch_upper_bound(
@@ -328,8 +346,8 @@ def _tally(cursor: CursorWrapper, batch: _Batch) -> dict[str, _TableTally]:
     """One read over the batch: per table, its rows the ledger can and cannot hold, and their entries.
 
     Entries are counted over the same message range through the ledger's ``message_id`` index, not probed
-    row by row, so that a batch with no gap (every batch of a rerun) costs two index range scans: an
-    entry carries its source row's message (the mapping copies it), so both counts cover the same rows.
+    row by row, so that a batch with no gap (every batch of a rerun) costs index range scans: an entry
+    carries its source row's message (the mapping copies it), so both counts cover the same rows.
     Unscoped, both sides read their table alone: a source row's message, chat and opinion are NOT NULL
     foreign keys, so the shared FROM clause's inner joins drop no row.
     """
@@ -367,7 +385,7 @@ def _tally(cursor: CursorWrapper, batch: _Batch) -> dict[str, _TableTally]:
 def _missing_where(mapping: SourceMapping, batch: _Batch, *, any_entries: bool) -> tuple[str, list[Any]]:
     """The batch's rows of ``mapping`` without an entry. When the batch had no entry at all (a first run),
     the anti-join is left out: it would find nothing, and a race is still settled by ON CONFLICT."""
-    where, params = batch.where("s.message_id")
+    where, params = batch.where()
     return (f"{where} AND NOT EXISTS {_entry_probe(mapping)}" if any_entries else where), params
 
 

@@ -141,6 +141,18 @@ def test_backfill_writes_the_same_entries_as_assemble() -> None:
     assert summary(out)["n"] == len(assembled)
 
 
+def test_insert_sql_returns_what_it_is_asked_and_the_kind_by_default() -> None:
+    # The backfill asks the shared insert for (kind, message) of each entry; assemble() callers keep the default.
+    mapping = ledger.SOURCE_MAPPINGS[0]
+    assert ledger.insert_sql(mapping, vendor="postgresql", where="1 = 1", returning=True).endswith(
+        "ON CONFLICT DO NOTHING RETURNING source_kind"
+    )
+    assert ledger.insert_sql(
+        mapping, vendor="postgresql", where="1 = 1", returning=True, returning_columns=("source_kind", "message_id")
+    ).endswith("RETURNING source_kind, message_id")
+    assert ledger.source_from_sql(mapping) in ledger.insert_sql(mapping, vendor="sqlite", where="1 = 1")
+
+
 def test_summary_line_counts_entries_by_kind_messages_and_already_present(two_turns: list[Message]) -> None:
     # Given one turn already in the ledger
     ledger.assemble(two_turns[0])
@@ -183,24 +195,34 @@ def test_batches_are_whole_messages_so_counts_are_exact_at_any_batch_size(batch_
     assert result.messages == len(messages)
     assert result.created == Counter({"kb_document": 8, "caselaw": 8, "mcp": 4})
     assert result.rows_scanned == 20
-    assert result.batches <= len(messages)
+    if batch_size < 5:  # smaller than a message's 5 rows: several batches, and never half a message
+        assert result.batches >= 2
     assert_exactly_one_entry_per_source_row()
 
 
-def test_query_count_per_batch_does_not_grow_with_rows() -> None:
-    # Given a first dataset, backfilled in one batch
-    for _ in range(2):
+def _queries_per_batch(turns: int) -> list[int]:
+    """Backfill ``turns`` new turns; the number of queries each batch ran."""
+    for _ in range(turns):
         make_turn()
-    with CaptureQueriesContext(connection) as small:
-        backfill_ledger(batch_size=10_000)
+    per_batch: list[int] = []
+    with CaptureQueriesContext(connection) as captured:
+        seen = [0]
+
+        def count(totals: BackfillResult, batch_rows: int) -> None:
+            per_batch.append(len(captured) - seen[0])
+            seen[0] = len(captured)
+
+        backfill_ledger(batch_size=10_000, on_batch=count)
+    return per_batch
+
+
+def test_queries_per_batch_do_not_grow_with_rows() -> None:
+    # Given a backfill of 2 turns (8 rows), then one of 20 turns (80 rows)
+    small = _queries_per_batch(2)
     CitationLedgerEntry.objects.all().delete()
-    # When ten times the rows are backfilled, still in one batch
-    for _ in range(18):
-        make_turn()
-    with CaptureQueriesContext(connection) as large:
-        backfill_ledger(batch_size=10_000)
-    # Then the same number of queries ran: set-based, no per-row or per-message query
-    assert len(large) == len(small)
+    large = _queries_per_batch(18)
+    # Then no batch ran more queries for 80 rows than for 8: set-based, no per-row or per-message query
+    assert max(large) == max(small)
     assert CitationLedgerEntry.objects.count() == 80
 
 
@@ -309,7 +331,7 @@ def test_a_run_after_a_partial_run_completes_exactly(scoped_turns: dict[str, Mes
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        backfill_ledger(batch_size=3, on_batch=die_once_a_batch_wrote)
+        backfill_ledger(batch_size=1, on_batch=die_once_a_batch_wrote)
     present = CitationLedgerEntry.objects.count()
     assert 8 < present < len(source_ids())
     # When a full run follows
@@ -472,9 +494,10 @@ def test_sleep_throttles_between_batches_not_after_the_last(
 ) -> None:
     pauses: list[float] = []
     monkeypatch.setattr(backfill.time, "sleep", pauses.append)
-    out, _ = run_command("--batch-size", "1", "--sleep", "0.25")
-    assert summary(out)["n"] == 8
-    assert pauses == [0.25]  # two batches (one message each), one pause between them
+    result = backfill_ledger(batch_size=1, sleep=0.25)
+    assert result.total_created == 8
+    assert result.batches >= 2
+    assert pauses == [0.25] * (result.batches - 1)
 
 
 # --- Arguments -----------------------------------------------------------------------------------------------------
@@ -545,11 +568,11 @@ def test_without_a_terminal_progress_goes_to_periodic_log_lines(
     two_turns: list[Message], caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level("INFO", logger="citations.backfill"):
-        backfill_ledger(batch_size=1, on_batch=LogProgress(every_seconds=3600, every_batches=1))
+        result = backfill_ledger(batch_size=1, on_batch=LogProgress(every_seconds=3600, every_batches=1))
     lines = [r.getMessage() for r in caplog.records if r.name == "citations.backfill"]
-    assert len(lines) == 2
-    assert re.match(
-        r"backfill_ledger: 2 batches, 8 source rows scanned, created 8 entries, 0 already present", lines[1]
+    assert len(lines) == result.batches
+    assert lines[-1].startswith(
+        f"backfill_ledger: {result.batches} batches, 8 source rows scanned, created 8 entries, 0 already present"
     )
 
 
