@@ -9,8 +9,13 @@ execute it, so the two paths cannot drift apart.
 Why SQL rather than ``bulk_create``: the insert is set-based (constant query
 count), and conflicts are skipped by the unique constraints, not by a
 read-then-write check, so two processes assembling the same turn at once never
-create a second entry. Rows are inserted in source-id order so that
-concurrent writers take index locks in the same order and cannot deadlock.
+create a second entry. Rows are inserted in mapping order, then source-id order,
+so that concurrent writers take index locks in the same order and cannot deadlock.
+
+On PostgreSQL :func:`assemble` runs the three selects as one statement
+(:func:`assemble_sql`): a turn's entries cost one round trip, one plan and one
+commit, which is most of what the ledger adds to finalizing a turn
+(``benchmarks/RESULTS.md``).
 
 Rows whose shape the ledger cannot hold (an empty or ``provenance``
 verification method on a quote, a confidence outside 0..1, an empty kind) are
@@ -22,10 +27,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from uuid import UUID
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
@@ -60,6 +66,7 @@ _QUOTE_VALID = (
     "AND s.verification_confidence <= 1"
 )
 
+# NULLs are typed (CAST works on both backends) so that the three selects can be one UNION ALL.
 SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
     SourceMapping(
         table="message_citations",
@@ -67,8 +74,8 @@ SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
         source_kind=f"'{SourceKind.KB_DOCUMENT.value}'",
         verification_status="s.verification_method",
         confidence="CAST(s.verification_confidence AS DOUBLE PRECISION)",
-        provider="NULL",
-        retrieved_at="NULL",
+        provider="CAST(NULL AS VARCHAR)",
+        retrieved_at="CAST(NULL AS TIMESTAMPTZ)",
         valid=_QUOTE_VALID,
     ),
     SourceMapping(
@@ -87,7 +94,7 @@ SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
         fk_column="message_tool_source_id",
         source_kind="s.source_kind",
         verification_status=f"'{PROVENANCE}'",
-        confidence="NULL",
+        confidence="CAST(NULL AS DOUBLE PRECISION)",
         provider="s.provider",
         retrieved_at="s.created_at",
         valid="s.source_kind IS NOT NULL AND s.source_kind <> ''",
@@ -108,13 +115,22 @@ def source_from_sql(mapping: SourceMapping) -> str:
     return f"{mapping.table} s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id {mapping.joins}"
 
 
+_LEDGER_COLUMNS = (
+    "id, project_id, chat_id, message_id, source_kind, "
+    + ", ".join(SOURCE_FK_COLUMNS)
+    + ", verification_status, confidence, provider, retrieved_at, treatment_id, created_at"
+)
+
+
 def _source_select(mapping: SourceMapping, *, vendor: str, where: str) -> str:
-    fk_values = ", ".join("s.id" if column == mapping.fk_column else "NULL" for column in SOURCE_FK_COLUMNS)
+    fk_values = ", ".join(
+        "s.id" if column == mapping.fk_column else "CAST(NULL AS UUID)" for column in SOURCE_FK_COLUMNS
+    )
     return (
         # Built only from this module's constants and callers' fixed predicates; values go in as parameters.
         f"SELECT {new_uuid_sql(vendor)}, c.project_id, m.chat_id, s.message_id, {mapping.source_kind}, "  # noqa: S608
         f"{fk_values}, {mapping.verification_status}, {mapping.confidence}, {mapping.provider}, "
-        f"{mapping.retrieved_at}, NULL, %s "
+        f"{mapping.retrieved_at}, CAST(NULL AS UUID), %s "
         f"FROM {source_from_sql(mapping)} WHERE ({mapping.valid}) AND ({where})"
     )
 
@@ -131,23 +147,42 @@ def insert_sql(
     matching ``where`` (a SQL predicate over ``s``/``m``/``c``). Its first parameter is ``created_at``,
     followed by those of ``where``. With ``returning``, yields ``returning_columns`` (ledger columns;
     by default the ``source_kind``) of each inserted entry."""
-    columns = (
-        "id, project_id, chat_id, message_id, source_kind, "
-        + ", ".join(SOURCE_FK_COLUMNS)
-        + ", verification_status, confidence, provider, retrieved_at, treatment_id, created_at"
-    )
     return (
-        f"INSERT INTO {LEDGER_TABLE} ({columns}) "
+        f"INSERT INTO {LEDGER_TABLE} ({_LEDGER_COLUMNS}) "
         f"{_source_select(mapping, vendor=vendor, where=where)} ORDER BY s.id "
         f"ON CONFLICT DO NOTHING" + (f" RETURNING {', '.join(returning_columns)}" if returning else "")
     )
 
 
 def invalid_rows_sql(*, where: str) -> str:
-    """The (table, id) of source rows matching ``where`` that the ledger cannot hold, across all tables."""
-    return " UNION ALL ".join(
-        f"SELECT '{m.table}', s.id FROM {source_from_sql(m)} WHERE NOT ({m.valid}) AND ({where})"  # noqa: S608
-        for m in SOURCE_MAPPINGS
+    """The (table, id) of source rows matching ``where`` (a predicate over ``s`` alone) that the ledger
+    cannot hold, across all tables; its parameters are those of ``where``, once per source table."""
+    return " UNION ALL ".join(_invalid_select(m, where=where) for m in SOURCE_MAPPINGS)
+
+
+def _invalid_select(mapping: SourceMapping, *, where: str, extra_columns: str = "") -> str:
+    m = mapping
+    return f"SELECT '{m.table}', s.id{extra_columns} FROM {m.table} s WHERE NOT ({m.valid}) AND ({where})"  # noqa: S608
+
+
+def assemble_sql(*, where: str) -> str:
+    """PostgreSQL: one statement writing the entries of every source table's rows matching ``where`` (a
+    predicate over ``s`` alone) and returning ``(table, id, created)`` rows: first ``(NULL, NULL, number of
+    entries created)``, then one row per source row the ledger cannot hold (see :func:`invalid_rows_sql`).
+
+    The statement is the per-table selects of :func:`insert_sql`, as one ``UNION ALL`` whose branches are
+    read in order (mapping order, then source id: the lock order every writer uses) and fed to one
+    ``INSERT ... ON CONFLICT DO NOTHING``. Parameters: ``created_at`` then those of ``where``, once per
+    source table; then those of ``where`` once per source table again (the invalid rows).
+    """
+    selects = " UNION ALL ".join(
+        f"({_source_select(m, vendor='postgresql', where=where)} ORDER BY s.id)" for m in SOURCE_MAPPINGS
+    )
+    return (
+        f"WITH written AS (INSERT INTO {LEDGER_TABLE} ({_LEDGER_COLUMNS}) {selects} "  # noqa: S608
+        "ON CONFLICT DO NOTHING RETURNING 1) "
+        "SELECT NULL, NULL, count(*) FROM written UNION ALL "
+        + " UNION ALL ".join(_invalid_select(m, where=where, extra_columns=", NULL") for m in SOURCE_MAPPINGS)
     )
 
 
@@ -161,25 +196,38 @@ def _param(value: UUID, conn: BaseDatabaseWrapper) -> UUID | str:
 def assemble(message: Message) -> int:
     """Write one ledger entry for each citation and tool-source row of ``message``.
 
-    Idempotent and race-safe (conflicts on the per-row unique constraints are skipped).
-    Runs a constant number of queries (one insert per source table, one check for rows
-    it cannot hold) whatever the number of rows. Returns the number of entries created.
+    All or nothing, idempotent and race-safe (conflicts on the per-row unique constraints are skipped).
+    Runs a constant number of queries whatever the number of rows: on PostgreSQL one statement
+    (:func:`assemble_sql`), elsewhere one insert per source table and one check for rows it cannot hold.
+    Inside a caller's transaction it runs in a savepoint, so that a failure leaves that transaction usable.
+    Rows the ledger cannot hold are logged with their ids. Returns the number of entries created.
     """
-    created = 0
     message_id = _param(message.pk, connection)
     # Adapted as the ORM stores a DateTimeField: on SQLite a raw aware datetime would be written with a
     # "+00:00" suffix that no ORM lookup on created_at (exact, range, date) then matches.
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with connection.cursor() as cursor:
-        for mapping in SOURCE_MAPPINGS:
-            cursor.execute(insert_sql(mapping, vendor=connection.vendor, where="s.message_id = %s"), [now, message_id])
-            created += max(cursor.rowcount, 0)
-        cursor.execute(invalid_rows_sql(where="s.message_id = %s"), [message_id] * len(SOURCE_MAPPINGS))
-        for table, row_id in cursor.fetchall():
-            logger.warning(
-                "ledger: skipped %s row %s of message %s: its verification shape cannot be held by the ledger",
-                table,
-                UUID(str(row_id)),
-                message.pk,
-            )
-    return created
+    where = "s.message_id = %s"
+    tables = len(SOURCE_MAPPINGS)
+    if connection.vendor == "postgresql":
+        # One statement is a transaction of its own; in the caller's, it needs a savepoint.
+        with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
+            cursor.execute(assemble_sql(where=where), [now, message_id] * tables + [message_id] * tables)
+            rows = cursor.fetchall()
+        created = next(count for table, _, count in rows if table is None)
+        invalid = [row for row in rows if row[0] is not None]
+    else:
+        created = 0
+        with transaction.atomic(), connection.cursor() as cursor:
+            for mapping in SOURCE_MAPPINGS:
+                cursor.execute(insert_sql(mapping, vendor=connection.vendor, where=where), [now, message_id])
+                created += max(cursor.rowcount, 0)
+            cursor.execute(invalid_rows_sql(where=where), [message_id] * tables)
+            invalid = [(table, row_id, None) for table, row_id in cursor.fetchall()]
+    for table, row_id, _ in invalid:
+        logger.warning(
+            "ledger: skipped %s row %s of message %s: its verification shape cannot be held by the ledger",
+            table,
+            UUID(str(row_id)),
+            message.pk,
+        )
+    return int(created)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
-
 from chats.models import Message
 from citations import ledger
 
@@ -17,14 +15,12 @@ def assemble_ledger_on_finalize(sender: type[Message], message: Message, **kwarg
     """Write the ledger entries of a finalized turn; a ledger failure never breaks the turn.
 
     ``chats.services.finalize_turn`` sends ``post_finalize`` from ``transaction.on_commit``, so
-    the turn is already committed when this runs and nothing here can roll it back. Assembly
-    still runs in its own ``atomic()`` block: its inserts are all-or-nothing, and if the
-    signal is ever sent inside a transaction this block is a savepoint whose rollback leaves
-    the enclosing transaction (and the connection) usable on PostgreSQL after a failed statement.
+    the turn is already committed when this runs and nothing here can roll it back. ``assemble()``
+    is all or nothing, and if the signal is ever sent inside a transaction it runs in a savepoint
+    whose rollback leaves the enclosing transaction (and the connection) usable after a failure.
     """
     try:
-        with transaction.atomic():
-            created = ledger.assemble(message)
+        created = ledger.assemble(message)
     except Exception:
         logger.exception(
             "ledger: assembly failed for message %s; run `manage.py backfill_ledger` to repair", message.pk

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -422,12 +423,39 @@ def test_assemble_runs_a_constant_number_of_queries(
     factories.MessageCaselawCitationFactory.create_batch(rows_per_kind, message=message, opinion=opinion)
     factories.MessageToolSourceFactory.create_batch(rows_per_kind, message=message)
 
-    # One INSERT ... SELECT per source table, one SELECT of rows the ledger cannot hold: whatever the row count.
-    with django_assert_num_queries(4):
+    # Whatever the row count: on PostgreSQL one statement, elsewhere one INSERT ... SELECT per source table
+    # and one SELECT of rows the ledger cannot hold; plus the savepoint around them inside this test's
+    # transaction (two queries: SAVEPOINT and RELEASE).
+    statements = 1 if connection.vendor == "postgresql" else 4
+    with django_assert_num_queries(statements + 2):
         created = ledger.assemble(message)
 
     assert created == 3 * rows_per_kind
     assert CitationLedgerEntry.objects.filter(message=message).count() == 3 * rows_per_kind
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_assemble_inserts_in_the_lock_order_every_writer_uses() -> None:
+    # Given a turn with several rows of each kind (random UUIDs: creation order is not id order)
+    message = factories.MessageFactory.create()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+    kb = factories.MessageCitationFactory.create_batch(5, message=message, document=document)
+    caselaw = factories.MessageCaselawCitationFactory.create_batch(5, message=message)
+    tool = factories.MessageToolSourceFactory.create_batch(5, message=message)
+
+    ledger.assemble(message)
+
+    # Then the heap holds the entries in insertion order (ctid, on a table with no deletes): mapping order,
+    # then source id, the order the backfill also inserts in, so that two writers cannot deadlock.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(message_citation_id, message_caselaw_citation_id, message_tool_source_id) "
+            "FROM citation_ledger_entry WHERE message_id = %s ORDER BY ctid",
+            [message.pk],
+        )
+        inserted = [row[0] for row in cursor.fetchall()]
+    assert inserted == [row.pk for rows in (kb, caselaw, tool) for row in sorted(rows, key=lambda r: str(r.pk))]
 
 
 @pytest.mark.postgres
@@ -664,6 +692,18 @@ def test_every_ledger_foreign_key_cascades_in_the_database() -> None:
         actions = dict(cursor.fetchall())
     assert len(actions) == 6  # project, chat, message and the three source rows
     assert set(actions.values()) == {"c"}
+
+
+@pytest.mark.django_db
+def test_every_foreign_key_is_the_leading_column_of_exactly_one_index() -> None:
+    # Each FK is looked up (trace API, cascades) through an index that starts with it, and only one: every
+    # further index costs each new entry a write. chat_id's is ledger_chat_created_idx (chat_id, created_at).
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, CitationLedgerEntry._meta.db_table)
+    leading = Counter(c["columns"][0] for c in constraints.values() if c["index"] or c["unique"])
+    foreign_keys = [f.column for f in CitationLedgerEntry._meta.concrete_fields if f.is_relation]
+    assert {column: leading[column] for column in foreign_keys} == dict.fromkeys(foreign_keys, 1)
+    assert any(c["columns"] == ["chat_id", "created_at"] for c in constraints.values() if c["index"])
 
 
 @pytest.mark.postgres
