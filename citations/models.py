@@ -42,7 +42,9 @@ class CitationLedgerEntry(models.Model):
     # Deleting a matter deletes its chats and so their entries; cascading here
     # too means no entry can ever point at a deleted project.
     project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="ledger_entries")
+    # Indexed by ledger_chat_created_idx (chat_id first), which serves lookups and cascades by chat: a
+    # plain chat_id index would only cost every entry one more index write.
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="ledger_entries", db_index=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="ledger_entries")
     source_kind = models.CharField(max_length=32)
     # The unique constraints below index these three columns; a second plain index would be redundant.
