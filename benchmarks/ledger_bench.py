@@ -21,6 +21,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from chats.models import Chat, Document, Message, Project
 from chats.services import ClaimedCitation, finalize_turn, start_turn
@@ -155,30 +156,16 @@ def peak_rss_of_command(*, database_url: str, batch_size: int) -> tuple[float, s
     return rusage.ru_maxrss / 1024, output.strip().splitlines()[-1]
 
 
-def _receiver_with_async_commit(sender: type[Message], message: Message, **kwargs: Any) -> None:
-    """What-if, not shipped: the ledger receiver with its transaction's commit made asynchronous. Safe in
-    principle because an entry lost in a crash is exactly what ``backfill_ledger`` repairs."""
-    try:
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-            ledger.assemble(message)
-    except Exception:
-        logger.exception("ledger: assembly failed for message %s", message.pk)
-
-
 # How the ledger's post_finalize receiver is wired during a measurement.
-RECEIVER_MODES = ("off", "shipped", "async-commit")
+RECEIVER_MODES = ("off", "shipped")
 
 
 @contextmanager
 def ledger_receiver(mode: str) -> Iterator[None]:
-    """The ledger's ``post_finalize`` receiver off, as shipped, or the what-if variant; as shipped afterwards."""
+    """The ledger's ``post_finalize`` receiver off or as shipped; as shipped afterwards."""
     post_finalize.disconnect(dispatch_uid=RECEIVER_UID, sender=Message)
     if mode == "shipped":
         post_finalize.connect(assemble_ledger_on_finalize, sender=Message, dispatch_uid=RECEIVER_UID)
-    elif mode == "async-commit":
-        post_finalize.connect(_receiver_with_async_commit, sender=Message, dispatch_uid=RECEIVER_UID)
     try:
         yield
     finally:
@@ -193,6 +180,9 @@ class TurnCost:
     medians: dict[str, float]
     # The receiver's own statements (as shipped; BEGIN and COMMIT aside), each with its median duration in ms.
     receiver_queries: list[tuple[str, float]]
+    # Inside PostgreSQL, for the receiver's statement on a fresh turn (EXPLAIN ANALYZE, foreign-key checks
+    # included): median planning and execution time, ms.
+    server_ms: tuple[float, float] = (0.0, 0.0)
 
     def added_queries(self, mode: str = "shipped") -> int:
         return self.queries[mode] - self.queries["off"]
@@ -219,6 +209,8 @@ class _QueryTimer:
 
 
 def _query_label(sql: str) -> str:
+    if sql.startswith("WITH written AS (INSERT INTO citation_ledger_entry"):
+        return "the assemble statement"
     if sql.startswith("INSERT INTO citation_ledger_entry"):
         source = re.search(r" FROM (\w+) s ", sql)
         return f"INSERT from {source.group(1) if source else '?'}"
@@ -230,11 +222,11 @@ def _query_label(sql: str) -> str:
 def per_turn_cost(
     *, turns: int, citation_counts: tuple[int, ...] = (1, 50), captured_turns: int = 20
 ) -> list[TurnCost]:
-    """``finalize_turn`` with the ledger receiver off, as shipped, and as the what-if variant, interleaved
-    turn by turn, each turn quoting ``n`` passages that verify exactly against a real KB document.
+    """``finalize_turn`` with the ledger receiver off and as shipped, interleaved turn by turn, each turn
+    quoting ``n`` passages that verify exactly against a real KB document.
 
     Timed turns run without query capture (it slows every query down); ``captured_turns`` more per mode
-    count the queries and time the receiver's own.
+    count the queries and time the receiver's own, and as many again time its statement inside PostgreSQL.
     """
     text = PER_TURN_DOCUMENT.read_text(encoding="utf-8")
     owner = User.objects.create(username="per-turn-bench")
@@ -280,9 +272,38 @@ def per_turn_cost(
         times: dict[str, list[float]] = {mode: [] for mode in RECEIVER_MODES}
         for index in range(turns):
             # Rotate the order so that no mode always runs first.
-            for mode in RECEIVER_MODES[index % 3 :] + RECEIVER_MODES[: index % 3]:
+            for mode in RECEIVER_MODES[index % 2 :] + RECEIVER_MODES[: index % 2]:
                 times[mode].append(finalize(mode))
+        server = [_server_ms(claims, chat) for _ in range(captured_turns)]
         costs.append(
-            TurnCost(count, queries, {mode: median(values) for mode, values in times.items()}, receiver_queries)
+            TurnCost(
+                count,
+                queries,
+                {mode: median(values) for mode, values in times.items()},
+                receiver_queries,
+                (median([planning for planning, _ in server]), median([execution for _, execution in server])),
+            )
         )
     return costs
+
+
+def _server_ms(claims: list[ClaimedCitation], chat: Chat) -> tuple[float, float]:
+    """Planning and execution time (ms) PostgreSQL reports for ``assemble()``'s statement on a fresh turn,
+    with the ledger's deferred foreign-key checks made immediate so that they are counted; rolled back."""
+    _, message = start_turn(chat=chat, content="question")
+    with ledger_receiver("off"):
+        finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
+    tables = len(ledger.SOURCE_MAPPINGS)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(
+            "EXPLAIN (ANALYZE, SUMMARY, TIMING OFF) " + ledger.assemble_sql(where="s.message_id = %s"),
+            [connection.ops.adapt_datetimefield_value(timezone.now()), message.pk] * tables + [message.pk] * tables,
+        )
+        summary = {line.split(":")[0].strip(): line for (line,) in cursor.fetchall() if "Time:" in line}
+        transaction.set_rollback(True)
+    return _ms(summary["Planning Time"]), _ms(summary["Execution Time"])
+
+
+def _ms(line: str) -> float:
+    return float(line.split(":")[1].split()[0])
