@@ -84,8 +84,10 @@ class Message(models.Model):
         ordering = ["created_at", "id"]
         indexes = [
             # The chat views list a chat's messages in order; the backfill's
-            # --since/--until filters scan created_at within a chat.
+            # --chat filter walks one chat's messages in creation order.
             models.Index(fields=["chat", "created_at"], name="messages_chat_created_idx"),
+            # The ledger backfill walks messages in creation order, keyset-paginated on (created_at, id).
+            models.Index(fields=["created_at", "id"], name="messages_created_idx"),
         ]
         constraints = [
             # Only the two speakers of a turn exist; anything else is a bug upstream.

@@ -6,40 +6,41 @@ entries :func:`citations.ledger.assemble` would, because it executes the same ma
 (:data:`~citations.ledger.SOURCE_MAPPINGS` through :func:`~citations.ledger.insert_sql`), set-based and in
 batches, so that it can run on tables of tens of millions of rows next to live traffic.
 
-How it walks: keyset pagination over ``message_id``, never OFFSET. A batch is the half-open range
-``(lo, hi]`` of message ids where ``hi`` is the message of the ``batch_size``-th source row after ``lo``,
-the three source tables' ``message_id`` indexes read in order and merged. So a batch holds about
-``batch_size`` source rows (more only if a single message has more) and always whole messages: no batch
-holds half a turn, the scope filters (project, chat, the message's ``created_at``) are per message, and
-the distinct messages of each batch add up to the exact number of messages that got entries, with
-memory bounded by one batch (walking each table's ``id`` instead would scatter a turn's rows over every
-batch, since ids are random UUIDs).
+How it walks: keyset pagination over messages in ``(created_at, id)`` order (the index
+``messages_created_idx``), never OFFSET. A batch is the window ``(lo, hi]`` of the next *k* messages
+(in scope) and holds all their source rows: always whole messages, so no batch holds half a turn, the
+scope filters (project, chat, the message's ``created_at``) are per message, and the messages of each
+batch add up to the exact number of messages that got entries, with memory bounded by one batch.
+*k* is chosen so that a batch holds about ``batch_size`` source rows: for the first batch from the rows
+per message of the first thousand messages, then from those of the previous batch (growing at most
+twofold per batch); so a batch exceeds ``batch_size`` only by a change of rows per message between two
+batches, or by a single message's rows.
+
+Why creation order: turns are written in that order, so a batch's messages and their source rows sit
+together on disk, and each batch reads (and, through the ledger's foreign-key checks at commit, locks)
+a few contiguous pages of each table. Walking message ids instead (random UUIDs) scattered every batch
+over every page: each page was read and re-locked by many batches, which on the 1M-row benchmark wrote
+40% more WAL than the raw SQL limit and took 1.2-1.4 x its time; in creation order both write the same
+WAL (``benchmarks/RESULTS.md``). Far beyond memory the difference is between reading each page once and
+reading it once per batch.
 
 Each batch is one transaction with a statement timeout (``set_config(..., is_local => true)``, i.e.
 ``SET LOCAL``, on PostgreSQL) that runs:
 
 1. one read that counts, per table, the batch's rows the ledger can hold, those it cannot
    (``SourceMapping.valid``: skipped and counted, never fatal), and the ledger's entries for the same
-   message range (an entry carries its source row's message), all index range scans. Where the two
-   counts meet the table has no gap in the batch: on a rerun that is every batch;
+   messages (an entry carries its source row's message). Where the two counts meet the table has no gap
+   in the batch: on a rerun that is every batch;
 2. for each table with a gap, in the mapping order, the shared
    ``INSERT ... SELECT ... ORDER BY s.id ON CONFLICT DO NOTHING`` restricted to the batch and, by an
    anti-join probing the ledger's unique index row by row, to rows with no entry yet (the anti-join is
    left out when the batch had no entry at all, as on a first run).
 
-On PostgreSQL the batch also pins its plan shape (``SET LOCAL``): the planner's estimates are poor here
-(a narrow uuid range is estimated at one row, the ledger grows under it with stale statistics) and,
-depending on them, it reads whole tables per batch (a scan of the ledger to count a range, a hash join
-built from all messages) or starts parallel workers. A batch must only read its own rows: every
-statement is right as "index range scan, then index lookups", so sequential scans, hash and merge joins,
+On PostgreSQL the batch also pins its plan shape (``SET LOCAL``): every statement is right as "index
+range scan of the batch's messages, then index lookups", while the planner, with a ledger growing under
+stale statistics, may pick a plan that reads whole tables per batch (a sequential scan or a hash join
+built from a whole table) or starts parallel workers. So sequential scans, hash and merge joins,
 parallel workers and JIT are switched off for the batch's transaction only.
-
-Scale note: message ids are random, so a batch's rows are scattered over the source tables' heaps and
-a run reads each heap page once per batch that touches it. While the tables fit in memory that is cheap
-(1M rows: ``benchmarks/RESULTS.md``); far beyond memory, walking ``messages`` in physical order (ctid
-ranges) would read each page once, at the cost of missing rows that move during a run. Prototyped on
-the 1M-row benchmark (which fits in memory) it was no faster and its reruns were slower, so the simpler
-keyset stays.
 
 The counts rely on source rows not being edited once their entry exists (nothing edits them: a turn's
 rows are written once, by ``finalize_turn``); an entry kept for a row later made invalid could offset one
@@ -82,6 +83,11 @@ logger = logging.getLogger(__name__)
 # batch's transaction, and so how long it holds its locks, grows with its size: 10k keeps it within
 # about a second on the (slow, shared) benchmark machine, a fraction of that on a production server.
 DEFAULT_BATCH_SIZE = 10_000
+# A window of messages holds at most this many messages per source row of the batch size: a stretch of
+# messages without source rows (user messages, turns without sources) is still walked in bounded batches.
+MAX_MESSAGES_PER_ROW = 10
+# The first window's size comes from the rows per message of this many first messages in scope.
+FIRST_WINDOW_SAMPLE = 1_000
 # A safety net, not a pace: a batch statement that runs this long is holding its locks too long.
 DEFAULT_STATEMENT_TIMEOUT = 30.0
 
@@ -135,28 +141,35 @@ ProgressCallback = Callable[[BackfillResult, int], None]
 
 @dataclass(frozen=True, slots=True)
 class _Batch:
-    """One batch: the in-scope source rows of the messages in ``(lower, upper]`` (``lower`` None: from the start)."""
+    """One batch: the in-scope source rows of the messages whose ``(created_at, id)`` is in ``(lower, upper]``
+    (``lower`` None: from the first message)."""
 
-    lower: Any
-    upper: Any
+    lower: tuple[Any, Any] | None
+    upper: tuple[Any, Any]
     scope: BackfillScope
     scope_sql: str
     scope_params: list[Any]
 
-    def range(self, column: str) -> tuple[str, list[Any]]:
-        if self.lower is None:
-            return f"{column} <= %s", [self.upper]
-        return f"{column} > %s AND {column} <= %s", [self.lower, self.upper]
+    def where(self) -> tuple[str, list[Any]]:
+        """The batch as a SQL predicate over the message ``m`` (and chat ``c``) of a row, and its parameters."""
+        return _window_sql(self.lower, self.upper, self.scope_sql, self.scope_params)
 
-    def where(self, message_column: str = "s.message_id") -> tuple[str, list[Any]]:
-        """The range and the scope, over rows with ``message_column`` joined to their message ``m`` and chat ``c``.
 
-        The range is on the row's own column only. Repeating it on ``m.id`` looks helpful but is not: the
-        planner underestimates a narrow uuid range (to one row), and then scans the whole range of messages
-        for each source row instead of looking its message up by primary key (quadratic in the batch).
-        """
-        own, own_params = self.range(message_column)
-        return f"{own} AND ({self.scope_sql})", [*own_params, *self.scope_params]
+def _window_sql(
+    lower: tuple[Any, Any] | None, upper: tuple[Any, Any] | None, scope_sql: str, scope_params: list[Any]
+) -> tuple[str, list[Any]]:
+    """Messages ``m`` after ``lower`` and up to ``upper`` in ``(created_at, id)`` order (either may be open),
+    within the scope: one range of the ``messages_created_idx`` index."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if lower is not None:
+        clauses.append("(m.created_at, m.id) > (%s, %s)")
+        params += lower
+    if upper is not None:
+        clauses.append("(m.created_at, m.id) <= (%s, %s)")
+        params += upper
+    clauses.append(f"({scope_sql})")
+    return " AND ".join(clauses), [*params, *scope_params]
 
 
 @dataclass(slots=True)
@@ -191,22 +204,23 @@ def backfill_ledger(
     scope_sql, scope_params = _scope_predicate(scope)
     result = BackfillResult(dry_run=dry_run)
     started = time.monotonic()
-
-    def next_bound(cursor: CursorWrapper, lower: Any) -> tuple[Any, int] | None:
-        return _batch_upper_bound(cursor, lower, batch_size, scope=scope, scope_sql=scope_sql, params=scope_params)
-
     with transaction.atomic(), connection.cursor() as cursor:
         _begin_batch(cursor, statement_timeout)
-        bound = next_bound(cursor, None)
-    lower: Any = None
+        messages = _first_window(cursor, batch_size, scope=scope, scope_sql=scope_sql, params=scope_params)
+        bound = _window_end(cursor, None, messages, scope=scope, scope_sql=scope_sql, params=scope_params)
+    lower: tuple[Any, Any] | None = None
     while bound is not None:
-        upper, bounded_rows = bound
+        upper, window = bound
         with transaction.atomic(), connection.cursor() as cursor:
             _begin_batch(cursor, statement_timeout)
             batch_rows = _run_batch(cursor, _Batch(lower, upper, scope, scope_sql, scope_params), result=result)
-            # The next batch's bound, looked up now so that no pause follows the last batch; fewer rows
-            # than a batch before this bound means this was the last one.
-            bound = next_bound(cursor, upper) if bounded_rows >= batch_size else None
+            # The next window, looked up now so that no pause follows the last batch; a window of fewer
+            # messages than asked for ran out of messages: this was the last batch.
+            if window < messages:
+                bound = None
+            else:
+                messages = _next_window(messages, batch_rows, batch_size)
+                bound = _window_end(cursor, upper, messages, scope=scope, scope_sql=scope_sql, params=scope_params)
         lower = upper
         result.batches += 1
         result.rows_scanned += batch_rows
@@ -290,6 +304,11 @@ def _scope_predicate(scope: BackfillScope) -> tuple[str, list[Any]]:
     return (" AND ".join(clauses) or "1 = 1"), params
 
 
+def _messages_sql(scope: BackfillScope) -> str:
+    """The messages ``m`` a walk reads, with their chat ``c`` when the scope filters on it (the project)."""
+    return "messages m JOIN chats c ON c.id = m.chat_id" if scope.project_id is not None else "messages m"
+
+
 def _begin_batch(cursor: CursorWrapper, statement_timeout: float) -> None:
     """Set the batch's transaction up: on PostgreSQL its statement timeout and planner settings (see the
     module docstring); ``is_local``, like ``SET LOCAL``, ends each setting with the transaction."""
@@ -302,33 +321,81 @@ def _begin_batch(cursor: CursorWrapper, statement_timeout: float) -> None:
         )
 
 
-def _batch_upper_bound(
-    cursor: CursorWrapper, lower: Any, batch_size: int, *, scope: BackfillScope, scope_sql: str, params: list[Any]
-) -> tuple[Any, int] | None:
-    """The message id closing the next batch after ``lower`` and how many source rows led to it
-    (fewer than ``batch_size``: this is the last batch); ``None`` when no row is left.
-
-    Each table contributes its first ``batch_size`` rows by ``message_id`` (an index range scan, joined to
-    the message and chat only when the scope filters on them); the merge keeps the first ``batch_size``.
-    """
-    lower_sql = "s.message_id > %s AND " if lower is not None else ""
-    parts = []
-    part_params: list[Any] = []
-    for index, mapping in enumerate(SOURCE_MAPPINGS):
-        from_sql = f"{mapping.table} s" if scope.is_everything else source_from_sql(mapping)
-        parts.append(
-            f"SELECT message_id FROM (SELECT s.message_id FROM {from_sql} "  # noqa: S608 - constants only
-            f"WHERE {lower_sql}({scope_sql}) ORDER BY s.message_id LIMIT %s) AS t{index}"
-        )
-        part_params += [*([lower] if lower is not None else []), *params, batch_size]
-    # PostgreSQL has no max(uuid): take the last row of the merged batch, and count the batch alongside.
+def _first_window(
+    cursor: CursorWrapper, batch_size: int, *, scope: BackfillScope, scope_sql: str, params: list[Any]
+) -> int:
+    """Messages in the first window: as many as hold about ``batch_size`` source rows at the density of the
+    first ``FIRST_WINDOW_SAMPLE`` messages in scope (counted through the tables' ``message_id`` indexes)."""
+    rows = " + ".join(
+        f"(SELECT count(*) FROM w JOIN {m.table} s ON s.message_id = w.id)"  # noqa: S608
+        for m in SOURCE_MAPPINGS
+    )
     cursor.execute(
-        f"SELECT message_id, count(*) OVER () FROM (SELECT message_id FROM ({' UNION ALL '.join(parts)}) AS u "  # noqa: S608
-        "ORDER BY message_id LIMIT %s) AS b ORDER BY message_id DESC LIMIT 1",
-        [*part_params, batch_size],
+        f"WITH w AS (SELECT m.id FROM {_messages_sql(scope)} WHERE {scope_sql} "  # noqa: S608
+        f"ORDER BY m.created_at, m.id LIMIT %s) SELECT (SELECT count(*) FROM w), {rows}",
+        [*params, FIRST_WINDOW_SAMPLE],
+    )
+    messages, sample_rows = cursor.fetchone()
+    return _messages_for(batch_size, messages=int(messages), rows=int(sample_rows or 0))
+
+
+def _next_window(messages: int, rows: int, batch_size: int) -> int:
+    """Messages in the next window, after a window of ``messages`` messages held ``rows`` source rows: as
+    many as hold ``batch_size`` rows at that density, but at most twice as many as before (twice as many
+    after a window without rows)."""
+    return min(2 * messages, _messages_for(batch_size, messages=messages, rows=rows))
+
+
+def _messages_for(batch_size: int, *, messages: int, rows: int) -> int:
+    """How many messages hold about ``batch_size`` source rows at ``rows`` per ``messages``: at least one,
+    at most ``MAX_MESSAGES_PER_ROW`` per row of the batch (a stretch of messages without rows is still
+    walked in bounded batches)."""
+    cap = MAX_MESSAGES_PER_ROW * batch_size
+    if rows <= 0:
+        return cap
+    return max(1, min(cap, messages * batch_size // rows))
+
+
+def _window_end(
+    cursor: CursorWrapper,
+    lower: tuple[Any, Any] | None,
+    messages: int,
+    *,
+    scope: BackfillScope,
+    scope_sql: str,
+    params: list[Any],
+) -> tuple[tuple[Any, Any], int] | None:
+    """The ``(created_at, id)`` of the last of the next ``messages`` messages in scope after ``lower``, and
+    how many there are (fewer than ``messages``: the last window); ``None`` when no message is left.
+    One index range scan of ``messages_created_idx`` (joined to the chat when the scope needs it)."""
+    where, where_params = _window_sql(lower, None, scope_sql, params)
+    cursor.execute(
+        f"SELECT created_at, id, count(*) OVER () FROM (SELECT m.created_at, m.id FROM {_messages_sql(scope)} "  # noqa: S608
+        f"WHERE {where} ORDER BY m.created_at, m.id LIMIT %s) AS w "
+        "ORDER BY created_at DESC, id DESC LIMIT 1",
+        [*where_params, messages],
     )
     row = cursor.fetchone()
-    return None if row is None else (row[0], int(row[1]))
+    return None if row is None else ((row[0], row[1]), int(row[2]))
+
+
+def _no_flattening() -> str:
+    """``OFFSET 0`` on PostgreSQL: a subquery the planner must run as written, per outer row."""
+    return " OFFSET 0" if connection.vendor == "postgresql" else ""
+
+
+def _entries_join() -> str:
+    """The ledger entries ``e`` of each message ``m``, looked up per message through the ledger's
+    ``message_id`` index. On PostgreSQL a ``LATERAL ... OFFSET 0`` subquery: the ledger grows during a run,
+    so its statistics are stale, and a planner believing it empty would walk the whole ledger and probe
+    the messages instead (a batch would cost as much as the ledger is large)."""
+    fk_columns = ", ".join(f"e.{m.fk_column}" for m in SOURCE_MAPPINGS)
+    if connection.vendor == "postgresql":
+        return (
+            f"CROSS JOIN LATERAL (SELECT {fk_columns} FROM {LEDGER_TABLE} e "  # noqa: S608
+            f"WHERE e.message_id = m.id{_no_flattening()}) AS e"
+        )
+    return f"JOIN {LEDGER_TABLE} e ON e.message_id = m.id"
 
 
 def _entry_probe(mapping: SourceMapping) -> str:
@@ -338,38 +405,31 @@ def _entry_probe(mapping: SourceMapping) -> str:
     run, so its statistics are always stale and a hash or merge join would read the whole ledger per
     batch (quadratic over a run). A probe per row keeps a batch's cost proportional to its size.
     """
-    offset = " OFFSET 0" if connection.vendor == "postgresql" else ""
-    return f"(SELECT 1 FROM {LEDGER_TABLE} e WHERE e.{mapping.fk_column} = s.id{offset})"  # noqa: S608
+    return f"(SELECT 1 FROM {LEDGER_TABLE} e WHERE e.{mapping.fk_column} = s.id{_no_flattening()})"  # noqa: S608
 
 
 def _tally(cursor: CursorWrapper, batch: _Batch) -> dict[str, _TableTally]:
     """One read over the batch: per table, its rows the ledger can and cannot hold, and their entries.
 
-    Entries are counted over the same message range through the ledger's ``message_id`` index, not probed
-    row by row, so that a batch with no gap (every batch of a rerun) costs index range scans: an entry
-    carries its source row's message (the mapping copies it), so both counts cover the same rows.
-    Unscoped, both sides read their table alone: a source row's message, chat and opinion are NOT NULL
-    foreign keys, so the shared FROM clause's inner joins drop no row.
+    Each count walks the batch's messages and looks their rows up by ``message_id`` (the source tables'
+    and the ledger's indexes), so that a batch with no gap (every batch of a rerun) costs index lookups
+    only: an entry carries its source row's message (the mapping copies it), so both counts cover the same
+    rows. The chat is joined only when the scope needs it: a source row's message, chat and opinion are
+    NOT NULL foreign keys, so the insert's other inner joins drop no row.
     """
-    parts: list[str] = []
-    params: list[Any] = []
-    everything = batch.scope.is_everything
-    for m in SOURCE_MAPPINGS:
-        from_sql = f"{m.table} s" if everything else source_from_sql(m)
-        where, where_params = batch.range("s.message_id") if everything else batch.where("s.message_id")
-        parts.append(
-            f"SELECT '{m.table}', CASE WHEN ({m.valid}) THEN 1 ELSE 0 END, count(*) "  # noqa: S608
-            f"FROM {from_sql} WHERE {where} GROUP BY 2"
-        )
-        params += where_params
+    where, where_params = batch.where()
+    messages = _messages_sql(batch.scope)
+    parts = [
+        f"SELECT '{m.table}', CASE WHEN ({m.valid}) THEN 1 ELSE 0 END, count(*) "  # noqa: S608
+        f"FROM {messages} JOIN {m.table} s ON s.message_id = m.id WHERE {where} GROUP BY 2"
+        for m in SOURCE_MAPPINGS
+    ]
     table_of_entry = " ".join(f"WHEN e.{m.fk_column} IS NOT NULL THEN '{m.table}'" for m in SOURCE_MAPPINGS)
-    entries_from = f"{LEDGER_TABLE} e"
-    if not everything:
-        entries_from += " JOIN messages m ON m.id = e.message_id JOIN chats c ON c.id = m.chat_id"
-    where, where_params = batch.range("e.message_id") if everything else batch.where("e.message_id")
-    parts.append(f"SELECT CASE {table_of_entry} END, 2, count(*) FROM {entries_from} WHERE {where} GROUP BY 1")  # noqa: S608
-    params += where_params
-    cursor.execute(" UNION ALL ".join(parts), params)
+    parts.append(
+        f"SELECT CASE {table_of_entry} END, 2, count(*) FROM {messages} {_entries_join()} "  # noqa: S608
+        f"WHERE {where} GROUP BY 1"
+    )
+    cursor.execute(" UNION ALL ".join(parts), where_params * len(parts))
     tallies = {m.table: _TableTally() for m in SOURCE_MAPPINGS}
     for table, what, rows in cursor.fetchall():
         tally = tallies[table]
