@@ -13,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
@@ -198,6 +198,52 @@ def test_batches_are_whole_messages_so_counts_are_exact_at_any_batch_size(batch_
     if batch_size < 5:  # smaller than a message's 5 rows: several batches, and never half a message
         assert result.batches >= 2
     assert_exactly_one_entry_per_source_row()
+
+
+def test_batches_follow_message_creation_order_not_message_ids() -> None:
+    # Given turns created a minute apart, whose random ids sort in another order
+    start = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    messages = [make_turn(created_at=start + timedelta(minutes=i), kb=1, caselaw=0, tool_kinds=()) for i in range(6)]
+    assert sorted(messages, key=lambda m: str(m.pk)) != messages  # (a 1-in-720 chance: then the test proves less)
+    # When the backfill runs one row per batch, noting the messages that had entries after each batch
+    seen: list[set[UUID]] = []
+
+    def note(totals: BackfillResult, batch_rows: int) -> None:
+        seen.append(set(CitationLedgerEntry.objects.values_list("message_id", flat=True)))
+
+    backfill_ledger(batch_size=1, on_batch=note)
+    # Then each batch added the next message in creation order
+    assert seen == [{m.pk for m in messages[: i + 1]} for i in range(len(messages))]
+
+
+def test_batch_windows_follow_the_rows_per_message() -> None:
+    # Given sparse turns (1 row each), then dense turns (8 rows each), then sparse turns again
+    start = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    densities = [1] * 24 + [8] * 12 + [1] * 24
+    for minute, rows in enumerate(densities):
+        make_turn(created_at=start + timedelta(minutes=minute), kb=rows, caselaw=0, tool_kinds=())
+    # When the backfill runs with batches of 8 rows
+    batches: list[int] = []
+    result = backfill_ledger(batch_size=8, on_batch=lambda totals, rows: batches.append(rows))
+    # Then the windows shrink on the dense turns and grow again after them: only at the rise in density
+    # do batches overshoot (a window sized on sparse turns, then one sized on a mixed window)
+    assert result.rows_scanned == sum(densities)
+    over = [i for i, rows in enumerate(batches) if rows > 8]
+    assert len(over) <= 2, batches
+    assert over == [] or over == list(range(over[0], over[0] + len(over))), batches  # adjacent
+    assert max(batches) <= 8 * 8
+    assert len(batches) <= 2 * sum(densities) // 8
+    assert_exactly_one_entry_per_source_row()
+
+
+def test_window_sizes() -> None:
+    # As many messages as hold a batch at the last window's density, growing at most twofold per window
+    assert backfill._next_window(100, 200, 1000) == 200  # 5 rows per message: 200 messages, not 500
+    assert backfill._next_window(100, 1000, 100) == 10
+    assert backfill._next_window(100, 0, 100) == 200  # no rows: twice as many
+    assert backfill._next_window(1, 50, 10) == 1  # a single message heavier than a batch: one at a time
+    # Never more than MAX_MESSAGES_PER_ROW messages per row of the batch size
+    assert backfill._messages_for(10, messages=10_000, rows=0) == 10 * backfill.MAX_MESSAGES_PER_ROW
 
 
 def _queries_per_batch(turns: int) -> list[int]:

@@ -61,7 +61,8 @@ class Command(BaseCommand):
             "--batch-size",
             type=int,
             default=DEFAULT_BATCH_SIZE,
-            help=f"source rows per batch (one transaction each; default {DEFAULT_BATCH_SIZE}, tuned by `make bench`)",
+            help=f"about this many source rows per batch (whole messages in creation order, one transaction each; "
+            f"default {DEFAULT_BATCH_SIZE}, tuned by `make bench`)",
         )
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--dry-run", action="store_true", help="count what would be written; write nothing")
