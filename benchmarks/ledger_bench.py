@@ -92,12 +92,27 @@ def fingerprint() -> tuple[int, int]:
     return int(count), int(digest)
 
 
-def time_raw_sql() -> float:
+def wal_position() -> int:
+    """The server's current write-ahead-log position, in bytes: the difference of two is the WAL written
+    between them (by everything on the server; the benchmark runs alone)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint")
+        return int(cursor.fetchone()[0])
+
+
+@dataclass(frozen=True, slots=True)
+class RawRun:
+    seconds: float
+    wal_bytes: int
+
+
+def time_raw_sql() -> RawRun:
     reset_ledger()
+    wal = wal_position()
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(RAW_SQL)
-    return time.perf_counter() - started
+    return RawRun(time.perf_counter() - started, wal_position() - wal)
 
 
 @dataclass(slots=True)
@@ -105,6 +120,7 @@ class BackfillRun:
     seconds: float
     result: BackfillResult
     batch_seconds: list[float] = field(default_factory=list)
+    wal_bytes: int = 0
 
     @property
     def longest_batch(self) -> float:
@@ -123,9 +139,10 @@ def time_backfill(*, batch_size: int, reset: bool = True) -> BackfillRun:
         batch_seconds.append(now - last[0])
         last[0] = now
 
+    wal = wal_position()
     started = time.perf_counter()
     result = backfill_ledger(batch_size=batch_size, on_batch=on_batch)
-    return BackfillRun(time.perf_counter() - started, result, batch_seconds)
+    return BackfillRun(time.perf_counter() - started, result, batch_seconds, wal_position() - wal)
 
 
 def peak_rss_of_command(*, database_url: str, batch_size: int) -> tuple[float, str]:

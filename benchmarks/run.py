@@ -169,7 +169,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
     step("4. peak memory of the command at all the rows")
     rss_full, command_summary = ledger_bench.peak_rss_of_command(database_url=bench_url, batch_size=batch_size)
 
-    raw_times: list[float] = []
+    raw_runs: list[ledger_bench.RawRun] = []
     backfill_runs: list[ledger_bench.BackfillRun] = []
     reruns: list[ledger_bench.BackfillRun] = []
     for repeat in range(args.repeats):
@@ -178,7 +178,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         for what in order:
             if what == "raw":
                 step(f"1. raw SQL limit, run {repeat + 1}/{args.repeats}")
-                raw_times.append(ledger_bench.time_raw_sql())
+                raw_runs.append(ledger_bench.time_raw_sql())
                 raw_fingerprint = ledger_bench.fingerprint()
             else:
                 step(f"2. backfill_ledger --batch-size {batch_size}, run {repeat + 1}/{args.repeats}")
@@ -207,7 +207,9 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         verification = verification_bench.run(quotes=1000, source_bytes=1_000_000)
         verification_skip = ""
 
-    raw = ledger_bench.median(raw_times)
+    raw = ledger_bench.median([r.seconds for r in raw_runs])
+    raw_wal = ledger_bench.median([r.wal_bytes for r in raw_runs]) / 1e6
+    backfill_wal = ledger_bench.median([r.wal_bytes for r in backfill_runs]) / 1e6
     first = ledger_bench.median([r.seconds for r in backfill_runs])
     rerun = ledger_bench.median([r.seconds for r in reruns])
     rerun_written = max(r.result.total_created for r in reruns)
@@ -221,6 +223,13 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
             f"{first:.2f} s = {first / raw:.2f} x raw",
             f"<= {BACKFILL_GOAL} x raw",
             _verdict(first / raw <= BACKFILL_GOAL),
+        ),
+        Row(
+            "2 detail",
+            "WAL written (median): backfill vs raw SQL",
+            f"{backfill_wal:,.0f} MB vs {raw_wal:,.0f} MB = {backfill_wal / raw_wal:.2f} x",
+            "",
+            "-",
         ),
         Row(
             "3",
