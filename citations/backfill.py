@@ -140,36 +140,41 @@ ProgressCallback = Callable[[BackfillResult, int], None]
 
 
 @dataclass(frozen=True, slots=True)
+class _ScopeSQL:
+    """A scope as SQL: the messages ``m`` a walk reads (with their chat ``c`` when the scope filters on the
+    project) and the predicate over them, with its parameters."""
+
+    messages: str
+    predicate: str
+    params: list[Any]
+
+    def window(self, lower: tuple[Any, Any] | None, upper: tuple[Any, Any] | None) -> tuple[str, list[Any]]:
+        """Messages after ``lower`` and up to ``upper`` in ``(created_at, id)`` order (either may be open),
+        within the scope: one range of the ``messages_created_idx`` index."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if lower is not None:
+            clauses.append("(m.created_at, m.id) > (%s, %s)")
+            params += lower
+        if upper is not None:
+            clauses.append("(m.created_at, m.id) <= (%s, %s)")
+            params += upper
+        clauses.append(f"({self.predicate})")
+        return " AND ".join(clauses), [*params, *self.params]
+
+
+@dataclass(frozen=True, slots=True)
 class _Batch:
     """One batch: the in-scope source rows of the messages whose ``(created_at, id)`` is in ``(lower, upper]``
     (``lower`` None: from the first message)."""
 
     lower: tuple[Any, Any] | None
     upper: tuple[Any, Any]
-    scope: BackfillScope
-    scope_sql: str
-    scope_params: list[Any]
+    scope: _ScopeSQL
 
     def where(self) -> tuple[str, list[Any]]:
         """The batch as a SQL predicate over the message ``m`` (and chat ``c``) of a row, and its parameters."""
-        return _window_sql(self.lower, self.upper, self.scope_sql, self.scope_params)
-
-
-def _window_sql(
-    lower: tuple[Any, Any] | None, upper: tuple[Any, Any] | None, scope_sql: str, scope_params: list[Any]
-) -> tuple[str, list[Any]]:
-    """Messages ``m`` after ``lower`` and up to ``upper`` in ``(created_at, id)`` order (either may be open),
-    within the scope: one range of the ``messages_created_idx`` index."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if lower is not None:
-        clauses.append("(m.created_at, m.id) > (%s, %s)")
-        params += lower
-    if upper is not None:
-        clauses.append("(m.created_at, m.id) <= (%s, %s)")
-        params += upper
-    clauses.append(f"({scope_sql})")
-    return " AND ".join(clauses), [*params, *scope_params]
+        return self.scope.window(self.lower, self.upper)
 
 
 @dataclass(slots=True)
@@ -200,27 +205,26 @@ def backfill_ledger(
         raise ValueError("sleep must not be negative")
     if statement_timeout <= 0:
         raise ValueError("statement_timeout must be positive")
-    scope = scope or BackfillScope()
-    scope_sql, scope_params = _scope_predicate(scope)
+    scope_sql = _scope_sql(scope or BackfillScope())
     result = BackfillResult(dry_run=dry_run)
     started = time.monotonic()
     with transaction.atomic(), connection.cursor() as cursor:
         _begin_batch(cursor, statement_timeout)
-        messages = _first_window(cursor, batch_size, scope=scope, scope_sql=scope_sql, params=scope_params)
-        bound = _window_end(cursor, None, messages, scope=scope, scope_sql=scope_sql, params=scope_params)
+        messages = _first_window(cursor, batch_size, scope_sql)
+        bound = _window_end(cursor, None, messages, scope_sql)
     lower: tuple[Any, Any] | None = None
     while bound is not None:
         upper, window = bound
         with transaction.atomic(), connection.cursor() as cursor:
             _begin_batch(cursor, statement_timeout)
-            batch_rows = _run_batch(cursor, _Batch(lower, upper, scope, scope_sql, scope_params), result=result)
+            batch_rows = _run_batch(cursor, _Batch(lower, upper, scope_sql), result=result)
             # The next window, looked up now so that no pause follows the last batch; a window of fewer
             # messages than asked for ran out of messages: this was the last batch.
             if window < messages:
                 bound = None
             else:
                 messages = _next_window(messages, batch_rows, batch_size)
-                bound = _window_end(cursor, upper, messages, scope=scope, scope_sql=scope_sql, params=scope_params)
+                bound = _window_end(cursor, upper, messages, scope_sql)
         lower = upper
         result.batches += 1
         result.rows_scanned += batch_rows
@@ -288,8 +292,8 @@ def _param(value: object) -> Any:
     return value
 
 
-def _scope_predicate(scope: BackfillScope) -> tuple[str, list[Any]]:
-    """The scope as a SQL predicate over the message ``m`` and chat ``c`` of a source row, and its parameters."""
+def _scope_sql(scope: BackfillScope) -> _ScopeSQL:
+    """The scope as SQL over a source row's message ``m`` and chat ``c``."""
     clauses: list[str] = []
     params: list[Any] = []
     for value, clause in (
@@ -301,12 +305,8 @@ def _scope_predicate(scope: BackfillScope) -> tuple[str, list[Any]]:
         if value is not None:
             clauses.append(clause)
             params.append(_param(value))
-    return (" AND ".join(clauses) or "1 = 1"), params
-
-
-def _messages_sql(scope: BackfillScope) -> str:
-    """The messages ``m`` a walk reads, with their chat ``c`` when the scope filters on it (the project)."""
-    return "messages m JOIN chats c ON c.id = m.chat_id" if scope.project_id is not None else "messages m"
+    messages = "messages m JOIN chats c ON c.id = m.chat_id" if scope.project_id is not None else "messages m"
+    return _ScopeSQL(messages=messages, predicate=" AND ".join(clauses) or "1 = 1", params=params)
 
 
 def _begin_batch(cursor: CursorWrapper, statement_timeout: float) -> None:
@@ -321,9 +321,7 @@ def _begin_batch(cursor: CursorWrapper, statement_timeout: float) -> None:
         )
 
 
-def _first_window(
-    cursor: CursorWrapper, batch_size: int, *, scope: BackfillScope, scope_sql: str, params: list[Any]
-) -> int:
+def _first_window(cursor: CursorWrapper, batch_size: int, scope: _ScopeSQL) -> int:
     """Messages in the first window: as many as hold about ``batch_size`` source rows at the density of the
     first ``FIRST_WINDOW_SAMPLE`` messages in scope (counted through the tables' ``message_id`` indexes)."""
     rows = " + ".join(
@@ -331,9 +329,9 @@ def _first_window(
         for m in SOURCE_MAPPINGS
     )
     cursor.execute(
-        f"WITH w AS (SELECT m.id FROM {_messages_sql(scope)} WHERE {scope_sql} "  # noqa: S608
+        f"WITH w AS (SELECT m.id FROM {scope.messages} WHERE {scope.predicate} "  # noqa: S608
         f"ORDER BY m.created_at, m.id LIMIT %s) SELECT (SELECT count(*) FROM w), {rows}",
-        [*params, FIRST_WINDOW_SAMPLE],
+        [*scope.params, FIRST_WINDOW_SAMPLE],
     )
     messages, sample_rows = cursor.fetchone()
     return _messages_for(batch_size, messages=int(messages), rows=int(sample_rows or 0))
@@ -357,20 +355,14 @@ def _messages_for(batch_size: int, *, messages: int, rows: int) -> int:
 
 
 def _window_end(
-    cursor: CursorWrapper,
-    lower: tuple[Any, Any] | None,
-    messages: int,
-    *,
-    scope: BackfillScope,
-    scope_sql: str,
-    params: list[Any],
+    cursor: CursorWrapper, lower: tuple[Any, Any] | None, messages: int, scope: _ScopeSQL
 ) -> tuple[tuple[Any, Any], int] | None:
     """The ``(created_at, id)`` of the last of the next ``messages`` messages in scope after ``lower``, and
     how many there are (fewer than ``messages``: the last window); ``None`` when no message is left.
     One index range scan of ``messages_created_idx`` (joined to the chat when the scope needs it)."""
-    where, where_params = _window_sql(lower, None, scope_sql, params)
+    where, where_params = scope.window(lower, None)
     cursor.execute(
-        f"SELECT created_at, id, count(*) OVER () FROM (SELECT m.created_at, m.id FROM {_messages_sql(scope)} "  # noqa: S608
+        f"SELECT created_at, id, count(*) OVER () FROM (SELECT m.created_at, m.id FROM {scope.messages} "  # noqa: S608
         f"WHERE {where} ORDER BY m.created_at, m.id LIMIT %s) AS w "
         "ORDER BY created_at DESC, id DESC LIMIT 1",
         [*where_params, messages],
@@ -393,7 +385,7 @@ def _entries_join() -> str:
     if connection.vendor == "postgresql":
         return (
             f"CROSS JOIN LATERAL (SELECT {fk_columns} FROM {LEDGER_TABLE} e "  # noqa: S608
-            f"WHERE e.message_id = m.id{_no_flattening()}) AS e"
+            "WHERE e.message_id = m.id OFFSET 0) AS e"
         )
     return f"JOIN {LEDGER_TABLE} e ON e.message_id = m.id"
 
@@ -418,7 +410,7 @@ def _tally(cursor: CursorWrapper, batch: _Batch) -> dict[str, _TableTally]:
     NOT NULL foreign keys, so the insert's other inner joins drop no row.
     """
     where, where_params = batch.where()
-    messages = _messages_sql(batch.scope)
+    messages = batch.scope.messages
     parts = [
         f"SELECT '{m.table}', CASE WHEN ({m.valid}) THEN 1 ELSE 0 END, count(*) "  # noqa: S608
         f"FROM {messages} JOIN {m.table} s ON s.message_id = m.id WHERE {where} GROUP BY 2"
