@@ -310,13 +310,10 @@ def _server_ms(claims: list[ClaimedCitation], chat: Chat) -> tuple[float, float]
     _, message = start_turn(chat=chat, content="question")
     with ledger_receiver("off"):
         finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
-    tables = len(ledger.SOURCE_MAPPINGS)
+    sql, params = ledger.assemble_statement(message.pk, connection.ops.adapt_datetimefield_value(timezone.now()))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(
-            "EXPLAIN (ANALYZE, SUMMARY, TIMING OFF) " + ledger.assemble_sql(where="s.message_id = %s"),
-            [connection.ops.adapt_datetimefield_value(timezone.now()), message.pk] * tables + [message.pk] * tables,
-        )
+        cursor.execute("EXPLAIN (ANALYZE, SUMMARY, TIMING OFF) " + sql, params)
         summary = {line.split(":")[0].strip(): line for (line,) in cursor.fetchall() if "Time:" in line}
         transaction.set_rollback(True)
     return _ms(summary["Planning Time"]), _ms(summary["Execution Time"])

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from django.db import connection, transaction
@@ -186,6 +187,12 @@ def assemble_sql(*, where: str) -> str:
     )
 
 
+def assemble_statement(message_id: UUID | str, created_at: Any) -> tuple[str, list[Any]]:
+    """PostgreSQL: :func:`assemble_sql` for the rows of one message, with its parameters in order."""
+    tables = len(SOURCE_MAPPINGS)
+    return assemble_sql(where="s.message_id = %s"), [created_at, message_id] * tables + [message_id] * tables
+
+
 def _param(value: UUID, conn: BaseDatabaseWrapper) -> UUID | str:
     # SQLite stores UUIDField as 32 hex chars; PostgreSQL takes a uuid.
     if isinstance(value, UUID) and conn.vendor != "postgresql":
@@ -206,24 +213,24 @@ def assemble(message: Message) -> int:
     # Adapted as the ORM stores a DateTimeField: on SQLite a raw aware datetime would be written with a
     # "+00:00" suffix that no ORM lookup on created_at (exact, range, date) then matches.
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    where = "s.message_id = %s"
-    tables = len(SOURCE_MAPPINGS)
     if connection.vendor == "postgresql":
         # One statement is a transaction of its own; in the caller's, it needs a savepoint.
         with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
-            cursor.execute(assemble_sql(where=where), [now, message_id] * tables + [message_id] * tables)
+            sql, params = assemble_statement(message_id, now)
+            cursor.execute(sql, params)
             rows = cursor.fetchall()
         created = next(count for table, _, count in rows if table is None)
-        invalid = [row for row in rows if row[0] is not None]
+        invalid = [(table, row_id) for table, row_id, _ in rows if table is not None]
     else:
+        where = "s.message_id = %s"
         created = 0
         with transaction.atomic(), connection.cursor() as cursor:
             for mapping in SOURCE_MAPPINGS:
                 cursor.execute(insert_sql(mapping, vendor=connection.vendor, where=where), [now, message_id])
                 created += max(cursor.rowcount, 0)
-            cursor.execute(invalid_rows_sql(where=where), [message_id] * tables)
-            invalid = [(table, row_id, None) for table, row_id in cursor.fetchall()]
-    for table, row_id, _ in invalid:
+            cursor.execute(invalid_rows_sql(where=where), [message_id] * len(SOURCE_MAPPINGS))
+            invalid = cursor.fetchall()
+    for table, row_id in invalid:
         logger.warning(
             "ledger: skipped %s row %s of message %s: its verification shape cannot be held by the ledger",
             table,
