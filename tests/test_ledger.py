@@ -610,11 +610,10 @@ def test_the_receiver_assembles_the_turn() -> None:
 
 @pytest.mark.postgres
 @pytest.mark.django_db
+@pytest.mark.usefixtures("ledger_refuses_every_row")
 def test_a_ledger_failure_inside_an_open_transaction_leaves_it_usable(caplog: pytest.LogCaptureFixture) -> None:
-    # Given a ledger table that refuses every row (rolled back with the test)
+    # Given a ledger table that refuses every row
     turn = make_turn()
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE citation_ledger_entry ADD CONSTRAINT test_refuse_all CHECK (false) NOT VALID")
 
     with caplog.at_level(logging.ERROR, logger="citations.receivers"), transaction.atomic():
         written_before = factories.ProjectFactory.create(name="written before the signal")

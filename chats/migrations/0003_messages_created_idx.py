@@ -9,19 +9,16 @@ from django.db import migrations, models
 INDEX = models.Index(fields=["created_at", "id"], name="messages_created_idx")
 
 
+def _concurrently(schema_editor):
+    return {"concurrently": True} if schema_editor.connection.vendor == "postgresql" else {}
+
+
 def create_index(apps, schema_editor):
-    model = apps.get_model("chats", "Message")
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(
-            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {INDEX.name} ON {model._meta.db_table} (created_at, id)"
-        )
-    else:
-        schema_editor.add_index(model, INDEX)
+    schema_editor.add_index(apps.get_model("chats", "Message"), INDEX, **_concurrently(schema_editor))
 
 
 def drop_index(apps, schema_editor):
-    concurrently = "CONCURRENTLY " if schema_editor.connection.vendor == "postgresql" else ""
-    schema_editor.execute(f"DROP INDEX {concurrently}IF EXISTS {INDEX.name}")
+    schema_editor.remove_index(apps.get_model("chats", "Message"), INDEX, **_concurrently(schema_editor))
 
 
 class Migration(migrations.Migration):
