@@ -156,20 +156,24 @@ def insert_sql(
 
 
 def invalid_rows_sql(*, where: str) -> str:
-    """The (table, id) of source rows matching ``where`` (a predicate over ``s`` alone) that the ledger
-    cannot hold, across all tables; its parameters are those of ``where``, once per source table."""
+    """The ``(table, id, message_id)`` of source rows matching ``where`` (a predicate over ``s`` alone) that the
+    ledger cannot hold, across all tables; its parameters are those of ``where``, once per source table."""
     return " UNION ALL ".join(_invalid_select(m, where=where) for m in SOURCE_MAPPINGS)
 
 
 def _invalid_select(mapping: SourceMapping, *, where: str, extra_columns: str = "") -> str:
     m = mapping
-    return f"SELECT '{m.table}', s.id{extra_columns} FROM {m.table} s WHERE NOT ({m.valid}) AND ({where})"  # noqa: S608
+    return (
+        f"SELECT '{m.table}', s.id, s.message_id{extra_columns} FROM {m.table} s "  # noqa: S608
+        f"WHERE NOT ({m.valid}) AND ({where})"
+    )
 
 
 def assemble_sql(*, where: str) -> str:
     """PostgreSQL: one statement writing the entries of every source table's rows matching ``where`` (a
-    predicate over ``s`` alone) and returning ``(table, id, created)`` rows: first ``(NULL, NULL, number of
-    entries created)``, then one row per source row the ledger cannot hold (see :func:`invalid_rows_sql`).
+    predicate over ``s`` alone) and returning ``(table, id, message_id, created)`` rows: first
+    ``(NULL, NULL, NULL, number of entries created)``, then one row per source row the ledger cannot hold
+    (see :func:`invalid_rows_sql`).
 
     The statement is the per-table selects of :func:`insert_sql`, as one ``UNION ALL`` whose branches are
     read in order (mapping order, then source id: the lock order every writer uses) and fed to one
@@ -182,15 +186,16 @@ def assemble_sql(*, where: str) -> str:
     return (
         f"WITH written AS (INSERT INTO {LEDGER_TABLE} ({_LEDGER_COLUMNS}) {selects} "  # noqa: S608
         "ON CONFLICT DO NOTHING RETURNING 1) "
-        "SELECT NULL, NULL, count(*) FROM written UNION ALL "
+        "SELECT NULL, NULL, NULL, count(*) FROM written UNION ALL "
         + " UNION ALL ".join(_invalid_select(m, where=where, extra_columns=", NULL") for m in SOURCE_MAPPINGS)
     )
 
 
-def assemble_statement(message_id: UUID | str, created_at: Any) -> tuple[str, list[Any]]:
-    """PostgreSQL: :func:`assemble_sql` for the rows of one message, with its parameters in order."""
+def assemble_statement(message_ids: Sequence[UUID | str], created_at: Any) -> tuple[str, list[Any]]:
+    """PostgreSQL: :func:`assemble_sql` for the rows of ``message_ids``, with its parameters in order."""
     tables = len(SOURCE_MAPPINGS)
-    return assemble_sql(where="s.message_id = %s"), [created_at, message_id] * tables + [message_id] * tables
+    ids = list(message_ids)
+    return assemble_sql(where="s.message_id = ANY(%s)"), [created_at, ids] * tables + [ids] * tables
 
 
 def _param(value: UUID, conn: BaseDatabaseWrapper) -> UUID | str:
@@ -201,40 +206,48 @@ def _param(value: UUID, conn: BaseDatabaseWrapper) -> UUID | str:
 
 
 def assemble(message: Message) -> int:
-    """Write one ledger entry for each citation and tool-source row of ``message``.
+    """Write one ledger entry for each citation and tool-source row of ``message``; see :func:`assemble_turns`."""
+    return assemble_turns([message.pk])
+
+
+def assemble_turns(message_ids: Sequence[UUID]) -> int:
+    """Write one ledger entry for each citation and tool-source row of the messages ``message_ids``.
 
     All or nothing, idempotent and race-safe (conflicts on the per-row unique constraints are skipped).
-    Runs a constant number of queries whatever the number of rows: on PostgreSQL one statement
-    (:func:`assemble_sql`), elsewhere one insert per source table and one check for rows it cannot hold.
-    Inside a caller's transaction it runs in a savepoint, so that a failure leaves that transaction usable.
-    Rows the ledger cannot hold are logged with their ids. Returns the number of entries created.
+    Runs a constant number of queries whatever the number of messages and rows: on PostgreSQL one
+    statement (:func:`assemble_sql`), elsewhere one insert per source table and one check for rows it
+    cannot hold. Inside a caller's transaction it runs in a savepoint, so that a failure leaves that
+    transaction usable. Rows the ledger cannot hold are logged with their ids. Returns the number of
+    entries created.
     """
-    message_id = _param(message.pk, connection)
+    if not message_ids:
+        return 0
+    ids = [_param(message_id, connection) for message_id in message_ids]
     # Adapted as the ORM stores a DateTimeField: on SQLite a raw aware datetime would be written with a
     # "+00:00" suffix that no ORM lookup on created_at (exact, range, date) then matches.
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     if connection.vendor == "postgresql":
         # One statement is a transaction of its own; in the caller's, it needs a savepoint.
         with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
-            sql, params = assemble_statement(message_id, now)
+            sql, params = assemble_statement(ids, now)
             cursor.execute(sql, params)
             rows = cursor.fetchall()
-        created = next(count for table, _, count in rows if table is None)
-        invalid = [(table, row_id) for table, row_id, _ in rows if table is not None]
+        created = next(count for table, _, _, count in rows if table is None)
+        invalid = [(table, row_id, message_id) for table, row_id, message_id, _ in rows if table is not None]
     else:
-        where = "s.message_id = %s"
+        where = f"s.message_id IN ({', '.join(['%s'] * len(ids))})"
         created = 0
         with transaction.atomic(), connection.cursor() as cursor:
             for mapping in SOURCE_MAPPINGS:
-                cursor.execute(insert_sql(mapping, vendor=connection.vendor, where=where), [now, message_id])
+                cursor.execute(insert_sql(mapping, vendor=connection.vendor, where=where), [now, *ids])
                 created += max(cursor.rowcount, 0)
-            cursor.execute(invalid_rows_sql(where=where), [message_id] * len(SOURCE_MAPPINGS))
+            cursor.execute(invalid_rows_sql(where=where), ids * len(SOURCE_MAPPINGS))
             invalid = cursor.fetchall()
-    for table, row_id in invalid:
+    for table, row_id, message_id in invalid:
         logger.warning(
             "ledger: skipped %s row %s of message %s: its verification shape cannot be held by the ledger",
             table,
             UUID(str(row_id)),
-            message.pk,
+            UUID(str(message_id)),
         )
     return int(created)

@@ -401,6 +401,35 @@ def test_valid_entries_pass_every_check(case: str) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("turns", [1, 20])
+def test_assemble_turns_writes_the_given_turns_in_a_constant_number_of_queries(
+    turns: int, django_assert_num_queries: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given turns to write (one with a row the ledger cannot hold), and one that is not asked for
+    batch = [make_turn() for _ in range(turns)]
+    odd = factories.MessageCaselawCitationFactory.create(message=batch[-1].message, verification_method=PROVENANCE)
+    other = make_turn()
+
+    # When they are written together (the ledger writer's batches): as many queries as for one turn
+    statements = 1 if connection.vendor == "postgresql" else 4
+    with caplog.at_level(logging.WARNING, logger="citations.ledger"), django_assert_num_queries(statements + 2):
+        created = ledger.assemble_turns([turn.message.pk for turn in batch])
+
+    # Then each of their rows has its mirroring entry, the other turn has none, and the odd row is logged
+    # with its own turn's message
+    assert created == 3 * turns
+    for turn in batch:
+        entries = entries_by_source(turn.message)
+        assert {pk: mirrored(e) for pk, e in entries.items()} == {
+            row.pk: expected_entry(row) for row in (turn.kb, turn.caselaw, turn.tool)
+        }
+    assert not CitationLedgerEntry.objects.filter(message=other.message).exists()
+    (record,) = _skip_records(caplog, odd.pk)
+    assert str(batch[-1].message.pk) in record.getMessage()
+    assert ledger.assemble_turns([]) == 0
+
+
+@pytest.mark.django_db
 def test_assemble_twice_creates_nothing_new() -> None:
     turn = make_turn()
 
