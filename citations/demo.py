@@ -38,6 +38,7 @@ from chats.models import (
 )
 from chats.verification import verify_quote
 from citations.models import CitationLedgerEntry
+from citations.writer import writer
 
 OPINIONS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 
@@ -274,6 +275,9 @@ def source_label(entry: CitationLedgerEntry) -> str:
 
 
 def ledger_table(message: Message) -> list[str]:
+    # By default the entries are written just after the turn, by the ledger writer: wait for it.
+    if not writer.flush(timeout=30):
+        raise RuntimeError("the ledger writer did not write this turn's entries within 30 s")
     entries = (
         CitationLedgerEntry.objects.filter(message=message)
         .select_related("message_citation__document", "message_caselaw_citation__opinion", "message_tool_source")

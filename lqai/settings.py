@@ -10,6 +10,10 @@ Environment variables:
   embedded SQLite file under ``var/``.
 - ``LQAI_ASSISTANT_BACKEND``: dotted path of the assistant backend class.
 - ``LQAI_MAX_MESSAGE_CHARS``: the longest user message accepted.
+- ``LQAI_LEDGER_WRITE``: ``deferred`` (the default on PostgreSQL): a turn's ledger
+  entries are written just after it, off the request, by the ledger writer
+  (``citations/writer.py``); ``inline`` (the default, and the only choice, on SQLite,
+  which has one writer at a time): written before the response.
 - ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
 - ``LOG_LEVEL``: the root log level (default ``INFO``).
 """
@@ -164,6 +168,20 @@ SPECTACULAR_SETTINGS = {
 LQAI_ASSISTANT_BACKEND = os.environ.get("LQAI_ASSISTANT_BACKEND", "chats.assistant.ExtractiveBackend")
 LQAI_MAX_MESSAGE_CHARS = env_int("LQAI_MAX_MESSAGE_CHARS", default=8000)
 COURTLISTENER_API_TOKEN = os.environ.get("COURTLISTENER_API_TOKEN", "")
+
+# When a finalized turn's ledger entries are written (see citations/writer.py for why deferred). SQLite
+# takes one writer at a time: a writer thread there would only wait behind the requests' own writes.
+LEDGER_WRITE_MODES = ("deferred", "inline")
+_ON_POSTGRESQL = str(DATABASES["default"]["ENGINE"]).endswith("postgresql")
+LQAI_LEDGER_WRITE = os.environ.get("LQAI_LEDGER_WRITE", "").strip().lower() or (
+    "deferred" if _ON_POSTGRESQL else "inline"
+)
+if LQAI_LEDGER_WRITE not in LEDGER_WRITE_MODES:
+    raise ImproperlyConfigured(
+        f"LQAI_LEDGER_WRITE={os.environ['LQAI_LEDGER_WRITE']!r} is not one of: {', '.join(LEDGER_WRITE_MODES)}."
+    )
+if LQAI_LEDGER_WRITE == "deferred" and not _ON_POSTGRESQL:
+    raise ImproperlyConfigured("LQAI_LEDGER_WRITE=deferred needs PostgreSQL; on SQLite the ledger is written inline.")
 
 LOGGING = {
     "version": 1,

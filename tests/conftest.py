@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from chats.assistant import Script, ScriptedBackend
 from chats.models import CaselawOpinion, Chat
+from citations.writer import writer
 from tests import factories
 
 
@@ -94,3 +95,16 @@ def committed_matter_chat(db: None) -> tuple[APIClient, Chat]:
     client = APIClient()
     client.force_authenticate(user=user)
     return client, factories.ChatFactory.create(project=project, owner=user)
+
+
+@pytest.fixture
+def ledger_write_as_shipped(settings: LazySettings) -> Iterator[None]:
+    """The ledger written as shipped for the backend: on PostgreSQL by the ledger writer's thread, on its own
+    connection (so the test must commit for real: ``transaction=True``), on SQLite inline. Afterwards the
+    writer is stopped, its connection closed, and nothing may be left unwritten."""
+    settings.LQAI_LEDGER_WRITE = "deferred" if connection.vendor == "postgresql" else "inline"
+    try:
+        yield
+    finally:
+        assert writer.stop(timeout=30), "the ledger writer did not stop"
+        assert writer.pending == 0

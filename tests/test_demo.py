@@ -40,9 +40,9 @@ def _entries_match_rows() -> None:
     assert CitationLedgerEntry.objects.filter(project=project).count() == rows
 
 
-# transaction=True: the ledger is written after commit, as in production.
+# transaction=True: the ledger is written after commit, as in production (on PostgreSQL by the ledger writer).
 @pytest.mark.django_db(transaction=True)
-def test_the_demo_runs_twice_without_duplicating_anything() -> None:
+def test_the_demo_runs_twice_without_duplicating_anything(ledger_write_as_shipped: None) -> None:
     first = _run_demo()
 
     assert "Turn: single-shot" in first
