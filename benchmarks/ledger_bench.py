@@ -20,7 +20,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import connection, transaction
-from django.test.utils import CaptureQueriesContext
+from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
 from chats.models import Chat, Document, Message, Project
@@ -30,6 +30,7 @@ from citations import ledger
 from citations.backfill import BackfillResult, backfill_ledger
 from citations.models import CitationLedgerEntry
 from citations.receivers import assemble_ledger_on_finalize
+from citations.writer import writer
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -173,18 +174,22 @@ def peak_rss_of_command(*, database_url: str, batch_size: int) -> tuple[float, s
     return rusage.ru_maxrss / 1024, output.strip().splitlines()[-1]
 
 
-# How the ledger's post_finalize receiver is wired during a measurement.
-RECEIVER_MODES = ("off", "shipped")
+# How the ledger's post_finalize receiver is wired during a measurement: off, or connected and writing as
+# LQAI_LEDGER_WRITE says: "deferred" (as shipped on PostgreSQL: the ledger writer's thread, just after the
+# turn) or "inline" (in the receiver, before finalize_turn returns).
+RECEIVER_MODES = ("off", "deferred", "inline")
+SHIPPED = "deferred"
 
 
 @contextmanager
 def ledger_receiver(mode: str) -> Iterator[None]:
-    """The ledger's ``post_finalize`` receiver off or as shipped; as shipped afterwards."""
+    """The ledger's ``post_finalize`` receiver off or writing in ``mode``; as shipped afterwards."""
     post_finalize.disconnect(dispatch_uid=RECEIVER_UID, sender=Message)
-    if mode == "shipped":
+    if mode != "off":
         post_finalize.connect(assemble_ledger_on_finalize, sender=Message, dispatch_uid=RECEIVER_UID)
     try:
-        yield
+        with override_settings(LQAI_LEDGER_WRITE=SHIPPED if mode == "off" else mode):
+            yield
     finally:
         post_finalize.disconnect(dispatch_uid=RECEIVER_UID, sender=Message)
         post_finalize.connect(assemble_ledger_on_finalize, sender=Message, dispatch_uid=RECEIVER_UID)
@@ -193,22 +198,32 @@ def ledger_receiver(mode: str) -> Iterator[None]:
 @dataclass(slots=True)
 class TurnCost:
     citations: int
+    # Queries finalize_turn runs on its own connection, per mode (BEGIN and COMMIT included).
     queries: dict[str, int]
+    # Median finalize_turn time per mode, s; a deferred turn's entries are waited for after its timing.
     medians: dict[str, float]
-    # The receiver's own statements (as shipped; BEGIN and COMMIT aside), each with its median duration in ms.
+    # The inline receiver's own statements (BEGIN and COMMIT aside), each with its median duration in ms:
+    # the statement the ledger writer runs per batch.
     receiver_queries: list[tuple[str, float]]
-    # Inside PostgreSQL, for the receiver's statement on a fresh turn (EXPLAIN ANALYZE, foreign-key checks
+    # Bursts of turns back to back, until every entry is written (the writer's drain included): median
+    # seconds per turn, per mode; and the turns the writer wrote per statement in those bursts.
+    sustained: dict[str, float] = field(default_factory=dict)
+    turns_per_statement: float = 0.0
+    # Inside PostgreSQL, for the assemble statement on a fresh turn (EXPLAIN ANALYZE, foreign-key checks
     # included): median planning and execution time, ms.
     server_ms: tuple[float, float] = (0.0, 0.0)
 
-    def added_queries(self, mode: str = "shipped") -> int:
+    def added_queries(self, mode: str = SHIPPED) -> int:
         return self.queries[mode] - self.queries["off"]
 
-    def added_fraction(self, mode: str = "shipped") -> float:
+    def added_fraction(self, mode: str = SHIPPED) -> float:
         return self.medians[mode] / self.medians["off"] - 1
 
-    def added_ms(self, mode: str = "shipped") -> float:
+    def added_ms(self, mode: str = SHIPPED) -> float:
         return (self.medians[mode] - self.medians["off"]) * 1000
+
+    def sustained_fraction(self, mode: str = SHIPPED) -> float:
+        return self.sustained[mode] / self.sustained["off"] - 1
 
 
 class _QueryTimer:
@@ -236,14 +251,34 @@ def _query_label(sql: str) -> str:
     return sql.split(None, 1)[0] if sql else "?"
 
 
-def per_turn_cost(
-    *, turns: int, citation_counts: tuple[int, ...] = (1, 50), captured_turns: int = 20
-) -> list[TurnCost]:
-    """``finalize_turn`` with the ledger receiver off and as shipped, interleaved turn by turn, each turn
-    quoting ``n`` passages that verify exactly against a real KB document.
+@contextmanager
+def _counting_writer_batches() -> Iterator[list[int]]:
+    """The size of each batch the ledger writer writes meanwhile."""
+    sizes: list[int] = []
+    real = ledger.assemble_turns
 
-    Timed turns run without query capture (it slows every query down); ``captured_turns`` more per mode
-    count the queries and time the receiver's own, and as many again time its statement inside PostgreSQL.
+    def counting(message_ids: Any) -> int:
+        sizes.append(len(message_ids))
+        return real(message_ids)
+
+    ledger.assemble_turns = counting
+    try:
+        yield sizes
+    finally:
+        ledger.assemble_turns = real
+
+
+def per_turn_cost(
+    *, turns: int, citation_counts: tuple[int, ...] = (1, 50), captured_turns: int = 20, burst: int = 40
+) -> list[TurnCost]:
+    """``finalize_turn`` with the ledger receiver off, deferred (as shipped) and inline, interleaved turn by
+    turn, each turn quoting ``n`` passages that verify exactly against a real KB document.
+
+    Timed turns run without query capture (it slows every query down), and a deferred turn's entries are
+    waited for after its timing, so that each turn is measured alone; ``captured_turns`` more per mode
+    count the queries and time the inline receiver's own, and as many again time its statement inside
+    PostgreSQL. Then bursts of ``burst`` turns back to back per mode, timed until every entry is written:
+    what the writer's work costs when turns keep coming (it shares the machine with them).
     """
     text = PER_TURN_DOCUMENT.read_text(encoding="utf-8")
     owner = User.objects.create(username="per-turn-bench")
@@ -263,6 +298,7 @@ def per_turn_cost(
                 started = time.perf_counter()
                 turn = finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
                 elapsed = time.perf_counter() - started
+            assert writer.flush(timeout=60), "the ledger writer fell behind by a minute"
             assert len(turn.citations) == len(claims), "every benchmark quote must verify"
             expected_entries = 0 if mode == "off" else len(claims)
             assert CitationLedgerEntry.objects.filter(message=message).count() == expected_entries
@@ -275,12 +311,27 @@ def per_turn_cost(
                 timer = _QueryTimer()
                 with connection.execute_wrapper(timer):
                     finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
+            assert writer.flush(timeout=60)
             # CaptureQueriesContext sees BEGIN and COMMIT, which the execute wrapper does not.
             timings = iter(timer.durations)
             return [(q["sql"], 0.0 if q["sql"] in {"BEGIN", "COMMIT"} else next(timings)) for q in queries]
 
+        def burst_of_turns(mode: str, claims: list[ClaimedCitation] = claims) -> tuple[float, list[int]]:
+            """Seconds per turn for ``burst`` turns back to back until their entries are written; the
+            writer's batch sizes."""
+            messages = [start_turn(chat=chat, content="question")[1] for _ in range(burst)]
+            with ledger_receiver(mode), _counting_writer_batches() as batches:
+                started = time.perf_counter()
+                for message in messages:
+                    finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
+                assert writer.flush(timeout=120), "the ledger writer fell behind by two minutes"
+                elapsed = time.perf_counter() - started
+            expected_entries = 0 if mode == "off" else burst * len(claims)
+            assert CitationLedgerEntry.objects.filter(message__in=messages).count() == expected_entries
+            return elapsed / burst, batches
+
         queries = {mode: len(captured(mode)) for mode in RECEIVER_MODES}  # also the warm-up
-        receiver_runs = [captured("shipped")[queries["off"] :] for _ in range(captured_turns)]
+        receiver_runs = [captured("inline")[queries["off"] :] for _ in range(captured_turns)]
         receiver_queries = [
             (_query_label(run[0][0]), median([ms for _, ms in run]))
             for run in zip(*receiver_runs, strict=True)
@@ -289,8 +340,18 @@ def per_turn_cost(
         times: dict[str, list[float]] = {mode: [] for mode in RECEIVER_MODES}
         for index in range(turns):
             # Rotate the order so that no mode always runs first.
-            for mode in RECEIVER_MODES[index % 2 :] + RECEIVER_MODES[: index % 2]:
+            shift = index % len(RECEIVER_MODES)
+            for mode in RECEIVER_MODES[shift:] + RECEIVER_MODES[:shift]:
                 times[mode].append(finalize(mode))
+        bursts: dict[str, list[float]] = {mode: [] for mode in RECEIVER_MODES}
+        batch_sizes: list[int] = []
+        for index in range(max(3, turns // burst)):
+            shift = index % len(RECEIVER_MODES)
+            for mode in RECEIVER_MODES[shift:] + RECEIVER_MODES[:shift]:
+                seconds, batches = burst_of_turns(mode)
+                bursts[mode].append(seconds)
+                if mode == "deferred":
+                    batch_sizes += batches
         server = [_server_ms(claims, chat) for _ in range(captured_turns)]
         costs.append(
             TurnCost(
@@ -298,6 +359,8 @@ def per_turn_cost(
                 queries,
                 {mode: median(values) for mode, values in times.items()},
                 receiver_queries,
+                {mode: median(values) for mode, values in bursts.items()},
+                sum(batch_sizes) / len(batch_sizes),
                 (median([planning for planning, _ in server]), median([execution for _, execution in server])),
             )
         )
@@ -310,7 +373,7 @@ def _server_ms(claims: list[ClaimedCitation], chat: Chat) -> tuple[float, float]
     _, message = start_turn(chat=chat, content="question")
     with ledger_receiver("off"):
         finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
-    sql, params = ledger.assemble_statement(message.pk, connection.ops.adapt_datetimefield_value(timezone.now()))
+    sql, params = ledger.assemble_statement([message.pk], connection.ops.adapt_datetimefield_value(timezone.now()))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("EXPLAIN (ANALYZE, SUMMARY, TIMING OFF) " + sql, params)
