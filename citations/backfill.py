@@ -25,16 +25,24 @@ WAL (``benchmarks/RESULTS.md``). Far beyond memory the difference is between rea
 reading it once per batch.
 
 Each batch is one transaction with a statement timeout (``set_config(..., is_local => true)``, i.e.
-``SET LOCAL``, on PostgreSQL) that runs:
+``SET LOCAL``, on PostgreSQL) that takes one of two paths:
 
-1. one read that counts, per table, the batch's rows the ledger can hold, those it cannot
-   (``SourceMapping.valid``: skipped and counted, never fatal), and the ledger's entries for the same
-   messages (an entry carries its source row's message). Where the two counts meet the table has no gap
-   in the batch: on a rerun that is every batch;
-2. for each table with a gap, in the mapping order, the shared
-   ``INSERT ... SELECT ... ORDER BY s.id ON CONFLICT DO NOTHING`` restricted to the batch and, by an
-   anti-join probing the ledger's unique index row by row, to rows with no entry yet (the anti-join is
-   left out when the batch had no entry at all, as on a first run).
+- **First pass** (PostgreSQL, writing, and the previous batch found no entry, as on a first run; also the
+  first batch): per table, in the mapping order, one statement (:func:`ledger.counted_insert_sql`) reads
+  the batch's rows once into a materialized CTE, feeds those the ledger can hold to the shared mapping's
+  ``INSERT ... ORDER BY s.id ON CONFLICT DO NOTHING`` and counts what it read and wrote. A row that was
+  not written already had its entry (``already present``); if there was one, the next batch counts first.
+- **Count first** (otherwise, and always in a dry run or on SQLite):
+
+  1. one read that counts, per table, the batch's rows the ledger can hold, those it cannot
+     (``SourceMapping.valid``: skipped and counted, never fatal), and the ledger's entries for the same
+     messages (an entry carries its source row's message). Where the two counts meet the table has no
+     gap in the batch: on a rerun that is every batch, which therefore only reads;
+  2. for each table with a gap, in the mapping order, the shared
+     ``INSERT ... SELECT ... ORDER BY s.id ON CONFLICT DO NOTHING`` restricted to the batch and, by an
+     anti-join probing the ledger's unique index row by row, to rows with no entry yet (the anti-join is
+     left out when the batch had no entry at all). A batch without any entry sends the next one back to
+     the first pass.
 
 On PostgreSQL the batch also pins its plan shape (``SET LOCAL``): every statement is right as "index
 range scan of the batch's messages, then index lookups", while the planner, with a ledger growing under
@@ -74,7 +82,14 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
-from citations.ledger import LEDGER_TABLE, SOURCE_MAPPINGS, SourceMapping, insert_sql, source_from_sql
+from citations.ledger import (
+    LEDGER_TABLE,
+    SOURCE_MAPPINGS,
+    SourceMapping,
+    counted_insert_sql,
+    insert_sql,
+    source_from_sql,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -213,11 +228,12 @@ def backfill_ledger(
         messages = _first_window(cursor, batch_size, scope_sql)
         bound = _window_end(cursor, None, messages, scope_sql)
     lower: tuple[Any, Any] | None = None
+    fresh = True
     while bound is not None:
         upper, window = bound
         with transaction.atomic(), connection.cursor() as cursor:
             _begin_batch(cursor, statement_timeout)
-            batch_rows = _run_batch(cursor, _Batch(lower, upper, scope_sql), result=result)
+            batch_rows, fresh = _run_batch(cursor, _Batch(lower, upper, scope_sql), result=result, fresh=fresh)
             # The next window, looked up now so that no pause follows the last batch; a window of fewer
             # messages than asked for ran out of messages: this was the last batch.
             if window < messages:
@@ -483,8 +499,16 @@ def _by_kind_and_message(rows: list[Any]) -> tuple[Counter[str], set[Any]]:
     return by_kind, messages
 
 
-def _run_batch(cursor: CursorWrapper, batch: _Batch, *, result: BackfillResult) -> int:
-    """Count, then (unless dry run) fill, the batch's gaps, table by table; returns the rows scanned."""
+def _run_batch(cursor: CursorWrapper, batch: _Batch, *, result: BackfillResult, fresh: bool) -> tuple[int, bool]:
+    """Fill (unless dry run) and count the batch's gaps, table by table; returns the rows scanned, and
+    whether the batch found no entry at all (the next batch then takes the first-pass path).
+
+    ``fresh`` (on PostgreSQL, writing): the previous batch found no entry, as on a first run, so this one
+    most likely has none either: each table's rows are read once by :func:`ledger.counted_insert_sql`,
+    which writes and counts. Otherwise the batch is counted first (:func:`_tally`) and only tables with a
+    gap are written: a rerun only reads."""
+    if fresh and not result.dry_run and connection.vendor == "postgresql":
+        return _first_pass(cursor, batch, result=result)
     tallies = _tally(cursor, batch)
     messages: set[Any] = set()
     for mapping in SOURCE_MAPPINGS:
@@ -500,4 +524,29 @@ def _run_batch(cursor: CursorWrapper, batch: _Batch, *, result: BackfillResult) 
         # The insert reads a later snapshot than the count: rows that appeared in between may add to it.
         result.already_present += max(0, tally.valid - sum(created.values()))
     result.messages += len(messages)
-    return sum(t.valid + t.invalid for t in tallies.values())
+    return sum(t.valid + t.invalid for t in tallies.values()), not any(t.entries for t in tallies.values())
+
+
+def _first_pass(cursor: CursorWrapper, batch: _Batch, *, result: BackfillResult) -> tuple[int, bool]:
+    """The batch written and counted in one read per table (PostgreSQL): see :func:`_run_batch`."""
+    where, params = batch.where()
+    messages: set[Any] = set()
+    scanned = 0
+    none_present = True
+    for mapping in SOURCE_MAPPINGS:
+        cursor.execute(counted_insert_sql(mapping, where=where), [timezone.now(), *params])
+        valid = created = 0
+        for kind, message_id, count, invalid in cursor.fetchall():
+            if kind is None:
+                valid = count
+                result.skipped[mapping.table] += invalid
+                scanned += count + invalid
+            else:
+                result.created[kind] += count
+                created += count
+                messages.add(message_id)
+        # A row the ledger can hold that was not written already had its entry.
+        result.already_present += valid - created
+        none_present = none_present and valid == created
+    result.messages += len(messages)
+    return scanned, none_present

@@ -116,23 +116,52 @@ def source_from_sql(mapping: SourceMapping) -> str:
     return f"{mapping.table} s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id {mapping.joins}"
 
 
-_LEDGER_COLUMNS = (
-    "id, project_id, chat_id, message_id, source_kind, "
-    + ", ".join(SOURCE_FK_COLUMNS)
-    + ", verification_status, confidence, provider, retrieved_at, treatment_id, created_at"
-)
+def _entry_values(mapping: SourceMapping, *, vendor: str) -> list[tuple[str, str]]:
+    """The mapping proper: each ledger column with the SQL expression that fills it from a source row (over
+    ``s``/``m``/``c`` and ``mapping.joins``; ``created_at`` is the statement's first parameter)."""
+    return [
+        ("id", new_uuid_sql(vendor)),
+        ("project_id", "c.project_id"),
+        ("chat_id", "m.chat_id"),
+        ("message_id", "s.message_id"),
+        ("source_kind", mapping.source_kind),
+        *((column, "s.id" if column == mapping.fk_column else "CAST(NULL AS UUID)") for column in SOURCE_FK_COLUMNS),
+        ("verification_status", mapping.verification_status),
+        ("confidence", mapping.confidence),
+        ("provider", mapping.provider),
+        ("retrieved_at", mapping.retrieved_at),
+        ("treatment_id", "CAST(NULL AS UUID)"),
+        ("created_at", "%s"),
+    ]
+
+
+_LEDGER_COLUMNS = ", ".join(column for column, _ in _entry_values(SOURCE_MAPPINGS[0], vendor="postgresql"))
 
 
 def _source_select(mapping: SourceMapping, *, vendor: str, where: str) -> str:
-    fk_values = ", ".join(
-        "s.id" if column == mapping.fk_column else "CAST(NULL AS UUID)" for column in SOURCE_FK_COLUMNS
+    values = ", ".join(expression for _, expression in _entry_values(mapping, vendor=vendor))
+    # Built only from this module's constants and callers' fixed predicates; values go in as parameters.
+    return f"SELECT {values} FROM {source_from_sql(mapping)} WHERE ({mapping.valid}) AND ({where})"  # noqa: S608
+
+
+def counted_insert_sql(mapping: SourceMapping, *, where: str) -> str:
+    """PostgreSQL: :func:`insert_sql`'s entries for the rows of ``mapping.table`` matching ``where``, reading
+    those rows once and counting them on the way (for the backfill's first pass over rows without entries).
+
+    Returns ``(source_kind, message_id, entries created, NULL)`` per kind and message written, then one
+    ``(NULL, NULL, rows the ledger can hold, rows it cannot)`` row. Same mapping, same order (source id),
+    same ``ON CONFLICT DO NOTHING``; parameters: ``created_at`` then those of ``where``.
+    """
+    values = ", ".join(
+        f"{expression} AS {column}" for column, expression in _entry_values(mapping, vendor="postgresql")
     )
     return (
-        # Built only from this module's constants and callers' fixed predicates; values go in as parameters.
-        f"SELECT {new_uuid_sql(vendor)}, c.project_id, m.chat_id, s.message_id, {mapping.source_kind}, "  # noqa: S608
-        f"{fk_values}, {mapping.verification_status}, {mapping.confidence}, {mapping.provider}, "
-        f"{mapping.retrieved_at}, CAST(NULL AS UUID), %s "
-        f"FROM {source_from_sql(mapping)} WHERE ({mapping.valid}) AND ({where})"
+        f"WITH batch AS MATERIALIZED (SELECT {values}, coalesce(({mapping.valid}), false) AS valid "  # noqa: S608
+        f"FROM {source_from_sql(mapping)} WHERE ({where})), "
+        f"written AS (INSERT INTO {LEDGER_TABLE} ({_LEDGER_COLUMNS}) SELECT {_LEDGER_COLUMNS} FROM batch "
+        f"WHERE valid ORDER BY {mapping.fk_column} ON CONFLICT DO NOTHING RETURNING source_kind, message_id) "
+        "SELECT source_kind, message_id, count(*), NULL::bigint FROM written GROUP BY 1, 2 UNION ALL "
+        "SELECT NULL, NULL, count(*) FILTER (WHERE valid), count(*) FILTER (WHERE NOT valid) FROM batch"
     )
 
 

@@ -272,6 +272,67 @@ def test_queries_per_batch_do_not_grow_with_rows() -> None:
     assert CitationLedgerEntry.objects.count() == 80
 
 
+def _paths_per_batch(**kwargs: Any) -> tuple[BackfillResult, list[str]]:
+    """Run the backfill; per batch, the path it took: ``first pass`` (each table written and counted in one
+    read) or ``count`` (the batch counted first), with ``+insert`` when the count found a gap."""
+    paths: list[str] = []
+    with CaptureQueriesContext(connection) as captured:
+        seen = [0]
+
+        def path(totals: BackfillResult, batch_rows: int) -> None:
+            sqls = [str(q["sql"]) for q in captured.captured_queries[seen[0] :]]
+            seen[0] = len(captured)
+            if any(sql.startswith("WITH batch AS MATERIALIZED") for sql in sqls):
+                paths.append("first pass")
+            else:
+                paths.append("count" + ("+insert" if any("INSERT INTO" in sql for sql in sqls) else ""))
+
+        result = backfill_ledger(on_batch=path, **kwargs)
+    return result, paths
+
+
+@pytest.mark.postgres
+def test_a_first_run_reads_each_batch_once_and_a_rerun_only_reads() -> None:
+    # Given turns without entries
+    messages = [make_turn() for _ in range(6)]
+    rows = len(source_ids())
+
+    # When the backfill runs, batch after batch: each table's rows are written and counted in one read
+    first, paths = _paths_per_batch(batch_size=3)
+    assert first.batches > 2
+    assert set(paths) == {"first pass"}
+    assert (first.total_created, first.already_present, first.messages) == (rows, 0, len(messages))
+
+    # When it runs again: after the first batch finds its entries, batches are counted and nothing is written
+    again, paths = _paths_per_batch(batch_size=3)
+    assert paths[0] == "first pass"
+    assert set(paths[1:]) == {"count"}
+    assert (again.total_created, again.already_present, again.messages) == (0, rows, 0)
+    assert_exactly_one_entry_per_source_row()
+
+
+@pytest.mark.postgres
+def test_a_run_over_a_partly_filled_ledger_switches_paths_and_counts_exactly() -> None:
+    # Given six turns in creation order, the middle two already in the ledger
+    now = datetime.now(UTC)
+    turns = [make_turn(created_at=now - timedelta(minutes=10 - i)) for i in range(6)]
+    ledger.assemble(turns[2])
+    ledger.assemble(turns[3])
+    present = CitationLedgerEntry.objects.count()
+
+    # When the backfill walks them a message at a time
+    result, paths = _paths_per_batch(batch_size=1)
+
+    # Then it writes in first passes until it meets entries, counts while it finds them, and goes back to
+    # first passes after a batch without entries; the totals are exact either way
+    assert paths[0] == "first pass"
+    assert "count" in paths
+    assert paths[-1] == "first pass"
+    assert (result.total_created, result.already_present) == (len(source_ids()) - present, present)
+    assert result.messages == 4
+    assert_exactly_one_entry_per_source_row()
+
+
 # --- Modes ---------------------------------------------------------------------------------------------------------
 
 
