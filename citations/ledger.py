@@ -1,10 +1,11 @@
 """Writing the citation ledger.
 
-The mapping from source rows to ledger entries is defined once, here, as one
-``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` per source table
-(:data:`SOURCE_MAPPINGS`, :func:`insert_sql`). Both :func:`assemble` (one
-turn, at finalize) and ``manage.py backfill_ledger`` (ranges of rows, in bulk)
-execute it, so the two paths cannot drift apart.
+The mapping from source rows to ledger entries is defined once, here: each ledger column's SQL
+expression over a source row (:func:`_entry_values`, with :data:`SOURCE_MAPPINGS`), inserted by
+``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. :func:`assemble_turns` (turns just finalized, by the
+ledger writer or the receiver; :func:`assemble` for one) and ``manage.py backfill_ledger`` (ranges of
+rows, in bulk: :func:`insert_sql`, :func:`counted_insert_sql`) all execute it, so the paths cannot drift
+apart.
 
 Why SQL rather than ``bulk_create``: the insert is set-based (constant query
 count), and conflicts are skipped by the unique constraints, not by a
@@ -12,15 +13,14 @@ read-then-write check, so two processes assembling the same turn at once never
 create a second entry. Rows are inserted in mapping order, then source-id order,
 so that concurrent writers take index locks in the same order and cannot deadlock.
 
-On PostgreSQL :func:`assemble` runs the three selects as one statement
-(:func:`assemble_sql`): a turn's entries cost one round trip, one plan and one
-commit, which is most of what the ledger adds to finalizing a turn
-(``benchmarks/RESULTS.md``).
+On PostgreSQL :func:`assemble_turns` runs the three selects as one statement
+(:func:`assemble_sql`): a batch of turns costs one round trip, one plan and one
+commit (``benchmarks/RESULTS.md``).
 
 Rows whose shape the ledger cannot hold (an empty or ``provenance``
 verification method on a quote, a confidence outside 0..1, an empty kind) are
 filtered out by :attr:`SourceMapping.valid` so the insert never violates a
-check constraint; :func:`assemble` logs each one with its id.
+check constraint; :func:`assemble_turns` logs each one with its id and message.
 """
 
 from __future__ import annotations
