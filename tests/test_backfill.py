@@ -297,16 +297,17 @@ def test_a_first_run_reads_each_batch_once_and_a_rerun_only_reads() -> None:
     messages = [make_turn() for _ in range(6)]
     rows = len(source_ids())
 
-    # When the backfill runs, batch after batch: each table's rows are written and counted in one read
+    # When the backfill runs: after a first batch counted (and found no entry), each table's rows are written
+    # and counted in one read
     first, paths = _paths_per_batch(batch_size=3)
     assert first.batches > 2
-    assert set(paths) == {"first pass"}
+    assert paths[0] == "count+insert"
+    assert set(paths[1:]) == {"first pass"}
     assert (first.total_created, first.already_present, first.messages) == (rows, 0, len(messages))
 
-    # When it runs again: after the first batch finds its entries, batches are counted and nothing is written
+    # When it runs again: every batch is counted and nothing is written
     again, paths = _paths_per_batch(batch_size=3)
-    assert paths[0] == "first pass"
-    assert set(paths[1:]) == {"count"}
+    assert set(paths) == {"count"}
     assert (again.total_created, again.already_present, again.messages) == (0, rows, 0)
     assert_exactly_one_entry_per_source_row()
 
@@ -325,9 +326,7 @@ def test_a_run_over_a_partly_filled_ledger_switches_paths_and_counts_exactly() -
 
     # Then it writes in first passes until it meets entries, counts while it finds them, and goes back to
     # first passes after a batch without entries; the totals are exact either way
-    assert paths[0] == "first pass"
-    assert "count" in paths
-    assert paths[-1] == "first pass"
+    assert paths == ["count+insert", "first pass", "first pass", "count", "count+insert", "first pass"]
     assert (result.total_created, result.already_present) == (len(source_ids()) - present, present)
     assert result.messages == 4
     assert_exactly_one_entry_per_source_row()
