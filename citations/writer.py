@@ -73,13 +73,17 @@ class LedgerWriter:
             self._queue.append(message_id)
             self._unfinished += 1
             if self._thread is None:
-                self._stopping = False
-                self._thread = threading.Thread(target=self._run, name="ledger-writer", daemon=True)
-                self._thread.start()
-                if not self._exit_hook:
-                    atexit.register(self.drain_at_exit)
-                    self._exit_hook = True
+                self._start()
             self._work.notify()
+
+    def _start(self) -> None:
+        # Called with the lock held.
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="ledger-writer", daemon=True)
+        self._thread.start()
+        if not self._exit_hook:
+            atexit.register(self.drain_at_exit)
+            self._exit_hook = True
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every turn submitted so far has been written (or has failed and been logged);
@@ -132,6 +136,13 @@ class LedgerWriter:
                             self._idle.notify_all()
         finally:
             _discard_connection()
+            with self._lock:
+                # Ended by something no write catches (not by stop, which has already let go of it): the
+                # next submit starts a new thread, or one starts now for turns queued meanwhile.
+                if self._thread is threading.current_thread():
+                    self._thread = None
+                    if self._queue:
+                        self._start()
 
     def _take(self, timeout: float | None) -> list[UUID] | None:
         """The next batch; empty after ``timeout`` seconds without work; None when the thread is to end."""

@@ -149,6 +149,29 @@ def test_stop_writes_what_is_queued_then_ends_and_a_later_turn_starts_a_new_thre
     assert stand_in.batches[-1] == [c]
 
 
+# The writer's thread dies of the exit on purpose; its traceback is expected.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_writer_thread_ended_by_an_uncaught_exit_is_replaced_by_the_next_turn(
+    stand_in: StandIn, own_writer: LedgerWriter
+) -> None:
+    first, later = ids(2)
+    stand_in.write = lambda message_ids: (_ for _ in ()).throw(SystemExit(3))  # not an Exception: not caught
+    stand_in.gate.clear()
+    own_writer.submit(first)
+    assert stand_in.entered.wait(10)
+    (dying,) = [t for t in threading.enumerate() if t.name == "ledger-writer"]
+
+    stand_in.gate.set()
+    dying.join(timeout=10)
+    assert not dying.is_alive()
+    assert own_writer.pending == 0  # the turn is accounted for; its entries are the backfill's to write
+    stand_in.write = None
+    own_writer.submit(later)
+
+    assert own_writer.flush(timeout=10)
+    assert stand_in.batches == [[first], [later]]
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_starts_with_an_empty_queue_and_its_own_thread(
     stand_in: StandIn, own_writer: LedgerWriter
