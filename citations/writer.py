@@ -86,8 +86,8 @@ class LedgerWriter:
             self._exit_hook = True
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every turn submitted so far has been written (or has failed and been logged);
-        False if ``timeout`` seconds passed first."""
+        """Wait until no submitted turn is left unwritten (each written, or failed and logged); False if
+        ``timeout`` seconds passed first. Under a steady stream of turns that moment may not come soon."""
         with self._lock:
             return self._idle.wait_for(lambda: self._unfinished == 0, timeout)
 
