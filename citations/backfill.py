@@ -90,6 +90,7 @@ from citations.ledger import (
     SOURCE_MAPPINGS,
     SourceMapping,
     counted_insert_sql,
+    db_value,
     insert_sql,
     source_from_sql,
 )
@@ -302,15 +303,6 @@ class LogProgress:
         )
 
 
-def _param(value: object) -> Any:
-    """A query parameter as the backend stores the column (UUIDs as hex on SQLite, datetimes as the ORM does)."""
-    if isinstance(value, UUID):
-        return value if connection.vendor == "postgresql" else value.hex
-    if isinstance(value, datetime):
-        return connection.ops.adapt_datetimefield_value(value)
-    return value
-
-
 def _scope_sql(scope: BackfillScope) -> _ScopeSQL:
     """The scope as SQL over a source row's message ``m`` and chat ``c``."""
     clauses: list[str] = []
@@ -323,7 +315,7 @@ def _scope_sql(scope: BackfillScope) -> _ScopeSQL:
     ):
         if value is not None:
             clauses.append(clause)
-            params.append(_param(value))
+            params.append(db_value(value))
     messages = "messages m JOIN chats c ON c.id = m.chat_id" if scope.project_id is not None else "messages m"
     return _ScopeSQL(messages=messages, predicate=" AND ".join(clauses) or "1 = 1", params=params)
 
@@ -476,7 +468,7 @@ def _insert(
     if connection.vendor == "postgresql":
         # Aggregate in the database: one row per (kind, message) comes back, not one per entry.
         sql = f"WITH ins AS ({sql}) SELECT source_kind, message_id, count(*) FROM ins GROUP BY 1, 2"  # noqa: S608
-    cursor.execute(sql, [timezone.now(), *params])
+    cursor.execute(sql, [db_value(timezone.now()), *params])
     return _by_kind_and_message(cursor.fetchall())
 
 
@@ -538,7 +530,7 @@ def _first_pass(cursor: CursorWrapper, batch: _Batch, *, result: BackfillResult)
     scanned = 0
     none_present = True
     for mapping in SOURCE_MAPPINGS:
-        cursor.execute(counted_insert_sql(mapping, where=where), [timezone.now(), *params])
+        cursor.execute(counted_insert_sql(mapping, where=where), [db_value(timezone.now()), *params])
         valid = created = 0
         for kind, message_id, count, invalid in cursor.fetchall():
             if kind is None:

@@ -29,11 +29,11 @@ import logging
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from django.db import connection, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from chats.models import Message
@@ -227,10 +227,14 @@ def assemble_statement(message_ids: Sequence[UUID | str], created_at: Any) -> tu
     return assemble_sql(where="s.message_id = ANY(%s)"), [created_at, ids] * tables + [ids] * tables
 
 
-def _param(value: UUID, conn: BaseDatabaseWrapper) -> UUID | str:
-    # SQLite stores UUIDField as 32 hex chars; PostgreSQL takes a uuid.
-    if isinstance(value, UUID) and conn.vendor != "postgresql":
-        return value.hex
+def db_value(value: object) -> Any:
+    """A query parameter as the backend stores the column: on SQLite a UUIDField as 32 hex characters and
+    a DateTimeField as the ORM writes it (a raw aware datetime would get a "+00:00" suffix that no ORM
+    lookup on the column then matches); anything else as it is."""
+    if isinstance(value, UUID):
+        return value if connection.vendor == "postgresql" else value.hex
+    if isinstance(value, datetime):
+        return connection.ops.adapt_datetimefield_value(value)
     return value
 
 
@@ -251,10 +255,8 @@ def assemble_turns(message_ids: Sequence[UUID]) -> int:
     """
     if not message_ids:
         return 0
-    ids = [_param(message_id, connection) for message_id in message_ids]
-    # Adapted as the ORM stores a DateTimeField: on SQLite a raw aware datetime would be written with a
-    # "+00:00" suffix that no ORM lookup on created_at (exact, range, date) then matches.
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    ids = [db_value(message_id) for message_id in message_ids]
+    now = db_value(timezone.now())
     if connection.vendor == "postgresql":
         # One statement is a transaction of its own; in the caller's, it needs a savepoint.
         with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:

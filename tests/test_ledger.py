@@ -22,6 +22,7 @@ from django.db import IntegrityError, connection, transaction
 from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
 from chats.signals import post_finalize
 from citations import ledger
+from citations.backfill import backfill_ledger
 from citations.models import PROVENANCE, CitationLedgerEntry
 from tests import factories
 
@@ -160,11 +161,15 @@ def test_a_matter_less_chat_gives_entries_without_a_project() -> None:
 
 
 @pytest.mark.django_db
-def test_entries_store_created_at_as_the_orm_does() -> None:
+@pytest.mark.parametrize("writer", ["assemble", "backfill"])
+def test_entries_store_created_at_as_the_orm_does(writer: str) -> None:
     # A raw insert must store its timestamp as the ORM would, or ORM lookups on it silently miss
     # (on SQLite an aware datetime passed as is was stored with a "+00:00" suffix).
     turn = make_turn()
-    ledger.assemble(turn.message)
+    if writer == "assemble":
+        ledger.assemble(turn.message)
+    else:
+        backfill_ledger()
     entry = CitationLedgerEntry.objects.filter(message=turn.message).first()
     assert entry is not None
 
