@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.conf import LazySettings
@@ -108,3 +109,10 @@ def ledger_write_as_shipped(settings: LazySettings) -> Iterator[None]:
     finally:
         assert writer.stop(timeout=30), "the ledger writer did not stop"
         assert writer.pending == 0
+
+
+def this_test_database_url() -> str:
+    """A ``DATABASE_URL`` for the test database (PostgreSQL), for a subprocess to use."""
+    settings = connection.settings_dict
+    credentials = quote(settings["USER"] or "") + (f":{quote(settings['PASSWORD'])}" if settings["PASSWORD"] else "")
+    return f"postgres://{credentials}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"

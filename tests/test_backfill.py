@@ -18,7 +18,6 @@ from decimal import Decimal
 from io import StringIO
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 from uuid import UUID, uuid4
 
 import pytest
@@ -31,6 +30,7 @@ from citations import backfill, ledger
 from citations.backfill import BackfillResult, BackfillScope, LogProgress, backfill_ledger
 from citations.models import CitationLedgerEntry
 from tests import factories
+from tests.conftest import this_test_database_url
 
 pytestmark = pytest.mark.django_db
 
@@ -450,12 +450,9 @@ def test_a_run_after_a_partial_run_completes_exactly(scoped_turns: dict[str, Mes
 
 def _subprocess_env() -> dict[str, str]:
     """The environment for a ``manage.py`` subprocess using this test's database."""
-    settings = connection.settings_dict
-    credentials = quote(settings["USER"] or "") + (f":{quote(settings['PASSWORD'])}" if settings["PASSWORD"] else "")
-    url = f"postgres://{credentials}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
     return {
         **os.environ,
-        "DATABASE_URL": url,
+        "DATABASE_URL": this_test_database_url(),
         "SECRET_KEY": "test-only-secret-key-not-for-production",
         "DJANGO_SETTINGS_MODULE": "lqai.settings_test",
     }

@@ -28,6 +28,7 @@ from chats.services import ClaimedCitation, ConsultedSource, finalize_turn, star
 from citations import ledger
 from citations.models import CitationLedgerEntry
 from citations.writer import LedgerWriter, writer
+from tests.conftest import this_test_database_url
 from tests.test_ledger import entries_by_source, expected_entry, mirrored
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -397,9 +398,12 @@ def test_a_process_that_exits_right_after_a_turn_still_writes_its_entries(matter
     _, message = start_turn(chat=matter_chat, content="What must the court be satisfied of?")
     document = matter_chat.project.documents.get() if matter_chat.project else None
     assert document is not None
-    name = connection.settings_dict["NAME"]
-    url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + f"/{name}"
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "lqai.settings", "DEBUG": "1"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": this_test_database_url(),
+        "DJANGO_SETTINGS_MODULE": "lqai.settings",
+        "DEBUG": "1",
+    }
     env.pop("LQAI_LEDGER_WRITE", None)
     script = EXIT_WITH_A_TURN.format(message=message.pk, quote=KB_QUOTE, document=document.pk)
 
