@@ -56,6 +56,14 @@ class StandIn:
             raise RuntimeError("the ledger refused the batch")
         return self.write(message_ids) if self.write else len(message_ids)
 
+    def hold(self, writer: LedgerWriter, first: UUID, *queued: UUID) -> None:
+        """``first`` submitted to ``writer`` and held in the middle of its write, ``queued`` submitted behind it."""
+        self.gate.clear()
+        writer.submit(first)
+        assert self.entered.wait(10)
+        for message_id in queued:
+            writer.submit(message_id)
+
 
 @pytest.fixture
 def stand_in(monkeypatch: pytest.MonkeyPatch) -> StandIn:
@@ -82,14 +90,8 @@ def test_turns_queued_during_a_write_go_together_in_the_next_batches(
     stand_in: StandIn, own_writer: LedgerWriter
 ) -> None:
     a, b, c, d = ids(4)
-    # Given a write in flight
-    stand_in.gate.clear()
-    own_writer.submit(a)
-    assert stand_in.entered.wait(10)
-
-    # When three more turns are finalized meanwhile
-    for message_id in (b, c, d):
-        own_writer.submit(message_id)
+    # Given a write in flight, when three more turns are finalized meanwhile
+    stand_in.hold(own_writer, a, b, c, d)
 
     # Then flush waits for all of them, and they are written in batches of at most max_batch, in order
     assert own_writer.pending == 4
@@ -105,11 +107,7 @@ def test_a_failed_batch_is_retried_turn_by_turn_and_only_the_failing_turn_is_los
 ) -> None:
     first, good, bad = ids(3)
     stand_in.failing = {bad}
-    stand_in.gate.clear()
-    own_writer.submit(first)
-    assert stand_in.entered.wait(10)
-    own_writer.submit(good)
-    own_writer.submit(bad)
+    stand_in.hold(own_writer, first, good, bad)
 
     with caplog.at_level(logging.INFO, logger="citations.writer"):
         stand_in.gate.set()
@@ -134,10 +132,7 @@ def test_stop_writes_what_is_queued_then_ends_and_a_later_turn_starts_a_new_thre
     stand_in: StandIn, own_writer: LedgerWriter
 ) -> None:
     a, b, c = ids(3)
-    stand_in.gate.clear()
-    own_writer.submit(a)
-    assert stand_in.entered.wait(10)
-    own_writer.submit(b)
+    stand_in.hold(own_writer, a, b)
 
     assert not own_writer.stop(timeout=0.05)  # still writing: stop does not drop the queue
     stand_in.gate.set()
@@ -157,9 +152,7 @@ def test_a_writer_thread_ended_by_an_uncaught_exit_is_replaced_by_the_next_turn(
 ) -> None:
     first, later = ids(2)
     stand_in.write = lambda message_ids: (_ for _ in ()).throw(SystemExit(3))  # not an Exception: not caught
-    stand_in.gate.clear()
-    own_writer.submit(first)
-    assert stand_in.entered.wait(10)
+    stand_in.hold(own_writer, first)
     (dying,) = [t for t in threading.enumerate() if t.name == "ledger-writer"]
 
     stand_in.gate.set()
@@ -179,10 +172,7 @@ def test_a_forked_child_starts_with_an_empty_queue_and_its_own_thread(
 ) -> None:
     a, b, c = ids(3)
     # Given a parent whose writer is in the middle of a write with another turn queued
-    stand_in.gate.clear()
-    own_writer.submit(a)
-    assert stand_in.entered.wait(10)
-    own_writer.submit(b)
+    stand_in.hold(own_writer, a, b)
 
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through its exit code
