@@ -4,8 +4,8 @@ Parents (users, projects, chats, messages, documents, opinions) get deterministi
 so that children can name them without lookups; source rows get random ``gen_random_uuid()`` ids, like
 production (uuid4), so their id order is unrelated to their physical order. A message's rows are
 contiguous on disk, as a turn's rows are (one ``bulk_create`` per turn). The source rows split 40% KB
-quotes, 30% caselaw quotes, 30% tool sources (half ``caselaw``, half ``mcp``); one KB quote in a
-thousand has a verification shape the ledger cannot hold (method ``provenance``), so the skip path runs.
+quotes, 30% caselaw quotes, 30% tool sources (half ``caselaw``, half ``mcp``). Every row has a shape the
+ledger can hold: the quote tables' constraints refuse any other.
 """
 
 from __future__ import annotations
@@ -55,13 +55,9 @@ class Sizes:
         return self.rows - self.kb - self.caselaw
 
     @property
-    def invalid(self) -> int:
-        """KB quotes the ledger cannot hold (every thousandth)."""
-        return self.kb // 1000
-
-    @property
     def valid(self) -> int:
-        return self.rows - self.invalid
+        """Rows the ledger holds: all of them (the quote tables refuse the shapes it cannot hold)."""
+        return self.rows
 
 
 def generate_parents(cursor: Any, sizes: Sizes) -> None:
@@ -131,7 +127,7 @@ def generate_sources(cursor: Any, sizes: Sizes, *, fraction: tuple[float, float]
                 "INSERT INTO message_citations (id, message_id, document_id, quote, source_offset_start, "
                 "source_offset_end, verification_method, verification_confidence, created_at) "
                 f"SELECT gen_random_uuid(), {message}, {document}, 'bench quote', 0, 11, "
-                "CASE WHEN g %% 1000 = 999 THEN 'provenance' WHEN g %% 5 = 0 THEN 'tolerant_match' "
+                "CASE WHEN g %% 5 = 0 THEN 'tolerant_match' "
                 f"ELSE 'exact_match' END, CASE WHEN g %% 5 = 0 THEN 0.950 ELSE 1.000 END, {created} "
                 "FROM generate_series(%s, %s) g",
                 [first, last],

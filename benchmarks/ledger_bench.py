@@ -1,42 +1,46 @@
 """The ledger measurements of ``make bench`` (see :mod:`benchmarks.run`): the raw-SQL limit, the backfill,
-its rerun, its peak memory, and the per-turn cost of the ledger receiver. Needs Django set up on the
+its rerun, its peak memory, and the ledger's share of whole chat turns. Needs Django set up on the
 benchmark's own PostgreSQL database."""
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
-from django.utils import timezone
+from rest_framework.test import APIClient
 
+from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
 from chats.models import Chat, Document, Message, Project
-from chats.services import ClaimedCitation, finalize_turn, start_turn
+from chats.services import ClaimedCitation
 from chats.signals import post_finalize
-from citations import ledger
 from citations.backfill import BackfillResult, backfill_ledger
 from citations.models import CitationLedgerEntry
 from citations.receivers import assemble_ledger_on_finalize
-from citations.writer import writer
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 RECEIVER_UID = "citations.assemble_ledger_on_finalize"
-# A real, memo-sized KB document (12 KB): small enough that the ledger's share of a turn is not hidden.
-PER_TURN_DOCUMENT = ROOT / "chats" / "data" / "opinions" / "alabama-ago-2018-046.txt"
+# The per-turn measure's matter: the real court opinions of 20-100 KB, as KB documents.
+TURN_DOCUMENTS = sorted(
+    path for path in (ROOT / "chats" / "data" / "opinions").glob("*.txt") if 20_000 <= path.stat().st_size <= 100_000
+)
+DEFAULT_BACKEND = "chats.assistant.ExtractiveBackend"
+SCRIPTED = "chats.assistant.ScriptedBackend"
+# What a benchmark client needs from the settings (the test client's host name); nothing else changes.
+TURN_SETTINGS: dict[str, Any] = {"ALLOWED_HOSTS": ["testserver"]}
 
 # The limit: everything in one hand-written statement, same schema and constraints, no batching, no
 # counting, no anti-join. Written here on purpose, independently of citations/ledger.py.
@@ -174,213 +178,100 @@ def peak_rss_of_command(*, database_url: str, batch_size: int) -> tuple[float, s
     return rusage.ru_maxrss / 1024, output.strip().splitlines()[-1]
 
 
-# How the ledger's post_finalize receiver is wired during a measurement: off, or connected and writing as
-# LQAI_LEDGER_WRITE says: "deferred" (as shipped on PostgreSQL: the ledger writer's thread, just after the
-# turn) or "inline" (in the receiver, before finalize_turn returns).
-RECEIVER_MODES = ("off", "deferred", "inline")
-SHIPPED = "deferred"
-
-
 @contextmanager
-def ledger_receiver(mode: str) -> Iterator[None]:
-    """The ledger's ``post_finalize`` receiver off or writing in ``mode``; as shipped afterwards."""
+def ledger_receiver(*, connected: bool) -> Iterator[None]:
+    """The ledger's ``post_finalize`` receiver connected (as shipped) or not; as shipped afterwards."""
     post_finalize.disconnect(dispatch_uid=RECEIVER_UID, sender=Message)
-    if mode != "off":
+    if connected:
         post_finalize.connect(assemble_ledger_on_finalize, sender=Message, dispatch_uid=RECEIVER_UID)
     try:
-        with override_settings(LQAI_LEDGER_WRITE=SHIPPED if mode == "off" else mode):
-            yield
+        yield
     finally:
         post_finalize.disconnect(dispatch_uid=RECEIVER_UID, sender=Message)
         post_finalize.connect(assemble_ledger_on_finalize, sender=Message, dispatch_uid=RECEIVER_UID)
 
 
 @dataclass(slots=True)
-class TurnCost:
+class TurnShare:
+    """The ledger's share of whole single-shot API turns: the receiver connected against disconnected."""
+
+    label: str
     citations: int
-    # Queries finalize_turn runs on its own connection, per mode (BEGIN and COMMIT included).
-    queries: dict[str, int]
-    # Median finalize_turn time per mode, s; a deferred turn's entries are waited for after its timing.
-    medians: dict[str, float]
-    # The inline receiver's own statements (BEGIN and COMMIT aside), each with its median duration in ms:
-    # the statement the ledger writer runs per batch.
-    receiver_queries: list[tuple[str, float]]
-    # Bursts of turns back to back, until every entry is written (the writer's drain included): median
-    # seconds per turn, per mode; and the turns the writer wrote per statement in those bursts.
-    sustained: dict[str, float] = field(default_factory=dict)
-    turns_per_statement: float = 0.0
-    # Inside PostgreSQL, for the assemble statement on a fresh turn (EXPLAIN ANALYZE, foreign-key checks
-    # included): median planning and execution time, ms.
-    server_ms: tuple[float, float] = (0.0, 0.0)
+    # Median seconds of a whole turn (the HTTP request through the response), receiver on and off.
+    on: float
+    off: float
+    # Queries of one turn, receiver on and off.
+    queries_on: int
+    queries_off: int
 
-    def added_queries(self, mode: str = SHIPPED) -> int:
-        return self.queries[mode] - self.queries["off"]
+    @property
+    def share(self) -> float:
+        return self.on / self.off - 1
 
-    def added_fraction(self, mode: str = SHIPPED) -> float:
-        return self.medians[mode] / self.medians["off"] - 1
-
-    def added_ms(self, mode: str = SHIPPED) -> float:
-        return (self.medians[mode] - self.medians["off"]) * 1000
-
-    def sustained_fraction(self, mode: str = SHIPPED) -> float:
-        return self.sustained[mode] / self.sustained["off"] - 1
+    @property
+    def added_queries(self) -> int:
+        return self.queries_on - self.queries_off
 
 
-class _QueryTimer:
-    """A ``connection.execute_wrapper`` recording how long each query takes, in ms."""
-
-    def __init__(self) -> None:
-        self.durations: list[float] = []
-
-    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            self.durations.append((time.perf_counter() - started) * 1000)
-
-
-def _query_label(sql: str) -> str:
-    if sql.startswith("WITH written AS (INSERT INTO citation_ledger_entry"):
-        return "the assemble statement"
-    if sql.startswith("INSERT INTO citation_ledger_entry"):
-        source = re.search(r" FROM (\w+) s ", sql)
-        return f"INSERT from {source.group(1) if source else '?'}"
-    if sql.startswith("SELECT 'message_citations'"):
-        return "invalid-rows check"
-    return sql.split(None, 1)[0] if sql else "?"
-
-
-@contextmanager
-def _counting_writer_batches() -> Iterator[list[int]]:
-    """The size of each batch the ledger writer writes meanwhile."""
-    sizes: list[int] = []
-    real = ledger.assemble_turns
-
-    def counting(message_ids: Any) -> int:
-        sizes.append(len(message_ids))
-        return real(message_ids)
-
-    ledger.assemble_turns = counting
-    try:
-        yield sizes
-    finally:
-        ledger.assemble_turns = real
-
-
-def per_turn_cost(
-    *, turns: int, citation_counts: tuple[int, ...] = (1, 50), captured_turns: int = 20, burst: int = 40
-) -> list[TurnCost]:
-    """``finalize_turn`` with the ledger receiver off, deferred (as shipped) and inline, interleaved turn by
-    turn, each turn quoting ``n`` passages that verify exactly against a real KB document.
-
-    Timed turns run without query capture (it slows every query down), and a deferred turn's entries are
-    waited for after its timing, so that each turn is measured alone; ``captured_turns`` more per mode
-    count the queries and time the inline receiver's own, and as many again time its statement inside
-    PostgreSQL. Then bursts of ``burst`` turns back to back per mode, timed until every entry is written:
-    what the writer's work costs when turns keep coming (it shares the machine with them).
-    """
-    text = PER_TURN_DOCUMENT.read_text(encoding="utf-8")
-    owner = User.objects.create(username="per-turn-bench")
+def _matter(owner: User) -> Chat:
+    """A fresh chat in a matter whose KB documents are the real opinions of 20-100 KB."""
     project = Project.objects.create(name="Per-turn benchmark", owner=owner)
-    chat = Chat.objects.create(project=project, owner=owner, title="per-turn")
-    document = Document.objects.create(project=project, title="memo", content=text)
-    words = text.split()
-    step = max(1, (len(words) - 12) // max(citation_counts))
-    passages = [" ".join(words[i * step : i * step + 12]) for i in range(max(citation_counts))]
-    costs = []
-    for count in citation_counts:
-        claims = [ClaimedCitation(quote=p, document_id=document.id) for p in passages[:count]]
+    for path in TURN_DOCUMENTS:
+        Document.objects.create(project=project, title=path.stem, content=path.read_text(encoding="utf-8"))
+    return Chat.objects.create(project=project, owner=owner, title="per-turn")
 
-        def finalize(mode: str, claims: list[ClaimedCitation] = claims) -> float:
-            _, message = start_turn(chat=chat, content="question")
-            with ledger_receiver(mode):
+
+def _fifty_claims(chat: Chat) -> tuple[Any, ...]:
+    """The scripted answer of a 50-citation turn: 50 passages of the matter's largest document, each verifying."""
+    document = max(Document.objects.filter(project=chat.project), key=lambda d: len(d.content))
+    words = document.content.split()
+    step = (len(words) - 12) // 50
+    quotes = [" ".join(words[i * step : i * step + 12]) for i in range(50)]
+    return (TextDelta("Fifty quotes."), FinalAnswer(tuple(ClaimedCitation(q, document_id=document.pk) for q in quotes)))
+
+
+def turn_share(*, turns: int) -> list[TurnShare]:
+    """Whole single-shot turns through the API (request to response, in-process), with the ledger receiver
+    connected and disconnected, interleaved turn by turn in alternating order; each turn in a fresh chat of
+    a matter holding real opinions of 20-100 KB. With the default (extractive) backend, and with the
+    scripted backend claiming 50 quotes that all verify. Every turn's entries are checked afterwards."""
+    owner = User.objects.create(username=f"per-turn-bench-{time.monotonic_ns()}")
+    client = APIClient()
+    client.force_authenticate(user=owner)
+    question = "Must the reviewing court be satisfied that no workable race-neutral alternative exists?"
+    results = []
+    for label, backend, script in (
+        ("default backend", DEFAULT_BACKEND, None),
+        ("scripted, 50 citations", SCRIPTED, 50),
+    ):
+
+        def one_turn(
+            connected: bool, *, capture: bool = False, backend: str = backend, script: int | None = script
+        ) -> tuple[float, int, int]:
+            chat = _matter(owner)
+            steps = _fifty_claims(chat) if script else ()
+            with ExitStack() as stack:
+                stack.enter_context(ledger_receiver(connected=connected))
+                stack.enter_context(override_settings(LQAI_ASSISTANT_BACKEND=backend, **TURN_SETTINGS))
+                stack.enter_context(ScriptedBackend.scripted(*steps))
+                # Queries are counted only when asked: capturing them slows every query down.
+                queries = stack.enter_context(CaptureQueriesContext(connection)) if capture else None
                 started = time.perf_counter()
-                turn = finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
+                response = client.post(f"/api/chats/{chat.pk}/messages/", {"content": question}, format="json")
                 elapsed = time.perf_counter() - started
-            assert writer.flush(timeout=60), "the ledger writer fell behind by a minute"
-            assert len(turn.citations) == len(claims), "every benchmark quote must verify"
-            expected_entries = 0 if mode == "off" else len(claims)
-            assert CitationLedgerEntry.objects.filter(message=message).count() == expected_entries
-            return elapsed
+            assert response.status_code == 201, response.content
+            body = response.json()
+            cited = len(body["message"]["citations"])
+            assert body["unverified_count"] == 0, body["unverified"]
+            entries = CitationLedgerEntry.objects.filter(message_id=body["message"]["id"]).count()
+            assert entries == (cited if connected else 0), (entries, cited, connected)
+            return elapsed, len(queries) if queries is not None else 0, cited
 
-        def captured(mode: str, claims: list[ClaimedCitation] = claims) -> list[tuple[str, float]]:
-            """The turn's queries (BEGIN and COMMIT included), each with its duration in ms."""
-            _, message = start_turn(chat=chat, content="question")
-            with ledger_receiver(mode), CaptureQueriesContext(connection) as queries:
-                timer = _QueryTimer()
-                with connection.execute_wrapper(timer):
-                    finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
-            assert writer.flush(timeout=60)
-            # CaptureQueriesContext sees BEGIN and COMMIT, which the execute wrapper does not.
-            timings = iter(timer.durations)
-            return [(q["sql"], 0.0 if q["sql"] in {"BEGIN", "COMMIT"} else next(timings)) for q in queries]
-
-        def burst_of_turns(mode: str, claims: list[ClaimedCitation] = claims) -> tuple[float, list[int]]:
-            """Seconds per turn for ``burst`` turns back to back until their entries are written; the
-            writer's batch sizes."""
-            messages = [start_turn(chat=chat, content="question")[1] for _ in range(burst)]
-            with ledger_receiver(mode), _counting_writer_batches() as batches:
-                started = time.perf_counter()
-                for message in messages:
-                    finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
-                assert writer.flush(timeout=120), "the ledger writer fell behind by two minutes"
-                elapsed = time.perf_counter() - started
-            expected_entries = 0 if mode == "off" else burst * len(claims)
-            assert CitationLedgerEntry.objects.filter(message__in=messages).count() == expected_entries
-            return elapsed / burst, batches
-
-        queries = {mode: len(captured(mode)) for mode in RECEIVER_MODES}  # also the warm-up
-        receiver_runs = [captured("inline")[queries["off"] :] for _ in range(captured_turns)]
-        receiver_queries = [
-            (_query_label(run[0][0]), median([ms for _, ms in run]))
-            for run in zip(*receiver_runs, strict=True)
-            if run[0][0] not in {"BEGIN", "COMMIT"}  # not timed: they are not executed through a cursor
-        ]
-        times: dict[str, list[float]] = {mode: [] for mode in RECEIVER_MODES}
+        _, queries_on, cited = one_turn(True, capture=True)  # also the warm-up
+        _, queries_off, _ = one_turn(False, capture=True)
+        times: dict[bool, list[float]] = {True: [], False: []}
         for index in range(turns):
-            # Rotate the order so that no mode always runs first.
-            shift = index % len(RECEIVER_MODES)
-            for mode in RECEIVER_MODES[shift:] + RECEIVER_MODES[:shift]:
-                times[mode].append(finalize(mode))
-        bursts: dict[str, list[float]] = {mode: [] for mode in RECEIVER_MODES}
-        batch_sizes: list[int] = []
-        for index in range(max(3, turns // burst)):
-            shift = index % len(RECEIVER_MODES)
-            for mode in RECEIVER_MODES[shift:] + RECEIVER_MODES[:shift]:
-                seconds, batches = burst_of_turns(mode)
-                bursts[mode].append(seconds)
-                if mode == "deferred":
-                    batch_sizes += batches
-        server = [_server_ms(claims, chat) for _ in range(captured_turns)]
-        costs.append(
-            TurnCost(
-                count,
-                queries,
-                {mode: median(values) for mode, values in times.items()},
-                receiver_queries,
-                {mode: median(values) for mode, values in bursts.items()},
-                sum(batch_sizes) / len(batch_sizes),
-                (median([planning for planning, _ in server]), median([execution for _, execution in server])),
-            )
-        )
-    return costs
-
-
-def _server_ms(claims: list[ClaimedCitation], chat: Chat) -> tuple[float, float]:
-    """Planning and execution time (ms) PostgreSQL reports for ``assemble()``'s statement on a fresh turn,
-    with the ledger's deferred foreign-key checks made immediate so that they are counted; rolled back."""
-    _, message = start_turn(chat=chat, content="question")
-    with ledger_receiver("off"):
-        finalize_turn(message=message, content="answer", status="complete", claimed_citations=claims)
-    sql, params = ledger.assemble_statement([message.pk], connection.ops.adapt_datetimefield_value(timezone.now()))
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("EXPLAIN (ANALYZE, SUMMARY, TIMING OFF) " + sql, params)
-        summary = {line.split(":")[0].strip(): line for (line,) in cursor.fetchall() if "Time:" in line}
-        transaction.set_rollback(True)
-    return _ms(summary["Planning Time"]), _ms(summary["Execution Time"])
-
-
-def _ms(line: str) -> float:
-    return float(line.split(":")[1].split()[0])
+            for connected in (True, False) if index % 2 == 0 else (False, True):
+                times[connected].append(one_turn(connected)[0])
+        results.append(TurnShare(label, cited, median(times[True]), median(times[False]), queries_on, queries_off))
+    return results

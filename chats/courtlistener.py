@@ -5,23 +5,28 @@ materializes it into ``caselaw_opinions`` (provider ``courtlistener``), so that 
 it can be verified at finalize and re-verified later, whatever happens upstream.
 
 :func:`build_client` is the one place a client is made; tests replace the HTTP layer by
-passing an ``httpx`` transport (recorded responses), never the network.
+passing an ``httpx`` transport (recorded responses), never the network. The SDK is imported
+there, on first use, so that processes that never call CourtListener (every ``manage.py``
+command, a server until its first CourtListener search) do not pay for importing it.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import html
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from courtlistener import CourtListener
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.html import strip_tags
 
 from chats.models import CaselawOpinion
+
+if TYPE_CHECKING:
+    from courtlistener import CourtListener
 
 logger = logging.getLogger(__name__)
 
@@ -32,25 +37,32 @@ TIMEOUT_SECONDS = 10.0
 OPINION_FIELDS = ["id", "cluster_id", "absolute_url", "plain_text", "html_with_citations", "html"]
 
 
-class _Client(CourtListener):
-    """The official client, with an injectable ``httpx`` transport."""
+@functools.cache
+def _client_class() -> type[CourtListener]:
+    """The official client, with an injectable ``httpx`` transport (defined on first use: see the module docstring)."""
+    from courtlistener import CourtListener
 
-    def __init__(self, *, api_token: str, transport: httpx.BaseTransport | None, base_url: str | None) -> None:
-        super().__init__(api_token=api_token, base_url=base_url, timeout=TIMEOUT_SECONDS)
-        # The parent builds this lazily, with no way to pass a transport; build it now instead.
-        self._http_client = httpx.Client(
-            base_url=self.base_url,
-            headers={"Authorization": f"Token {api_token}"},
-            timeout=self.timeout,
-            transport=transport,
-        )
+    class Client(CourtListener):
+        def __init__(self, *, api_token: str, transport: httpx.BaseTransport | None, base_url: str | None) -> None:
+            super().__init__(api_token=api_token, base_url=base_url, timeout=TIMEOUT_SECONDS)
+            # The parent builds this lazily, with no way to pass a transport; build it now instead.
+            self._http_client = httpx.Client(
+                base_url=self.base_url,
+                headers={"Authorization": f"Token {api_token}"},
+                timeout=self.timeout,
+                transport=transport,
+            )
+
+    return Client
 
 
 def build_client(
     api_token: str, *, transport: httpx.BaseTransport | None = None, base_url: str | None = None
 ) -> CourtListener:
     """A CourtListener client for ``api_token`` (``transport``/``base_url``: for tests)."""
-    return _Client(api_token=api_token, transport=transport, base_url=base_url)
+    client_class: Any = _client_class()
+    client: CourtListener = client_class(api_token=api_token, transport=transport, base_url=base_url)
+    return client
 
 
 def _date(value: Any) -> datetime.date | None:

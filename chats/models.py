@@ -9,7 +9,6 @@ and the benchmarks name them.
 from __future__ import annotations
 
 import uuid
-from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
@@ -156,8 +155,16 @@ class CaselawOpinion(models.Model):
         return self.case_name
 
 
+class VerificationMethod(models.TextChoices):
+    """How a stored quote was verified (``chats.verification``); the ledger copies it as the entry's status."""
+
+    EXACT_MATCH = "exact_match"
+    TOLERANT_MATCH = "tolerant_match"
+
+
 def _offsets_and_method_constraints(table: str) -> list[models.BaseConstraint]:
-    """The rules shared by both quote tables: a quote is a real, ordered span of its source."""
+    """The rules shared by both quote tables: a quote is a real, ordered span of its source, verified by a
+    known method with a confidence in 0..1 (so every row has a shape the citation ledger can hold)."""
     return [
         # Offsets index into the source text: negative offsets cannot point anywhere.
         models.CheckConstraint(
@@ -171,11 +178,11 @@ def _offsets_and_method_constraints(table: str) -> list[models.BaseConstraint]:
             name=f"{table}_offsets_ordered",
             violation_error_message="source_offset_end must be >= source_offset_start.",
         ),
-        # A stored quote was verified somehow; an empty method would hide how.
+        # A stored quote says how it was verified, by a method the ledger and the reviewers know.
         models.CheckConstraint(
-            condition=~Q(verification_method=""),
-            name=f"{table}_method_not_empty",
-            violation_error_message="verification_method must not be empty.",
+            condition=Q(verification_method__in=VerificationMethod.values),
+            name=f"{table}_method_known",
+            violation_error_message="verification_method must be one of: " + ", ".join(VerificationMethod.values) + ".",
         ),
         # Confidence is a probability-like score; outside 0..1 it means nothing.
         models.CheckConstraint(
@@ -197,8 +204,8 @@ class MessageCitation(models.Model):
     quote = models.TextField()
     source_offset_start = models.IntegerField()
     source_offset_end = models.IntegerField()
-    verification_method = models.CharField(max_length=32)
-    verification_confidence = models.DecimalField(max_digits=4, decimal_places=3, default=Decimal("1.000"))
+    verification_method = models.CharField(max_length=32, choices=VerificationMethod.choices)
+    verification_confidence = models.FloatField(default=1.0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -219,7 +226,7 @@ class MessageCaselawCitation(models.Model):
     quote = models.TextField()
     source_offset_start = models.IntegerField()
     source_offset_end = models.IntegerField()
-    verification_method = models.CharField(max_length=32)
+    verification_method = models.CharField(max_length=32, choices=VerificationMethod.choices)
     verification_confidence = models.FloatField(default=1.0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 

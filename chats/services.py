@@ -3,9 +3,9 @@
 :func:`finalize_turn` is the one way a chat turn ends, whatever the view
 (single-shot, streamed tool loop, resume) or outcome (complete, interrupted,
 failed). It verifies every claimed quote against its source, persists the
-assistant message and its per-turn rows in one transaction, and then (after
-commit) sends :data:`chats.signals.post_finalize` so that layers built on top
-(the citation ledger) see every turn.
+assistant message and its per-turn rows in one transaction, and sends
+:data:`chats.signals.post_finalize` inside that transaction, after the rows are
+written, so that records built on top (the citation ledger) commit with the turn.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import datetime
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 from uuid import UUID
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -108,10 +107,6 @@ def reopen_interrupted_turn(*, message: Message) -> bool:
     return bool(claimed)
 
 
-def _confidence_decimal(value: float) -> Decimal:
-    return Decimal(str(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)
-
-
 def _verify_claims(
     *, message: Message, claims: Sequence[ClaimedCitation]
 ) -> tuple[list[MessageCitation], list[MessageCaselawCitation], list[UnverifiedQuote]]:
@@ -158,7 +153,7 @@ def _verify_claims(
                     source_offset_start=match.start,
                     source_offset_end=match.end,
                     verification_method=match.method,
-                    verification_confidence=_confidence_decimal(match.confidence),
+                    verification_confidence=match.confidence,
                     created_at=now,
                 )
             )
@@ -218,12 +213,6 @@ def _tool_source_rows(
     return rows
 
 
-def _send_post_finalize(message: Message) -> None:
-    for receiver, result in post_finalize.send_robust(sender=Message, message=message):
-        if isinstance(result, Exception):
-            logger.error("post_finalize receiver %r failed for message %s", receiver, message.pk, exc_info=result)
-
-
 def finalize_turn(
     *,
     message: Message,
@@ -233,8 +222,11 @@ def finalize_turn(
     tool_sources: Sequence[ConsultedSource] = (),
 ) -> FinalizedTurn:
     """End a turn: verify its claimed quotes, persist the assistant message's final content and
-    status with its citation and tool-source rows in one transaction, then send ``post_finalize``.
+    status with its citation and tool-source rows, and send ``post_finalize``, all in one transaction.
 
+    The signal is sent after the rows are written and before the commit: what its receivers write
+    commits with the turn, and a receiver that raises rolls the whole turn back (a receiver whose
+    failure must not cost the turn, like the ledger's, catches it in a savepoint of its own).
     Unverified quotes are returned (for the response), never stored as citations. Can be called
     again on an ``interrupted`` message (resume): new rows are added and the signal fires again.
     A ``complete`` or ``failed`` turn is final and is refused.
@@ -256,9 +248,8 @@ def finalize_turn(
         MessageCitation.objects.bulk_create(kb)
         MessageCaselawCitation.objects.bulk_create(caselaw)
         MessageToolSource.objects.bulk_create(sources)
-        # After commit: receivers (the ledger) can neither roll back the turn nor see a turn
-        # that later rolls back; robust, so a failing receiver cannot turn a committed turn into an error.
-        transaction.on_commit(lambda: _send_post_finalize(message), robust=True)
+        # Inside the transaction: records of the turn (the ledger) exist exactly when the turn does.
+        post_finalize.send(sender=Message, message=message)
     if unverified:
         logger.info("turn %s: %d claimed quote(s) did not verify", message.pk, len(unverified))
     return FinalizedTurn(

@@ -11,16 +11,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
-from courtlistener import CourtListener, CourtListenerAPIError
 from django.conf import settings
 
 from chats import courtlistener
 from chats.models import CaselawOpinion, MessageToolSource
 from chats.retrieval import passages, rank_passages, rank_sources
 from chats.services import ConsultedSource
+
+if TYPE_CHECKING:
+    from courtlistener import CourtListener
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +90,8 @@ class CaselawSearchTool:
     def _fetch_courtlistener(self, query: str) -> list[CaselawOpinion]:
         if self.courtlistener_client is None:
             return []
+        from courtlistener import CourtListenerAPIError  # imported with the client: see chats.courtlistener
+
         try:
             return courtlistener.search_and_materialize(self.courtlistener_client, query, limit=self.limit)
         except (CourtListenerAPIError, httpx.HTTPError, ValueError, KeyError, TypeError) as exc:

@@ -2,10 +2,9 @@
 
 The mapping from source rows to ledger entries is defined once, here: each ledger column's SQL
 expression over a source row (:func:`_entry_values`, with :data:`SOURCE_MAPPINGS`), inserted by
-``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. :func:`assemble_turns` (turns just finalized, by the
-ledger writer or the receiver; :func:`assemble` for one) and ``manage.py backfill_ledger`` (ranges of
-rows, in bulk: :func:`insert_sql`, :func:`counted_insert_sql`) all execute it, so the paths cannot drift
-apart.
+``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. :func:`assemble` (one turn, inside the turn's
+transaction, from the ``post_finalize`` receiver) and ``manage.py backfill_ledger`` (ranges of rows, in
+bulk: :func:`insert_sql`, :func:`counted_insert_sql`) both execute it, so the paths cannot drift apart.
 
 Why SQL rather than ``bulk_create``: the insert is set-based (constant query
 count), and conflicts are skipped by the unique constraints, not by a
@@ -13,21 +12,17 @@ read-then-write check, so two processes assembling the same turn at once never
 create a second entry. Rows are inserted in mapping order, then source-id order,
 so that concurrent writers take index locks in the same order and cannot deadlock.
 
-On PostgreSQL :func:`assemble_turns` runs the three selects as one statement
-(:func:`assemble_sql`): a batch of turns costs one round trip, one plan and one
-commit (``benchmarks/RESULTS.md``).
-
-Rows whose shape the ledger cannot hold (an empty or ``provenance``
-verification method on a quote, a confidence outside 0..1, an empty kind) are
-filtered out by :attr:`SourceMapping.valid` so the insert never violates a
-check constraint; :func:`assemble_turns` logs each one with its id and message.
+The quote tables' own constraints (a known verification method, a confidence in
+0..1) make every row they hold one the ledger can hold. Rows written before
+those constraints that the ledger cannot hold are filtered out by
+:attr:`SourceMapping.valid`, so the insert never violates a check constraint;
+``backfill_ledger`` counts and reports them.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -74,7 +69,7 @@ SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
         fk_column="message_citation_id",
         source_kind=f"'{SourceKind.KB_DOCUMENT.value}'",
         verification_status="s.verification_method",
-        confidence="CAST(s.verification_confidence AS DOUBLE PRECISION)",
+        confidence="s.verification_confidence",
         provider="CAST(NULL AS VARCHAR)",
         retrieved_at="CAST(NULL AS TIMESTAMPTZ)",
         valid=_QUOTE_VALID,
@@ -116,7 +111,7 @@ def source_from_sql(mapping: SourceMapping) -> str:
     return f"{mapping.table} s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id {mapping.joins}"
 
 
-def _entry_values(mapping: SourceMapping, *, vendor: str) -> list[tuple[str, str]]:
+def _entry_values(mapping: SourceMapping, *, vendor: str, created_at: str = "%s") -> list[tuple[str, str]]:
     """The mapping proper: each ledger column with the SQL expression that fills it from a source row (over
     ``s``/``m``/``c`` and ``mapping.joins``; ``created_at`` is the statement's first parameter)."""
     return [
@@ -131,15 +126,15 @@ def _entry_values(mapping: SourceMapping, *, vendor: str) -> list[tuple[str, str
         ("provider", mapping.provider),
         ("retrieved_at", mapping.retrieved_at),
         ("treatment_id", "CAST(NULL AS UUID)"),
-        ("created_at", "%s"),
+        ("created_at", created_at),
     ]
 
 
 _LEDGER_COLUMNS = ", ".join(column for column, _ in _entry_values(SOURCE_MAPPINGS[0], vendor="postgresql"))
 
 
-def _source_select(mapping: SourceMapping, *, vendor: str, where: str) -> str:
-    values = ", ".join(expression for _, expression in _entry_values(mapping, vendor=vendor))
+def _source_select(mapping: SourceMapping, *, vendor: str, where: str, created_at: str = "%s") -> str:
+    values = ", ".join(expression for _, expression in _entry_values(mapping, vendor=vendor, created_at=created_at))
     # Built only from this module's constants and callers' fixed predicates; values go in as parameters.
     return f"SELECT {values} FROM {source_from_sql(mapping)} WHERE ({mapping.valid}) AND ({where})"  # noqa: S608
 
@@ -184,47 +179,40 @@ def insert_sql(
     )
 
 
-def invalid_rows_sql(*, where: str) -> str:
-    """The ``(table, id, message_id)`` of source rows matching ``where`` (a predicate over ``s`` alone) that the
-    ledger cannot hold, across all tables; its parameters are those of ``where``, once per source table."""
-    return " UNION ALL ".join(_invalid_select(m, where=where) for m in SOURCE_MAPPINGS)
+def assemble_sql(*, bounded: bool) -> str:
+    """PostgreSQL: one statement writing the entries of one turn's rows of every source table; it returns
+    the number of entries created.
 
-
-def _invalid_select(mapping: SourceMapping, *, where: str, extra_columns: str = "") -> str:
-    m = mapping
-    return (
-        f"SELECT '{m.table}', s.id, s.message_id{extra_columns} FROM {m.table} s "  # noqa: S608
-        f"WHERE NOT ({m.valid}) AND ({where})"
-    )
-
-
-def assemble_sql(*, where: str) -> str:
-    """PostgreSQL: one statement writing the entries of every source table's rows matching ``where`` (a
-    predicate over ``s`` alone) and returning ``(table, id, message_id, created)`` rows: first
-    ``(NULL, NULL, NULL, number of entries created)``, then one row per source row the ledger cannot hold
-    (see :func:`invalid_rows_sql`).
-
-    The statement is the per-table selects of :func:`insert_sql`, as one ``UNION ALL`` whose branches are
-    read in order (mapping order, then source id: the lock order every writer uses) and fed to one
-    ``INSERT ... ON CONFLICT DO NOTHING``. Parameters: ``created_at`` then those of ``where``, once per
-    source table; then those of ``where`` once per source table again (the invalid rows).
+    The per-table selects of :func:`insert_sql`, as one ``UNION ALL`` whose branches are read in order
+    (mapping order, then source id: the lock order every writer uses), feed one ``INSERT ... ON CONFLICT DO
+    NOTHING``. Named parameters: ``created_at`` and ``message_id``; when ``bounded``, also ``lock_timeout``
+    and ``statement_timeout``: the values the outer ``SELECT`` puts back once the insert has run (see
+    :data:`_BOUND_SQL`, which set the bound).
     """
     selects = " UNION ALL ".join(
-        f"({_source_select(m, vendor='postgresql', where=where)} ORDER BY s.id)" for m in SOURCE_MAPPINGS
+        f"({_source_select(m, vendor='postgresql', where='s.message_id = %(message_id)s', created_at='%(created_at)s')}"
+        " ORDER BY s.id)"
+        for m in SOURCE_MAPPINGS
+    )
+    restore = (
+        ", set_config('lock_timeout', %(lock_timeout)s, true), "
+        "set_config('statement_timeout', %(statement_timeout)s, true)"
+        if bounded
+        else ""
     )
     return (
         f"WITH written AS (INSERT INTO {LEDGER_TABLE} ({_LEDGER_COLUMNS}) {selects} "  # noqa: S608
-        "ON CONFLICT DO NOTHING RETURNING 1) "
-        "SELECT NULL, NULL, NULL, count(*) FROM written UNION ALL "
-        + " UNION ALL ".join(_invalid_select(m, where=where, extra_columns=", NULL") for m in SOURCE_MAPPINGS)
+        f"ON CONFLICT DO NOTHING RETURNING 1) SELECT count(*){restore} FROM written"
     )
 
 
-def assemble_statement(message_ids: Sequence[UUID | str], created_at: Any) -> tuple[str, list[Any]]:
-    """PostgreSQL: :func:`assemble_sql` for the rows of ``message_ids``, with its parameters in order."""
-    tables = len(SOURCE_MAPPINGS)
-    ids = list(message_ids)
-    return assemble_sql(where="s.message_id = ANY(%s)"), [created_at, ids] * tables + [ids] * tables
+# Bounds the time the next statements may wait on locks and run, for the rest of the current
+# (sub)transaction, and returns the limits in force before (the inner query reads them first).
+_BOUND_SQL = (
+    "SELECT old.lock_timeout, old.statement_timeout, set_config('lock_timeout', %(limit)s, true), "
+    "set_config('statement_timeout', %(limit)s, true) FROM (SELECT current_setting('lock_timeout') AS lock_timeout, "
+    "current_setting('statement_timeout') AS statement_timeout OFFSET 0) AS old"
+)
 
 
 def db_value(value: object) -> Any:
@@ -238,47 +226,31 @@ def db_value(value: object) -> Any:
     return value
 
 
-def assemble(message: Message) -> int:
-    """Write one ledger entry for each citation and tool-source row of ``message``; see :func:`assemble_turns`."""
-    return assemble_turns([message.pk])
+def assemble(message: Message, *, timeout: float | None = None) -> int:
+    """Write one ledger entry for each citation and tool-source row of ``message``; return how many were created.
 
-
-def assemble_turns(message_ids: Sequence[UUID]) -> int:
-    """Write one ledger entry for each citation and tool-source row of the messages ``message_ids``.
-
-    All or nothing, idempotent and race-safe (conflicts on the per-row unique constraints are skipped).
-    Runs a constant number of queries whatever the number of messages and rows: on PostgreSQL one
-    statement (:func:`assemble_sql`), elsewhere one insert per source table and one check for rows it
-    cannot hold. Inside a caller's transaction it runs in a savepoint, so that a failure leaves that
-    transaction usable. Rows the ledger cannot hold are logged with their ids. Returns the number of
-    entries created.
+    All or nothing (in a savepoint inside the caller's transaction, so a failure leaves that transaction
+    usable), idempotent and race-safe (conflicts on the per-row unique constraints are skipped). A constant
+    number of queries whatever the number of rows: on PostgreSQL one statement (:func:`assemble_sql`),
+    elsewhere one insert per source table. With ``timeout`` (seconds, PostgreSQL) the statement may wait on
+    locks and run for no longer than that: past it, it fails (``lock_timeout``/``statement_timeout``), and
+    the caller's own limits are back in force afterwards, whether it failed or not.
     """
-    if not message_ids:
-        return 0
-    ids = [db_value(message_id) for message_id in message_ids]
+    message_id = db_value(message.pk)
     now = db_value(timezone.now())
-    if connection.vendor == "postgresql":
-        # One statement is a transaction of its own; in the caller's, it needs a savepoint.
-        with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
-            sql, params = assemble_statement(ids, now)
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        created = next(count for table, _, _, count in rows if table is None)
-        invalid = [(table, row_id, message_id) for table, row_id, message_id, _ in rows if table is not None]
-    else:
-        where = f"s.message_id IN ({', '.join(['%s'] * len(ids))})"
-        created = 0
-        with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            created = 0
             for mapping in SOURCE_MAPPINGS:
-                cursor.execute(insert_sql(mapping, vendor=connection.vendor, where=where), [now, *ids])
+                sql = insert_sql(mapping, vendor=connection.vendor, where="s.message_id = %s")
+                cursor.execute(sql, [now, message_id])
                 created += max(cursor.rowcount, 0)
-            cursor.execute(invalid_rows_sql(where=where), ids * len(SOURCE_MAPPINGS))
-            invalid = cursor.fetchall()
-    for table, row_id, message_id in invalid:
-        logger.warning(
-            "ledger: skipped %s row %s of message %s: its verification shape cannot be held by the ledger",
-            table,
-            UUID(str(row_id)),
-            UUID(str(message_id)),
-        )
+            return created
+        params: dict[str, Any] = {"created_at": now, "message_id": message_id}
+        if timeout is not None:
+            # Limits set in the savepoint are undone by its rollback if the insert fails; restored by it if not.
+            cursor.execute(_BOUND_SQL, {"limit": f"{max(1, round(timeout * 1000))}ms"})
+            params["lock_timeout"], params["statement_timeout"], *_ = cursor.fetchone()
+        cursor.execute(assemble_sql(bounded=timeout is not None), params)
+        created, *_ = cursor.fetchone()
     return int(created)

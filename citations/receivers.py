@@ -9,29 +9,26 @@ from django.conf import settings
 
 from chats.models import Message
 from citations import ledger
-from citations.writer import writer
 
 logger = logging.getLogger(__name__)
 
 
 def assemble_ledger_on_finalize(sender: type[Message], message: Message, **kwargs: Any) -> None:
-    """Have the ledger entries of a finalized turn written; a ledger failure never breaks the turn.
+    """Write the ledger entries of a turn being finalized, in the turn's own transaction.
 
-    ``chats.services.finalize_turn`` sends ``post_finalize`` from ``transaction.on_commit``, so the turn is
-    already committed when this runs and nothing here can roll it back. By default the turn is handed to
-    the ledger writer (``citations.writer``), which writes its entries just after, off the request. With
-    ``LQAI_LEDGER_WRITE=inline`` they are written here: ``assemble()`` is all or nothing, and if the signal
-    is ever sent inside a transaction it runs in a savepoint whose rollback leaves the enclosing
-    transaction (and the connection) usable after a failure.
+    ``chats.services.finalize_turn`` sends ``post_finalize`` inside its transaction, so the entries commit
+    with the turn (and roll back with it). This is the one place that keeps a ledger failure from breaking
+    the turn: ``ledger.assemble`` runs in a savepoint, bounded by ``LQAI_LEDGER_TIMEOUT`` seconds of lock
+    waits and execution; if it fails, the savepoint is rolled back, the failure is logged with the message
+    id, and the turn goes on and commits without entries, for ``backfill_ledger`` to repair.
     """
-    if settings.LQAI_LEDGER_WRITE == "deferred":
-        writer.submit(message.pk)
-        return
     try:
-        created = ledger.assemble(message)
+        created = ledger.assemble(message, timeout=settings.LQAI_LEDGER_TIMEOUT)
     except Exception:
         logger.exception(
-            "ledger: assembly failed for message %s; run `manage.py backfill_ledger` to repair", message.pk
+            "ledger: assembly failed for message %s; the turn is saved without its entries: "
+            "run `manage.py backfill_ledger` to repair",
+            message.pk,
         )
         return
-    logger.info("ledger: %d entries created for message %s", created, message.pk)
+    logger.debug("ledger: %d entries created for message %s", created, message.pk)

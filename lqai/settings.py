@@ -10,10 +10,8 @@ Environment variables:
   embedded SQLite file under ``var/``.
 - ``LQAI_ASSISTANT_BACKEND``: dotted path of the assistant backend class.
 - ``LQAI_MAX_MESSAGE_CHARS``: the longest user message accepted.
-- ``LQAI_LEDGER_WRITE``: ``deferred`` (the default on PostgreSQL): a turn's ledger
-  entries are written just after it, off the request, by the ledger writer
-  (``citations/writer.py``); ``inline`` (the default, and the only choice, on SQLite,
-  which has one writer at a time): written before the response.
+- ``LQAI_LEDGER_TIMEOUT``: seconds the ledger write of a turn may wait on locks and
+  run before it is given up as a ledger failure (the turn still commits; default 2).
 - ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
 - ``LOG_LEVEL``: the root log level (default ``INFO``).
 """
@@ -50,6 +48,16 @@ def env_int(name: str, *, default: int) -> int:
         return int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={value!r} is not an integer.") from None
+
+
+def env_float(name: str, *, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number.") from None
 
 
 def database_from_env() -> dict[str, object]:
@@ -95,6 +103,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "chats.apps.ChatsConfig",
     "citations.apps.CitationsConfig",
+    "demo.apps.DemoConfig",
 ]
 
 MIDDLEWARE = [
@@ -169,19 +178,11 @@ LQAI_ASSISTANT_BACKEND = os.environ.get("LQAI_ASSISTANT_BACKEND", "chats.assista
 LQAI_MAX_MESSAGE_CHARS = env_int("LQAI_MAX_MESSAGE_CHARS", default=8000)
 COURTLISTENER_API_TOKEN = os.environ.get("COURTLISTENER_API_TOKEN", "")
 
-# When a finalized turn's ledger entries are written (see citations/writer.py for why deferred). SQLite
-# takes one writer at a time: a writer thread there would only wait behind the requests' own writes.
-LEDGER_WRITE_MODES = ("deferred", "inline")
-_ON_POSTGRESQL = str(DATABASES["default"]["ENGINE"]).endswith("postgresql")
-LQAI_LEDGER_WRITE = os.environ.get("LQAI_LEDGER_WRITE", "").strip().lower() or (
-    "deferred" if _ON_POSTGRESQL else "inline"
-)
-if LQAI_LEDGER_WRITE not in LEDGER_WRITE_MODES:
-    raise ImproperlyConfigured(
-        f"LQAI_LEDGER_WRITE={os.environ['LQAI_LEDGER_WRITE']!r} is not one of: {', '.join(LEDGER_WRITE_MODES)}."
-    )
-if LQAI_LEDGER_WRITE == "deferred" and not _ON_POSTGRESQL:
-    raise ImproperlyConfigured("LQAI_LEDGER_WRITE=deferred needs PostgreSQL; on SQLite the ledger is written inline.")
+# How long (seconds) a turn's ledger write may wait on locks and run, inside the turn's transaction,
+# before it is given up as a ledger failure (logged; the turn commits; backfill_ledger repairs it).
+LQAI_LEDGER_TIMEOUT = env_float("LQAI_LEDGER_TIMEOUT", default=2.0)
+if LQAI_LEDGER_TIMEOUT <= 0:
+    raise ImproperlyConfigured(f"LQAI_LEDGER_TIMEOUT={LQAI_LEDGER_TIMEOUT} must be a positive number of seconds.")
 
 LOGGING = {
     "version": 1,

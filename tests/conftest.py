@@ -14,7 +14,6 @@ from rest_framework.test import APIClient
 
 from chats.assistant import Script, ScriptedBackend
 from chats.models import CaselawOpinion, Chat
-from citations.writer import writer
 from tests import factories
 
 
@@ -87,6 +86,35 @@ def ledger_refuses_every_row() -> Iterator[None]:
             cursor.execute("ALTER TABLE citation_ledger_entry DROP CONSTRAINT IF EXISTS test_refuse_all")
 
 
+QUOTE_CHECKS = {
+    "message_citations": ("message_citations_method_known", "message_citations_confidence_range"),
+    "message_caselaw_citations": (
+        "message_caselaw_citations_method_known",
+        "message_caselaw_citations_confidence_range",
+    ),
+}
+
+
+@pytest.fixture
+def quote_checks_off(db: None) -> Iterator[None]:
+    """Quote rows as they could be written before the quote tables' checks (an unknown method, a confidence
+    outside 0..1). PostgreSQL: the checks are dropped inside the test's transaction, whose rollback restores
+    them; SQLite: check constraints are ignored for the connection until the test ends."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            for table, constraints in QUOTE_CHECKS.items():
+                for constraint in constraints:
+                    cursor.execute(f"ALTER TABLE {table} DROP CONSTRAINT {constraint}")
+        else:
+            cursor.execute("PRAGMA ignore_check_constraints = ON")
+    try:
+        yield
+    finally:
+        if connection.vendor != "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("PRAGMA ignore_check_constraints = OFF")
+
+
 @pytest.fixture
 def committed_matter_chat(db: None) -> tuple[APIClient, Chat]:
     """For ``transaction=True`` tests: alice's client and a chat of her matter, which has a KB document."""
@@ -96,19 +124,6 @@ def committed_matter_chat(db: None) -> tuple[APIClient, Chat]:
     client = APIClient()
     client.force_authenticate(user=user)
     return client, factories.ChatFactory.create(project=project, owner=user)
-
-
-@pytest.fixture
-def ledger_write_as_shipped(settings: LazySettings) -> Iterator[None]:
-    """The ledger written as shipped for the backend: on PostgreSQL by the ledger writer's thread, on its own
-    connection (so the test must commit for real: ``transaction=True``), on SQLite inline. Afterwards the
-    writer is stopped, its connection closed, and nothing may be left unwritten."""
-    settings.LQAI_LEDGER_WRITE = "deferred" if connection.vendor == "postgresql" else "inline"
-    try:
-        yield
-    finally:
-        assert writer.stop(timeout=30), "the ledger writer did not stop"
-        assert writer.pending == 0
 
 
 def this_test_database_url() -> str:

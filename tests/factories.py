@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import factory
 from django.contrib.auth.models import User
 from django.utils import timezone
@@ -104,7 +102,7 @@ class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCit
     source_offset_start = factory.LazyAttribute(lambda c: c.document.content.find(c.quote))
     source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
     verification_method = "exact_match"
-    verification_confidence = Decimal("1.000")
+    verification_confidence = 1.0
 
 
 class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.MessageCaselawCitation]):

@@ -14,7 +14,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -121,7 +120,7 @@ def test_backfill_writes_the_same_entries_as_assemble() -> None:
     # Given turns with every kind of source row and varied verification shapes
     first = make_turn(kb=2, caselaw=2, tool_kinds=("caselaw", "mcp", "westlaw"))
     factories.MessageCitationFactory.create(
-        message=first, verification_method="tolerant_match", verification_confidence=Decimal("0.875")
+        message=first, verification_method="tolerant_match", verification_confidence=0.875
     )
     factories.MessageCaselawCitationFactory.create(
         message=first, verification_method="tolerant_match", verification_confidence=0.93
@@ -647,8 +646,10 @@ def test_the_service_refuses_bad_values() -> None:
 # --- Rows the ledger cannot hold -----------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("quote_checks_off")
 def test_invalid_rows_are_skipped_counted_and_reported_never_fatal() -> None:
-    # Given a turn with two quotes whose verification shape the ledger cannot hold
+    # Given a turn with two quotes whose verification shape the ledger cannot hold (written before the
+    # quote tables' checks refused such rows)
     message = make_turn()
     factories.MessageCitationFactory.create(message=message, verification_method="provenance")
     factories.MessageCaselawCitationFactory.create(message=message, verification_method="provenance")

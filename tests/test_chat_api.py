@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 from uuid import uuid4
 
@@ -305,10 +304,7 @@ def test_single_shot_turn_reports_unverified_and_malformed_claims_and_stores_onl
     entry = CitationLedgerEntry.objects.get(
         message_id=message_id, source_kind="kb_document", verification_status=TOLERANT_MATCH
     )
-    assert (
-        Decimal(str(entry.confidence))
-        == MessageCitation.objects.get(verification_method=TOLERANT_MATCH).verification_confidence
-    )
+    assert entry.confidence == MessageCitation.objects.get(verification_method=TOLERANT_MATCH).verification_confidence
 
 
 def test_a_backend_error_in_a_single_shot_turn_is_a_502_with_the_failed_turn_persisted(

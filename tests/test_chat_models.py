@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -77,14 +76,15 @@ INVALID: dict[str, tuple[Callable[..., Model], dict[str, Any]]] = {
     "messages_status_valid": (_message, {"status": "archived"}),
     "message_citations_offset_start_non_negative": (_kb_citation, {"source_offset_start": -1}),
     "message_citations_offsets_ordered": (_kb_citation, {"source_offset_start": 10, "source_offset_end": 5}),
-    "message_citations_method_not_empty": (_kb_citation, {"verification_method": ""}),
-    "message_citations_confidence_range": (_kb_citation, {"verification_confidence": Decimal("1.001")}),
+    # A method the ledger cannot hold for a quote: it would be refused there, so it is refused here.
+    "message_citations_method_known": (_kb_citation, {"verification_method": "provenance"}),
+    "message_citations_confidence_range": (_kb_citation, {"verification_confidence": 1.001}),
     "message_caselaw_citations_offset_start_non_negative": (_caselaw_citation, {"source_offset_start": -3}),
     "message_caselaw_citations_offsets_ordered": (
         _caselaw_citation,
         {"source_offset_start": 9, "source_offset_end": 2},
     ),
-    "message_caselaw_citations_method_not_empty": (_caselaw_citation, {"verification_method": ""}),
+    "message_caselaw_citations_method_known": (_caselaw_citation, {"verification_method": ""}),
     "message_caselaw_citations_confidence_range": (_caselaw_citation, {"verification_confidence": -0.1}),
     "message_tool_sources_kind_not_empty": (_tool_source, {"source_kind": ""}),
 }
@@ -114,7 +114,7 @@ def test_valid_rows_pass_full_clean() -> None:
 
 
 def test_confidence_bounds_are_inclusive() -> None:
-    _kb_citation(verification_confidence=Decimal("0.000")).full_clean()
+    _kb_citation(verification_confidence=0.0).full_clean()
     _caselaw_citation(verification_confidence=1.0).full_clean()
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 
 import pytest
+from django.conf import LazySettings
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from chats.models import (
     CaselawOpinion,
@@ -40,9 +42,10 @@ def _entries_match_rows() -> None:
     assert CitationLedgerEntry.objects.filter(project=project).count() == rows
 
 
-# transaction=True: the ledger is written after commit, as in production (on PostgreSQL by the ledger writer).
+# transaction=True: every turn commits for real, as in production.
 @pytest.mark.django_db(transaction=True)
-def test_the_demo_runs_twice_without_duplicating_anything(ledger_write_as_shipped: None) -> None:
+def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings) -> None:
+    settings.DEBUG = True
     first = _run_demo()
 
     assert "Turn: single-shot" in first
@@ -66,6 +69,16 @@ def test_the_demo_runs_twice_without_duplicating_anything(ledger_write_as_shippe
     _entries_match_rows()
     # The output is the same but for ids and times.
     assert second.count("\n") == first.count("\n") + 1  # the "replaced" line only in the second
+
+
+def test_the_demo_refuses_to_run_without_debug_and_creates_nothing(settings: LazySettings, db: None) -> None:
+    settings.DEBUG = False
+
+    with pytest.raises(CommandError, match="runs only with DEBUG on"):
+        call_command("demo", stdout=io.StringIO())
+
+    assert not User.objects.exists()
+    assert not Project.objects.exists()
 
 
 def test_serve_info_prints_the_admin_url_and_login(db: None) -> None:

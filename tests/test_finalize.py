@@ -1,13 +1,11 @@
-"""``chats.services.finalize_turn``: what a turn persists, what it refuses, and the ledger entries that
-follow it through ``post_finalize`` (sent after commit; here run with
-``django_capture_on_commit_callbacks(execute=True)``, or for real in ``transaction=True`` tests)."""
+"""``chats.services.finalize_turn``: what a turn persists, what it refuses, and the ledger entries written
+with it through ``post_finalize`` (sent inside the turn's transaction, so they commit and roll back with it)."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import pytest
@@ -21,7 +19,6 @@ from tests import factories
 from tests.test_ledger import entries_by_source, expected_entry, mirrored
 
 T = TypeVar("T")
-CaptureOnCommit = Callable[..., AbstractContextManager[list[Callable[[], Any]]]]
 
 KB_QUOTE = "must ultimately be satisfied"
 # Extra whitespace: verifies as a tolerant match, so confidence < 1 and the method is not the default one.
@@ -35,14 +32,9 @@ def _assistant_message(chat: Chat | None = None) -> Message:
     )
 
 
-def _finalize(
-    capture: CaptureOnCommit, *, message: Message, status: str = Message.Status.COMPLETE, **kwargs: Any
-) -> FinalizedTurn:
-    """finalize_turn, then the on-commit work it scheduled (exactly one callback: the signal)."""
-    with capture(execute=True) as callbacks:
-        turn = finalize_turn(message=message, content="The answer.", status=status, **kwargs)
-    assert len(callbacks) == 1
-    return turn
+def _finalize(*, message: Message, status: str = Message.Status.COMPLETE, **kwargs: Any) -> FinalizedTurn:
+    """finalize_turn with a fixed answer."""
+    return finalize_turn(message=message, content="The answer.", status=status, **kwargs)
 
 
 def _in_another_connection(read: Callable[[], T]) -> T:
@@ -69,7 +61,7 @@ def _in_another_connection(read: Callable[[], T]) -> T:
 
 
 @pytest.mark.django_db
-def test_a_turn_gets_one_mirroring_entry_per_row(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+def test_a_turn_gets_one_mirroring_entry_per_row() -> None:
     # Given a message of a matter with a KB document, and a materialized opinion
     message = _assistant_message()
     document = factories.DocumentFactory.create(project=message.chat.project)
@@ -77,7 +69,6 @@ def test_a_turn_gets_one_mirroring_entry_per_row(django_capture_on_commit_callba
 
     # When the turn ends with a quote from each and one caselaw search result consulted
     turn = _finalize(
-        django_capture_on_commit_callbacks,
         message=message,
         claimed_citations=[
             ClaimedCitation(KB_QUOTE, document_id=document.pk),
@@ -108,12 +99,11 @@ def test_a_turn_gets_one_mirroring_entry_per_row(django_capture_on_commit_callba
 
 
 @pytest.mark.django_db
-def test_an_mcp_source_in_a_matter_less_chat(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+def test_an_mcp_source_in_a_matter_less_chat() -> None:
     message = _assistant_message(factories.ChatFactory.create(project=None))
     opinion = factories.CaselawOpinionFactory.create()
 
     turn = _finalize(
-        django_capture_on_commit_callbacks,
         message=message,
         claimed_citations=[ClaimedCitation(KB_QUOTE, opinion_id=opinion.pk)],
         tool_sources=[ConsultedSource(source_kind="mcp", tool="mcp:westlaw.search", label="Westlaw result")],
@@ -130,12 +120,11 @@ def test_an_mcp_source_in_a_matter_less_chat(django_capture_on_commit_callbacks:
 
 
 @pytest.mark.django_db
-def test_a_kb_only_turn_gets_exactly_one_kb_entry(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+def test_a_kb_only_turn_gets_exactly_one_kb_entry() -> None:
     message = _assistant_message()
     document = factories.DocumentFactory.create(project=message.chat.project)
 
     turn = _finalize(
-        django_capture_on_commit_callbacks,
         message=message,
         claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
     )
@@ -146,10 +135,10 @@ def test_a_kb_only_turn_gets_exactly_one_kb_entry(django_capture_on_commit_callb
 
 
 @pytest.mark.django_db
-def test_a_turn_without_rows_gets_no_entry(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+def test_a_turn_without_rows_gets_no_entry() -> None:
     message = _assistant_message()
 
-    _finalize(django_capture_on_commit_callbacks, message=message)
+    _finalize(message=message)
 
     message.refresh_from_db()
     assert message.status == Message.Status.COMPLETE
@@ -157,25 +146,21 @@ def test_a_turn_without_rows_gets_no_entry(django_capture_on_commit_callbacks: C
 
 
 @pytest.mark.django_db
-def test_a_turn_rolled_back_by_its_caller_sends_nothing(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
-    # The signal is sent on commit: a caller's rollback takes the turn and its ledger work with it.
+def test_a_turn_rolled_back_by_its_caller_takes_its_entries_with_it() -> None:
+    # The entries are written in the turn's transaction: a caller's rollback takes both.
     message = _assistant_message()
     document = factories.DocumentFactory.create(project=message.chat.project)
 
-    with (  # noqa: PT012 - the failure must come after finalize_turn, inside the caller's block
-        django_capture_on_commit_callbacks(execute=True) as callbacks,
-        pytest.raises(RuntimeError),
-        transaction.atomic(),
-    ):
+    with pytest.raises(RuntimeError), transaction.atomic():  # noqa: PT012 - fails after finalize, inside the block
         finalize_turn(
             message=message,
             content="The answer.",
             status=Message.Status.COMPLETE,
             claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
         )
+        assert CitationLedgerEntry.objects.filter(message=message).count() == 1
         raise RuntimeError("the caller fails after finalizing")
 
-    assert callbacks == []
     assert not MessageCitation.objects.filter(message=message).exists()
     assert not CitationLedgerEntry.objects.exists()
 
@@ -184,13 +169,12 @@ def test_a_turn_rolled_back_by_its_caller_sends_nothing(django_capture_on_commit
 
 
 @pytest.mark.django_db
-def test_unverified_quotes_are_returned_not_stored(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+def test_unverified_quotes_are_returned_not_stored() -> None:
     message = _assistant_message()
     document = factories.DocumentFactory.create(project=message.chat.project)
     opinion = factories.CaselawOpinionFactory.create()
 
     turn = _finalize(
-        django_capture_on_commit_callbacks,
         message=message,
         claimed_citations=[
             ClaimedCitation(KB_QUOTE, document_id=document.pk),
@@ -209,16 +193,13 @@ def test_unverified_quotes_are_returned_not_stored(django_capture_on_commit_call
 
 
 @pytest.mark.django_db
-def test_a_quote_from_another_matters_document_is_unverified(
-    django_capture_on_commit_callbacks: CaptureOnCommit,
-) -> None:
+def test_a_quote_from_another_matters_document_is_unverified() -> None:
     # Given a document of another matter that does contain the quote
     message = _assistant_message()
     foreign = factories.DocumentFactory.create(project=factories.ProjectFactory.create())
     assert KB_QUOTE in foreign.content
 
     turn = _finalize(
-        django_capture_on_commit_callbacks,
         message=message,
         claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=foreign.pk)],
     )
@@ -230,12 +211,11 @@ def test_a_quote_from_another_matters_document_is_unverified(
 
 
 @pytest.mark.django_db
-def test_a_matter_less_chat_cannot_quote_a_kb_document(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+def test_a_matter_less_chat_cannot_quote_a_kb_document() -> None:
     message = _assistant_message(factories.ChatFactory.create(project=None))
     document = factories.DocumentFactory.create()
 
     turn = _finalize(
-        django_capture_on_commit_callbacks,
         message=message,
         claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
     )
@@ -246,11 +226,11 @@ def test_a_matter_less_chat_cannot_quote_a_kb_document(django_capture_on_commit_
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("status", [Message.Status.PENDING, Message.Status.STREAMING, "done"])
-def test_a_non_final_status_is_refused(status: str, django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+def test_a_non_final_status_is_refused(status: str) -> None:
     message = _assistant_message()
     document = factories.DocumentFactory.create(project=message.chat.project)
 
-    with django_capture_on_commit_callbacks() as callbacks, pytest.raises(ValueError, match="final status"):
+    with pytest.raises(ValueError, match="final status"):
         finalize_turn(
             message=message,
             content="The answer.",
@@ -258,9 +238,9 @@ def test_a_non_final_status_is_refused(status: str, django_capture_on_commit_cal
             claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
         )
 
-    assert callbacks == []
     message.refresh_from_db()
     assert (message.status, message.content) == (Message.Status.STREAMING, "")
+    assert not CitationLedgerEntry.objects.exists()
     assert not MessageCitation.objects.exists()
 
 
@@ -276,15 +256,12 @@ def test_a_user_message_cannot_end_a_turn() -> None:
 
 
 @pytest.mark.django_db
-def test_finalizing_an_interrupted_turn_again_adds_only_the_new_entries(
-    django_capture_on_commit_callbacks: CaptureOnCommit,
-) -> None:
+def test_finalizing_an_interrupted_turn_again_adds_only_the_new_entries() -> None:
     # Given a turn interrupted after one quote and one consulted source
     message = _assistant_message()
     document = factories.DocumentFactory.create(project=message.chat.project)
     opinion = factories.CaselawOpinionFactory.create()
     first = _finalize(
-        django_capture_on_commit_callbacks,
         message=message,
         status=Message.Status.INTERRUPTED,
         claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
@@ -295,7 +272,6 @@ def test_finalizing_an_interrupted_turn_again_adds_only_the_new_entries(
 
     # When the resumed turn completes with a new quote and a new source
     second = _finalize(
-        django_capture_on_commit_callbacks,
         message=message,
         claimed_citations=[ClaimedCitation(TOLERANT_CASELAW_QUOTE, opinion_id=opinion.pk)],
         tool_sources=[ConsultedSource(source_kind="mcp", tool="mcp:search", label="An MCP result")],
@@ -326,7 +302,7 @@ def test_a_ledger_failure_leaves_the_turn_committed_and_the_connection_usable(
     document = factories.DocumentFactory.create(project=message.chat.project)
     opinion = factories.CaselawOpinionFactory.create()
 
-    # When it is finalized for real (autocommit: the on-commit signal runs as finalize_turn's block commits)
+    # When it is finalized for real (the ledger write fails in its savepoint, inside the turn's transaction)
     with caplog.at_level(logging.ERROR, logger="citations.receivers"):
         turn = finalize_turn(
             message=message,
@@ -379,30 +355,50 @@ def test_a_finished_turn_cannot_be_finalized_again(status: str) -> None:
     assert message.content == "Final words."
 
 
-@pytest.mark.django_db
-def test_a_failing_receiver_neither_raises_nor_stops_the_ledger(
-    django_capture_on_commit_callbacks: CaptureOnCommit, caplog: pytest.LogCaptureFixture
-) -> None:
+# transaction=True: what is committed is read back from another connection.
+@pytest.mark.django_db(transaction=True)
+def test_a_failure_after_the_ledger_write_rolls_back_the_turn_and_its_entries() -> None:
+    # Given a receiver connected after the ledger's, which fails once the entries are written
     from chats.signals import post_finalize
 
-    def broken_receiver(sender: type[Message], message: Message, **kwargs: Any) -> None:
-        raise RuntimeError("a careless receiver")
+    written: list[int] = []
 
-    post_finalize.connect(broken_receiver, sender=Message, dispatch_uid="tests.broken_receiver")
+    def failing_after_the_ledger(sender: type[Message], message: Message, **kwargs: Any) -> None:
+        written.append(CitationLedgerEntry.objects.filter(message=message).count())
+        raise RuntimeError("a failure after the ledger write")
+
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+    post_finalize.connect(failing_after_the_ledger, sender=Message, dispatch_uid="tests.failing_after_the_ledger")
     try:
-        message = _assistant_message()
-        consulted = [ConsultedSource(source_kind="mcp", tool="docket_lookup", label="Docket 1")]
-        with caplog.at_level(logging.ERROR, logger="chats.services"):
-            _finalize(django_capture_on_commit_callbacks, message=message, tool_sources=consulted)
+        # When the turn is finalized
+        with pytest.raises(RuntimeError, match="after the ledger write"):
+            _finalize(
+                message=message,
+                claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
+                tool_sources=[ConsultedSource(source_kind="mcp", tool="docket_lookup", label="Docket 1")],
+            )
     finally:
-        post_finalize.disconnect(sender=Message, dispatch_uid="tests.broken_receiver")
-    assert CitationLedgerEntry.objects.filter(message=message).count() == 1
-    assert any(str(message.pk) in r.getMessage() and r.exc_info for r in caplog.records)
+        post_finalize.disconnect(sender=Message, dispatch_uid="tests.failing_after_the_ledger")
+
+    # Then the entries had been written inside the turn's transaction, and nothing of the turn is committed:
+    # neither its status, its rows nor its entries (nothing half-written)
+    assert written == [2]
+
+    def committed() -> tuple[str, int, int, int]:
+        return (
+            Message.objects.get(pk=message.pk).status,
+            MessageCitation.objects.filter(message_id=message.pk).count(),
+            MessageToolSource.objects.filter(message_id=message.pk).count(),
+            CitationLedgerEntry.objects.filter(message_id=message.pk).count(),
+        )
+
+    assert _in_another_connection(committed) == (Message.Status.STREAMING, 0, 0, 0)
 
 
 @pytest.mark.django_db
 def test_tool_metadata_is_fitted_to_its_columns_and_kindless_sources_are_dropped(
-    django_capture_on_commit_callbacks: CaptureOnCommit, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     message = _assistant_message()
     consulted = [
@@ -410,7 +406,7 @@ def test_tool_metadata_is_fitted_to_its_columns_and_kindless_sources_are_dropped
         ConsultedSource(source_kind="  ", tool="broken_tool", label="No kind"),
     ]
     with caplog.at_level(logging.WARNING, logger="chats.services"):
-        turn = _finalize(django_capture_on_commit_callbacks, message=message, tool_sources=consulted)
+        turn = _finalize(message=message, tool_sources=consulted)
     row = MessageToolSource.objects.get(message=message)
     assert (len(row.source_kind), len(row.tool), len(row.label), len(row.provider or ""), len(row.url)) == (
         32,

@@ -50,15 +50,15 @@ def test_bad_boolean_is_refused() -> None:
     assert "DEBUG='maybe' is not a boolean" in result.stderr
 
 
-def _ledger_write(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "LQAI_LEDGER_WRITE"}}
+def _ledger_timeout(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "LQAI_LEDGER_TIMEOUT"}}
     return subprocess.run(
         [
             sys.executable,
             "manage.py",
             "shell",
             "-c",
-            "from django.conf import settings; print(settings.LQAI_LEDGER_WRITE)",
+            "from django.conf import settings; print(settings.LQAI_LEDGER_TIMEOUT)",
         ],
         cwd=ROOT,
         env={**base, "DJANGO_SETTINGS_MODULE": "lqai.settings", "DEBUG": "1", **env},
@@ -68,30 +68,18 @@ def _ledger_write(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize(
-    ("env", "expected"),
-    [
-        ({"DATABASE_URL": "postgres://user@127.0.0.1:5432/lqai"}, "deferred"),
-        ({"DATABASE_URL": "postgres://user@127.0.0.1:5432/lqai", "LQAI_LEDGER_WRITE": "Inline"}, "inline"),
-        ({}, "inline"),
-    ],
-)
-def test_the_ledger_is_written_by_the_writer_on_postgresql_and_inline_on_sqlite(
-    env: dict[str, str], expected: str
-) -> None:
-    result = _ledger_write(env)
+@pytest.mark.parametrize(("env", "expected"), [({}, "2.0"), ({"LQAI_LEDGER_TIMEOUT": "0.5"}, "0.5")])
+def test_the_ledger_timeout_comes_from_the_environment(env: dict[str, str], expected: str) -> None:
+    result = _ledger_timeout(env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == expected
 
 
 @pytest.mark.parametrize(
-    ("env", "expected"),
-    [
-        ({"LQAI_LEDGER_WRITE": "later"}, "LQAI_LEDGER_WRITE='later' is not one of: deferred, inline"),
-        ({"LQAI_LEDGER_WRITE": "deferred"}, "LQAI_LEDGER_WRITE=deferred needs PostgreSQL"),
-    ],
+    ("value", "expected"),
+    [("soon", "LQAI_LEDGER_TIMEOUT='soon' is not a number"), ("0", "must be a positive number of seconds")],
 )
-def test_a_bad_ledger_write_mode_is_refused(env: dict[str, str], expected: str) -> None:
-    result = _ledger_write(env)
+def test_a_bad_ledger_timeout_is_refused(value: str, expected: str) -> None:
+    result = _ledger_timeout({"LQAI_LEDGER_TIMEOUT": value})
     assert result.returncode != 0
     assert expected in result.stderr

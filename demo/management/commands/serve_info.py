@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 
-from citations.demo import DEMO_PASSWORD, DEMO_USERNAME
+from demo.seed import DEMO_PASSWORD, DEMO_USERNAME
 
 
 class Command(BaseCommand):

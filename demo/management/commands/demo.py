@@ -1,22 +1,31 @@
 """``manage.py demo``: seed the demo matter, run real turns through the API, repair older turns
-with ``backfill_ledger``, and print each turn's ledger entries. Safe to run again."""
+with ``backfill_ledger``, and print each turn's ledger entries. Safe to run again.
+
+It creates (or resets) a superuser whose password is published in the README, so it refuses to run
+unless ``DEBUG`` is on: a development database, never a deployment's."""
 
 from __future__ import annotations
 
 import io
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from citations import demo
 from citations.models import CitationLedgerEntry
+from demo import seed as demo
 
 
 class Command(BaseCommand):
     help = "Run the demo: seed a matter, run chat turns through the API, backfill older turns, print the ledger."
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not settings.DEBUG:
+            raise CommandError(
+                "The demo creates a superuser with a published password, so it runs only with DEBUG on "
+                "(a development database). Run it with `make demo`, or set DEBUG=1. Nothing was created."
+            )
         out = self.stdout
         matter = demo.seed()
         removed = demo.reset_demo_chats(matter)

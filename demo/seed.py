@@ -16,7 +16,6 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,6 @@ from chats.models import (
 )
 from chats.verification import verify_quote
 from citations.models import CitationLedgerEntry
-from citations.writer import writer
 
 OPINIONS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 
@@ -232,7 +230,7 @@ def create_turns_without_ledger(matter: DemoMatter, *, count: int = 3) -> Chat:
                 source_offset_start=match.start,
                 source_offset_end=match.end,
                 verification_method=match.method,
-                verification_confidence=Decimal(str(round(match.confidence, 3))),
+                verification_confidence=round(match.confidence, 3),
                 created_at=when,
             )
         opinion_match = verify_quote(opinion_quote, opinion.text)
@@ -275,9 +273,6 @@ def source_label(entry: CitationLedgerEntry) -> str:
 
 
 def ledger_table(message: Message) -> list[str]:
-    # By default the entries are written just after the turn, by the ledger writer: wait for it.
-    if not writer.flush(timeout=30):
-        raise RuntimeError("the ledger writer did not write this turn's entries within 30 s")
     entries = (
         CitationLedgerEntry.objects.filter(message=message)
         .select_related("message_citation__document", "message_caselaw_citation__opinion", "message_tool_source")
