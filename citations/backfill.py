@@ -19,10 +19,9 @@ batches, or by a single message's rows.
 Why creation order: turns are written in that order, so a batch's messages and their source rows sit
 together on disk, and each batch reads (and, through the ledger's foreign-key checks at commit, locks)
 a few contiguous pages of each table. Walking message ids instead (random UUIDs) scattered every batch
-over every page: each page was read and re-locked by many batches, which on the 1M-row benchmark wrote
-40% more WAL than the raw SQL limit and took 1.2-1.4 x its time; in creation order both write the same
-WAL (``benchmarks/RESULTS.md``). Far beyond memory the difference is between reading each page once and
-reading it once per batch.
+over every page: each page was read and re-locked by many batches, writing more WAL and taking longer
+than the raw SQL limit (measured in ``benchmarks/RESULTS.md``). Far beyond memory the difference is
+between reading each page once and reading it once per batch.
 
 Each batch is one transaction with a statement timeout (``set_config(..., is_local => true)``, i.e.
 ``SET LOCAL``, on PostgreSQL) that takes one of two paths:
@@ -51,7 +50,7 @@ stale statistics, may pick a plan that reads whole tables per batch (a sequentia
 built from a whole table) or starts parallel workers. So sequential scans, hash and merge joins,
 parallel workers and JIT are switched off for the batch's transaction only; so are bitmap scans, which
 the planner picks for the per-message ledger lookups from the same stale statistics (thousands of rows
-expected, two or three found): plain index scans made a rerun about 10% faster at 1M rows.
+expected, two or three found), where plain index scans are faster (``benchmarks/RESULTS.md``).
 
 The counts rely on source rows not being edited once their entry exists (nothing edits them: a turn's
 rows are written once, by ``finalize_turn``); an entry kept for a row later made invalid could offset one

@@ -7,6 +7,9 @@ the chat domain depend on the layer above it (and invite import cycles).
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +105,21 @@ def test_the_checker_flags_an_import_of_citations(source: str) -> None:
 )
 def test_the_checker_accepts_other_imports(source: str) -> None:
     assert forbidden_imports(source, package="chats") == []
+
+
+def test_no_management_command_or_url_pays_for_the_courtlistener_sdk() -> None:
+    # Given a process that loads every app and the whole URLconf (every view, tool and backend module), as
+    # any manage.py command or a starting server does
+    probe = (
+        "import sys, django; django.setup(); import lqai.urls; "
+        "from django.core.management import call_command; call_command('check'); "
+        "print('courtlistener' in sys.modules)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "lqai.settings_test"}
+    env.pop("DATABASE_URL", None)
+    result = subprocess.run(  # noqa: S603 - this interpreter, a fixed probe
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    # Then the CourtListener SDK is not imported: only the caselaw tool's first CourtListener search imports it
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "False"

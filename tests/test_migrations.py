@@ -1,0 +1,76 @@
+"""Migrations that tighten a rule check existing rows first and stop, changing nothing, if any would break it."""
+
+from __future__ import annotations
+
+import importlib
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from tests import factories
+
+BEFORE = ("chats", "0003_messages_created_idx")
+TIGHTENING = ("chats", "0004_quote_rows_known_methods_and_float_confidence")
+Refused = importlib.import_module(f"chats.migrations.{TIGHTENING[1]}").RowsWouldViolateNewConstraints
+
+
+def _migrate(*targets: tuple[str, str]) -> MigrationExecutor:
+    executor = MigrationExecutor(connection)
+    executor.migrate(list(targets))
+    return MigrationExecutor(connection)  # a fresh loader sees what is applied now
+
+
+@pytest.fixture
+def chats_at_0003() -> Iterator[None]:
+    """The database with ``chats`` migrated back to just before the tightening; every app at its latest after."""
+    _migrate(BEFORE)
+    try:
+        yield
+    finally:
+        executor = MigrationExecutor(connection)
+        _migrate(*executor.loader.graph.leaf_nodes())
+
+
+def _constraints(table: str) -> set[str]:
+    with connection.cursor() as cursor:
+        return set(connection.introspection.get_constraints(cursor, table))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("chats_at_0003")
+def test_the_quote_rows_migration_refuses_rows_it_cannot_accept_and_applies_nothing() -> None:
+    # Given, before the migration, a KB quote whose method the ledger cannot hold (allowed until then)
+    citation = factories.MessageCitationFactory.create()
+    bad_id = uuid.uuid4()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO message_citations (id, message_id, document_id, quote, source_offset_start, "
+            "source_offset_end, verification_method, verification_confidence, created_at) "
+            "SELECT %s, message_id, document_id, quote, 0, 1, 'provenance', 1, created_at "
+            "FROM message_citations WHERE id = %s",
+            [bad_id.hex if connection.vendor == "sqlite" else bad_id, citation.pk.hex],
+        )
+
+    # When the migration runs, it stops with a clear message naming the offending row
+    with pytest.raises(Refused, match=r"chats\.0004 not applied") as refused:
+        _migrate(TIGHTENING)
+    assert str(bad_id) in str(refused.value) or bad_id.hex in str(refused.value)
+    assert "message_citations: 1 row(s)" in str(refused.value)
+
+    # Then nothing of it is applied: not recorded, no new constraint, the old one still there
+    executor = MigrationExecutor(connection)
+    assert TIGHTENING not in executor.loader.applied_migrations
+    assert "message_citations_method_known" not in _constraints("message_citations")
+    assert "message_citations_method_not_empty" in _constraints("message_citations")
+
+    # And once the row is corrected, it applies
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE message_citations SET verification_method = 'exact_match' WHERE verification_method = 'provenance'"
+        )
+    executor = _migrate(TIGHTENING)
+    assert TIGHTENING in executor.loader.applied_migrations
+    assert "message_citations_method_known" in _constraints("message_citations")
