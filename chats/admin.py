@@ -117,10 +117,10 @@ class ChatAdmin(UUIDSearchAdmin):
 
 @admin.register(Message)
 class MessageAdmin(UUIDSearchAdmin):
-    list_display = ("__str__", "chat", "role", "status", "created_at", "finalized_at")
+    list_display = ("__str__", "chat", "role", "status", "verdict", "created_at", "finalized_at")
     list_select_related = ("chat",)
     # Both fields have choices: the filters list them without querying the table.
-    list_filter = ("role", "status")
+    list_filter = ("role", "status", "verdict")
     search_fields = ("id", "chat_id")
     search_help_text = "An exact message or chat id (UUID)."
     raw_id_fields = ("chat",)
@@ -162,7 +162,17 @@ class _ArtifactAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
 
 @admin.register(MessageCitation)
 class MessageCitationAdmin(_ArtifactAdmin):
-    list_display = ("__str__", "document", "verification_method", "verification_confidence", "message", "created_at")
+    list_display = (
+        "__str__",
+        "document",
+        "verification_method",
+        "verification_confidence",
+        "unverified_reason",
+        "message",
+        "created_at",
+    )
+    # verification_method has choices: the filter lists them (unverified included) without querying the table.
+    list_filter = ("verification_method",)
     list_select_related = ("document", "message")
     search_fields = ("id", "message_id", "document_id")
     search_help_text = "An exact citation, message or document id (UUID)."
@@ -179,7 +189,16 @@ class MessageCitationAdmin(_ArtifactAdmin):
 
 @admin.register(MessageCaselawCitation)
 class MessageCaselawCitationAdmin(_ArtifactAdmin):
-    list_display = ("__str__", "opinion", "verification_method", "verification_confidence", "message", "created_at")
+    list_display = (
+        "__str__",
+        "opinion",
+        "verification_method",
+        "verification_confidence",
+        "unverified_reason",
+        "message",
+        "created_at",
+    )
+    list_filter = ("verification_method",)
     list_select_related = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact citation, message or opinion id (UUID)."

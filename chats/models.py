@@ -58,6 +58,21 @@ class Chat(models.Model):
         return self.title or f"Chat {self.id}"
 
 
+class Verdict(models.TextChoices):
+    """A finalized turn's gate verdict over the quotes it claimed, from best to worst; a turn resumed after
+    an interruption keeps the worse of its verdicts (``Verdict.worst``)."""
+
+    NONE = "none", "none (no quote claimed)"
+    PASS = "pass", "pass (every quote exact)"
+    SUPPORTED = "supported", "supported (all verified, some tolerant or altered)"
+    FAIL = "fail", "fail (a claim did not verify)"
+
+    @classmethod
+    def worst(cls, *verdicts: str | None) -> str:
+        order = [cls.NONE, cls.PASS, cls.SUPPORTED, cls.FAIL]
+        return str(max((cls(v) for v in verdicts if v), key=order.index, default=cls.NONE))
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user"
@@ -76,6 +91,8 @@ class Message(models.Model):
     content = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     finalized_at = models.DateTimeField(null=True, blank=True)
+    # The gate verdict of a finalized assistant turn over the quotes it claimed (see ``Verdict``).
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, null=True, blank=True)  # noqa: DJ001
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -100,6 +117,13 @@ class Message(models.Model):
                 condition=Q(status__in=["pending", "streaming", "interrupted", "complete", "failed"]),
                 name="messages_status_valid",
                 violation_error_message="Status must be one of pending, streaming, interrupted, complete, failed.",
+            ),
+            # A verdict is one of the four, and only a finalized assistant turn has one.
+            models.CheckConstraint(
+                condition=Q(verdict__isnull=True)
+                | Q(verdict__in=Verdict.values, role="assistant", finalized_at__isnull=False),
+                name="messages_verdict_valid",
+                violation_error_message="A verdict is one of pass, supported, fail, none, on a finalized turn.",
             ),
         ]
 
@@ -156,29 +180,39 @@ class CaselawOpinion(models.Model):
 
 
 class VerificationMethod(models.TextChoices):
-    """How a stored quote was verified (``chats.verification``); the ledger copies it as the entry's status."""
+    """How a claimed quote fared against its source (``chats.verification``); the ledger copies it as the
+    entry's status. ``unverified``: the claim did not hold (or named no source this turn may quote)."""
 
     EXACT_MATCH = "exact_match"
     TOLERANT_MATCH = "tolerant_match"
+    UNVERIFIED = "unverified"
 
 
-def _offsets_and_method_constraints(table: str) -> list[models.BaseConstraint]:
-    """The rules shared by both quote tables: a quote is a real, ordered span of its source, verified by a
-    known method with a confidence in 0..1 (so every row has a shape the citation ledger can hold)."""
+UNVERIFIED = VerificationMethod.UNVERIFIED.value
+VERIFIED_METHODS = (VerificationMethod.EXACT_MATCH.value, VerificationMethod.TOLERANT_MATCH.value)
+
+
+def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
+    """The rules shared by both quote tables. A verified quote is a real, ordered span of its source with a
+    confidence in 0..1; a failed claim has no span, no confidence and a reason, and may name no source.
+    Every row has a shape the citation ledger can hold."""
+    verified = ~Q(verification_method=UNVERIFIED)
     return [
         # Offsets index into the source text: negative offsets cannot point anywhere.
         models.CheckConstraint(
-            condition=Q(source_offset_start__gte=0),
+            condition=Q(source_offset_start__isnull=True) | Q(source_offset_start__gte=0),
             name=f"{table}_offset_start_non_negative",
             violation_error_message="source_offset_start must be >= 0.",
         ),
         # source[start:end] must be a forward span, or the passage cannot be read back.
         models.CheckConstraint(
-            condition=Q(source_offset_end__gte=models.F("source_offset_start")),
+            condition=Q(source_offset_start__isnull=True)
+            | Q(source_offset_end__isnull=True)
+            | Q(source_offset_end__gte=models.F("source_offset_start")),
             name=f"{table}_offsets_ordered",
             violation_error_message="source_offset_end must be >= source_offset_start.",
         ),
-        # A stored quote says how it was verified, by a method the ledger and the reviewers know.
+        # A stored claim says how it fared, by a method the ledger and the reviewers know.
         models.CheckConstraint(
             condition=Q(verification_method__in=VerificationMethod.values),
             name=f"{table}_method_known",
@@ -186,54 +220,81 @@ def _offsets_and_method_constraints(table: str) -> list[models.BaseConstraint]:
         ),
         # Confidence is a probability-like score; outside 0..1 it means nothing.
         models.CheckConstraint(
-            condition=Q(verification_confidence__gte=0) & Q(verification_confidence__lte=1),
+            condition=Q(verification_confidence__isnull=True)
+            | (Q(verification_confidence__gte=0) & Q(verification_confidence__lte=1)),
             name=f"{table}_confidence_range",
             violation_error_message="verification_confidence must be within 0..1.",
+        ),
+        # A verified quote has its source, span and confidence and no failure reason; a failed claim has no
+        # span and no confidence (nothing was found) and says why it failed.
+        models.CheckConstraint(
+            condition=(
+                verified
+                & Q(**{f"{source}__isnull": False})
+                & Q(source_offset_start__isnull=False, source_offset_end__isnull=False)
+                & Q(verification_confidence__isnull=False)
+                & Q(unverified_reason="")
+            )
+            | (
+                Q(verification_method=UNVERIFIED)
+                & Q(source_offset_start__isnull=True, source_offset_end__isnull=True)
+                & Q(verification_confidence__isnull=True)
+                & ~Q(unverified_reason="")
+            ),
+            name=f"{table}_verified_or_failed_shape",
+            violation_error_message="A verified quote needs its source, offsets and confidence and no reason; "
+            "an unverified one has no offsets and no confidence, and a reason.",
         ),
     ]
 
 
 class MessageCitation(models.Model):
-    """A quote from a KB document, verified against the document's content."""
+    """A quote claimed from a KB document: verified against the document's content, or recorded as failed."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="citations")
-    # A cited document cannot be deleted on its own (the citation would become
-    # unverifiable); it goes only together with the citing turn or matter.
-    document = models.ForeignKey(Document, on_delete=models.RESTRICT, related_name="citations")
+    # A cited document cannot be deleted on its own (the citation would become unverifiable); it goes only
+    # together with the citing turn or matter. Empty only for a failed claim naming no document of the matter.
+    document = models.ForeignKey(Document, on_delete=models.RESTRICT, null=True, blank=True, related_name="citations")
     quote = models.TextField()
-    source_offset_start = models.IntegerField()
-    source_offset_end = models.IntegerField()
+    source_offset_start = models.IntegerField(null=True, blank=True)
+    source_offset_end = models.IntegerField(null=True, blank=True)
     verification_method = models.CharField(max_length=32, choices=VerificationMethod.choices)
-    verification_confidence = models.FloatField(default=1.0)
+    verification_confidence = models.FloatField(null=True, blank=True)
+    # Why a claim is unverified ("not found in the document", ...); empty for a verified quote.
+    unverified_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         db_table = "message_citations"
         ordering = ["created_at", "id"]
-        constraints = _offsets_and_method_constraints("message_citations")
+        constraints = _quote_constraints("message_citations", "document")
 
     def __str__(self) -> str:
         return f"KB quote {self.id}"
 
 
 class MessageCaselawCitation(models.Model):
-    """A quote from a materialized caselaw opinion, verified against its text."""
+    """A quote claimed from a materialized caselaw opinion: verified against its text, or recorded as failed."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="caselaw_citations")
-    opinion = models.ForeignKey(CaselawOpinion, on_delete=models.RESTRICT, related_name="citations")
+    # Empty only for a failed claim naming no known opinion.
+    opinion = models.ForeignKey(
+        CaselawOpinion, on_delete=models.RESTRICT, null=True, blank=True, related_name="citations"
+    )
     quote = models.TextField()
-    source_offset_start = models.IntegerField()
-    source_offset_end = models.IntegerField()
+    source_offset_start = models.IntegerField(null=True, blank=True)
+    source_offset_end = models.IntegerField(null=True, blank=True)
     verification_method = models.CharField(max_length=32, choices=VerificationMethod.choices)
-    verification_confidence = models.FloatField(default=1.0)
+    verification_confidence = models.FloatField(null=True, blank=True)
+    unverified_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         db_table = "message_caselaw_citations"
         ordering = ["created_at", "id"]
-        constraints = _offsets_and_method_constraints("message_caselaw_citations")
+        constraints = _quote_constraints("message_caselaw_citations", "opinion")
 
     def __str__(self) -> str:
         return f"Caselaw quote {self.id}"

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from chats.models import (
+    UNVERIFIED,
+    Chat,
+    Message,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
 from chats.selectors import projects_visible_to
 from chats.services import UnverifiedQuote
+
+Q = TypeVar("Q", MessageCitation, MessageCaselawCitation)
 
 
 class VisibleProjectField(serializers.PrimaryKeyRelatedField):
@@ -102,11 +114,37 @@ class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):
         read_only_fields = fields
 
 
-class MessageSerializer(serializers.ModelSerializer[Message]):
-    """A message; an assistant message carries its verified citations and the sources its tools consulted."""
+class FailedClaimSerializer(serializers.Serializer[MessageCitation | MessageCaselawCitation]):
+    """A quote the assistant claimed that did not verify: recorded, with why, and listed apart from citations."""
 
-    citations = KBCitationSerializer(many=True, read_only=True)
-    caselaw_citations = CaselawCitationSerializer(many=True, read_only=True)
+    id = serializers.UUIDField(read_only=True)
+    kind = serializers.SerializerMethodField()
+    quote = serializers.CharField(read_only=True)
+    reason = serializers.CharField(source="unverified_reason", read_only=True)
+    source_id = serializers.SerializerMethodField(
+        help_text="The document or opinion claimed, if it is one this turn may quote."
+    )
+
+    def get_kind(self, obj: MessageCitation | MessageCaselawCitation) -> str:
+        return "caselaw" if isinstance(obj, MessageCaselawCitation) else "kb_document"
+
+    @extend_schema_field(serializers.UUIDField(allow_null=True))
+    def get_source_id(self, obj: MessageCitation | MessageCaselawCitation) -> str | None:
+        source_id = obj.opinion_id if isinstance(obj, MessageCaselawCitation) else obj.document_id
+        return None if source_id is None else str(source_id)
+
+
+def _verified(rows: Iterable[Q]) -> list[Q]:
+    return [row for row in rows if row.verification_method != UNVERIFIED]
+
+
+class MessageSerializer(serializers.ModelSerializer[Message]):
+    """A message; an assistant message carries its verified citations, the claims that did not verify (apart),
+    the sources its tools consulted and its verdict. Reads the prefetched rows: no query per message."""
+
+    citations = serializers.SerializerMethodField()
+    caselaw_citations = serializers.SerializerMethodField()
+    unverified_citations = serializers.SerializerMethodField()
     tool_sources = ToolSourceSerializer(many=True, read_only=True)
 
     class Meta:
@@ -118,11 +156,31 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "status",
             "created_at",
             "finalized_at",
+            "verdict",
             "citations",
             "caselaw_citations",
+            "unverified_citations",
             "tool_sources",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(KBCitationSerializer(many=True))
+    def get_citations(self, obj: Message) -> Any:
+        return KBCitationSerializer(_verified(obj.citations.all()), many=True).data
+
+    @extend_schema_field(CaselawCitationSerializer(many=True))
+    def get_caselaw_citations(self, obj: Message) -> Any:
+        return CaselawCitationSerializer(_verified(obj.caselaw_citations.all()), many=True).data
+
+    @extend_schema_field(FailedClaimSerializer(many=True))
+    def get_unverified_citations(self, obj: Message) -> Any:
+        failed: Any = [
+            row
+            for rows in (obj.citations.all(), obj.caselaw_citations.all())
+            for row in rows
+            if row.verification_method == UNVERIFIED
+        ]
+        return FailedClaimSerializer(failed, many=True).data
 
 
 class ChatDetailSerializer(ChatSerializer):
@@ -145,8 +203,10 @@ class MessageCreateSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class UnverifiedQuoteSerializer(serializers.Serializer[UnverifiedQuote]):
-    """A quote the assistant claimed that did not verify against its claimed source: shown, never stored."""
+    """A quote the assistant claimed that did not verify against its claimed source, as recorded."""
 
+    id = serializers.UUIDField(help_text="The row recording the failed claim.")
+    kind = serializers.CharField(help_text="kb_document or caselaw: the table that records it.")
     quote = serializers.CharField()
     reason = serializers.CharField()
 
@@ -173,6 +233,7 @@ class TurnDoneSerializer(serializers.Serializer[dict[str, Any]]):
 
     message_id = serializers.UUIDField()
     status = serializers.CharField()
+    verdict = serializers.CharField(help_text="pass, supported, fail or none: the gate over the turn's claims.")
     citation_count = serializers.IntegerField()
     unverified_count = serializers.IntegerField()
     unverified = UnverifiedQuoteSerializer(many=True)

@@ -14,6 +14,7 @@ import datetime
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 from uuid import UUID
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -21,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chats.models import (
+    UNVERIFIED,
     CaselawOpinion,
     Chat,
     Document,
@@ -29,11 +31,15 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    Verdict,
+    VerificationMethod,
 )
 from chats.signals import post_finalize
 from chats.verification import NormalizedSource
 
 logger = logging.getLogger(__name__)
+
+Q = TypeVar("Q", MessageCitation, MessageCaselawCitation)
 
 FINAL_STATUSES = frozenset({Message.Status.COMPLETE, Message.Status.INTERRUPTED, Message.Status.FAILED})
 
@@ -62,12 +68,19 @@ class ConsultedSource:
 
 @dataclass(frozen=True, slots=True)
 class UnverifiedQuote:
+    """A claimed quote that did not verify, as recorded: its row's kind and id, and why it failed."""
+
     quote: str
     reason: str
+    kind: str
+    id: UUID
 
 
 @dataclass(slots=True)
 class FinalizedTurn:
+    """What a finalize recorded: its verified quotes, the consulted sources, and the claims that failed
+    (stored too, as ``unverified`` rows of their quote table)."""
+
     message: Message
     citations: list[MessageCitation] = field(default_factory=list)
     caselaw_citations: list[MessageCaselawCitation] = field(default_factory=list)
@@ -108,12 +121,14 @@ def reopen_interrupted_turn(*, message: Message) -> bool:
 
 
 def _verify_claims(
-    *, message: Message, claims: Sequence[ClaimedCitation]
-) -> tuple[list[MessageCitation], list[MessageCaselawCitation], list[UnverifiedQuote]]:
-    """Verify each claim against its source's text; sources are loaded and normalized once per turn.
+    *, message: Message, claims: Sequence[ClaimedCitation], now: datetime.datetime
+) -> tuple[list[MessageCitation], list[MessageCaselawCitation]]:
+    """The quote rows of the claims: each verified against its source's text (sources loaded and normalized
+    once per turn) or, if it does not verify, a failed (``unverified``) row saying why.
 
-    A KB document only counts if it belongs to the chat's matter: a quote claimed from another
-    matter's document is unverified, never a citation.
+    A KB document only counts if it belongs to the chat's matter: a quote claimed from another matter's
+    document is unverified, never a citation, and the failed row does not name the document. A claim naming
+    no source, or both kinds, is recorded as a failed KB claim.
     """
     document_ids = {c.document_id for c in claims if c.document_id is not None}
     opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
@@ -131,40 +146,28 @@ def _verify_claims(
             normalized[key] = NormalizedSource.build(text)
         return normalized[key]
 
-    now = timezone.now()
+    def failed(row_class: type[Q], claim: ClaimedCitation, reason: str, **source: Document | CaselawOpinion) -> Q:
+        """The row of a claim that did not verify, naming its source when the claim named a quotable one."""
+        return row_class(
+            message=message,
+            quote=claim.quote,
+            verification_method=UNVERIFIED,
+            unverified_reason=reason,
+            created_at=now,
+            **source,
+        )
+
     kb: list[MessageCitation] = []
     caselaw: list[MessageCaselawCitation] = []
-    unverified: list[UnverifiedQuote] = []
     for claim in claims:
-        if claim.document_id is not None and claim.opinion_id is None:
-            document = documents.get(claim.document_id)
-            if document is None:
-                unverified.append(UnverifiedQuote(claim.quote, "unknown document"))
-                continue
-            match = source_for(document.pk, document.content).verify(claim.quote)
-            if match is None:
-                unverified.append(UnverifiedQuote(claim.quote, "not found in the document"))
-                continue
-            kb.append(
-                MessageCitation(
-                    message=message,
-                    document=document,
-                    quote=claim.quote,
-                    source_offset_start=match.start,
-                    source_offset_end=match.end,
-                    verification_method=match.method,
-                    verification_confidence=match.confidence,
-                    created_at=now,
-                )
-            )
-        elif claim.opinion_id is not None and claim.document_id is None:
+        if claim.opinion_id is not None and claim.document_id is None:
             opinion = opinions.get(claim.opinion_id)
             if opinion is None:
-                unverified.append(UnverifiedQuote(claim.quote, "unknown opinion"))
+                caselaw.append(failed(MessageCaselawCitation, claim, "unknown opinion"))
                 continue
             match = source_for(opinion.pk, opinion.text).verify(claim.quote)
             if match is None:
-                unverified.append(UnverifiedQuote(claim.quote, "not found in the opinion"))
+                caselaw.append(failed(MessageCaselawCitation, claim, "not found in the opinion", opinion=opinion))
                 continue
             caselaw.append(
                 MessageCaselawCitation(
@@ -178,9 +181,41 @@ def _verify_claims(
                     created_at=now,
                 )
             )
-        else:
-            unverified.append(UnverifiedQuote(claim.quote, "the claim must name exactly one source"))
-    return kb, caselaw, unverified
+            continue
+        if claim.document_id is None or claim.opinion_id is not None:
+            kb.append(failed(MessageCitation, claim, "the claim must name exactly one source"))
+            continue
+        document = documents.get(claim.document_id)
+        if document is None:
+            kb.append(failed(MessageCitation, claim, "unknown document: not a document of this chat's matter"))
+            continue
+        match = source_for(document.pk, document.content).verify(claim.quote)
+        if match is None:
+            kb.append(failed(MessageCitation, claim, "not found in the document", document=document))
+            continue
+        kb.append(
+            MessageCitation(
+                message=message,
+                document=document,
+                quote=claim.quote,
+                source_offset_start=match.start,
+                source_offset_end=match.end,
+                verification_method=match.method,
+                verification_confidence=match.confidence,
+                created_at=now,
+            )
+        )
+    return kb, caselaw
+
+
+def _verdict(rows: Sequence[MessageCitation | MessageCaselawCitation]) -> str:
+    """The gate verdict of one finalize's quote rows (see :class:`chats.models.Verdict`)."""
+    methods = {row.verification_method for row in rows}
+    if UNVERIFIED in methods:
+        return Verdict.FAIL
+    if VerificationMethod.TOLERANT_MATCH in methods:
+        return Verdict.SUPPORTED
+    return Verdict.PASS if methods else Verdict.NONE
 
 
 def _tool_source_rows(
@@ -221,15 +256,17 @@ def finalize_turn(
     claimed_citations: Sequence[ClaimedCitation] = (),
     tool_sources: Sequence[ConsultedSource] = (),
 ) -> FinalizedTurn:
-    """End a turn: verify its claimed quotes, persist the assistant message's final content and
-    status with its citation and tool-source rows, and send ``post_finalize``, all in one transaction.
+    """End a turn: verify its claimed quotes, persist the assistant message's final content, status and
+    verdict with its quote and tool-source rows, and send ``post_finalize``, all in one transaction.
 
-    The signal is sent after the rows are written and before the commit: what its receivers write
-    commits with the turn, and a receiver that raises rolls the whole turn back (a receiver whose
-    failure must not cost the turn, like the ledger's, catches it in a savepoint of its own).
-    Unverified quotes are returned (for the response), never stored as citations. Can be called
-    again on an ``interrupted`` message (resume): new rows are added and the signal fires again.
-    A ``complete`` or ``failed`` turn is final and is refused.
+    Every claim is stored: a verified quote with its offsets and confidence, a claim that does not verify
+    as an ``unverified`` row with its reason (also returned, for the response). The message's verdict is
+    the gate over its claims (:class:`chats.models.Verdict`). The signal is sent after the rows are written
+    and before the commit: what its receivers write commits with the turn, and a receiver that raises rolls
+    the whole turn back (a receiver whose failure must not cost the turn, like the ledger's, catches it in a
+    savepoint of its own). Can be called again on an ``interrupted`` message (resume): new rows are added,
+    the verdict becomes the worse of the two, and the signal fires again. A ``complete`` or ``failed`` turn
+    is final and is refused.
     """
     if status not in FINAL_STATUSES:
         raise ValueError(f"finalize_turn needs a final status, not {status!r}")
@@ -237,21 +274,32 @@ def finalize_turn(
         raise ValueError("only an assistant message ends a turn")
     if message.status in {Message.Status.COMPLETE, Message.Status.FAILED}:
         raise ValueError(f"message {message.pk} is already {message.status}; only an interrupted turn goes on")
-    kb, caselaw, unverified = _verify_claims(message=message, claims=claimed_citations)
     now = timezone.now()
+    kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now)
     sources = _tool_source_rows(message=message, consulted=tool_sources, now=now)
     with transaction.atomic():
         message.content = content
         message.status = status
         message.finalized_at = now
-        message.save(update_fields=["content", "status", "finalized_at"])
+        message.verdict = Verdict.worst(message.verdict, _verdict([*kb, *caselaw]))
+        message.save(update_fields=["content", "status", "finalized_at", "verdict"])
         MessageCitation.objects.bulk_create(kb)
         MessageCaselawCitation.objects.bulk_create(caselaw)
         MessageToolSource.objects.bulk_create(sources)
         # Inside the transaction: records of the turn (the ledger) exist exactly when the turn does.
         post_finalize.send(sender=Message, message=message)
+    unverified = [
+        UnverifiedQuote(quote=row.quote, reason=row.unverified_reason, kind=kind, id=row.pk)
+        for kind, rows in (("kb_document", kb), ("caselaw", caselaw))
+        for row in rows
+        if row.verification_method == UNVERIFIED
+    ]
     if unverified:
         logger.info("turn %s: %d claimed quote(s) did not verify", message.pk, len(unverified))
     return FinalizedTurn(
-        message=message, citations=kb, caselaw_citations=caselaw, tool_sources=sources, unverified=unverified
+        message=message,
+        citations=[row for row in kb if row.verification_method != UNVERIFIED],
+        caselaw_citations=[row for row in caselaw if row.verification_method != UNVERIFIED],
+        tool_sources=sources,
+        unverified=unverified,
     )

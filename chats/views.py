@@ -57,7 +57,7 @@ STREAM_DESCRIPTION = (
     "`start` {message_id}, `delta` {text}, `tool_call` {call_id, tool, arguments}, "
     "`tool_result` {call_id, tool, result, sources}, `error` {code, detail} if the assistant fails, "
     "then one `citation` per verified quote (a KB or caselaw citation) and `done` "
-    "{message_id, status, citation_count, unverified_count, unverified}. If the client disconnects, "
+    "{message_id, status, verdict, citation_count, unverified_count, unverified}. If the client disconnects, "
     "the turn is saved as `interrupted` with what was produced so far; resume it with `.../resume/`."
 )
 NOT_FOUND = OpenApiResponse(description="No such chat or message visible to you.")
@@ -114,6 +114,7 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
         done = {
             "message_id": result.message.pk,
             "status": result.message.status,
+            "verdict": result.message.verdict,
             "citation_count": len(result.citations) + len(result.caselaw_citations),
             "unverified_count": len(result.unverified),
             "unverified": _unverified(result),

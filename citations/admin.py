@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
 from chats.admin import MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
-from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from chats.models import UNVERIFIED, Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
 from chats.verification import EXACT_MATCH, TOLERANT_MATCH
 from citations import selectors
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
@@ -118,6 +118,9 @@ def passage_html(entry: CitationLedgerEntry) -> SafeString | str:
     span = selectors.passage(entry)
     if span is not None:
         return format_html("<q>{}</q> <small>[{}:{}]</small>", span.text, span.start, span.end)
+    failed = entry.message_citation or entry.message_caselaw_citation
+    if failed is not None:
+        return format_html("<strong>not verified</strong>: {}", failed.unverified_reason or "-")
     source = entry.message_tool_source
     if source is None:
         return "-"
@@ -155,6 +158,7 @@ class VerificationStatusFilter(_FixedValuesFilter):
     known = (
         (EXACT_MATCH, "exact match"),
         (TOLERANT_MATCH, "tolerant match"),
+        (UNVERIFIED, "unverified (a claim that did not verify)"),
         (PROVENANCE, "provenance (consulted, not quoted)"),
     )
 

@@ -12,8 +12,9 @@ read-then-write check, so two processes assembling the same turn at once never
 create a second entry. Rows are inserted in mapping order, then source-id order,
 so that concurrent writers take index locks in the same order and cannot deadlock.
 
-The quote tables' own constraints (a known verification method, a confidence in
-0..1) make every row they hold one the ledger can hold. Rows written before
+The quote tables' own constraints (a known verification method; a confidence in
+0..1 exactly for verified quotes) make every row they hold one the ledger can hold:
+a failed claim is an ``unverified`` entry without a confidence. Rows written before
 those constraints that the ledger cannot hold are filtered out by
 :attr:`SourceMapping.valid`, so the insert never violates a check constraint;
 ``backfill_ledger`` counts and reports them.
@@ -31,7 +32,7 @@ from uuid import UUID
 from django.db import connection, transaction
 from django.utils import timezone
 
-from chats.models import Message
+from chats.models import UNVERIFIED, VERIFIED_METHODS, Message
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
 
 logger = logging.getLogger(__name__)
@@ -56,10 +57,12 @@ class SourceMapping:
     joins: str = ""
 
 
+# A quote row the ledger can hold: verified by a known method with a score in 0..1, or a failed claim
+# without a score (the quote tables' own constraints allow nothing else since chats.0004/0005).
 _QUOTE_VALID = (
-    f"s.verification_method IS NOT NULL AND s.verification_method <> '' AND s.verification_method <> '{PROVENANCE}' "
-    "AND s.verification_confidence IS NOT NULL AND s.verification_confidence >= 0 "
-    "AND s.verification_confidence <= 1"
+    f"(s.verification_method IN ({', '.join(repr(m) for m in VERIFIED_METHODS)}) "
+    "AND s.verification_confidence >= 0 AND s.verification_confidence <= 1) "
+    f"OR (s.verification_method = '{UNVERIFIED}' AND s.verification_confidence IS NULL)"
 )
 
 # NULLs are typed (CAST works on both backends) so that the three selects can be one UNION ALL.
@@ -83,7 +86,7 @@ SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
         provider="o.provider",
         retrieved_at="s.created_at",
         valid=_QUOTE_VALID,
-        joins="JOIN caselaw_opinions o ON o.id = s.opinion_id",
+        joins="LEFT JOIN caselaw_opinions o ON o.id = s.opinion_id",  # a failed claim may name no opinion
     ),
     SourceMapping(
         table="message_tool_sources",

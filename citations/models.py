@@ -19,9 +19,11 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from chats.models import UNVERIFIED, Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
 
 PROVENANCE = "provenance"
+# The statuses without a verification score: a consulted source (not quoted) and a claim that did not hold.
+UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED)
 
 
 class SourceKind(models.TextChoices):
@@ -108,12 +110,20 @@ class CitationLedgerEntry(models.Model):
                 name="citation_ledger_entry_caselaw_kind",
                 violation_error_message="An entry for a caselaw citation must have source_kind 'caselaw'.",
             ),
-            # A consulted source was not quoted: it is provenance, and has no verification score.
+            # A consulted source was not quoted: it is provenance.
             models.CheckConstraint(
-                condition=Q(message_tool_source__isnull=True)
-                | Q(verification_status=PROVENANCE, confidence__isnull=True),
+                condition=Q(message_tool_source__isnull=True) | Q(verification_status=PROVENANCE),
                 name="citation_ledger_entry_tool_source_is_provenance",
-                violation_error_message="A tool-source entry must have status 'provenance' and no confidence.",
+                violation_error_message="A tool-source entry must have status 'provenance'.",
+            ),
+            # A score exists exactly where something was verified: empty for provenance and failed claims,
+            # set for every verified quote.
+            models.CheckConstraint(
+                condition=Q(verification_status__in=UNSCORED_STATUSES, confidence__isnull=True)
+                | (~Q(verification_status__in=UNSCORED_STATUSES) & Q(confidence__isnull=False)),
+                name="citation_ledger_entry_confidence_exactly_when_verified",
+                violation_error_message="Confidence must be empty for 'provenance' and 'unverified' entries, "
+                "and set for every other status.",
             ),
             # Only consulted sources are provenance: a quote must say how it was verified.
             models.CheckConstraint(

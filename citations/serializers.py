@@ -57,8 +57,9 @@ class PassageSerializer(serializers.Serializer[selectors.Passage]):
 
 
 class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
-    """One ledger entry. Exactly one of ``document``, ``opinion`` and ``tool_source`` is set;
-    ``passage`` is set for quotes (``kb_document``, ``caselaw``) and null for consulted sources."""
+    """One ledger entry. At most one of ``document``, ``opinion`` and ``tool_source`` is set (none only for a
+    failed claim naming no quotable source); ``passage`` is set for verified quotes and null for failed
+    claims and consulted sources."""
 
     id = serializers.UUIDField(read_only=True)
     message_id = serializers.UUIDField(read_only=True)
@@ -72,8 +73,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     tool_source = serializers.SerializerMethodField()
     passage = serializers.SerializerMethodField()
     verification_status = serializers.CharField(
-        read_only=True, help_text="How the quote was verified (e.g. exact_match), or 'provenance'."
+        read_only=True,
+        help_text="How the quote was verified (exact_match, tolerant_match), 'unverified' for a claim that did "
+        "not verify (no passage, no confidence), or 'provenance' for a consulted source.",
     )
+    unverified_reason = serializers.SerializerMethodField(help_text="Why an 'unverified' claim failed; else null.")
     confidence = serializers.FloatField(read_only=True, allow_null=True)
     provider = serializers.CharField(read_only=True, allow_null=True)
     retrieved_at = serializers.DateTimeField(read_only=True, allow_null=True)
@@ -81,12 +85,17 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     @extend_schema_field(DocumentRefSerializer(allow_null=True))
     def get_document(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
         quote = entry.message_citation
-        return None if quote is None else DocumentRefSerializer(quote.document).data
+        return None if quote is None or quote.document is None else DocumentRefSerializer(quote.document).data
 
     @extend_schema_field(OpinionRefSerializer(allow_null=True))
     def get_opinion(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
         quote = entry.message_caselaw_citation
-        return None if quote is None else OpinionRefSerializer(quote.opinion).data
+        return None if quote is None or quote.opinion is None else OpinionRefSerializer(quote.opinion).data
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_unverified_reason(self, entry: CitationLedgerEntry) -> str | None:
+        quote = entry.message_citation or entry.message_caselaw_citation
+        return quote.unverified_reason if quote is not None and quote.unverified_reason else None
 
     @extend_schema_field(ToolSourceRefSerializer(allow_null=True))
     def get_tool_source(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from chats.models import (
+    UNVERIFIED,
     CaselawOpinion,
     Chat,
     Document,
@@ -262,10 +263,11 @@ def create_turns_without_ledger(matter: DemoMatter, *, count: int = 3) -> Chat:
 
 def source_label(entry: CitationLedgerEntry) -> str:
     if entry.message_citation is not None:
-        return f"KB: {entry.message_citation.document.title}"
+        document = entry.message_citation.document
+        return f"KB: {document.title}" if document is not None else "KB: (no document of this matter)"
     if entry.message_caselaw_citation is not None:
         opinion = entry.message_caselaw_citation.opinion
-        return f"{opinion.case_name}, {opinion.citation}"
+        return f"{opinion.case_name}, {opinion.citation}" if opinion is not None else "(no known opinion)"
     if entry.message_tool_source is not None:
         source = entry.message_tool_source
         return f"{source.tool}: {source.label}"
@@ -361,14 +363,14 @@ def _event_data(events: list[tuple[str, dict[str, Any]]], name: str) -> dict[str
 
 def describe_turn(turn: DemoTurn) -> list[str]:
     message = Message.objects.get(pk=turn.message_id)
-    kb = MessageCitation.objects.filter(message=message).count()
-    caselaw = MessageCaselawCitation.objects.filter(message=message).count()
+    kb = MessageCitation.objects.filter(message=message).exclude(verification_method=UNVERIFIED).count()
+    caselaw = MessageCaselawCitation.objects.filter(message=message).exclude(verification_method=UNVERIFIED).count()
     sources = MessageToolSource.objects.filter(message=message).count()
     lines = [
         f"Turn: {turn.label}",
         f"  Q: {turn.question}",
-        f"  status={message.status}  verified quotes: kb={kb} caselaw={caselaw}  tool sources={sources}  "
-        f"unverified={turn.unverified_count}",
+        f"  status={message.status}  verdict={message.verdict}  verified quotes: kb={kb} caselaw={caselaw}  "
+        f"tool sources={sources}  unverified={turn.unverified_count}",
     ]
     if turn.events:
         lines.append(f"  events: {' '.join(_compress(turn.events))}")

@@ -17,6 +17,7 @@ from django.db.models import Model
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from chats.models import Message, MessageCaselawCitation, MessageCitation, MessageToolSource
 from citations import ledger
@@ -352,6 +353,7 @@ def test_an_entry_page_shows_the_passage(admin_client: Client) -> None:
 
     response = admin_client.get(_url(CitationLedgerEntry, "change", entry.pk))
 
+    assert citation.document is not None
     assert f"<q>{citation.document.content[start:end]}</q>" in response.content.decode()
 
 
@@ -367,6 +369,8 @@ def test_a_message_page_lists_its_entries_with_their_passages(admin_client: Clie
 
     # Then the inline shows each quote's passage read from its source, and the consulted source's label and url
     html = response.content.decode()
+    assert citation.document is not None
+    assert caselaw.opinion is not None
     document_passage = citation.document.content[citation.source_offset_start : citation.source_offset_end]
     opinion_passage = caselaw.opinion.text[caselaw.source_offset_start : caselaw.source_offset_end]
     assert f"<q>{document_passage}</q>" in html
@@ -414,3 +418,30 @@ def test_a_message_with_ledger_entries_cannot_be_deleted_through_the_admin(admin
     assert "permission to delete" in confirm.content.decode()
     assert delete.status_code == 403
     assert CitationLedgerEntry.objects.filter(message=message).count() == 3
+
+
+def test_failed_claims_are_filterable_and_their_entry_says_why(admin_client: Client) -> None:
+    # Given a turn with a verified quote and a failed claim, and a turn without any failure
+    message = factories.MessageFactory.create(verdict="fail", finalized_at=timezone.now())
+    factories.MessageCitationFactory.create(message=message)
+    failed = factories.MessageCitationFactory.create(
+        message=message,
+        verification_method="unverified",
+        unverified_reason="not found in the document",
+        source_offset_start=None,
+        source_offset_end=None,
+        verification_confidence=None,
+    )
+    ledger.assemble(message)
+    factories.assembled_turn()
+
+    # Then the ledger lists only the failed claim under "unverified", and its page says why it failed
+    (shown,) = _changelist(admin_client, verification_status="unverified")
+    assert shown.message_citation_id == failed.pk
+    page = admin_client.get(_url(CitationLedgerEntry, "change", shown.pk)).content.decode()
+    assert "<strong>not verified</strong>: not found in the document" in page
+    # and the quote rows and messages filter the same way
+    rows = admin_client.get(reverse("admin:chats_messagecitation_changelist"), {"verification_method": "unverified"})
+    assert list(rows.context["cl"].result_list) == [failed]
+    turns = admin_client.get(reverse("admin:chats_message_changelist"), {"verdict": "fail"})
+    assert list(turns.context["cl"].result_list) == [message]

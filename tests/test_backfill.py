@@ -713,3 +713,30 @@ def test_help_documents_the_date_filters() -> None:
     text = " ".join(Command().create_parser("manage.py", "backfill_ledger").format_help().split())
     assert "created at or after WHEN (inclusive)" in text
     assert "created before WHEN (exclusive)" in text
+
+
+def test_failed_claims_are_backfilled_as_unverified_entries() -> None:
+    # Given an older turn whose failed claims have no entries yet
+    message = make_turn(kb=1, caselaw=0, tool_kinds=())
+    for opinion in (None, factories.CaselawOpinionFactory.create()):
+        factories.MessageCaselawCitationFactory.create(
+            message=message,
+            opinion=opinion,
+            verification_method="unverified",
+            unverified_reason="not found in the opinion",
+            source_offset_start=None,
+            source_offset_end=None,
+            verification_confidence=None,
+        )
+
+    out, _ = run_command()
+
+    # Then every claim has its entry, the failed ones "unverified" without confidence, as assemble() writes them
+    assert summary(out)["n"] == 3
+    entries = CitationLedgerEntry.objects.filter(message=message)
+    assert sorted((e.source_kind, e.verification_status, e.confidence) for e in entries) == [
+        ("caselaw", "unverified", None),
+        ("caselaw", "unverified", None),
+        ("kb_document", "exact_match", 1.0),
+    ]
+    assert run_command()[0].strip().splitlines()[-1].startswith("backfill_ledger: created 0 entries")

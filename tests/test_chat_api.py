@@ -167,6 +167,7 @@ def test_chat_detail_has_its_messages_with_citations_and_tool_sources(api_client
         }
     ]
     [caselaw_json] = assistant["caselaw_citations"]
+    assert caselaw.opinion is not None
     assert (caselaw_json["kind"], caselaw_json["opinion"], caselaw_json["case_name"]) == (
         "caselaw",
         str(caselaw.opinion_id),
@@ -242,7 +243,7 @@ def test_single_shot_turn_with_the_default_backend(
     assert ledger_kinds(message.pk) == [("kb_document", EXACT_MATCH)] * len(citations)
 
 
-def test_single_shot_turn_reports_unverified_and_malformed_claims_and_stores_only_verified_ones(
+def test_single_shot_turn_reports_and_records_unverified_and_malformed_claims_apart_from_its_citations(
     api_client: APIClient,
     matter_chat: Chat,
     local_opinion: CaselawOpinion,
@@ -289,16 +290,32 @@ def test_single_shot_turn_reports_unverified_and_malformed_claims_and_stores_onl
         ("strict scrutiny", str(local_opinion.pk))
     ]
     assert body["unverified_count"] == 6
-    assert [u["quote"] for u in body["unverified"]] == ["a sentence nobody wrote"] + ["strict scrutiny"] * 5
-    assert {u["reason"] for u in body["unverified"]} >= {"not found in the document", "unknown document"}
+    assert sorted(u["quote"] for u in body["unverified"]) == ["a sentence nobody wrote"] + ["strict scrutiny"] * 5
+    assert {u["reason"] for u in body["unverified"]} == {
+        "not found in the document",
+        "the claim must name exactly one source",
+        "unknown document: not a document of this chat's matter",
+        "unknown opinion",
+    }
+    # Failed claims are recorded (each with its row id), listed apart from the citations, and fail the gate
     message_id = body["message"]["id"]
-    assert MessageCitation.objects.filter(message_id=message_id).count() == 2
-    assert MessageCaselawCitation.objects.filter(message_id=message_id).count() == 1
+    assert body["message"]["verdict"] == "fail"
+    failed = body["message"]["unverified_citations"]
+    assert sorted(f["id"] for f in failed) == sorted(u["id"] for u in body["unverified"])
+    assert {(f["kind"], f["reason"], f["source_id"]) for f in failed if f["quote"] == "a sentence nobody wrote"} == {
+        ("kb_document", "not found in the document", str(document.pk))
+    }
+    assert str(foreign_document.pk) not in {f["source_id"] for f in failed}  # another matter's id is not recorded
+    assert MessageCitation.objects.filter(message_id=message_id).exclude(verification_method="unverified").count() == 2
+    assert MessageCitation.objects.filter(message_id=message_id, verification_method="unverified").count() == 5
+    assert MessageCaselawCitation.objects.filter(message_id=message_id).count() == 2
     assert [s["label"] for s in body["message"]["tool_sources"]] == ["KRS 117.265"]
     assert ledger_kinds(message_id) == [
         ("caselaw", EXACT_MATCH),
+        ("caselaw", "unverified"),
         ("kb_document", EXACT_MATCH),
         ("kb_document", TOLERANT_MATCH),
+        *[("kb_document", "unverified")] * 5,
         ("mcp", "provenance"),
     ]
     entry = CitationLedgerEntry.objects.get(

@@ -144,6 +144,7 @@ def test_a_cited_document_cannot_be_deleted_alone_but_goes_with_its_matter() -> 
     from django.db.models import RestrictedError
 
     citation = factories.MessageCitationFactory.create()
+    assert citation.document is not None
     with pytest.raises(RestrictedError):
         citation.document.delete()
     project = citation.message.chat.project

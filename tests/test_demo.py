@@ -54,6 +54,7 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     assert "backfill_ledger: created 9 entries (kb_document=3 caselaw=3 mcp=3) for 3 messages" in first
     assert "tolerant_match" in first
     assert "provenance" in first
+    assert "verdict=pass" in first
     _entries_match_rows()
     turns = Message.objects.filter(role=Message.Role.ASSISTANT, chat__project__name__contains="demo")
     assert set(turns.values_list("status", flat=True)) == {Message.Status.COMPLETE}

@@ -169,7 +169,7 @@ def test_a_turn_rolled_back_by_its_caller_takes_its_entries_with_it() -> None:
 
 
 @pytest.mark.django_db
-def test_unverified_quotes_are_returned_not_stored() -> None:
+def test_failed_claims_are_recorded_as_unverified_rows_with_their_reason_and_entries() -> None:
     message = _assistant_message()
     document = factories.DocumentFactory.create(project=message.chat.project)
     opinion = factories.CaselawOpinionFactory.create()
@@ -185,11 +185,34 @@ def test_unverified_quotes_are_returned_not_stored() -> None:
         ],
     )
 
-    assert [u.quote for u in turn.unverified] == [FABRICATED_QUOTE, FABRICATED_QUOTE, KB_QUOTE, KB_QUOTE]
-    assert all(u.reason for u in turn.unverified)
-    assert list(MessageCitation.objects.filter(message=message).values_list("quote", flat=True)) == [KB_QUOTE]
-    assert not MessageCaselawCitation.objects.filter(message=message).exists()
-    assert CitationLedgerEntry.objects.filter(message=message).count() == 1
+    # The verified quote is a citation; each failed claim is returned with its reason and its row
+    assert [c.quote for c in turn.citations] == [KB_QUOTE]
+    assert turn.caselaw_citations == []
+    assert [(u.quote, u.kind, u.reason) for u in turn.unverified] == [
+        (FABRICATED_QUOTE, "kb_document", "not found in the document"),
+        (KB_QUOTE, "kb_document", "the claim must name exactly one source"),
+        (KB_QUOTE, "kb_document", "the claim must name exactly one source"),
+        (FABRICATED_QUOTE, "caselaw", "not found in the opinion"),
+    ]
+    # Stored: the failed rows have no offsets and no confidence, and name the source the claim named
+    failed_kb = MessageCitation.objects.filter(message=message, verification_method="unverified")
+    assert sorted((r.quote, r.document_id) for r in failed_kb) == sorted(
+        [(FABRICATED_QUOTE, document.pk), (KB_QUOTE, None), (KB_QUOTE, None)]
+    )
+    assert all(r.source_offset_start is None and r.verification_confidence is None for r in failed_kb)
+    (failed_caselaw,) = MessageCaselawCitation.objects.filter(message=message)
+    assert (failed_caselaw.verification_method, failed_caselaw.opinion_id) == ("unverified", opinion.pk)
+    # Every claim has its ledger entry: the failed ones "unverified", without confidence
+    entries = CitationLedgerEntry.objects.filter(message=message)
+    assert sorted((e.source_kind, e.verification_status, e.confidence) for e in entries) == [
+        ("caselaw", "unverified", None),
+        ("kb_document", "exact_match", 1.0),
+        ("kb_document", "unverified", None),
+        ("kb_document", "unverified", None),
+        ("kb_document", "unverified", None),
+    ]
+    message.refresh_from_db()
+    assert message.verdict == "fail"
 
 
 @pytest.mark.django_db
@@ -199,15 +222,16 @@ def test_a_quote_from_another_matters_document_is_unverified() -> None:
     foreign = factories.DocumentFactory.create(project=factories.ProjectFactory.create())
     assert KB_QUOTE in foreign.content
 
-    turn = _finalize(
-        message=message,
-        claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=foreign.pk)],
-    )
+    turn = _finalize(message=message, claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=foreign.pk)])
 
-    assert [u.quote for u in turn.unverified] == [KB_QUOTE]
+    # Then the claim failed, and its row does not name the other matter's document
+    assert [(u.quote, u.reason) for u in turn.unverified] == [
+        (KB_QUOTE, "unknown document: not a document of this chat's matter")
+    ]
     assert turn.citations == []
-    assert not MessageCitation.objects.exists()
-    assert not CitationLedgerEntry.objects.exists()
+    (row,) = MessageCitation.objects.all()
+    assert (row.verification_method, row.document_id) == ("unverified", None)
+    assert CitationLedgerEntry.objects.get().verification_status == "unverified"
 
 
 @pytest.mark.django_db
@@ -215,13 +239,58 @@ def test_a_matter_less_chat_cannot_quote_a_kb_document() -> None:
     message = _assistant_message(factories.ChatFactory.create(project=None))
     document = factories.DocumentFactory.create()
 
-    turn = _finalize(
-        message=message,
-        claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)],
-    )
+    turn = _finalize(message=message, claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)])
 
     assert [u.quote for u in turn.unverified] == [KB_QUOTE]
-    assert not MessageCitation.objects.exists()
+    assert not MessageCitation.objects.exclude(verification_method="unverified").exists()
+
+
+# --- The verdict of a turn -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("quotes", "expected"),
+    [
+        ([], "none"),
+        ([KB_QUOTE], "pass"),
+        ([KB_QUOTE, "must  ultimately be satisfied"], "supported"),  # extra space: a tolerant match
+        ([KB_QUOTE, FABRICATED_QUOTE], "fail"),
+    ],
+)
+@pytest.mark.django_db
+def test_each_turn_gets_its_gate_verdict(quotes: list[str], expected: str) -> None:
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+
+    _finalize(message=message, claimed_citations=[ClaimedCitation(q, document_id=document.pk) for q in quotes])
+
+    message.refresh_from_db()
+    assert message.verdict == expected
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "expected"),
+    [
+        ([], [KB_QUOTE], "pass"),
+        ([FABRICATED_QUOTE], [KB_QUOTE], "fail"),
+        (["must  ultimately be satisfied"], [KB_QUOTE], "supported"),
+        ([KB_QUOTE], [], "pass"),
+    ],
+)
+@pytest.mark.django_db
+def test_a_resumed_turn_keeps_the_worse_verdict(first: list[str], then: list[str], expected: str) -> None:
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+    _finalize(
+        message=message,
+        status=Message.Status.INTERRUPTED,
+        claimed_citations=[ClaimedCitation(q, document_id=document.pk) for q in first],
+    )
+
+    _finalize(message=message, claimed_citations=[ClaimedCitation(q, document_id=document.pk) for q in then])
+
+    message.refresh_from_db()
+    assert message.verdict == expected
 
 
 @pytest.mark.django_db

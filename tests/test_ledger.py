@@ -67,7 +67,7 @@ def expected_entry(row: SourceRow) -> dict[str, Any]:
             "source_kind": "kb_document",
             "message_citation_id": row.pk,
             "verification_status": row.verification_method,
-            "confidence": float(row.verification_confidence),
+            "confidence": row.verification_confidence,
             "provider": None,
             "retrieved_at": None,
         }
@@ -77,7 +77,7 @@ def expected_entry(row: SourceRow) -> dict[str, Any]:
             "message_caselaw_citation_id": row.pk,
             "verification_status": row.verification_method,
             "confidence": row.verification_confidence,
-            "provider": row.opinion.provider,
+            "provider": row.opinion.provider if row.opinion is not None else None,
             "retrieved_at": row.created_at,
         }
     return entry | {
@@ -252,6 +252,10 @@ class Invalid(NamedTuple):
 
 EXACTLY_ONE = "Exactly one of message_citation, message_caselaw_citation and message_tool_source must be set."
 
+CONFIDENCE_EXACTLY_WHEN_VERIFIED = (
+    "Confidence must be empty for 'provenance' and 'unverified' entries, and set for every other status."
+)
+
 INVALID: dict[str, Invalid] = {
     "no_source": Invalid(
         lambda: _kb_entry(message_citation=None), "citation_ledger_entry_exactly_one_source", EXACTLY_ONE
@@ -303,19 +307,29 @@ INVALID: dict[str, Invalid] = {
         "Only tool-source entries may have status 'provenance'.",
     ),
     "caselaw_quote_as_provenance": Invalid(
-        lambda: _caselaw_entry(verification_status=PROVENANCE),
+        lambda: _caselaw_entry(verification_status=PROVENANCE, confidence=None),
         "citation_ledger_entry_provenance_only_for_tool_sources",
         "Only tool-source entries may have status 'provenance'.",
     ),
     "tool_source_with_confidence": Invalid(
         lambda: _tool_entry(confidence=0.5),
-        "citation_ledger_entry_tool_source_is_provenance",
-        "A tool-source entry must have status 'provenance' and no confidence.",
+        "citation_ledger_entry_confidence_exactly_when_verified",
+        CONFIDENCE_EXACTLY_WHEN_VERIFIED,
     ),
     "tool_source_as_verified_quote": Invalid(
-        lambda: _tool_entry(verification_status="exact_match"),
+        lambda: _tool_entry(verification_status="exact_match", confidence=1.0),
         "citation_ledger_entry_tool_source_is_provenance",
-        "A tool-source entry must have status 'provenance' and no confidence.",
+        "A tool-source entry must have status 'provenance'.",
+    ),
+    "verified_quote_without_confidence": Invalid(
+        lambda: _kb_entry(confidence=None),
+        "citation_ledger_entry_confidence_exactly_when_verified",
+        CONFIDENCE_EXACTLY_WHEN_VERIFIED,
+    ),
+    "unverified_claim_with_confidence": Invalid(
+        lambda: _caselaw_entry(verification_status="unverified", confidence=0.4),
+        "citation_ledger_entry_confidence_exactly_when_verified",
+        CONFIDENCE_EXACTLY_WHEN_VERIFIED,
     ),
     "empty_kind": Invalid(
         # full_clean() stops at the field (blank=False) before evaluating the constraint on it.
@@ -346,7 +360,8 @@ VALID: dict[str, Callable[[], CitationLedgerEntry]] = {
     "tool_source": _tool_entry,
     "confidence_zero": lambda: _kb_entry(confidence=0.0),
     "confidence_one": lambda: _caselaw_entry(confidence=1.0),
-    "kb_quote_without_confidence": lambda: _kb_entry(confidence=None),
+    "unverified_kb_claim": lambda: _kb_entry(verification_status="unverified", confidence=None),
+    "unverified_caselaw_claim": lambda: _caselaw_entry(verification_status="unverified", confidence=None),
 }
 
 

@@ -131,6 +131,7 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
     assert data["done"] == {
         "message_id": str(message.pk),
         "status": "complete",
+        "verdict": "pass",
         "citation_count": len(citations),
         "unverified_count": 0,
         "unverified": [],
@@ -141,7 +142,7 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
     )
 
 
-def test_the_tool_loop_reports_unverified_claims_and_sends_only_verified_citations(
+def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_verified_citations(
     api_client: APIClient,
     matter_chat: Chat,
     scripted_backend: Callable[..., Script],
@@ -163,9 +164,15 @@ def test_the_tool_loop_reports_unverified_claims_and_sends_only_verified_citatio
 
     assert names(events) == ["start", "delta", "citation", "done"]
     done = events[-1][1]
-    assert (done["citation_count"], done["unverified_count"]) == (1, 1)
-    assert done["unverified"] == [{"quote": "words the memo never used", "reason": "not found in the document"}]
-    assert ledger_kinds(done["message_id"]) == [("kb_document", EXACT_MATCH)]
+    assert (done["citation_count"], done["unverified_count"], done["verdict"]) == (1, 1, "fail")
+    (failed,) = done["unverified"]
+    assert failed == {
+        "id": str(MessageCitation.objects.get(verification_method="unverified").pk),
+        "kind": "kb_document",
+        "quote": "words the memo never used",
+        "reason": "not found in the document",
+    }
+    assert ledger_kinds(done["message_id"]) == [("kb_document", EXACT_MATCH), ("kb_document", "unverified")]
 
 
 def test_a_backend_error_mid_stream_ends_the_turn_failed_with_an_error_event(

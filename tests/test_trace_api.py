@@ -65,6 +65,7 @@ def test_entries_resolve_to_their_sources_with_the_passage_read_from_the_content
     assert kb_entry["source_kind"] == "kb_document"
     assert kb_entry["message_id"] == str(message.pk)
     assert kb_entry["source_row_id"] == str(citation.pk)
+    assert citation.document is not None
     assert kb_entry["document"] == {"id": str(citation.document.pk), "title": citation.document.title}
     assert kb_entry["opinion"] is None
     assert kb_entry["tool_source"] is None
@@ -81,6 +82,8 @@ def test_entries_resolve_to_their_sources_with_the_passage_read_from_the_content
 
     caselaw_entry = next(e for e in entries if e["opinion"] is not None)
     opinion = caselaw.opinion
+    assert opinion is not None
+    assert caselaw.source_offset_start is not None
     assert caselaw_entry["source_kind"] == "caselaw"
     assert caselaw_entry["source_row_id"] == str(caselaw.pk)
     assert caselaw_entry["opinion"] == {
@@ -120,6 +123,9 @@ def test_the_passage_is_read_at_request_time_not_stored(api_client: APIClient, c
     citation = message.citations.get()
     document = citation.document
     start, end = citation.source_offset_start, citation.source_offset_end
+    assert document is not None
+    assert start is not None
+    assert end is not None
 
     # When the document's text at those offsets changes afterwards
     document.content = document.content[:start] + "X" * (end - start) + document.content[end:]
@@ -240,3 +246,50 @@ def test_the_schema_documents_the_trace(api_client: APIClient) -> None:
     assert parameters["chat_id"]["in"] == "path"
     entry_schema = response.json()["components"]["schemas"]["LedgerEntry"]["properties"]
     assert {"document", "opinion", "tool_source", "passage", "verification_status", "provider"} <= set(entry_schema)
+
+
+def test_a_failed_claim_is_traced_as_unverified_with_its_reason_and_no_passage(
+    api_client: APIClient, chat: Chat
+) -> None:
+    # Given a turn with one verified quote and two failed claims (one naming a document, one naming none)
+    message = factories.MessageFactory.create(chat=chat)
+    verified = factories.MessageCitationFactory.create(message=message)
+    failed = factories.MessageCitationFactory.create(
+        message=message,
+        document=verified.document,
+        verification_method="unverified",
+        unverified_reason="not found in the document",
+        source_offset_start=None,
+        source_offset_end=None,
+        verification_confidence=None,
+    )
+    nameless = factories.MessageCaselawCitationFactory.create(
+        message=message,
+        opinion=None,
+        verification_method="unverified",
+        unverified_reason="unknown opinion",
+        source_offset_start=None,
+        source_offset_end=None,
+        verification_confidence=None,
+    )
+    ledger.assemble(message)
+
+    entries = {e["source_row_id"]: e for e in api_client.get(_url(chat)).json()["results"]}
+
+    # Then each claim has its entry; the failed ones say why, with no passage and no confidence
+    assert entries[str(verified.pk)]["verification_status"] == "exact_match"
+    assert entries[str(verified.pk)]["unverified_reason"] is None
+    assert (
+        entries[str(failed.pk)]["verification_status"],
+        entries[str(failed.pk)]["unverified_reason"],
+        entries[str(failed.pk)]["passage"],
+        entries[str(failed.pk)]["confidence"],
+        entries[str(failed.pk)]["document"]["id"],
+    ) == ("unverified", "not found in the document", None, None, str(verified.document_id))
+    assert (
+        entries[str(nameless.pk)]["source_kind"],
+        entries[str(nameless.pk)]["verification_status"],
+        entries[str(nameless.pk)]["unverified_reason"],
+        entries[str(nameless.pk)]["opinion"],
+        entries[str(nameless.pk)]["provider"],
+    ) == ("caselaw", "unverified", "unknown opinion", None, None)
