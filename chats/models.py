@@ -78,6 +78,12 @@ class Message(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     finalized_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # The user message an assistant message answers: its turn's question, whatever else was posted
+    # to the chat meanwhile. Null for user messages, and for turns stored before it existed. An
+    # answer without its question means nothing, so it goes with it. Indexed by the unique constraint.
+    reply_to = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="replies", db_index=False
+    )
 
     class Meta:
         db_table = "messages"
@@ -101,6 +107,18 @@ class Message(models.Model):
                 condition=Q(status__in=["pending", "streaming", "interrupted", "complete", "failed"]),
                 name="messages_status_valid",
                 violation_error_message="Status must be one of pending, streaming, interrupted, complete, failed.",
+            ),
+            # Only an answer answers something: a user message replying to another would be a second question.
+            models.CheckConstraint(
+                condition=Q(reply_to__isnull=True) | Q(role="assistant"),
+                name="messages_reply_to_only_assistant",
+                violation_error_message="Only an assistant message can reply to a message.",
+            ),
+            # One answer per question (a resume continues the same answer): two would race for one turn.
+            models.UniqueConstraint(
+                fields=["reply_to"],
+                name="messages_reply_to_uniq",
+                violation_error_message="This question already has an answer.",
             ),
         ]
 

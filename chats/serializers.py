@@ -103,7 +103,9 @@ class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
-    """A message; an assistant message carries its verified citations and the sources its tools consulted."""
+    """A message; an assistant message carries the id of the question it answers (``reply_to``; null for
+    a user message and for answers stored before it was recorded), its verified citations and the sources
+    its tools consulted."""
 
     citations = KBCitationSerializer(many=True, read_only=True)
     caselaw_citations = CaselawCitationSerializer(many=True, read_only=True)
@@ -114,6 +116,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
         fields = [
             "id",
             "role",
+            "reply_to",
             "content",
             "status",
             "created_at",

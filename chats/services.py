@@ -82,14 +82,14 @@ def create_chat(*, owner: AbstractBaseUser, project: Project | None = None, titl
 
 
 def start_turn(*, chat: Chat, content: str, assistant_status: str = Message.Status.PENDING) -> tuple[Message, Message]:
-    """Record the user's message and the assistant message for the turn (``pending``, or
-    ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record)."""
+    """Record the user's message and the assistant message that answers it (``reply_to``), ``pending``,
+    or ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record."""
     with transaction.atomic():
         user_message = Message.objects.create(
             chat=chat, role=Message.Role.USER, content=content, status=Message.Status.COMPLETE
         )
         assistant_message = Message.objects.create(
-            chat=chat, role=Message.Role.ASSISTANT, content="", status=assistant_status
+            chat=chat, role=Message.Role.ASSISTANT, content="", status=assistant_status, reply_to=user_message
         )
     return user_message, assistant_message
 
