@@ -10,11 +10,58 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
+from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import models
+from django.db import IntegrityError, models
 from django.db.models import Q
 from django.utils import timezone
+
+
+class CitedTextChangeError(IntegrityError):
+    """A cited source's text was about to change: quotes point into it by offset, so it is immutable.
+
+    An ``IntegrityError``, like the PostgreSQL trigger's refusal of the same change in SQL, so both
+    layers give the same answer on every database. A revised text is uploaded as a new source.
+    """
+
+
+class CitedTextGuard(models.Model):
+    """Refuses, in ``save()``, a change of ``cited_text_field`` once a citation row quotes the source
+    (``citations`` is the reverse relation of the quote rows).
+
+    ``QuerySet.update()``, ``bulk_update()`` and raw SQL bypass ``save()``: on PostgreSQL the triggers of
+    the migration ``cited_text_immutable`` refuse those too; on SQLite only this guard holds.
+    """
+
+    cited_text_field: ClassVar[str]
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        field = self.cited_text_field
+        update_fields = kwargs.get("update_fields")
+        if (
+            not self._state.adding
+            and field not in self.get_deferred_fields()
+            and (update_fields is None or field in update_fields)
+            and self._cited_text_would_change(using=kwargs.get("using") or self._state.db)
+        ):
+            raise CitedTextChangeError(
+                f"{self._meta.verbose_name} {self.pk} is cited: its {field} cannot change "
+                f"(a revised text is added as a new {self._meta.verbose_name})."
+            )
+        super().save(*args, **kwargs)
+
+    def _cited_text_would_change(self, *, using: str | None) -> bool:
+        field = self.cited_text_field
+        cited = type(self)._default_manager.using(using).filter(pk=self.pk, **{"citations__isnull": False})
+        return cited.exclude(**{field: getattr(self, field)}).exists()
+
+    def is_cited(self) -> bool:
+        """Whether a citation row quotes this source (its text is then immutable)."""
+        return self.pk is not None and not self._state.adding and self.citations.exists()  # type: ignore[attr-defined]
 
 
 class Project(models.Model):
@@ -126,8 +173,11 @@ class Message(models.Model):
         return f"{self.role} message {self.id}"
 
 
-class Document(models.Model):
-    """A knowledge-base document of a matter; quotes are verified against ``content``."""
+class Document(CitedTextGuard):
+    """A knowledge-base document of a matter; quotes are verified against ``content``, which is
+    immutable once quoted (a revised document is uploaded as a new document)."""
+
+    cited_text_field = "content"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
@@ -143,8 +193,11 @@ class Document(models.Model):
         return self.title
 
 
-class CaselawOpinion(models.Model):
-    """External opinion text, materialized so that quotes from it stay verifiable later."""
+class CaselawOpinion(CitedTextGuard):
+    """External opinion text, materialized so that quotes from it stay verifiable later: once quoted,
+    ``text`` is immutable (metadata may still be refreshed)."""
+
+    cited_text_field = "text"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     provider = models.CharField(max_length=50)
@@ -189,6 +242,12 @@ def _offsets_and_method_constraints(table: str) -> list[models.BaseConstraint]:
             name=f"{table}_offsets_ordered",
             violation_error_message="source_offset_end must be >= source_offset_start.",
         ),
+        # The digest is a hex SHA-256 of the passage, or empty for a quote stored before digests existed.
+        models.CheckConstraint(
+            condition=Q(passage_sha256__regex=r"^([0-9a-f]{64})?$"),
+            name=f"{table}_passage_sha256_hex",
+            violation_error_message="passage_sha256 must be 64 lowercase hex digits (or empty).",
+        ),
         # A stored quote was verified somehow; an empty method would hide how.
         models.CheckConstraint(
             condition=~Q(verification_method=""),
@@ -217,6 +276,10 @@ class MessageCitation(models.Model):
     source_offset_end = models.IntegerField()
     verification_method = models.CharField(max_length=32)
     verification_confidence = models.DecimalField(max_digits=4, decimal_places=3, default=Decimal("1.000"))
+    # Hex SHA-256 of source[start:end] (UTF-8) as verified at finalize: a digest, never content. The trace
+    # recomputes it from the passage it reads, so a change of the text below the application shows.
+    # Empty for quotes stored before it was recorded.
+    passage_sha256 = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -239,6 +302,10 @@ class MessageCaselawCitation(models.Model):
     source_offset_end = models.IntegerField()
     verification_method = models.CharField(max_length=32)
     verification_confidence = models.FloatField(default=1.0)
+    # Hex SHA-256 of source[start:end] (UTF-8) as verified at finalize: a digest, never content. The trace
+    # recomputes it from the passage it reads, so a change of the text below the application shows.
+    # Empty for quotes stored before it was recorded.
+    passage_sha256 = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

@@ -11,6 +11,7 @@ commit) sends :data:`chats.signals.post_finalize` so that layers built on top
 from __future__ import annotations
 
 import datetime
+import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -112,13 +113,20 @@ def _confidence_decimal(value: float) -> Decimal:
     return Decimal(str(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)
 
 
+def passage_sha256(passage: str) -> str:
+    """The digest a quote row stores of the passage it verified (hex SHA-256 of its UTF-8 bytes); the
+    trace recomputes it from the passage it reads to tell whether the text is still the one verified."""
+    return hashlib.sha256(passage.encode("utf-8")).hexdigest()
+
+
 def _verify_claims(
     *, message: Message, claims: Sequence[ClaimedCitation]
 ) -> tuple[list[MessageCitation], list[MessageCaselawCitation], list[UnverifiedQuote]]:
     """Verify each claim against its source's text; sources are loaded and normalized once per turn.
 
     A KB document only counts if it belongs to the chat's matter: a quote claimed from another
-    matter's document is unverified, never a citation.
+    matter's document is unverified, never a citation. Each citation carries the digest of
+    ``source[start:end]`` as verified here (:func:`passage_sha256`).
     """
     document_ids = {c.document_id for c in claims if c.document_id is not None}
     opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
@@ -159,6 +167,7 @@ def _verify_claims(
                     source_offset_end=match.end,
                     verification_method=match.method,
                     verification_confidence=_confidence_decimal(match.confidence),
+                    passage_sha256=passage_sha256(document.content[match.start : match.end]),
                     created_at=now,
                 )
             )
@@ -180,6 +189,7 @@ def _verify_claims(
                     source_offset_end=match.end,
                     verification_method=match.method,
                     verification_confidence=match.confidence,
+                    passage_sha256=passage_sha256(opinion.text[match.start : match.end]),
                     created_at=now,
                 )
             )

@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from chats import models
+from chats.services import passage_sha256
 from citations import ledger
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
 
@@ -105,6 +106,9 @@ class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCit
     source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
     verification_method = "exact_match"
     verification_confidence = Decimal("1.000")
+    passage_sha256 = factory.LazyAttribute(
+        lambda c: passage_sha256(c.document.content[c.source_offset_start : c.source_offset_end])
+    )
 
 
 class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.MessageCaselawCitation]):
@@ -118,6 +122,9 @@ class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.Mes
     source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
     verification_method = "exact_match"
     verification_confidence = 1.0
+    passage_sha256 = factory.LazyAttribute(
+        lambda c: passage_sha256(c.opinion.text[c.source_offset_start : c.source_offset_end])
+    )
 
 
 class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageToolSource]):
