@@ -124,7 +124,8 @@ class MessageAdmin(UUIDSearchAdmin):
     list_filter = ("role", "status")
     search_fields = ("id", "chat_id")
     search_help_text = "An exact message or chat id (UUID)."
-    raw_id_fields = ("chat",)
+    # Raw ids: a <select> would list every message of the table.
+    raw_id_fields = ("chat", "reply_to")
     readonly_fields = ("id", "created_at")
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER

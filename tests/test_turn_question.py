@@ -12,6 +12,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.http import StreamingHttpResponse
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -91,6 +93,18 @@ def test_the_api_shows_which_question_an_answer_answers(api_client: APIClient, m
 
     question, answer = api_client.get(f"/api/chats/{matter_chat.pk}/").json()["messages"]
     assert (question["reply_to"], answer["reply_to"]) == (None, question["id"])
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_the_question_by_id_without_listing_every_message(
+    admin_client: Client, matter_chat: Chat
+) -> None:
+    question, answer = start_turn(chat=matter_chat, content="q1")
+
+    page = admin_client.get(reverse("admin:chats_message_change", args=[answer.pk])).content.decode()
+
+    assert f'name="reply_to" value="{question.pk}"' in page
+    assert '<select name="reply_to"' not in page
 
 
 # --- the history -----------------------------------------------------------------------------------------------------
