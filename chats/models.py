@@ -278,8 +278,8 @@ class MessageCitation(models.Model):
     verification_confidence = models.DecimalField(max_digits=4, decimal_places=3, default=Decimal("1.000"))
     # Hex SHA-256 of source[start:end] (UTF-8) as verified at finalize: a digest, never content. The trace
     # recomputes it from the passage it reads, so a change of the text below the application shows.
-    # Empty for quotes stored before it was recorded.
-    passage_sha256 = models.CharField(max_length=64, blank=True, default="")
+    # Empty for quotes stored before it was recorded (also the database default, for raw SQL writers).
+    passage_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -304,8 +304,8 @@ class MessageCaselawCitation(models.Model):
     verification_confidence = models.FloatField(default=1.0)
     # Hex SHA-256 of source[start:end] (UTF-8) as verified at finalize: a digest, never content. The trace
     # recomputes it from the passage it reads, so a change of the text below the application shows.
-    # Empty for quotes stored before it was recorded.
-    passage_sha256 = models.CharField(max_length=64, blank=True, default="")
+    # Empty for quotes stored before it was recorded (also the database default, for raw SQL writers).
+    passage_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

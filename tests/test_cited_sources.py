@@ -325,3 +325,19 @@ def test_a_digest_is_64_lowercase_hex_digits_insert(cited_document: Document, di
 
     with pytest.raises(IntegrityError, match=expected), transaction.atomic():
         MessageCitation.objects.filter(document=cited_document).update(passage_sha256=digest)
+
+
+@pytest.mark.postgres
+def test_a_quote_written_by_raw_sql_without_a_digest_gets_an_empty_one(cited_document: Document) -> None:
+    # Writers that predate the digest (the benchmark's dataset, older tools) still insert
+    message = MessageCitation.objects.get(document=cited_document).message
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO message_citations (id, message_id, document_id, quote, source_offset_start, "
+            "source_offset_end, verification_method, verification_confidence, created_at) "
+            "VALUES (gen_random_uuid(), %s, %s, 'must', 0, 4, 'exact_match', 1.0, now()) RETURNING passage_sha256",
+            [message.pk, cited_document.pk],
+        )
+        (digest,) = cursor.fetchone()
+
+    assert digest == ""

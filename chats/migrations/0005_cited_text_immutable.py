@@ -66,12 +66,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='messagecaselawcitation',
             name='passage_sha256',
-            field=models.CharField(blank=True, default='', max_length=64),
+            field=models.CharField(blank=True, db_default='', default='', max_length=64),
         ),
         migrations.AddField(
             model_name='messagecitation',
             name='passage_sha256',
-            field=models.CharField(blank=True, default='', max_length=64),
+            field=models.CharField(blank=True, db_default='', default='', max_length=64),
         ),
         migrations.AddConstraint(
             model_name='messagecaselawcitation',
