@@ -19,7 +19,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from uuid import UUID
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from chats.models import (
@@ -119,6 +119,25 @@ def passage_sha256(passage: str) -> str:
     return hashlib.sha256(passage.encode("utf-8")).hexdigest()
 
 
+def _hold_source_texts(*, document_ids: set[UUID], opinion_ids: set[UUID]) -> None:
+    """On PostgreSQL, lock the quoted sources' rows ``FOR SHARE`` until the turn's transaction ends, so
+    that their text cannot change between verification and the commit of the citation rows (from then
+    on the immutability trigger refuses any change). Other turns quoting the same sources are not held
+    up (the lock is shared); an edit of such a source waits for the turn. A no-op elsewhere: SQLite
+    runs one writer at a time.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for model, ids in ((Document, document_ids), (CaselawOpinion, opinion_ids)):
+            if ids:
+                table = model._meta.db_table
+                cursor.execute(
+                    f"SELECT 1 FROM {table} WHERE id = ANY(%(ids)s) ORDER BY id FOR SHARE",  # noqa: S608
+                    {"ids": sorted(ids)},
+                )
+
+
 def _verify_claims(
     *, message: Message, claims: Sequence[ClaimedCitation]
 ) -> tuple[list[MessageCitation], list[MessageCaselawCitation], list[UnverifiedQuote]]:
@@ -126,10 +145,12 @@ def _verify_claims(
 
     A KB document only counts if it belongs to the chat's matter: a quote claimed from another
     matter's document is unverified, never a citation. Each citation carries the digest of
-    ``source[start:end]`` as verified here (:func:`passage_sha256`).
+    ``source[start:end]`` as verified here (:func:`passage_sha256`). Runs inside the turn's
+    transaction: the sources' texts are read under :func:`_hold_source_texts`.
     """
     document_ids = {c.document_id for c in claims if c.document_id is not None}
     opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
+    _hold_source_texts(document_ids=document_ids, opinion_ids=opinion_ids)
     project_id = message.chat.project_id
     documents = (
         {d.pk: d for d in Document.objects.filter(pk__in=document_ids, project_id=project_id)}
@@ -255,10 +276,11 @@ def finalize_turn(
         raise ValueError("only an assistant message ends a turn")
     if message.status in {Message.Status.COMPLETE, Message.Status.FAILED}:
         raise ValueError(f"message {message.pk} is already {message.status}; only an interrupted turn goes on")
-    kb, caselaw, unverified = _verify_claims(message=message, claims=claimed_citations)
     now = timezone.now()
     sources = _tool_source_rows(message=message, consulted=tool_sources, now=now)
     with transaction.atomic():
+        # Verified inside the transaction: a quoted text cannot change before its citation commits.
+        kb, caselaw, unverified = _verify_claims(message=message, claims=claimed_citations)
         message.content = content
         message.status = status
         message.finalized_at = now

@@ -8,6 +8,8 @@ SHA-256 of the passage it verified, and the trace recomputes it from the passage
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
@@ -19,8 +21,9 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from chats.assistant import FinalAnswer, ScriptedBackend, TurnRun
-from chats.models import CaselawOpinion, Chat, CitedTextChangeError, Document, MessageCitation
-from chats.services import ClaimedCitation, passage_sha256, start_turn
+from chats.models import CaselawOpinion, Chat, CitedTextChangeError, Document, Message, MessageCitation
+from chats.services import ClaimedCitation, finalize_turn, passage_sha256, start_turn
+from chats.verification import NormalizedSource
 from tests import factories
 from tests.test_tools import QUERY, fake_courtlistener, tool_with
 
@@ -341,3 +344,65 @@ def test_a_quote_written_by_raw_sql_without_a_digest_gets_an_empty_one(cited_doc
         (digest,) = cursor.fetchone()
 
     assert digest == ""
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_text_cannot_change_between_its_quotes_verification_and_commit(
+    monkeypatch: pytest.MonkeyPatch, committed_matter_chat: tuple[APIClient, Chat]
+) -> None:
+    # Given a turn finalizing a quote of a not yet cited document, held just after reading its text
+    _, chat = committed_matter_chat
+    document = Document.objects.get(project=chat.project)
+    _, message = start_turn(chat=chat, content="What must the court be satisfied of?")
+    entered, gate = threading.Event(), threading.Event()
+    build = NormalizedSource.build
+
+    def held_build(text: str) -> NormalizedSource:
+        entered.set()
+        assert gate.wait(30)
+        return build(text)
+
+    monkeypatch.setattr(NormalizedSource, "build", staticmethod(held_build))
+    outcomes: dict[str, object] = {}
+
+    def in_thread(name: str, work: Callable[[], object]) -> threading.Thread:
+        def run() -> None:
+            try:
+                outcomes[name] = work()
+            except Exception as exc:
+                outcomes[name] = exc
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+    claim = ClaimedCitation(quote="must ultimately be satisfied", document_id=document.pk)
+    turn = in_thread(
+        "turn",
+        lambda: finalize_turn(
+            message=message, content="Quoted.", status=Message.Status.COMPLETE, claimed_citations=[claim]
+        ),
+    )
+    try:
+        assert entered.wait(30)
+
+        # When someone edits the document meanwhile
+        edit = in_thread("edit", lambda: Document.objects.filter(pk=document.pk).update(content="rewritten"))
+
+        # Then the edit waits for the turn, and once the quote is committed it is refused
+        edit.join(timeout=0.5)
+        assert edit.is_alive(), f"the edit did not wait for the turn: {outcomes.get('edit')!r}"
+    finally:
+        gate.set()
+    turn.join(timeout=30)
+    edit.join(timeout=30)
+    assert not turn.is_alive()
+    assert not edit.is_alive()
+    assert not isinstance(outcomes["turn"], Exception), outcomes["turn"]
+    assert isinstance(outcomes["edit"], IntegrityError)
+    assert Document.objects.get(pk=document.pk).content == factories.TEXT
+    kb = MessageCitation.objects.get(message=message)
+    assert kb.passage_sha256 == passage_sha256(factories.TEXT[kb.source_offset_start : kb.source_offset_end])
