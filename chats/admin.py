@@ -1,6 +1,7 @@
 """Admin of the chat domain.
 
-Matters, chats, messages, documents and opinions are editable by staff. The three per-turn
+Matters, chats, messages, documents and opinions are editable by staff, except the text of a cited
+document or opinion, which is read-only (it is immutable: see ``chats.models.CitedTextGuard``). The three per-turn
 artifact tables (``message_citations``, ``message_caselaw_citations``, ``message_tool_sources``)
 are read-only: they record what a turn quoted or consulted, and the citation ledger indexes them.
 
@@ -21,7 +22,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import BaseModelAdmin
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, Q, QuerySet, URLField
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
@@ -123,14 +124,25 @@ class MessageAdmin(UUIDSearchAdmin):
     list_filter = ("role", "status", "verdict")
     search_fields = ("id", "chat_id")
     search_help_text = "An exact message or chat id (UUID)."
-    raw_id_fields = ("chat",)
+    # Raw ids: a <select> would list every message of the table.
+    raw_id_fields = ("chat", "reply_to")
     readonly_fields = ("id", "created_at")
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
 
 
+class CitedTextAdmin(admin.ModelAdmin):
+    """Shows a source's text read-only once it is cited: a revised text is added as a new source."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        fields = [str(name) for name in super().get_readonly_fields(request, obj)]
+        if obj is not None and obj.is_cited():
+            fields.append(obj.cited_text_field)
+        return fields
+
+
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(CitedTextAdmin):
     list_display = ("title", "project", "created_at")
     list_select_related = ("project",)
     search_fields = ("title",)
@@ -143,10 +155,12 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(CaselawOpinion)
-class CaselawOpinionAdmin(admin.ModelAdmin):
+class CaselawOpinionAdmin(CitedTextAdmin):
     list_display = ("case_name", "citation", "court", "date_filed", "provider", "retrieved_at")
     search_fields = ("case_name", "citation", "opinion_id")
     readonly_fields = ("id",)
+    # A scheme-less url typed here is an https one (Django 6's default, chosen now).
+    formfield_overrides = {URLField: {"assume_scheme": "https"}}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CaselawOpinion]:
         # Opinion texts are long: the changelist never shows them, and the change page loads one on demand.

@@ -123,19 +123,31 @@ def search_and_materialize(client: CourtListener, query: str, *, limit: int) -> 
 def _materialize(
     hit: dict[str, Any], *, opinion_id: Any, detail: dict[str, Any], text: str, citations: list[str]
 ) -> CaselawOpinion:
+    """Create or refresh the materialized copy of one opinion. Metadata is refreshed; the text too,
+    unless a quote already cites the stored one: cited text is immutable (its quotes point into it by
+    offset), so a cited opinion keeps the text its quotes were verified against and the turn goes on."""
+    metadata = {
+        "cluster_id": str(hit.get("cluster_id") or ""),
+        "case_name": (hit.get("caseName") or hit.get("caseNameFull") or f"Opinion {opinion_id}")[:500],
+        "citation": (citations[0] if citations else "")[:200],
+        "court": (hit.get("court") or "")[:200],
+        "date_filed": _date(hit.get("dateFiled")),
+        "absolute_url": _absolute(hit.get("absolute_url") or detail.get("absolute_url"))[:500],
+        "retrieved_at": timezone.now(),
+    }
     with transaction.atomic():  # a savepoint inside a caller's transaction: a failure leaves it usable
-        opinion, _ = CaselawOpinion.objects.update_or_create(
+        # update_or_create locks the row (SELECT ... FOR UPDATE) until this block ends, so no quote of
+        # it can commit between the check below and the text update.
+        opinion, created = CaselawOpinion.objects.update_or_create(
             provider=PROVIDER,
             opinion_id=str(opinion_id),
-            defaults={
-                "cluster_id": str(hit.get("cluster_id") or ""),
-                "case_name": (hit.get("caseName") or hit.get("caseNameFull") or f"Opinion {opinion_id}")[:500],
-                "citation": (citations[0] if citations else "")[:200],
-                "court": (hit.get("court") or "")[:200],
-                "date_filed": _date(hit.get("dateFiled")),
-                "absolute_url": _absolute(hit.get("absolute_url") or detail.get("absolute_url"))[:500],
-                "text": text,
-                "retrieved_at": timezone.now(),
-            },
+            defaults=metadata,
+            create_defaults={**metadata, "text": text},
         )
+        if not created and opinion.text != text:
+            if opinion.is_cited():
+                logger.info("courtlistener: opinion %s is cited; its stored text is kept", opinion_id)
+            else:
+                opinion.text = text
+                opinion.save(update_fields=["text"])
     return opinion

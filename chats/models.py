@@ -9,11 +9,58 @@ and the benchmarks name them.
 from __future__ import annotations
 
 import uuid
+from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import models
+from django.db import IntegrityError, models
 from django.db.models import Q
 from django.utils import timezone
+
+
+class CitedTextChangeError(IntegrityError):
+    """A cited source's text was about to change: quotes point into it by offset, so it is immutable.
+
+    An ``IntegrityError``, like the PostgreSQL trigger's refusal of the same change in SQL, so both
+    layers give the same answer on every database. A revised text is uploaded as a new source.
+    """
+
+
+class CitedTextGuard(models.Model):
+    """Refuses, in ``save()``, a change of ``cited_text_field`` once a citation row quotes the source
+    (``citations`` is the reverse relation of the quote rows).
+
+    ``QuerySet.update()``, ``bulk_update()`` and raw SQL bypass ``save()``: on PostgreSQL the triggers of
+    the migration ``cited_text_immutable`` refuse those too; on SQLite only this guard holds.
+    """
+
+    cited_text_field: ClassVar[str]
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        field = self.cited_text_field
+        update_fields = kwargs.get("update_fields")
+        if (
+            not self._state.adding
+            and field not in self.get_deferred_fields()
+            and (update_fields is None or field in update_fields)
+            and self._cited_text_would_change(using=kwargs.get("using") or self._state.db)
+        ):
+            raise CitedTextChangeError(
+                f"{self._meta.verbose_name} {self.pk} is cited: its {field} cannot change "
+                f"(a revised text is added as a new {self._meta.verbose_name})."
+            )
+        super().save(*args, **kwargs)
+
+    def _cited_text_would_change(self, *, using: str | None) -> bool:
+        field = self.cited_text_field
+        cited = type(self)._default_manager.using(using).filter(pk=self.pk, **{"citations__isnull": False})
+        return cited.exclude(**{field: getattr(self, field)}).exists()
+
+    def is_cited(self) -> bool:
+        """Whether a citation row quotes this source (its text is then immutable)."""
+        return self.pk is not None and not self._state.adding and self.citations.exists()  # type: ignore[attr-defined]
 
 
 class Project(models.Model):
@@ -94,6 +141,12 @@ class Message(models.Model):
     # The gate verdict of a finalized assistant turn over the quotes it claimed (see ``Verdict``).
     verdict = models.CharField(max_length=16, choices=Verdict.choices, null=True, blank=True)  # noqa: DJ001
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # The user message an assistant message answers: its turn's question, whatever else was posted
+    # to the chat meanwhile. Null for user messages, and for turns stored before it existed. An
+    # answer without its question means nothing, so it goes with it. Indexed by the unique constraint.
+    reply_to = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="replies", db_index=False
+    )
 
     class Meta:
         db_table = "messages"
@@ -125,14 +178,29 @@ class Message(models.Model):
                 name="messages_verdict_valid",
                 violation_error_message="A verdict is one of pass, supported, fail, none, on a finalized turn.",
             ),
+            # Only an answer answers something: a user message replying to another would be a second question.
+            models.CheckConstraint(
+                condition=Q(reply_to__isnull=True) | Q(role="assistant"),
+                name="messages_reply_to_only_assistant",
+                violation_error_message="Only an assistant message can reply to a message.",
+            ),
+            # One answer per question (a resume continues the same answer): two would race for one turn.
+            models.UniqueConstraint(
+                fields=["reply_to"],
+                name="messages_reply_to_uniq",
+                violation_error_message="This question already has an answer.",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.role} message {self.id}"
 
 
-class Document(models.Model):
-    """A knowledge-base document of a matter; quotes are verified against ``content``."""
+class Document(CitedTextGuard):
+    """A knowledge-base document of a matter; quotes are verified against ``content``, which is
+    immutable once quoted (a revised document is uploaded as a new document)."""
+
+    cited_text_field = "content"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
@@ -148,8 +216,11 @@ class Document(models.Model):
         return self.title
 
 
-class CaselawOpinion(models.Model):
-    """External opinion text, materialized so that quotes from it stay verifiable later."""
+class CaselawOpinion(CitedTextGuard):
+    """External opinion text, materialized so that quotes from it stay verifiable later: once quoted,
+    ``text`` is immutable (metadata may still be refreshed)."""
+
+    cited_text_field = "text"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     provider = models.CharField(max_length=50)
@@ -212,6 +283,12 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             name=f"{table}_offsets_ordered",
             violation_error_message="source_offset_end must be >= source_offset_start.",
         ),
+        # The digest is a hex SHA-256 of the passage, or empty for a quote stored before digests existed.
+        models.CheckConstraint(
+            condition=Q(passage_sha256__regex=r"^([0-9a-f]{64})?$"),
+            name=f"{table}_passage_sha256_hex",
+            violation_error_message="passage_sha256 must be 64 lowercase hex digits (or empty).",
+        ),
         # A stored claim says how it fared, by a method the ledger and the reviewers know.
         models.CheckConstraint(
             condition=Q(verification_method__in=VerificationMethod.values),
@@ -226,7 +303,7 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             violation_error_message="verification_confidence must be within 0..1.",
         ),
         # A verified quote has its source, span and confidence and no failure reason; a failed claim has no
-        # span and no confidence (nothing was found) and says why it failed.
+        # span, no confidence and no digest (nothing was found) and says why it failed.
         models.CheckConstraint(
             condition=(
                 verified
@@ -239,6 +316,7 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
                 Q(verification_method=UNVERIFIED)
                 & Q(source_offset_start__isnull=True, source_offset_end__isnull=True)
                 & Q(verification_confidence__isnull=True)
+                & Q(passage_sha256="")
                 & ~Q(unverified_reason="")
             ),
             name=f"{table}_verified_or_failed_shape",
@@ -262,7 +340,11 @@ class MessageCitation(models.Model):
     verification_method = models.CharField(max_length=32, choices=VerificationMethod.choices)
     verification_confidence = models.FloatField(null=True, blank=True)
     # Why a claim is unverified ("not found in the document", ...); empty for a verified quote.
-    unverified_reason = models.CharField(max_length=300, blank=True)
+    unverified_reason = models.CharField(max_length=300, blank=True, default="", db_default="")
+    # Hex SHA-256 of source[start:end] (UTF-8) as verified at finalize: a digest, never content. The trace
+    # recomputes it from the passage it reads, so a change of the text below the application shows.
+    # Empty for quotes stored before it was recorded (also the database default, for raw SQL writers).
+    passage_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -288,7 +370,11 @@ class MessageCaselawCitation(models.Model):
     source_offset_end = models.IntegerField(null=True, blank=True)
     verification_method = models.CharField(max_length=32, choices=VerificationMethod.choices)
     verification_confidence = models.FloatField(null=True, blank=True)
-    unverified_reason = models.CharField(max_length=300, blank=True)
+    unverified_reason = models.CharField(max_length=300, blank=True, default="", db_default="")
+    # Hex SHA-256 of source[start:end] (UTF-8) as verified at finalize: a digest, never content. The trace
+    # recomputes it from the passage it reads, so a change of the text below the application shows.
+    # Empty for quotes stored before it was recorded (also the database default, for raw SQL writers).
+    passage_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

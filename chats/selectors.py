@@ -9,18 +9,22 @@ from chats.models import Chat, Project
 
 
 def projects_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Project]:
-    """Matters the user owns or is a member of."""
+    """Matters the user owns or is a member of now."""
     if not user.is_authenticated:
         return Project.objects.none()
     return Project.objects.filter(Q(owner=user) | Q(members=user)).distinct()
 
 
 def chats_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Chat]:
-    """Chats the user owns, or chats of matters the user owns or is a member of.
+    """The one access rule of the chat API: access is the matter's.
 
-    Every API object is scoped through this: anything outside it is answered with 404.
+    A chat in a matter is visible to the matter's current owner and members only; its creator
+    (``Chat.owner``) sees it only while she is one of them. A matter-less chat is visible to its
+    owner only. Membership is read at each call, so a removal takes effect on the caller's next
+    request. Every chat endpoint, the single-shot and streamed turns, the resume and the ledger
+    trace look their chat up through here: anything outside it is answered with 404.
     """
     if not user.is_authenticated:
         return Chat.objects.none()
     visible_projects = Project.objects.filter(Q(owner=user) | Q(members=user)).values("pk")
-    return Chat.objects.filter(Q(owner=user) | Q(project__in=visible_projects))
+    return Chat.objects.filter(Q(project__isnull=True, owner=user) | Q(project__in=visible_projects))

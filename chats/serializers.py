@@ -139,8 +139,10 @@ def _verified(rows: Iterable[Q]) -> list[Q]:
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
-    """A message; an assistant message carries its verified citations, the claims that did not verify (apart),
-    the sources its tools consulted and its verdict. Reads the prefetched rows: no query per message."""
+    """A message; an assistant message carries the id of the question it answers (``reply_to``; null for a
+    user message and for answers stored before it was recorded), its verdict, its verified citations, the
+    claims that did not verify (apart) and the sources its tools consulted. Reads the prefetched rows: no
+    query per message."""
 
     citations = serializers.SerializerMethodField()
     caselaw_citations = serializers.SerializerMethodField()
@@ -152,6 +154,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
         fields = [
             "id",
             "role",
+            "reply_to",
             "content",
             "status",
             "created_at",

@@ -11,6 +11,7 @@ written, so that records built on top (the citation ledger) commit with the turn
 from __future__ import annotations
 
 import datetime
+import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import TypeVar
 from uuid import UUID
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from chats.models import (
@@ -94,14 +95,14 @@ def create_chat(*, owner: AbstractBaseUser, project: Project | None = None, titl
 
 
 def start_turn(*, chat: Chat, content: str, assistant_status: str = Message.Status.PENDING) -> tuple[Message, Message]:
-    """Record the user's message and the assistant message for the turn (``pending``, or
-    ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record)."""
+    """Record the user's message and the assistant message that answers it (``reply_to``), ``pending``,
+    or ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record."""
     with transaction.atomic():
         user_message = Message.objects.create(
             chat=chat, role=Message.Role.USER, content=content, status=Message.Status.COMPLETE
         )
         assistant_message = Message.objects.create(
-            chat=chat, role=Message.Role.ASSISTANT, content="", status=assistant_status
+            chat=chat, role=Message.Role.ASSISTANT, content="", status=assistant_status, reply_to=user_message
         )
     return user_message, assistant_message
 
@@ -120,6 +121,31 @@ def reopen_interrupted_turn(*, message: Message) -> bool:
     return bool(claimed)
 
 
+def passage_sha256(passage: str) -> str:
+    """The digest a quote row stores of the passage it verified (hex SHA-256 of its UTF-8 bytes); the
+    trace recomputes it from the passage it reads to tell whether the text is still the one verified."""
+    return hashlib.sha256(passage.encode("utf-8")).hexdigest()
+
+
+def _hold_source_texts(*, document_ids: set[UUID], opinion_ids: set[UUID]) -> None:
+    """On PostgreSQL, lock the quoted sources' rows ``FOR SHARE`` until the turn's transaction ends, so
+    that their text cannot change between verification and the commit of the citation rows (from then
+    on the immutability trigger refuses any change). Other turns quoting the same sources are not held
+    up (the lock is shared); an edit of such a source waits for the turn. A no-op elsewhere: SQLite
+    runs one writer at a time.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for model, ids in ((Document, document_ids), (CaselawOpinion, opinion_ids)):
+            if ids:
+                table = model._meta.db_table
+                cursor.execute(
+                    f"SELECT 1 FROM {table} WHERE id = ANY(%(ids)s) ORDER BY id FOR SHARE",  # noqa: S608
+                    {"ids": sorted(ids)},
+                )
+
+
 def _verify_claims(
     *, message: Message, claims: Sequence[ClaimedCitation], now: datetime.datetime
 ) -> tuple[list[MessageCitation], list[MessageCaselawCitation]]:
@@ -128,10 +154,13 @@ def _verify_claims(
 
     A KB document only counts if it belongs to the chat's matter: a quote claimed from another matter's
     document is unverified, never a citation, and the failed row does not name the document. A claim naming
-    no source, or both kinds, is recorded as a failed KB claim.
+    no source, or both kinds, is recorded as a failed KB claim. Each verified quote carries the digest of
+    ``source[start:end]`` as verified here (:func:`passage_sha256`). Runs inside the turn's transaction: the
+    sources' texts are read under :func:`_hold_source_texts`.
     """
     document_ids = {c.document_id for c in claims if c.document_id is not None}
     opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
+    _hold_source_texts(document_ids=document_ids, opinion_ids=opinion_ids)
     project_id = message.chat.project_id
     documents = (
         {d.pk: d for d in Document.objects.filter(pk__in=document_ids, project_id=project_id)}
@@ -178,6 +207,7 @@ def _verify_claims(
                     source_offset_end=match.end,
                     verification_method=match.method,
                     verification_confidence=match.confidence,
+                    passage_sha256=passage_sha256(opinion.text[match.start : match.end]),
                     created_at=now,
                 )
             )
@@ -202,6 +232,7 @@ def _verify_claims(
                 source_offset_end=match.end,
                 verification_method=match.method,
                 verification_confidence=match.confidence,
+                passage_sha256=passage_sha256(document.content[match.start : match.end]),
                 created_at=now,
             )
         )
@@ -275,9 +306,10 @@ def finalize_turn(
     if message.status in {Message.Status.COMPLETE, Message.Status.FAILED}:
         raise ValueError(f"message {message.pk} is already {message.status}; only an interrupted turn goes on")
     now = timezone.now()
-    kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now)
     sources = _tool_source_rows(message=message, consulted=tool_sources, now=now)
     with transaction.atomic():
+        # Verified inside the transaction: a quoted text cannot change before its citation commits.
+        kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now)
         message.content = content
         message.status = status
         message.finalized_at = now

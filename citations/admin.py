@@ -114,10 +114,12 @@ def source_link(entry: CitationLedgerEntry) -> SafeString | str:
 
 def passage_html(entry: CitationLedgerEntry) -> SafeString | str:
     """What an entry points at, for an entry read through ``selectors.with_sources``: the quoted
-    passage ``source[start:end]``, or for a consulted source its label and url."""
+    passage ``source[start:end]`` (flagged when it is no longer the passage that was verified), or for
+    a consulted source its label and url."""
     span = selectors.passage(entry)
     if span is not None:
-        return format_html("<q>{}</q> <small>[{}:{}]</small>", span.text, span.start, span.end)
+        changed = format_html(" <strong>{}</strong>", "changed since verified") if span.intact is False else ""
+        return format_html("<q>{}</q> <small>[{}:{}]</small>{}", span.text, span.start, span.end, changed)
     failed = entry.message_citation or entry.message_caselaw_citation
     if failed is not None:
         return format_html("<strong>not verified</strong>: {}", failed.unverified_reason or "-")

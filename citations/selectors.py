@@ -4,7 +4,9 @@ The passage of a quote is ``source[start:end]``: the document's content or the o
 sliced at the offsets of the citation row. It is read from the content layer whenever an entry
 is read, never stored in the ledger. It is cut on the database side (``SUBSTR``, 1-based) so
 that only the passage leaves the database, not a 100KB text per entry; the text columns
-themselves are deferred. The trace API and the admin both read entries through here.
+themselves are deferred. The quote row's ``passage_sha256`` (the digest of the passage as it was
+verified; a digest, not content) tells whether the passage read now is still that one
+(:attr:`Passage.intact`). The trace API and the admin both read entries through here.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from django.db.models import F, QuerySet
 from django.db.models.functions import Coalesce, Substr
 
 from chats.models import Chat
+from chats.services import passage_sha256
 from citations.models import CitationLedgerEntry
 
 # Annotation names set by with_sources() and read by passage().
 _START = "passage_start"
 _END = "passage_end"
 _TEXT = "passage_text"
+_DIGEST = "passage_digest"
 
 _QUOTE_SOURCES = (
     # (relation from the entry to the quote row, the text column it quotes, relative to that row)
@@ -37,6 +41,16 @@ class Passage:
     start: int
     end: int
     text: str
+    # The digest the quote row stored at verification; empty for quotes stored before digests existed.
+    verified_sha256: str = ""
+
+    @property
+    def intact(self) -> bool | None:
+        """Whether ``text``, read now, is the passage that was verified (its SHA-256 equals the stored
+        digest); ``None`` when no digest was stored."""
+        if not self.verified_sha256:
+            return None
+        return passage_sha256(self.text) == self.verified_sha256
 
 
 def _sliced(quote: str, text: str) -> Substr:
@@ -64,6 +78,7 @@ def with_sources(entries: QuerySet[CitationLedgerEntry]) -> QuerySet[CitationLed
                 _END: Coalesce(*(F(f"{quote}__source_offset_end") for quote, _ in _QUOTE_SOURCES)),
                 # Null for a tool-source entry: a consulted source was not quoted.
                 _TEXT: Coalesce(*(_sliced(quote, text) for quote, text in _QUOTE_SOURCES)),
+                _DIGEST: Coalesce(*(F(f"{quote}__passage_sha256") for quote, _ in _QUOTE_SOURCES)),
             }
         )
     )
@@ -74,7 +89,9 @@ def passage(entry: CitationLedgerEntry) -> Passage | None:
     text = getattr(entry, _TEXT)
     if text is None:
         return None
-    return Passage(start=getattr(entry, _START), end=getattr(entry, _END), text=text)
+    return Passage(
+        start=getattr(entry, _START), end=getattr(entry, _END), text=text, verified_sha256=getattr(entry, _DIGEST)
+    )
 
 
 def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[CitationLedgerEntry]:

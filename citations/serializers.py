@@ -58,8 +58,8 @@ class PassageSerializer(serializers.Serializer[selectors.Passage]):
 
 class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     """One ledger entry. At most one of ``document``, ``opinion`` and ``tool_source`` is set (none only for a
-    failed claim naming no quotable source); ``passage`` is set for verified quotes and null for failed
-    claims and consulted sources."""
+    failed claim naming no quotable source); ``passage`` and ``passage_intact`` are set for verified quotes
+    and null for failed claims and consulted sources."""
 
     id = serializers.UUIDField(read_only=True)
     message_id = serializers.UUIDField(read_only=True)
@@ -72,6 +72,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     opinion = serializers.SerializerMethodField()
     tool_source = serializers.SerializerMethodField()
     passage = serializers.SerializerMethodField()
+    passage_intact = serializers.SerializerMethodField(
+        help_text="Whether the passage read now is the one that was verified: its SHA-256 equals the digest "
+        "stored with the quote. False means the source text changed below the application. Null for "
+        "consulted sources and for quotes stored before digests were recorded."
+    )
     verification_status = serializers.CharField(
         read_only=True,
         help_text="How the quote was verified (exact_match, tolerant_match), 'unverified' for a claim that did "
@@ -106,3 +111,7 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     def get_passage(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
         span = selectors.passage(entry)
         return None if span is None else PassageSerializer(span).data
+
+    def get_passage_intact(self, entry: CitationLedgerEntry) -> bool | None:
+        span = selectors.passage(entry)
+        return None if span is None else span.intact

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import factory
 from django.contrib.auth.models import User
 from django.utils import timezone
 
 from chats import models
+from chats.services import passage_sha256
 from citations import ledger
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
 
@@ -90,6 +93,15 @@ class CaselawOpinionFactory(factory.django.DjangoModelFactory[models.CaselawOpin
     text = TEXT
 
 
+FAILED_CLAIM: dict[str, Any] = {
+    "verification_method": "unverified",
+    "source_offset_start": None,
+    "source_offset_end": None,
+    "verification_confidence": None,
+    "passage_sha256": "",
+}
+
+
 class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCitation]):
     class Meta:
         model = models.MessageCitation
@@ -103,6 +115,13 @@ class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCit
     source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
     verification_method = "exact_match"
     verification_confidence = 1.0
+    passage_sha256 = factory.LazyAttribute(
+        lambda c: passage_sha256(c.document.content[c.source_offset_start : c.source_offset_end])
+    )
+
+    class Params:
+        # A claim that did not verify: no span, no score, no digest, and why.
+        failed = factory.Trait(**FAILED_CLAIM, unverified_reason="not found in the document")
 
 
 class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.MessageCaselawCitation]):
@@ -116,6 +135,12 @@ class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.Mes
     source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
     verification_method = "exact_match"
     verification_confidence = 1.0
+    passage_sha256 = factory.LazyAttribute(
+        lambda c: passage_sha256(c.opinion.text[c.source_offset_start : c.source_offset_end])
+    )
+
+    class Params:
+        failed = factory.Trait(**FAILED_CLAIM, unverified_reason="not found in the opinion")
 
 
 class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageToolSource]):

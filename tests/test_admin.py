@@ -426,11 +426,8 @@ def test_failed_claims_are_filterable_and_their_entry_says_why(admin_client: Cli
     factories.MessageCitationFactory.create(message=message)
     failed = factories.MessageCitationFactory.create(
         message=message,
-        verification_method="unverified",
+        failed=True,
         unverified_reason="not found in the document",
-        source_offset_start=None,
-        source_offset_end=None,
-        verification_confidence=None,
     )
     ledger.assemble(message)
     factories.assembled_turn()

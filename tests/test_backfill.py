@@ -722,11 +722,8 @@ def test_failed_claims_are_backfilled_as_unverified_entries() -> None:
         factories.MessageCaselawCitationFactory.create(
             message=message,
             opinion=opinion,
-            verification_method="unverified",
+            failed=True,
             unverified_reason="not found in the opinion",
-            source_offset_start=None,
-            source_offset_end=None,
-            verification_confidence=None,
         )
 
     out, _ = run_command()

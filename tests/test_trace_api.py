@@ -20,6 +20,7 @@ from chats.models import Chat
 from citations import ledger
 from citations.models import CitationLedgerEntry
 from tests import factories
+from tests.test_cited_sources import change_below_the_application
 
 pytestmark = pytest.mark.django_db
 
@@ -72,6 +73,8 @@ def test_entries_resolve_to_their_sources_with_the_passage_read_from_the_content
     start, end = citation.source_offset_start, citation.source_offset_end
     assert kb_entry["passage"] == {"start": start, "end": end, "text": DOCUMENT_TEXT[start:end]}
     assert kb_entry["passage"]["text"] == citation.quote
+    # The passage read by the database hashes to the digest finalize computed in Python (multi-byte text before it)
+    assert kb_entry["passage_intact"] is True
     assert kb_entry["verification_status"] == "exact_match"
     assert kb_entry["confidence"] == 1.0
     assert kb_entry["provider"] is None
@@ -96,6 +99,7 @@ def test_entries_resolve_to_their_sources_with_the_passage_read_from_the_content
     }
     start, end = caselaw.source_offset_start, caselaw.source_offset_end
     assert caselaw_entry["passage"] == {"start": start, "end": end, "text": opinion.text[start:end]}
+    assert caselaw_entry["passage_intact"] is True
     assert caselaw_entry["provider"] == opinion.provider
     assert caselaw_entry["retrieved_at"] is not None
 
@@ -110,6 +114,7 @@ def test_entries_resolve_to_their_sources_with_the_passage_read_from_the_content
         "external_ref": tool_source.external_ref,
     }
     assert tool_entry["passage"] is None
+    assert tool_entry["passage_intact"] is None
     assert tool_entry["document"] is None
     assert tool_entry["opinion"] is None
     assert tool_entry["verification_status"] == "provenance"
@@ -127,13 +132,14 @@ def test_the_passage_is_read_at_request_time_not_stored(api_client: APIClient, c
     assert start is not None
     assert end is not None
 
-    # When the document's text at those offsets changes afterwards
-    document.content = document.content[:start] + "X" * (end - start) + document.content[end:]
-    document.save()
+    # When the document's text at those offsets changes afterwards (below the application: a cited
+    # text is immutable to it)
+    change_below_the_application(document, document.content[:start] + "X" * (end - start) + document.content[end:])
 
-    # Then the trace shows what the source says now
+    # Then the trace shows what the source says now, and that it is not what was verified
     (entry,) = api_client.get(_url(chat)).json()["results"]
     assert entry["passage"]["text"] == "X" * (end - start)
+    assert entry["passage_intact"] is False
 
 
 def test_a_chat_of_another_user_is_not_found(chat: Chat, other_user: User) -> None:
@@ -257,20 +263,14 @@ def test_a_failed_claim_is_traced_as_unverified_with_its_reason_and_no_passage(
     failed = factories.MessageCitationFactory.create(
         message=message,
         document=verified.document,
-        verification_method="unverified",
+        failed=True,
         unverified_reason="not found in the document",
-        source_offset_start=None,
-        source_offset_end=None,
-        verification_confidence=None,
     )
     nameless = factories.MessageCaselawCitationFactory.create(
         message=message,
         opinion=None,
-        verification_method="unverified",
+        failed=True,
         unverified_reason="unknown opinion",
-        source_offset_start=None,
-        source_offset_end=None,
-        verification_confidence=None,
     )
     ledger.assemble(message)
 

@@ -38,7 +38,8 @@ class Turn:
 
     @property
     def question(self) -> str:
-        """The latest user message: what this turn answers."""
+        """What this turn answers: the last user message of ``history``, which the runner ends with
+        the turn's own question (``Message.reply_to``), never with a later one."""
         for entry in reversed(self.history):
             if entry.role == "user":
                 return entry.content

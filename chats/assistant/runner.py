@@ -61,9 +61,21 @@ def _key(kind: str, tool: str, provider: str | None, label: str, url: str, exter
 
 
 def turn_history(message: Message) -> tuple[HistoryEntry, ...]:
-    """The chat's messages before ``message`` that a backend may read: the user's, and answers that were given."""
+    """What a backend may read for the turn of ``message``: the chat's user messages and the answers
+    that were given, in order (``created_at``, then ``id``), ending with the question it answers.
+
+    The question is ``message.reply_to``: the history stops there (inclusive), so messages posted to
+    the chat after it (another turn's question, running at the same time) are never part of this
+    turn. A message stored before ``reply_to`` existed (null) falls back to every message created up
+    to it, so its question is the latest user message before it.
+    """
+    if message.reply_to_id is not None:
+        question = Message.objects.only("created_at").get(pk=message.reply_to_id)
+        up_to = Q(created_at__lt=question.created_at) | Q(created_at=question.created_at, id__lte=question.pk)
+    else:
+        up_to = Q(created_at__lte=message.created_at)
     rows = (
-        Message.objects.filter(chat_id=message.chat_id, created_at__lte=message.created_at)
+        Message.objects.filter(up_to, chat_id=message.chat_id)
         .exclude(pk=message.pk)
         .filter(
             Q(role=Message.Role.USER)

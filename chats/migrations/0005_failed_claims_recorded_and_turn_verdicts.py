@@ -51,12 +51,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='messagecaselawcitation',
             name='unverified_reason',
-            field=models.CharField(blank=True, max_length=300),
+            field=models.CharField(blank=True, db_default='', default='', max_length=300),
         ),
         migrations.AddField(
             model_name='messagecitation',
             name='unverified_reason',
-            field=models.CharField(blank=True, max_length=300),
+            field=models.CharField(blank=True, db_default='', default='', max_length=300),
         ),
         migrations.AlterField(
             model_name='messagecaselawcitation',
