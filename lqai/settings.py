@@ -15,6 +15,12 @@ Environment variables:
   (``citations/writer.py``); ``inline`` (the default, and the only choice, on SQLite,
   which has one writer at a time): written before the response.
 - ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
+- Production security (see the README's "Production settings"): with ``DEBUG`` off, HTTPS is required
+  by default (``SECURE_SSL_REDIRECT``, ``SECURE_HSTS_SECONDS``, ``SECURE_HSTS_INCLUDE_SUBDOMAINS``,
+  ``SECURE_HSTS_PRELOAD``, ``SESSION_COOKIE_SECURE``, ``CSRF_COOKIE_SECURE``), each relaxable;
+  ``SECURE_PROXY_SSL_HEADER`` (e.g. ``X-Forwarded-Proto``) behind a TLS-terminating proxy;
+  ``CSRF_TRUSTED_ORIGINS`` (comma-separated origins).
+- ``DATA_UPLOAD_MAX_MEMORY_SIZE``: the largest request body, in bytes.
 - ``LOG_LEVEL``: the root log level (default ``INFO``).
 """
 
@@ -52,6 +58,30 @@ def env_int(name: str, *, default: int) -> int:
         raise ImproperlyConfigured(f"{name}={value!r} is not an integer.") from None
 
 
+def env_list(name: str, *, default: str = "") -> list[str]:
+    """A comma-separated list; blanks dropped."""
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def proxy_ssl_header_from_env() -> tuple[str, str] | None:
+    """``SECURE_PROXY_SSL_HEADER`` from ``Header-Name`` or ``Header-Name: value`` (value ``https`` by default).
+
+    Only for a proxy that sets the header itself and strips it from clients: otherwise a client can
+    claim HTTPS over plain HTTP.
+    """
+    value = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+    if not value:
+        return None
+    name, _, expected = value.partition(":")
+    name, expected = name.strip(), expected.strip() or "https"
+    if not name or not all(c.isalnum() or c == "-" for c in name):
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER={value!r} is not a header name: use e.g. X-Forwarded-Proto or "
+            "'X-Forwarded-Proto: https'."
+        )
+    return "HTTP_" + name.upper().replace("-", "_"), expected
+
+
 def database_from_env() -> dict[str, object]:
     """The default database: ``DATABASE_URL`` if set, else an embedded SQLite file."""
     url = os.environ.get("DATABASE_URL", "").strip()
@@ -80,7 +110,20 @@ if not SECRET_KEY:
         )
     SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"  # noqa: S105 - debug-only fallback
 
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",") if h.strip()]
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default="localhost,127.0.0.1")
+
+# HTTPS only unless DEBUG: `manage.py check --deploy` is clean with just SECRET_KEY and ALLOWED_HOSTS set.
+# Each can be relaxed from the environment (e.g. SECURE_SSL_REDIRECT=0 when the proxy redirects itself).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header_from_env()
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+# A request body above this answers 413 (JSON under /api/); questions are at most LQAI_MAX_MESSAGE_CHARS.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
