@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.urls import reverse
 from rest_framework import serializers
 
 from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
@@ -126,10 +127,17 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
 
 
 class ChatDetailSerializer(ChatSerializer):
-    messages = MessageSerializer(many=True, read_only=True)
+    """A chat; its messages are read page by page from ``messages_url``."""
+
+    messages_url = serializers.SerializerMethodField()
 
     class Meta(ChatSerializer.Meta):
-        fields = [*ChatSerializer.Meta.fields, "messages"]
+        fields = [*ChatSerializer.Meta.fields, "messages_url"]
+
+    def get_messages_url(self, obj: Chat) -> str:
+        path = reverse("chats:message-create", kwargs={"chat_id": obj.pk})
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path
 
 
 class MessageCreateSerializer(serializers.Serializer[dict[str, Any]]):

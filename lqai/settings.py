@@ -21,12 +21,16 @@ Environment variables:
   ``SECURE_PROXY_SSL_HEADER`` (e.g. ``X-Forwarded-Proto``) behind a TLS-terminating proxy;
   ``CSRF_TRUSTED_ORIGINS`` (comma-separated origins).
 - ``DATA_UPLOAD_MAX_MEMORY_SIZE``: the largest request body, in bytes.
+- Bounded use of the turn endpoints: ``LQAI_THROTTLE_TURNS`` (e.g. ``30/min``, ``off``),
+  ``LQAI_MAX_CONCURRENT_STREAMS``, ``LQAI_MAX_STREAM_SECONDS``, ``LQAI_SSE_HEARTBEAT_SECONDS``,
+  ``LQAI_STALE_TURN_SECONDS`` and ``LQAI_MESSAGES_PAGE_SIZE`` (see below).
 - ``LOG_LEVEL``: the root log level (default ``INFO``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -214,6 +218,31 @@ SPECTACULAR_SETTINGS = {
 LQAI_ASSISTANT_BACKEND = os.environ.get("LQAI_ASSISTANT_BACKEND", "chats.assistant.ExtractiveBackend")
 LQAI_MAX_MESSAGE_CHARS = env_int("LQAI_MAX_MESSAGE_CHARS", default=8000)
 COURTLISTENER_API_TOKEN = os.environ.get("COURTLISTENER_API_TOKEN", "")
+
+# --- Bounded use of the turn endpoints (0 or "off" turns a limit off) ---
+# Turns (single-shot, streamed, resumed) one user may start, per DRF rate ("30/min"): then 429 with Retry-After.
+_turn_rate = os.environ.get("LQAI_THROTTLE_TURNS", "30/min").strip().lower()
+if _turn_rate not in {"", "0", "off", "none"} and not re.fullmatch(
+    r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", _turn_rate
+):
+    raise ImproperlyConfigured(f"LQAI_THROTTLE_TURNS={_turn_rate!r} is not a rate: use e.g. 30/min, 500/hour or off.")
+LQAI_THROTTLE_TURNS: str | None = None if _turn_rate in {"", "0", "off", "none"} else _turn_rate
+# Streams (streamed and resumed turns) one user may have open at once, counted in the database: then 429.
+LQAI_MAX_CONCURRENT_STREAMS = env_int("LQAI_MAX_CONCURRENT_STREAMS", default=3)
+# A stream still running after this many seconds ends `interrupted` (resumable).
+LQAI_MAX_STREAM_SECONDS = env_int("LQAI_MAX_STREAM_SECONDS", default=300)
+# While the assistant is silent a stream sends an SSE comment this often, so that proxies and clients
+# keep the connection; on, the assistant runs in a thread of the request (see chats/assistant/runner.py).
+LQAI_SSE_HEARTBEAT_SECONDS: float = env_int("LQAI_SSE_HEARTBEAT_SECONDS", default=15)
+# A `pending` or `streaming` turn without progress for this long (its worker died) may be resumed.
+LQAI_STALE_TURN_SECONDS = env_int("LQAI_STALE_TURN_SECONDS", default=120)
+if LQAI_SSE_HEARTBEAT_SECONDS > 0 and LQAI_STALE_TURN_SECONDS < 2 * LQAI_SSE_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        "LQAI_STALE_TURN_SECONDS must be at least twice LQAI_SSE_HEARTBEAT_SECONDS: a live stream "
+        "records its progress at each heartbeat, and must not look stuck between two."
+    )
+# Messages per page of GET /api/chats/{id}/messages/.
+LQAI_MESSAGES_PAGE_SIZE = env_int("LQAI_MESSAGES_PAGE_SIZE", default=50)
 
 # When a finalized turn's ledger entries are written (see citations/writer.py for why deferred). SQLite
 # takes one writer at a time: a writer thread there would only wait behind the requests' own writes.

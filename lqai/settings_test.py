@@ -17,3 +17,11 @@ LQAI_LEDGER_WRITE = "inline"
 # every request with a 301. The production defaults themselves are checked in a subprocess
 # (tests/test_production.py runs `check --deploy` and the shipped server with lqai.settings).
 SECURE_SSL_REDIRECT = False
+
+# Bounded use is tested where it is the subject (tests/test_bounded_use.py sets these per test); elsewhere
+# tests drive many turns of one user back to back and concurrently, which the production limits would refuse.
+LQAI_THROTTLE_TURNS = None
+LQAI_MAX_CONCURRENT_STREAMS = 0
+# Heartbeats run the assistant in a thread with its own database connection, which cannot see the data of
+# a test's transaction: only the tests that commit (transaction=True) turn them on.
+LQAI_SSE_HEARTBEAT_SECONDS = 0

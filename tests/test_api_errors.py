@@ -65,8 +65,8 @@ def test_404_unknown_object_or_url(api_client: APIClient, path: str) -> None:
 
 
 def test_405_wrong_method(api_client: APIClient, matter_chat: Chat) -> None:
-    body = _json(api_client.get(f"/api/chats/{matter_chat.pk}/messages/"), 405)
-    assert body == {"detail": 'Method "GET" not allowed.'}
+    body = _json(api_client.delete(f"/api/chats/{matter_chat.pk}/messages/"), 405)
+    assert body == {"detail": 'Method "DELETE" not allowed.'}
 
 
 def test_413_body_too_large(api_client: APIClient, matter_chat: Chat, settings: LazySettings) -> None:

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 # Long and varied enough for Django's own check of SECRET_KEY strength.
 STRONG_SECRET = "k3Vq9-pX2rLm8ZcT4wYb7NfH1sJd6GaE0uRiOoWxQyPzMnBvCl"
@@ -137,3 +139,28 @@ def test_a_malformed_proxy_header_is_refused() -> None:
 
     assert result.returncode != 0
     assert "SECURE_PROXY_SSL_HEADER='X_Forwarded Proto' is not a header name" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"LQAI_THROTTLE_TURNS": "lots"}, "LQAI_THROTTLE_TURNS='lots' is not a rate"),
+        (
+            {"LQAI_SSE_HEARTBEAT_SECONDS": "30", "LQAI_STALE_TURN_SECONDS": "45"},
+            "LQAI_STALE_TURN_SECONDS must be at least twice LQAI_SSE_HEARTBEAT_SECONDS",
+        ),
+    ],
+)
+def test_bad_limits_are_refused(env: dict[str, str], expected: str) -> None:
+    result = _manage("check", env={**PRODUCTION, **env})
+
+    assert result.returncode != 0
+    assert expected in result.stderr
+
+
+def test_the_turn_rate_can_be_turned_off_from_the_environment() -> None:
+    code = "from django.conf import settings; print(settings.LQAI_THROTTLE_TURNS)"
+    result = _manage("shell", "-c", code, env={**PRODUCTION, "LQAI_THROTTLE_TURNS": "off"})
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "None"
