@@ -184,14 +184,13 @@ class EventStreamRenderer(BaseRenderer):
 
 
 def streamed_run(*, message: Message, backend: AssistantBackend, tools: Mapping[str, Tool]) -> TurnRun:
-    """A run paced for a stream: heartbeats, a maximum duration, progress recorded well within the stale time."""
+    """A run paced for a stream: heartbeats and a maximum duration."""
     return TurnRun(
         message=message,
         backend=backend,
         tools=tools,
         heartbeat_seconds=settings.LQAI_SSE_HEARTBEAT_SECONDS,
         max_seconds=settings.LQAI_MAX_STREAM_SECONDS,
-        progress_every=settings.LQAI_STALE_TURN_SECONDS / 4,
     )
 
 

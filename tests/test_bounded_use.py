@@ -23,10 +23,10 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from chats.assistant import AssistantEvent, FinalAnswer, Script, TextDelta, Turn
+from chats.assistant import AssistantEvent, FinalAnswer, Script, ScriptedBackend, TextDelta, Turn, TurnRun
 from chats.models import CaselawOpinion, Chat, Message
 from chats.retrieval import MAX_QUERY_TERMS, query_terms
-from chats.services import reopen_interrupted_turn
+from chats.services import reopen_interrupted_turn, start_turn
 from tests import factories
 from tests.test_streaming import names, resume, sse_events, stream
 
@@ -435,3 +435,22 @@ def test_a_backend_failure_in_its_thread_ends_the_turn_failed(
 
     assert names(events) == ["start", "delta", "error", "done"]
     assert events[-1][1]["status"] == "failed"
+
+
+def test_an_unpaced_run_records_its_progress_between_events(
+    matter_chat: Chat, user: User, scripted_backend: Callable[..., Script]
+) -> None:
+    scripted_backend(TextDelta("One. "), TextDelta("Two."), FinalAnswer())
+    _, message = start_turn(chat=matter_chat, content="q", author=user)
+    Message.objects.filter(pk=message.pk).update(updated_at=_stale())
+    run = TurnRun(message=message, backend=ScriptedBackend(), tools={}, progress_every=0)
+
+    assert next(run) == TextDelta("One. ")
+
+    message.refresh_from_db()
+    assert message.status == Message.Status.PENDING
+    assert message.updated_at > _stale()
+    assert not reopen_interrupted_turn(message=message)  # alive: not taken over
+    run.run_to_end()
+    message.refresh_from_db()
+    assert (message.status, message.content) == ("complete", "One. Two.")

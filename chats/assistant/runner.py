@@ -32,6 +32,7 @@ from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db import connections
 from django.db.models import Q
 
@@ -174,15 +175,16 @@ class TurnRun:
         tools: Mapping[str, Tool],
         heartbeat_seconds: float = 0,
         max_seconds: float = 0,
-        progress_every: float = 30,
+        progress_every: float | None = None,
     ) -> None:
         """``heartbeat_seconds`` and ``max_seconds`` pace a streamed run (0: off, see the module's
-        docstring); the turn's progress is recorded at most every ``progress_every`` seconds."""
+        docstring); the turn's progress is recorded at each heartbeat, and at an event if ``progress_every``
+        seconds (by default a quarter of ``LQAI_STALE_TURN_SECONDS``) have passed since the last time."""
         self.message = message
         self.backend = backend
         self.heartbeat_seconds = heartbeat_seconds
         self.max_seconds = max_seconds
-        self.progress_every = progress_every
+        self.progress_every = settings.LQAI_STALE_TURN_SECONDS / 4 if progress_every is None else progress_every
         self.timed_out = False
         # On a resume the message holds what was produced before the interruption.
         self._content: list[str] = [message.content]
