@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: demo test serve lint bench install clean
+.PHONY: demo test serve prod-serve lint bench install clean
 
 $(STAMP): requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -37,6 +37,13 @@ serve: $(STAMP)
 	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --no-input
 	DEBUG=$${DEBUG:-1} $(PY) manage.py serve_info
 	DEBUG=$${DEBUG:-1} $(PY) manage.py runserver 127.0.0.1:8000
+
+# The production server (gunicorn.conf.py): DEBUG stays off, so SECRET_KEY and ALLOWED_HOSTS must be set
+# (and DATABASE_URL for PostgreSQL); it migrates and collects the static files first.
+prod-serve: $(STAMP)
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py collectstatic --no-input --verbosity 0
+	$(VENV)/bin/gunicorn --config gunicorn.conf.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -137,6 +137,12 @@ class Message(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # Who asked: set on a turn's user message and its answer; per-user limits count by it. Null for
+    # turns stored before it existed, and when the account is deleted (the matter keeps the turn).
+    # No index of its own: messages_author_status_idx starts with it.
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_index=False
+    )
     finalized_at = models.DateTimeField(null=True, blank=True)
     # The gate verdict of a finalized assistant turn over the quotes it claimed (see ``Verdict``).
     verdict = models.CharField(max_length=16, choices=Verdict.choices, null=True, blank=True)  # noqa: DJ001
@@ -147,11 +153,16 @@ class Message(models.Model):
     reply_to = models.ForeignKey(
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="replies", db_index=False
     )
+    # The turn's last sign of life: set when it starts, touched while it streams, set at finalize. A
+    # `pending`/`streaming` turn whose progress stopped (a killed worker) is resumable after a while.
+    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         db_table = "messages"
         ordering = ["created_at", "id"]
         indexes = [
+            # The per-user cap on concurrent streams counts a user's `streaming` answers (chats.selectors).
+            models.Index(fields=["author", "status", "updated_at"], name="messages_author_status_idx"),
             # The chat views list a chat's messages in order; the backfill's
             # --chat filter walks one chat's messages in creation order.
             models.Index(fields=["chat", "created_at"], name="messages_chat_created_idx"),

@@ -32,6 +32,10 @@ ModelT = TypeVar("ModelT", bound=Model)
 
 # A passage longer than this is not a quotable sentence (a run-on block, a table, a list).
 MAX_PASSAGE_CHARS = 500
+# The most distinct terms of a question that are searched for: the first ones, in order. A question
+# can hold thousands (LQAI_MAX_MESSAGE_CHARS), and each term is one OR-ed condition: SQLite refuses
+# a query past a thousand ("Expression tree is too large"), and on PostgreSQL the tsquery grows with it.
+MAX_QUERY_TERMS = 64
 # A sentence shorter than this is joined with the next one ("one or two sentences").
 SHORT_SENTENCE_CHARS = 80
 MIN_PASSAGE_WORDS = 6
@@ -78,11 +82,14 @@ class Passage:
 
 
 def query_terms(question: str) -> list[str]:
-    """The distinct content words of ``question``, lowercased, in order of first appearance."""
+    """The distinct content words of ``question``, lowercased, in order of first appearance; at most
+    :data:`MAX_QUERY_TERMS` of them."""
     seen: dict[str, None] = {}
     for word in _WORD.findall(question.lower()):
         if word not in _STOPWORDS and len(word) > 1:
             seen.setdefault(word, None)
+            if len(seen) == MAX_QUERY_TERMS:
+                break
     return list(seen)
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
-from chats.models import Chat, Project
+from chats.models import Chat, Message, Project
 
 
 def projects_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Project]:
@@ -28,3 +30,10 @@ def chats_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Chat]:
         return Chat.objects.none()
     visible_projects = Project.objects.filter(Q(owner=user) | Q(members=user)).values("pk")
     return Chat.objects.filter(Q(project__isnull=True, owner=user) | Q(project__in=visible_projects))
+
+
+def open_streams_of(user: AbstractBaseUser, *, progressed_since: datetime.datetime) -> QuerySet[Message]:
+    """The user's answers still streaming, with progress since ``progressed_since`` (older ones have stopped)."""
+    return Message.objects.filter(
+        author=user.pk, role=Message.Role.ASSISTANT, status=Message.Status.STREAMING, updated_at__gte=progressed_since
+    )

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -22,7 +23,7 @@ from chats.models import (
 from chats.selectors import projects_visible_to
 from chats.services import UnverifiedQuote
 
-Q = TypeVar("Q", MessageCitation, MessageCaselawCitation)
+QuoteRow = TypeVar("QuoteRow", MessageCitation, MessageCaselawCitation)
 
 
 class VisibleProjectField(serializers.PrimaryKeyRelatedField):
@@ -134,7 +135,7 @@ class FailedClaimSerializer(serializers.Serializer[MessageCitation | MessageCase
         return None if source_id is None else str(source_id)
 
 
-def _verified(rows: Iterable[Q]) -> list[Q]:
+def _verified(rows: Iterable[QuoteRow]) -> list[QuoteRow]:
     return [row for row in rows if row.verification_method != UNVERIFIED]
 
 
@@ -187,10 +188,17 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
 
 
 class ChatDetailSerializer(ChatSerializer):
-    messages = MessageSerializer(many=True, read_only=True)
+    """A chat; its messages are read page by page from ``messages_url``."""
+
+    messages_url = serializers.SerializerMethodField()
 
     class Meta(ChatSerializer.Meta):
-        fields = [*ChatSerializer.Meta.fields, "messages"]
+        fields = [*ChatSerializer.Meta.fields, "messages_url"]
+
+    def get_messages_url(self, obj: Chat) -> str:
+        path = reverse("chats:message-create", kwargs={"chat_id": obj.pk})
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path
 
 
 class MessageCreateSerializer(serializers.Serializer[dict[str, Any]]):

@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 from uuid import UUID
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from chats.models import (
@@ -35,12 +38,13 @@ from chats.models import (
     Verdict,
     VerificationMethod,
 )
+from chats.selectors import open_streams_of
 from chats.signals import post_finalize
 from chats.verification import NormalizedSource
 
 logger = logging.getLogger(__name__)
 
-Q = TypeVar("Q", MessageCitation, MessageCaselawCitation)
+QuoteRow = TypeVar("QuoteRow", MessageCitation, MessageCaselawCitation)
 
 FINAL_STATUSES = frozenset({Message.Status.COMPLETE, Message.Status.INTERRUPTED, Message.Status.FAILED})
 
@@ -94,30 +98,88 @@ def create_chat(*, owner: AbstractBaseUser, project: Project | None = None, titl
     return Chat.objects.create(owner_id=owner.pk, project=project, title=title)
 
 
-def start_turn(*, chat: Chat, content: str, assistant_status: str = Message.Status.PENDING) -> tuple[Message, Message]:
+class TooManyStreams(Exception):
+    """The user already has ``settings.LQAI_MAX_CONCURRENT_STREAMS`` streams open."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"You already have {limit} answers streaming; wait for one to finish.")
+        self.limit = limit
+
+
+def stale_before() -> datetime.datetime:
+    """A ``pending``/``streaming`` turn whose last progress is older than this has stopped (its worker died)."""
+    return timezone.now() - datetime.timedelta(seconds=settings.LQAI_STALE_TURN_SECONDS)
+
+
+def _reserve_stream(author: AbstractBaseUser | None) -> None:
+    """Refuse a new stream for ``author`` at the cap; call inside the transaction that opens the stream.
+
+    Counted in the database (the author's ``streaming`` answers with recent progress), so the cap holds
+    across server processes; on PostgreSQL the author's row is locked first, so that concurrent starts
+    count one after the other (SQLite runs one writing transaction at a time).
+    """
+    limit = settings.LQAI_MAX_CONCURRENT_STREAMS
+    if limit <= 0 or author is None:
+        return
+    get_user_model().objects.select_for_update().filter(pk=author.pk).exists()
+    if open_streams_of(author, progressed_since=stale_before()).count() >= limit:
+        raise TooManyStreams(limit)
+
+
+def start_turn(
+    *,
+    chat: Chat,
+    content: str,
+    author: AbstractBaseUser | None = None,
+    assistant_status: str = Message.Status.PENDING,
+) -> tuple[Message, Message]:
     """Record the user's message and the assistant message that answers it (``reply_to``), ``pending``,
-    or ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record."""
+    or ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record.
+
+    A streamed turn counts against its author's concurrent streams: :class:`TooManyStreams` at the cap,
+    and nothing is recorded.
+    """
+    author_id = author.pk if author is not None else None
     with transaction.atomic():
+        if assistant_status == Message.Status.STREAMING:
+            _reserve_stream(author)
         user_message = Message.objects.create(
-            chat=chat, role=Message.Role.USER, content=content, status=Message.Status.COMPLETE
+            chat=chat, role=Message.Role.USER, content=content, status=Message.Status.COMPLETE, author_id=author_id
         )
         assistant_message = Message.objects.create(
-            chat=chat, role=Message.Role.ASSISTANT, content="", status=assistant_status, reply_to=user_message
+            chat=chat,
+            role=Message.Role.ASSISTANT,
+            content="",
+            status=assistant_status,
+            reply_to=user_message,
+            author_id=author_id,
         )
     return user_message, assistant_message
 
 
-def reopen_interrupted_turn(*, message: Message) -> bool:
-    """Claim an ``interrupted`` assistant message for a resume by moving it to ``streaming``.
+def reopen_interrupted_turn(*, message: Message, resumed_by: AbstractBaseUser | None = None) -> bool:
+    """Claim an assistant message for a resume by moving it to ``streaming``: an ``interrupted`` one,
+    or a ``pending``/``streaming`` one whose progress stopped :data:`LQAI_STALE_TURN_SECONDS` ago (its
+    worker was killed).
 
     A conditional update, so that of two concurrent resumes exactly one wins; returns False
-    (and changes nothing) if the message is not interrupted any more.
+    (and changes nothing) if the message is not resumable (any more). The resumed stream counts
+    against ``resumed_by``'s concurrent streams (:class:`TooManyStreams`).
     """
-    claimed = Message.objects.filter(
-        pk=message.pk, role=Message.Role.ASSISTANT, status=Message.Status.INTERRUPTED
-    ).update(status=Message.Status.STREAMING)
+    resumable = Q(status=Message.Status.INTERRUPTED) | Q(
+        status__in=[Message.Status.PENDING, Message.Status.STREAMING], updated_at__lt=stale_before()
+    )
+    now = timezone.now()
+    with transaction.atomic():
+        _reserve_stream(resumed_by)
+        claimed = (
+            Message.objects.filter(pk=message.pk, role=Message.Role.ASSISTANT)
+            .filter(resumable)
+            .update(status=Message.Status.STREAMING, updated_at=now)
+        )
     if claimed:
         message.status = Message.Status.STREAMING
+        message.updated_at = now
     return bool(claimed)
 
 
@@ -144,6 +206,16 @@ def _hold_source_texts(*, document_ids: set[UUID], opinion_ids: set[UUID]) -> No
                     f"SELECT 1 FROM {table} WHERE id = ANY(%(ids)s) ORDER BY id FOR SHARE",  # noqa: S608
                     {"ids": sorted(ids)},
                 )
+
+
+def record_progress(*, message: Message) -> None:
+    """Note that an unfinished turn is alive (see :attr:`Message.updated_at`): a running stream calls it
+    now and then, so that it is neither resumed as stuck nor left out of its author's open streams."""
+    now = timezone.now()
+    Message.objects.filter(pk=message.pk, status__in=[Message.Status.PENDING, Message.Status.STREAMING]).update(
+        updated_at=now
+    )
+    message.updated_at = now
 
 
 def _verify_claims(
@@ -175,7 +247,9 @@ def _verify_claims(
             normalized[key] = NormalizedSource.build(text)
         return normalized[key]
 
-    def failed(row_class: type[Q], claim: ClaimedCitation, reason: str, **source: Document | CaselawOpinion) -> Q:
+    def failed(
+        row_class: type[QuoteRow], claim: ClaimedCitation, reason: str, **source: Document | CaselawOpinion
+    ) -> QuoteRow:
         """The row of a claim that did not verify, naming its source when the claim named a quotable one."""
         return row_class(
             message=message,
@@ -312,9 +386,9 @@ def finalize_turn(
         kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now)
         message.content = content
         message.status = status
-        message.finalized_at = now
+        message.finalized_at = message.updated_at = now
         message.verdict = Verdict.worst(message.verdict, _verdict([*kb, *caselaw]))
-        message.save(update_fields=["content", "status", "finalized_at", "verdict"])
+        message.save(update_fields=["content", "status", "finalized_at", "updated_at", "verdict"])
         MessageCitation.objects.bulk_create(kb)
         MessageCaselawCitation.objects.bulk_create(caselaw)
         MessageToolSource.objects.bulk_create(sources)

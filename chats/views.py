@@ -9,8 +9,13 @@ The streamed views answer with server-sent events (``text/event-stream``), one f
     event: <name>
     data: <json>
 
-``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend failed),
-then after finalize one ``citation`` per verified quote and ``done`` (status and unverified quotes).
+``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend failed, or
+the stream reached ``LQAI_MAX_STREAM_SECONDS``), then after finalize one ``citation`` per verified quote
+and ``done`` (status and unverified quotes). While the assistant is silent, a ``: keepalive`` comment
+every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
+
+Turns are bounded per user: :class:`chats.throttles.TurnRateThrottle` (429 with ``Retry-After``) and
+``LQAI_MAX_CONCURRENT_STREAMS`` (429). A chat's messages are read page by page (cursor pagination).
 """
 
 from __future__ import annotations
@@ -21,12 +26,15 @@ from dataclasses import asdict
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Prefetch, QuerySet
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, status
+from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -34,7 +42,18 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
-from chats.assistant import TextDelta, ToolCall, ToolResult, TurnFailed, TurnFinalized, TurnRun, load_backend
+from chats.assistant import (
+    AssistantBackend,
+    Heartbeat,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    TurnFailed,
+    TurnFinalized,
+    TurnRun,
+    TurnTimedOut,
+    load_backend,
+)
 from chats.assistant.runner import RunEvent
 from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation
 from chats.selectors import chats_visible_to
@@ -44,13 +63,15 @@ from chats.serializers import (
     ChatSerializer,
     KBCitationSerializer,
     MessageCreateSerializer,
+    MessageSerializer,
     ResumeConflictSerializer,
     TurnDoneSerializer,
     TurnErrorSerializer,
     TurnSerializer,
 )
-from chats.services import FinalizedTurn, create_chat, reopen_interrupted_turn, start_turn
-from chats.tools import default_tools
+from chats.services import FinalizedTurn, TooManyStreams, create_chat, reopen_interrupted_turn, start_turn
+from chats.throttles import TurnRateThrottle
+from chats.tools import Tool, default_tools
 
 STREAM_DESCRIPTION = (
     "A `text/event-stream` of server-sent events, each `event: <name>` and `data: <json>`: "
@@ -58,8 +79,14 @@ STREAM_DESCRIPTION = (
     "`tool_result` {call_id, tool, result, sources}, `error` {code, detail} if the assistant fails, "
     "then one `citation` per verified quote (a KB or caselaw citation) and `done` "
     "{message_id, status, verdict, citation_count, unverified_count, unverified}. If the client disconnects, "
-    "the turn is saved as `interrupted` with what was produced so far; resume it with `.../resume/`."
+    "the turn is saved as `interrupted` with what was produced so far; resume it with `.../resume/`. "
+    "While the assistant is silent, a `: keepalive` comment line every LQAI_SSE_HEARTBEAT_SECONDS; a stream "
+    "still running after LQAI_MAX_STREAM_SECONDS sends `error` {code: stream_timeout} and ends `interrupted`."
 )
+THROTTLED = OpenApiResponse(
+    description="Too many turns (then `Retry-After` says when to try again), or too many streams open at once."
+)
+KEEPALIVE = b": keepalive\n\n"
 NOT_FOUND = OpenApiResponse(description="No such chat or message visible to you.")
 BAD_INPUT = OpenApiResponse(description="Invalid input: field errors keyed by field name.")
 
@@ -70,13 +97,6 @@ def _message_rows() -> tuple[Prefetch | str, ...]:
         Prefetch("citations", queryset=MessageCitation.objects.select_related("document")),
         Prefetch("caselaw_citations", queryset=MessageCaselawCitation.objects.select_related("opinion")),
         "tool_sources",
-    )
-
-
-def messages_prefetch() -> Prefetch:
-    """A chat's messages in order, with their rows: a constant number of queries whatever the count."""
-    return Prefetch(
-        "messages", queryset=Message.objects.order_by("created_at", "id").prefetch_related(*_message_rows())
     )
 
 
@@ -94,7 +114,11 @@ def sse_frame(event: str, data: Any) -> bytes:
 
 
 def _frames(event: RunEvent) -> Iterator[bytes]:
-    if isinstance(event, TextDelta):
+    if isinstance(event, Heartbeat):
+        yield KEEPALIVE
+    elif isinstance(event, TurnTimedOut):
+        yield sse_frame("error", {"code": "stream_timeout", "detail": event.detail})
+    elif isinstance(event, TextDelta):
         yield sse_frame("delta", {"text": event.text})
     elif isinstance(event, ToolCall):
         yield sse_frame("tool_call", {"call_id": event.call_id, "tool": event.tool, "arguments": event.arguments})
@@ -160,8 +184,28 @@ class EventStreamRenderer(BaseRenderer):
         return sse_frame("error", data)
 
 
+def streamed_run(*, message: Message, backend: AssistantBackend, tools: Mapping[str, Tool]) -> TurnRun:
+    """A run paced for a stream: heartbeats and a maximum duration."""
+    return TurnRun(
+        message=message,
+        backend=backend,
+        tools=tools,
+        heartbeat_seconds=settings.LQAI_SSE_HEARTBEAT_SECONDS,
+        max_seconds=settings.LQAI_MAX_STREAM_SECONDS,
+    )
+
+
+def too_many_streams(exc: TooManyStreams) -> Response:
+    return Response({"detail": str(exc), "code": "too_many_streams"}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+
+
 def visible_chat(request: Request, chat_id: UUID) -> Chat:
     return get_object_or_404(chats_visible_to(request.user), pk=chat_id)
+
+
+def _author(request: Request) -> AbstractBaseUser:
+    user: AbstractBaseUser = request.user  # type: ignore[assignment]  # IsAuthenticated: never anonymous here
+    return user
 
 
 def _validated_content(request: Request) -> str:
@@ -190,17 +234,42 @@ class ChatListCreateView(generics.ListCreateAPIView[Chat]):
         )
 
 
-@extend_schema_view(get=extend_schema(summary="A chat with its messages, citations and tool sources"))
+@extend_schema_view(get=extend_schema(summary="A chat (its messages: GET /api/chats/{id}/messages/, paginated)"))
 class ChatDetailView(generics.RetrieveAPIView[Chat]):
     serializer_class = ChatDetailSerializer
     lookup_url_kwarg = "chat_id"
 
     def get_queryset(self) -> QuerySet[Chat]:
-        return chats_visible_to(self.request.user).prefetch_related(messages_prefetch())
+        return chats_visible_to(self.request.user)
 
 
-class MessageCreateView(APIView):
-    """Single-shot: the whole turn, without tools, in one response."""
+class MessagePagination(CursorPagination):
+    """A chat's messages oldest first, ``LQAI_MESSAGES_PAGE_SIZE`` a page; ``next``/``previous`` are cursor
+    links, stable while new turns are added."""
+
+    ordering = ("created_at", "id")
+
+    def get_page_size(self, request: Request) -> int:
+        page_size: int = settings.LQAI_MESSAGES_PAGE_SIZE
+        return page_size
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="A chat's messages, oldest first, each with its citations and tool sources (cursor-paginated)"
+    )
+)
+class MessageCreateView(generics.ListAPIView[Message]):
+    """A chat's messages, page by page (GET); single-shot turns: the whole turn, without tools, in one
+    response (POST)."""
+
+    serializer_class = MessageSerializer
+    pagination_class = MessagePagination
+    throttle_classes = [TurnRateThrottle]
+
+    def get_queryset(self) -> QuerySet[Message]:
+        chat = visible_chat(self.request, self.kwargs["chat_id"])
+        return Message.objects.filter(chat=chat).prefetch_related(*_message_rows())
 
     @extend_schema(
         summary="Ask a question and get the whole answer (no tools)",
@@ -209,6 +278,7 @@ class MessageCreateView(APIView):
             201: TurnSerializer,
             400: BAD_INPUT,
             404: NOT_FOUND,
+            429: THROTTLED,
             502: OpenApiResponse(TurnErrorSerializer, description="The assistant failed; the turn is saved as failed."),
         },
     )
@@ -216,7 +286,7 @@ class MessageCreateView(APIView):
         chat = visible_chat(request, chat_id)
         content = _validated_content(request)
         backend = load_backend()
-        user_message, assistant_message = start_turn(chat=chat, content=content)
+        user_message, assistant_message = start_turn(chat=chat, content=content, author=_author(request))
         run = TurnRun(message=assistant_message, backend=backend, tools={})
         result = run.run_to_end()
         if run.failure is not None:
@@ -238,33 +308,49 @@ class MessageStreamView(APIView):
     """The streamed tool loop: the assistant may call tools; events are sent as they happen."""
 
     renderer_classes = [JSONRenderer, EventStreamRenderer]
+    throttle_classes = [TurnRateThrottle]
 
     @extend_schema(
         summary="Ask a question and stream the answer, with tools (server-sent events)",
         request=MessageCreateSerializer,
-        responses={(200, "text/event-stream"): STREAM_RESPONSE, 400: BAD_INPUT, 404: NOT_FOUND},
+        responses={(200, "text/event-stream"): STREAM_RESPONSE, 400: BAD_INPUT, 404: NOT_FOUND, 429: THROTTLED},
     )
-    def post(self, request: Request, chat_id: UUID) -> StreamingHttpResponse:
+    def post(self, request: Request, chat_id: UUID) -> StreamingHttpResponse | Response:
         chat = visible_chat(request, chat_id)
         content = _validated_content(request)
         backend, tools = load_backend(), default_tools()
         # Created as `streaming` before the first byte: even an immediate disconnect leaves a record.
-        _, assistant_message = start_turn(chat=chat, content=content, assistant_status=Message.Status.STREAMING)
-        return stream_response(TurnRun(message=assistant_message, backend=backend, tools=tools))
+        try:
+            _, assistant_message = start_turn(
+                chat=chat,
+                content=content,
+                author=_author(request),
+                assistant_status=Message.Status.STREAMING,
+            )
+        except TooManyStreams as exc:
+            return too_many_streams(exc)
+        return stream_response(streamed_run(message=assistant_message, backend=backend, tools=tools))
 
 
 class MessageResumeView(APIView):
-    """Continue an interrupted turn: streamed like the tool loop, ending in the same finalize."""
+    """Continue an interrupted turn, or one stuck without progress for ``LQAI_STALE_TURN_SECONDS`` (its
+    worker died): streamed like the tool loop, ending in the same finalize."""
 
     renderer_classes = [JSONRenderer, EventStreamRenderer]
+    throttle_classes = [TurnRateThrottle]
 
     @extend_schema(
-        summary="Resume an interrupted answer (server-sent events)",
+        summary="Resume an interrupted answer, or one stuck without progress (server-sent events)",
         request=None,
         responses={
             (200, "text/event-stream"): STREAM_RESPONSE,
             404: NOT_FOUND,
-            409: OpenApiResponse(ResumeConflictSerializer, description="Only an interrupted turn can be resumed."),
+            409: OpenApiResponse(
+                ResumeConflictSerializer,
+                description="Only an interrupted turn, or one without progress for LQAI_STALE_TURN_SECONDS, "
+                "can be resumed.",
+            ),
+            429: THROTTLED,
         },
     )
     def post(self, request: Request, chat_id: UUID, message_id: UUID) -> StreamingHttpResponse | Response:
@@ -273,11 +359,16 @@ class MessageResumeView(APIView):
             Message.objects.select_related("chat"), pk=message_id, chat=chat, role=Message.Role.ASSISTANT
         )
         backend, tools = load_backend(), default_tools()
-        if not reopen_interrupted_turn(message=message):
+        try:
+            reopened = reopen_interrupted_turn(message=message, resumed_by=_author(request))
+        except TooManyStreams as exc:
+            return too_many_streams(exc)
+        if not reopened:
             message.refresh_from_db(fields=["status"])
             conflict = {
-                "detail": f"Only an interrupted turn can be resumed; this one is {message.status}.",
+                "detail": f"Only an interrupted turn, or one stuck without progress, can be resumed; "
+                f"this one is {message.status}.",
                 "status": message.status,
             }
             return Response(ResumeConflictSerializer(conflict).data, status=status.HTTP_409_CONFLICT)
-        return stream_response(TurnRun(message=message, backend=backend, tools=tools))
+        return stream_response(streamed_run(message=message, backend=backend, tools=tools))

@@ -13,12 +13,22 @@ Environment variables:
 - ``LQAI_LEDGER_TIMEOUT``: seconds the ledger write of a turn may wait on locks and
   run before it is given up as a ledger failure (the turn still commits; default 2).
 - ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
+- Production security (see the README's "Production settings"): with ``DEBUG`` off, HTTPS is required
+  by default (``SECURE_SSL_REDIRECT``, ``SECURE_HSTS_SECONDS``, ``SECURE_HSTS_INCLUDE_SUBDOMAINS``,
+  ``SECURE_HSTS_PRELOAD``, ``SESSION_COOKIE_SECURE``, ``CSRF_COOKIE_SECURE``), each relaxable;
+  ``SECURE_PROXY_SSL_HEADER`` (e.g. ``X-Forwarded-Proto``) behind a TLS-terminating proxy;
+  ``CSRF_TRUSTED_ORIGINS`` (comma-separated origins).
+- ``DATA_UPLOAD_MAX_MEMORY_SIZE``: the largest request body, in bytes.
+- Bounded use of the turn endpoints: ``LQAI_THROTTLE_TURNS`` (e.g. ``30/min``, ``off``),
+  ``LQAI_MAX_CONCURRENT_STREAMS``, ``LQAI_MAX_STREAM_SECONDS``, ``LQAI_SSE_HEARTBEAT_SECONDS``,
+  ``LQAI_STALE_TURN_SECONDS`` and ``LQAI_MESSAGES_PAGE_SIZE`` (see below).
 - ``LOG_LEVEL``: the root log level (default ``INFO``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -60,6 +70,30 @@ def env_float(name: str, *, default: float) -> float:
         raise ImproperlyConfigured(f"{name}={value!r} is not a number.") from None
 
 
+def env_list(name: str, *, default: str = "") -> list[str]:
+    """A comma-separated list; blanks dropped."""
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def proxy_ssl_header_from_env() -> tuple[str, str] | None:
+    """``SECURE_PROXY_SSL_HEADER`` from ``Header-Name`` or ``Header-Name: value`` (value ``https`` by default).
+
+    Only for a proxy that sets the header itself and strips it from clients: otherwise a client can
+    claim HTTPS over plain HTTP.
+    """
+    value = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+    if not value:
+        return None
+    name, _, expected = value.partition(":")
+    name, expected = name.strip(), expected.strip() or "https"
+    if not name or not all(c.isalnum() or c == "-" for c in name):
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER={value!r} is not a header name: use e.g. X-Forwarded-Proto or "
+            "'X-Forwarded-Proto: https'."
+        )
+    return "HTTP_" + name.upper().replace("-", "_"), expected
+
+
 def database_from_env() -> dict[str, object]:
     """The default database: ``DATABASE_URL`` if set, else an embedded SQLite file."""
     url = os.environ.get("DATABASE_URL", "").strip()
@@ -88,7 +122,20 @@ if not SECRET_KEY:
         )
     SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"  # noqa: S105 - debug-only fallback
 
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",") if h.strip()]
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default="localhost,127.0.0.1")
+
+# HTTPS only unless DEBUG: `manage.py check --deploy` is clean with just SECRET_KEY and ALLOWED_HOSTS set.
+# Each can be relaxed from the environment (e.g. SECURE_SSL_REDIRECT=0 when the proxy redirects itself).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header_from_env()
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+# A request body above this answers 413 (JSON under /api/); questions are at most LQAI_MAX_MESSAGE_CHARS.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -108,6 +155,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "chats.errors.ApiBodySizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -164,6 +212,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Every error under /api/ is JSON (chats/errors.py; Django's own errors: the handlers in lqai/urls.py).
+    "EXCEPTION_HANDLER": "chats.errors.api_exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -177,6 +227,31 @@ SPECTACULAR_SETTINGS = {
 LQAI_ASSISTANT_BACKEND = os.environ.get("LQAI_ASSISTANT_BACKEND", "chats.assistant.ExtractiveBackend")
 LQAI_MAX_MESSAGE_CHARS = env_int("LQAI_MAX_MESSAGE_CHARS", default=8000)
 COURTLISTENER_API_TOKEN = os.environ.get("COURTLISTENER_API_TOKEN", "")
+
+# --- Bounded use of the turn endpoints (0 or "off" turns a limit off) ---
+# Turns (single-shot, streamed, resumed) one user may start, per DRF rate ("30/min"): then 429 with Retry-After.
+_turn_rate = os.environ.get("LQAI_THROTTLE_TURNS", "30/min").strip().lower()
+if _turn_rate not in {"", "0", "off", "none"} and not re.fullmatch(
+    r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", _turn_rate
+):
+    raise ImproperlyConfigured(f"LQAI_THROTTLE_TURNS={_turn_rate!r} is not a rate: use e.g. 30/min, 500/hour or off.")
+LQAI_THROTTLE_TURNS: str | None = None if _turn_rate in {"", "0", "off", "none"} else _turn_rate
+# Streams (streamed and resumed turns) one user may have open at once, counted in the database: then 429.
+LQAI_MAX_CONCURRENT_STREAMS = env_int("LQAI_MAX_CONCURRENT_STREAMS", default=3)
+# A stream still running after this many seconds ends `interrupted` (resumable).
+LQAI_MAX_STREAM_SECONDS = env_int("LQAI_MAX_STREAM_SECONDS", default=300)
+# While the assistant is silent a stream sends an SSE comment this often, so that proxies and clients
+# keep the connection; on, the assistant runs in a thread of the request (see chats/assistant/runner.py).
+LQAI_SSE_HEARTBEAT_SECONDS: float = env_int("LQAI_SSE_HEARTBEAT_SECONDS", default=15)
+# A `pending` or `streaming` turn without progress for this long (its worker died) may be resumed.
+LQAI_STALE_TURN_SECONDS = env_int("LQAI_STALE_TURN_SECONDS", default=120)
+if LQAI_SSE_HEARTBEAT_SECONDS > 0 and LQAI_STALE_TURN_SECONDS < 2 * LQAI_SSE_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        "LQAI_STALE_TURN_SECONDS must be at least twice LQAI_SSE_HEARTBEAT_SECONDS: a live stream "
+        "records its progress at each heartbeat, and must not look stuck between two."
+    )
+# Messages per page of GET /api/chats/{id}/messages/.
+LQAI_MESSAGES_PAGE_SIZE = env_int("LQAI_MESSAGES_PAGE_SIZE", default=50)
 
 # How long (seconds) a turn's ledger write may wait on locks and run, inside the turn's transaction,
 # before it is given up as a ledger failure (logged; the turn commits; backfill_ledger repairs it).

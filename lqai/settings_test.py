@@ -7,3 +7,16 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
 from lqai.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# The test client speaks plain HTTP: with DEBUG off (as in production) the HTTPS redirect would answer
+# every request with a 301. The production defaults themselves are checked in a subprocess
+# (tests/test_production.py runs `check --deploy` and the shipped server with lqai.settings).
+SECURE_SSL_REDIRECT = False
+
+# Bounded use is tested where it is the subject (tests/test_bounded_use.py sets these per test); elsewhere
+# tests drive many turns of one user back to back and concurrently, which the production limits would refuse.
+LQAI_THROTTLE_TURNS = None
+LQAI_MAX_CONCURRENT_STREAMS = 0
+# Heartbeats run the assistant in a thread with its own database connection, which cannot see the data of
+# a test's transaction: only the tests that commit (transaction=True) turn them on.
+LQAI_SSE_HEARTBEAT_SECONDS = 0

@@ -10,3 +10,9 @@ urlpatterns = [
     path("api/", include("citations.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
 ]
+
+# Django's own errors answer JSON under /api/ (and its usual pages elsewhere): see chats/errors.py.
+handler400 = "chats.errors.bad_request"
+handler403 = "chats.errors.permission_denied"
+handler404 = "chats.errors.page_not_found"
+handler500 = "chats.errors.server_error"

@@ -140,17 +140,32 @@ def test_list_only_the_chats_you_can_see_paginated(api_client: APIClient, user: 
     assert body["next"] is None
 
 
-def test_chat_detail_has_its_messages_with_citations_and_tool_sources(api_client: APIClient, matter_chat: Chat) -> None:
+def test_chat_detail_links_its_messages(api_client: APIClient, matter_chat: Chat) -> None:
+    factories.MessageFactory.create(chat=matter_chat)
+
+    response = api_client.get(f"/api/chats/{matter_chat.pk}/")
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "id": str(matter_chat.pk),
+        "title": matter_chat.title,
+        "project": str(matter_chat.project_id),
+        "created_at": response.json()["created_at"],
+        "messages_url": f"http://testserver/api/chats/{matter_chat.pk}/messages/",
+    }
+
+
+def test_chat_messages_have_their_citations_and_tool_sources(api_client: APIClient, matter_chat: Chat) -> None:
     factories.UserMessageFactory.create(chat=matter_chat, content="q")
     answer = factories.MessageFactory.create(chat=matter_chat)
     kb = factories.MessageCitationFactory.create(message=answer, document=Document.objects.get())
     caselaw = factories.MessageCaselawCitationFactory.create(message=answer)
     source = factories.MessageToolSourceFactory.create(message=answer)
 
-    response = api_client.get(f"/api/chats/{matter_chat.pk}/")
+    response = api_client.get(f"/api/chats/{matter_chat.pk}/messages/")
 
     assert response.status_code == 200
-    user_message, assistant = response.json()["messages"]
+    user_message, assistant = response.json()["results"]
     assert user_message["role"] == "user"
     assert assistant["id"] == str(answer.pk)
     assert assistant["citations"] == [
@@ -182,7 +197,7 @@ def test_chat_detail_has_its_messages_with_citations_and_tool_sources(api_client
 
 
 @pytest.mark.parametrize("messages", [1, 10])
-def test_chat_detail_runs_a_constant_number_of_queries(
+def test_chat_messages_run_a_constant_number_of_queries(
     api_client: APIClient, matter_chat: Chat, messages: int, django_assert_num_queries: Callable[..., Any]
 ) -> None:
     document = Document.objects.get()
@@ -194,9 +209,9 @@ def test_chat_detail_runs_a_constant_number_of_queries(
 
     # chat, messages, KB citations + documents, caselaw citations + opinions, tool sources
     with django_assert_num_queries(5):
-        response = api_client.get(f"/api/chats/{matter_chat.pk}/")
+        response = api_client.get(f"/api/chats/{matter_chat.pk}/messages/")
 
-    assert len(response.json()["messages"]) == messages
+    assert len(response.json()["results"]) == messages
 
 
 # --- the single-shot turn -----------------------------------------------------------------------------------------

@@ -32,12 +32,15 @@ Event = tuple[str, dict[str, Any]]
 
 
 def sse_events(chunks: Iterable[bytes]) -> Iterator[Event]:
-    """Parse a text/event-stream body into (event, data) pairs, frame by frame as the bytes arrive."""
+    """Parse a text/event-stream body into (event, data) pairs, frame by frame as the bytes arrive;
+    comments (``: keepalive``) are skipped."""
     buffer = b""
     for chunk in chunks:
         buffer += chunk
         while b"\n\n" in buffer:
             frame, buffer = buffer.split(b"\n\n", 1)
+            if frame.startswith(b":"):
+                continue
             fields = dict(line.split(": ", 1) for line in frame.decode("utf-8").splitlines())
             yield fields["event"], json.loads(fields["data"])
     assert buffer == b"", "the stream ended inside a frame"

@@ -91,7 +91,7 @@ def test_the_api_shows_which_question_an_answer_answers(api_client: APIClient, m
     assert turn.status_code == 201, turn.content
     assert turn.json()["message"]["reply_to"] == turn.json()["user_message_id"]
 
-    question, answer = api_client.get(f"/api/chats/{matter_chat.pk}/").json()["messages"]
+    question, answer = api_client.get(f"/api/chats/{matter_chat.pk}/messages/").json()["results"]
     assert (question["reply_to"], answer["reply_to"]) == (None, question["id"])
 
 

@@ -8,13 +8,14 @@ the events they yield and the turn runner that ends every turn in ``finalize_tur
 from chats.assistant.backends import AssistantBackend, Script, ScriptedBackend, load_backend
 from chats.assistant.events import AssistantEvent, FinalAnswer, HistoryEntry, TextDelta, ToolCall, ToolResult, Turn
 from chats.assistant.extractive import ExtractiveBackend
-from chats.assistant.runner import RunEvent, TurnFailed, TurnFinalized, TurnRun
+from chats.assistant.runner import Heartbeat, RunEvent, TurnFailed, TurnFinalized, TurnRun, TurnTimedOut
 
 __all__ = [
     "AssistantBackend",
     "AssistantEvent",
     "ExtractiveBackend",
     "FinalAnswer",
+    "Heartbeat",
     "HistoryEntry",
     "RunEvent",
     "Script",
@@ -26,5 +27,6 @@ __all__ = [
     "TurnFailed",
     "TurnFinalized",
     "TurnRun",
+    "TurnTimedOut",
     "load_backend",
 ]

@@ -12,21 +12,34 @@ claimed quotes, and always ends in :func:`chats.services.finalize_turn`:
 It then yields :class:`TurnFinalized` with the verified and unverified quotes. A run on an
 ``interrupted`` message (a resume) continues after its content, and never records a tool
 source the message already has.
+
+A streamed run may be paced (``heartbeat_seconds``, ``max_seconds``): the backend then runs in a
+thread of its own (:class:`BackendPump`, started and ended by the run, inside the request), so that
+while it is silent the run still wakes every ``heartbeat_seconds`` and yields a :class:`Heartbeat`
+(the stream sends a keep-alive comment) and records the turn's progress; a run still going after
+``max_seconds`` ends ``interrupted`` (resumable) and yields :class:`TurnTimedOut` before
+:class:`TurnFinalized`. Unpaced (single-shot), the backend runs in the caller's thread.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import queue
+import threading
+import time
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from django.conf import settings
+from django.db import connections
 from django.db.models import Q
 
 from chats.assistant.backends import AssistantBackend
 from chats.assistant.events import FinalAnswer, HistoryEntry, TextDelta, ToolCall, ToolResult, Turn
 from chats.models import Message, MessageToolSource
-from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, finalize_turn
+from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, finalize_turn, record_progress
 
 if TYPE_CHECKING:
     from chats.tools import Tool
@@ -50,7 +63,80 @@ class TurnFinalized:
     result: FinalizedTurn
 
 
-RunEvent = TextDelta | ToolCall | ToolResult | TurnFailed | TurnFinalized
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """The backend has been silent for ``heartbeat_seconds``; the run is alive."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTimedOut:
+    """The run reached ``max_seconds``: the turn ends ``interrupted`` and can be resumed."""
+
+    detail: str
+
+
+RunEvent = TextDelta | ToolCall | ToolResult | Heartbeat | TurnFailed | TurnTimedOut | TurnFinalized
+
+_DONE = object()
+
+
+class BackendPump:
+    """Iterates a backend's events in a thread of its own, handing them over through a queue, so that the
+    consumer can wait for the next one with a timeout (:meth:`next_within`).
+
+    The thread runs in a copy of the caller's context, uses its own database connection and closes it
+    when it ends. :meth:`close` asks it to stop: it closes the backend's iterator after the event it is
+    waiting for (a backend cannot be interrupted in the middle of a call) and ends; the caller does not wait.
+    """
+
+    def __init__(self, events: Iterator[object]) -> None:
+        self._events = events
+        self._queue: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(maxsize=16)
+        self._stop = threading.Event()
+        context = contextvars.copy_context()
+        self.thread = threading.Thread(target=context.run, args=(self._pump,), name="assistant-backend", daemon=True)
+        self.thread.start()
+
+    def _put(self, item: object, error: BaseException | None = None) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put((item, error), timeout=0.1)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def _pump(self) -> None:
+        try:
+            for event in self._events:
+                if not self._put(event):
+                    break
+            else:
+                self._put(_DONE)
+        except Exception as exc:  # the consumer re-raises it: a backend failure ends the turn `failed`
+            self._put(_DONE, exc)
+        finally:
+            close = getattr(self._events, "close", None)
+            if close is not None:
+                close()
+            connections.close_all()  # this thread's own connections
+
+    def next_within(self, seconds: float) -> object | None:
+        """The next event; ``None`` if none came within ``seconds``. Raises what the backend raised, and
+        ``StopIteration`` at its end."""
+        try:
+            item, error = self._queue.get(timeout=seconds)
+        except queue.Empty:
+            return None
+        if error is not None:
+            raise error
+        if item is _DONE:
+            raise StopIteration
+        return item
+
+    def close(self) -> None:
+        self._stop.set()
+
 
 SourceKey = tuple[str, str, str | None, str, str, str]
 
@@ -93,9 +179,25 @@ class TurnRun:
     Iterate it to the end (single-shot) or stream it; ``close()`` it when the consumer goes away.
     """
 
-    def __init__(self, *, message: Message, backend: AssistantBackend, tools: Mapping[str, Tool]) -> None:
+    def __init__(
+        self,
+        *,
+        message: Message,
+        backend: AssistantBackend,
+        tools: Mapping[str, Tool],
+        heartbeat_seconds: float = 0,
+        max_seconds: float = 0,
+        progress_every: float | None = None,
+    ) -> None:
+        """``heartbeat_seconds`` and ``max_seconds`` pace a streamed run (0: off, see the module's
+        docstring); the turn's progress is recorded at each heartbeat, and at an event if ``progress_every``
+        seconds (by default a quarter of ``LQAI_STALE_TURN_SECONDS``) have passed since the last time."""
         self.message = message
         self.backend = backend
+        self.heartbeat_seconds = heartbeat_seconds
+        self.max_seconds = max_seconds
+        self.progress_every = settings.LQAI_STALE_TURN_SECONDS / 4 if progress_every is None else progress_every
+        self.timed_out = False
         # On a resume the message holds what was produced before the interruption.
         self._content: list[str] = [message.content]
         self._claims: list[ClaimedCitation] = []
@@ -129,30 +231,74 @@ class TurnRun:
         assert self.result is not None  # noqa: S101 - _generate always finalizes before it ends
         return self.result
 
+    def _paced(self, events: Iterator[object]) -> Generator[object, None, None]:
+        """The backend's events, with a :class:`Heartbeat` whenever it is silent for ``heartbeat_seconds``
+        (the backend then runs in a :class:`BackendPump`), up to ``max_seconds``; progress recorded on the way."""
+        started = last_progress = time.monotonic()
+        pump = BackendPump(events) if self.heartbeat_seconds > 0 else None
+        try:
+            while True:
+                if pump is None:
+                    event = next(events, _DONE)
+                else:
+                    try:
+                        event = pump.next_within(self.heartbeat_seconds)
+                    except StopIteration:
+                        event = _DONE
+                if event is _DONE:
+                    return
+                now = time.monotonic()
+                if self.max_seconds > 0 and now - started >= self.max_seconds:
+                    self.timed_out = True
+                    return
+                if now - last_progress >= self.progress_every or (event is None and self.heartbeat_seconds > 0):
+                    record_progress(message=self.message)
+                    last_progress = now
+                yield Heartbeat() if event is None else event
+        finally:
+            if pump is not None:
+                pump.close()
+
     def _generate(self) -> Generator[RunEvent, None, None]:
         status = Message.Status.INTERRUPTED
         try:
             backend_events = self.backend.respond(self.turn)
+            paced = self._paced(backend_events)
             try:
-                for event in backend_events:
+                for event in paced:
+                    if isinstance(event, Heartbeat):
+                        yield event
+                        continue
                     self._record(event)
                     if not isinstance(event, FinalAnswer):
-                        yield event
+                        yield event  # type: ignore[misc]  # _record refused anything but an assistant event
             except Exception:
                 logger.exception("turn %s: the assistant backend failed", self.message.pk)
                 status = Message.Status.FAILED
                 self.failure = BACKEND_FAILED
             else:
-                status = Message.Status.COMPLETE
+                if self.timed_out:
+                    logger.warning(
+                        "turn %s: stopped after %g s, saved as interrupted", self.message.pk, self.max_seconds
+                    )
+                else:
+                    status = Message.Status.COMPLETE
             finally:
+                paced.close()  # stops the pump, if any, when the consumer went away
+                # With a pump the backend's own thread closes it (a running generator cannot be closed
+                # from another thread); otherwise it is closed here.
                 close = getattr(backend_events, "close", None)
-                if close is not None:
+                if close is not None and self.heartbeat_seconds <= 0:
                     close()
         finally:
             # Runs on completion, on a backend error and on GeneratorExit (the consumer went away).
             self._finalize(status)
         if self.failure is not None:
             yield TurnFailed(self.failure)
+        if self.timed_out:
+            yield TurnTimedOut(
+                f"The answer took longer than {self.max_seconds:g} s and was saved as interrupted; resume it to go on."
+            )
         assert self.result is not None  # noqa: S101 - set by _finalize just above
         yield TurnFinalized(self.result)
 

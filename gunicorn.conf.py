@@ -1,0 +1,28 @@
+"""The production server: gunicorn, configured from the environment (``make prod-serve``; gunicorn also reads
+this file by itself when started from the project's root).
+
+The worker class is ``gthread``: each worker process serves ``GUNICORN_THREADS`` requests at once, so a
+long server-sent-event stream holds one thread, not a whole worker, and other requests go on being served.
+A paced stream (``LQAI_SSE_HEARTBEAT_SECONDS``) also runs its assistant in a thread of its own, with its
+own database connection: plan PostgreSQL's ``max_connections`` for up to workers x threads x 2.
+The worker ``timeout`` is how long a worker process may stop answering gunicorn's arbiter, not a request
+limit (streams are bounded by ``LQAI_MAX_STREAM_SECONDS``).
+
+Environment: ``GUNICORN_BIND`` (default ``127.0.0.1:8000``: behind a TLS-terminating proxy),
+``GUNICORN_WORKERS`` (2), ``GUNICORN_THREADS`` (8), ``GUNICORN_TIMEOUT`` (30),
+``GUNICORN_GRACEFUL_TIMEOUT`` (30: how long a restart waits for open streams), ``LOG_LEVEL``.
+"""
+
+import os
+
+wsgi_app = "lqai.wsgi:application"
+bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")]
+worker_class = "gthread"
+workers = int(os.environ.get("GUNICORN_WORKERS", "2"))
+threads = int(os.environ.get("GUNICORN_THREADS", "8"))
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
+keepalive = 5
+accesslog = "-"
+errorlog = "-"
+loglevel = os.environ.get("LOG_LEVEL", "info").lower()
