@@ -78,6 +78,13 @@ class Message(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     finalized_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # Usage of a model-backed answer (all empty for the offline backends and for user messages):
+    # the model that answered, the tokens it was sent and produced over all of the turn's requests,
+    # and the time spent waiting on it.
+    model_name = models.CharField(max_length=200, blank=True, default="")
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "messages"
@@ -101,6 +108,13 @@ class Message(models.Model):
                 condition=Q(status__in=["pending", "streaming", "interrupted", "complete", "failed"]),
                 name="messages_status_valid",
                 violation_error_message="Status must be one of pending, streaming, interrupted, complete, failed.",
+            ),
+            # Usage is what a model spent answering: a user's message has none.
+            models.CheckConstraint(
+                condition=Q(role="assistant")
+                | Q(model_name="", prompt_tokens__isnull=True, completion_tokens__isnull=True, latency_ms__isnull=True),
+                name="messages_usage_only_on_assistant",
+                violation_error_message="Only an assistant message records model usage.",
             ),
         ]
 

@@ -103,7 +103,8 @@ class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
-    """A message; an assistant message carries its verified citations and the sources its tools consulted."""
+    """A message; an assistant message carries its verified citations and the sources its tools consulted,
+    and, when a model answered it, the model's usage (``model_name``, tokens, ``latency_ms``; else empty)."""
 
     citations = KBCitationSerializer(many=True, read_only=True)
     caselaw_citations = CaselawCitationSerializer(many=True, read_only=True)
@@ -118,6 +119,10 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "status",
             "created_at",
             "finalized_at",
+            "model_name",
+            "prompt_tokens",
+            "completion_tokens",
+            "latency_ms",
             "citations",
             "caselaw_citations",
             "tool_sources",

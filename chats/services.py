@@ -62,6 +62,17 @@ class ConsultedSource:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnUsage:
+    """What a model spent on a turn: the model that answered, the tokens of all of the turn's
+    requests (None when the server did not report them) and the time spent waiting on it."""
+
+    model_name: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class UnverifiedQuote:
     quote: str
     reason: str
@@ -231,13 +242,15 @@ def finalize_turn(
     status: str,
     claimed_citations: Sequence[ClaimedCitation] = (),
     tool_sources: Sequence[ConsultedSource] = (),
+    usage: TurnUsage | None = None,
 ) -> FinalizedTurn:
     """End a turn: verify its claimed quotes, persist the assistant message's final content and
     status with its citation and tool-source rows in one transaction, then send ``post_finalize``.
 
     Unverified quotes are returned (for the response), never stored as citations. Can be called
     again on an ``interrupted`` message (resume): new rows are added and the signal fires again.
-    A ``complete`` or ``failed`` turn is final and is refused.
+    A ``complete`` or ``failed`` turn is final and is refused. ``usage`` (a model-backed turn)
+    is recorded on the message; on a resume it replaces the earlier run's, which the caller adds in.
     """
     if status not in FINAL_STATUSES:
         raise ValueError(f"finalize_turn needs a final status, not {status!r}")
@@ -252,7 +265,14 @@ def finalize_turn(
         message.content = content
         message.status = status
         message.finalized_at = now
-        message.save(update_fields=["content", "status", "finalized_at"])
+        update_fields = ["content", "status", "finalized_at"]
+        if usage is not None:
+            message.model_name = usage.model_name[:200]
+            message.prompt_tokens = usage.prompt_tokens
+            message.completion_tokens = usage.completion_tokens
+            message.latency_ms = usage.latency_ms
+            update_fields += ["model_name", "prompt_tokens", "completion_tokens", "latency_ms"]
+        message.save(update_fields=update_fields)
         MessageCitation.objects.bulk_create(kb)
         MessageCaselawCitation.objects.bulk_create(caselaw)
         MessageToolSource.objects.bulk_create(sources)

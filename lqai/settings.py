@@ -10,6 +10,10 @@ Environment variables:
   embedded SQLite file under ``var/``.
 - ``LQAI_ASSISTANT_BACKEND``: dotted path of the assistant backend class.
 - ``LQAI_MAX_MESSAGE_CHARS``: the longest user message accepted.
+- ``LQAI_OPENAI_*``: the OpenAI-compatible model backend
+  (``chats.assistant.OpenAICompatibleBackend``): ``BASE_URL``, ``API_KEY``, ``MODEL``,
+  ``TIMEOUT`` (seconds), ``MAX_TOKENS``, ``TEMPERATURE``, ``MAX_TOOL_ROUNDS``,
+  ``MAX_RETRIES`` and ``RETRY_BACKOFF`` (seconds); checked at start-up when that backend is selected.
 - ``LQAI_LEDGER_WRITE``: ``deferred`` (the default on PostgreSQL): a turn's ledger
   entries are written just after it, off the request, by the ledger writer
   (``citations/writer.py``); ``inline`` (the default, and the only choice, on SQLite,
@@ -50,6 +54,16 @@ def env_int(name: str, *, default: int) -> int:
         return int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={value!r} is not an integer.") from None
+
+
+def env_float(name: str, *, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number.") from None
 
 
 def database_from_env() -> dict[str, object]:
@@ -168,6 +182,18 @@ SPECTACULAR_SETTINGS = {
 LQAI_ASSISTANT_BACKEND = os.environ.get("LQAI_ASSISTANT_BACKEND", "chats.assistant.ExtractiveBackend")
 LQAI_MAX_MESSAGE_CHARS = env_int("LQAI_MAX_MESSAGE_CHARS", default=8000)
 COURTLISTENER_API_TOKEN = os.environ.get("COURTLISTENER_API_TOKEN", "")
+
+# The OpenAI-compatible backend (any chat-completions server: a hosted API, vLLM, Ollama, ...). When
+# LQAI_ASSISTANT_BACKEND selects it, chats' AppConfig.ready() refuses to start on a bad value.
+LQAI_OPENAI_BASE_URL = os.environ.get("LQAI_OPENAI_BASE_URL", "").strip()
+LQAI_OPENAI_API_KEY = os.environ.get("LQAI_OPENAI_API_KEY", "").strip()
+LQAI_OPENAI_MODEL = os.environ.get("LQAI_OPENAI_MODEL", "").strip()
+LQAI_OPENAI_TIMEOUT = env_float("LQAI_OPENAI_TIMEOUT", default=60.0)
+LQAI_OPENAI_MAX_TOKENS = env_int("LQAI_OPENAI_MAX_TOKENS", default=1024)
+LQAI_OPENAI_TEMPERATURE = env_float("LQAI_OPENAI_TEMPERATURE", default=0.0)
+LQAI_OPENAI_MAX_TOOL_ROUNDS = env_int("LQAI_OPENAI_MAX_TOOL_ROUNDS", default=6)
+LQAI_OPENAI_MAX_RETRIES = env_int("LQAI_OPENAI_MAX_RETRIES", default=2)
+LQAI_OPENAI_RETRY_BACKOFF = env_float("LQAI_OPENAI_RETRY_BACKOFF", default=1.0)
 
 # When a finalized turn's ledger entries are written (see citations/writer.py for why deferred). SQLite
 # takes one writer at a time: a writer thread there would only wait behind the requests' own writes.
