@@ -80,8 +80,8 @@ class Message(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     # Usage of a model-backed answer (all empty for the offline backends and for user messages):
     # the model that answered, the tokens it was sent and produced over all of the turn's requests,
-    # and the time spent waiting on it.
-    model_name = models.CharField(max_length=200, blank=True, default="")
+    # and the time spent waiting on it. db_default: rows inserted in raw SQL (benchmark data) have none.
+    model_name = models.CharField(max_length=200, blank=True, default="", db_default="")
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)

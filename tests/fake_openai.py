@@ -75,9 +75,11 @@ def finish(reason: str, *, prompt_tokens: int = 100, completion_tokens: int = 20
 
 @dataclass(frozen=True)
 class Stream:
-    """A streamed answer; ``cut_after`` drops the connection after that many chunks (no finish, no [DONE])."""
+    """A streamed answer; ``cut_after`` drops the connection after that many chunks (no finish, no [DONE]);
+    ``stall_after`` pauses ``stall_seconds`` there; ``raw_frames`` are sent as they are before the chunks'."""
 
     chunks: list[dict[str, Any]]
+    raw_frames: tuple[bytes, ...] = ()
     cut_after: int | None = None
     stall_after: int | None = None
     stall_seconds: float = 0.0
@@ -130,6 +132,7 @@ class FakeOpenAIServer:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.connections = 0
         self._queue: deque[Response] = deque()
         self._lock = threading.Lock()
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
@@ -169,6 +172,13 @@ class FakeOpenAIServer:
             protocol_version = "HTTP/1.1"
             timeout = 5  # an idle keep-alive connection is closed after this
 
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server.connections += 1
+                # Each frame goes out as it is written, as real servers send them (no Nagle delay).
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
@@ -199,7 +209,7 @@ class FakeOpenAIServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for n, frame in enumerate(sse(response.chunks)):
+                for n, frame in enumerate([*response.raw_frames, *sse(response.chunks)]):
                     if n == response.cut_after:
                         # Drop the connection mid-body: no terminating chunk, no [DONE].
                         self.wfile.flush()

@@ -400,6 +400,45 @@ def test_a_stream_that_ends_without_finishing_is_interrupted(matter_chat: Chat, 
     assert run.failure is None
 
 
+@pytest.mark.parametrize(
+    ("frame", "reason"),
+    [
+        (b'data: {"error": {"message": "CUDA out of memory"}}\n\n', "reported an error mid-answer: CUDA out of memory"),
+        (b"data: {not json\n\n", "undecodable event"),
+    ],
+)
+def test_an_error_event_or_garbage_mid_stream_ends_the_turn_interrupted(
+    matter_chat: Chat, fake_openai: FakeOpenAIServer, frame: bytes, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    chunks = answer("Never finished.").chunks
+    fake_openai.respond(
+        Stream(chunks[3:], raw_frames=(*(f"data: {json.dumps(c)}\n\n".encode() for c in chunks[:3]), frame))
+    )
+    _, message = start_turn(chat=matter_chat, content=QUESTION, assistant_status=Message.Status.STREAMING)
+
+    result = TurnRun(message=message, backend=OpenAICompatibleBackend(), tools={}).run_to_end()
+
+    assert (result.message.status, result.message.content) == (Message.Status.INTERRUPTED, "Never finished.")
+    assert reason in caplog.text
+
+
+def test_comments_and_event_fields_in_the_stream_are_skipped_and_rounds_share_one_connection(
+    matter_chat: Chat, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.respond(
+        tool_round(cite("call_1", "S1", KB_QUOTE)),
+        Stream(answer("Fine.").chunks, raw_frames=(b": keep-alive\n\n", b"event: message\nid: 1\n\n")),
+    )
+    _, message = start_turn(chat=matter_chat, content=QUESTION, assistant_status=Message.Status.STREAMING)
+
+    result = TurnRun(message=message, backend=OpenAICompatibleBackend(), tools={}).run_to_end()
+
+    assert (result.message.status, result.message.content) == (Message.Status.COMPLETE, "Fine.")
+    assert len(result.citations) == 1
+    # The first stream was read to its end, so the second request reused its connection.
+    assert fake_openai.connections == 1
+
+
 # --- Directly, without the API ----------------------------------------------------------------------------
 
 

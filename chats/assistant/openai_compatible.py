@@ -37,6 +37,7 @@ the backends, and the package is slow to import.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
@@ -56,8 +57,8 @@ from chats.assistant.extractive import matter_passages
 from chats.services import ClaimedCitation, TurnUsage
 
 if TYPE_CHECKING:
-    from openai import OpenAI
-    from openai.types.chat import ChatCompletionChunk
+    import httpx2
+    import openai
 
     from chats.tools import Tool
 
@@ -163,7 +164,7 @@ class OpenAICompatibleConfig:
 
 
 @lru_cache(maxsize=8)
-def _client(config: OpenAICompatibleConfig) -> OpenAI:
+def _client(config: OpenAICompatibleConfig) -> openai.OpenAI:
     """One client per configuration, so turns reuse its connections. Retries are ours (see ``_open``)."""
     import openai  # slow to import: paid on the first turn (see the module docstring)
 
@@ -337,8 +338,6 @@ class OpenAICompatibleBackend:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], state: _TurnState
     ) -> Generator[TextDelta, None, _Round]:
         """One request: yields its text as it streams, returns what it produced."""
-        import openai  # slow to import: paid on the first turn (see the module docstring)
-
         text: list[str] = []
         calls: dict[int, _PendingCall] = {}
         finish_reason = ""
@@ -346,23 +345,23 @@ class OpenAICompatibleBackend:
         stream = None
         try:
             stream = self._open(messages, tools)
-            for chunk in stream:
+            for chunk in _payloads(stream.response):
                 self._usage(chunk, state)
-                for choice in chunk.choices[:1]:
-                    delta = choice.delta
-                    if delta.content:
-                        text.append(delta.content)
-                        yield TextDelta(delta.content)
-                    for piece in delta.tool_calls or ():
-                        call = calls.setdefault(piece.index, _PendingCall())
-                        call.call_id = call.call_id or piece.id or ""
-                        if piece.function is not None:
-                            call.name = call.name or piece.function.name or ""
-                            if piece.function.arguments:
-                                call.arguments.append(piece.function.arguments)
-                    finish_reason = choice.finish_reason or finish_reason
-        except openai.APIError as exc:
-            raise BackendInterrupted(f"the model's stream broke off: {exc}") from exc
+                choices = chunk.get("choices") or ()
+                choice = choices[0] if choices else {}
+                delta = choice.get("delta") or {}
+                content = delta.get("content")
+                if content:
+                    text.append(content)
+                    yield TextDelta(content)
+                for piece in delta.get("tool_calls") or ():
+                    call = calls.setdefault(piece.get("index", 0), _PendingCall())
+                    call.call_id = call.call_id or piece.get("id") or ""
+                    function = piece.get("function") or {}
+                    call.name = call.name or function.get("name") or ""
+                    if function.get("arguments"):
+                        call.arguments.append(function["arguments"])
+                finish_reason = choice.get("finish_reason") or finish_reason
         finally:
             if stream is not None:
                 stream.close()
@@ -375,28 +374,37 @@ class OpenAICompatibleBackend:
         return _Round(text="".join(text), calls=ordered, finish_reason=finish_reason)
 
     @staticmethod
-    def _usage(chunk: ChatCompletionChunk, state: _TurnState) -> None:
-        if chunk.model:
-            state.model_name = chunk.model
-        if chunk.usage is not None:
-            state.add_usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+    def _usage(chunk: dict[str, Any], state: _TurnState) -> None:
+        if chunk.get("model"):
+            state.model_name = chunk["model"]
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            state.add_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
-    def _open(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
-        """Start a streamed request; 429, 5xx, timeouts and connection errors are retried (see the module)."""
+    def _open(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> openai.Stream[object]:
+        """Start a streamed request; 429, 5xx, timeouts and connection errors are retried (see the module).
+
+        Posted with the client's generic ``post``: the typed ``create()`` walks every message through
+        the package's parameter transform on each request, several times the cost of the rest of the
+        turn. The HTTP, the retry-worthy status errors and the timeouts are the package's; the body is
+        read by :func:`_payloads`.
+        """
         import openai  # slow to import: paid on the first turn (see the module docstring)
 
         config = self.config
+        body = {
+            "model": config.model,
+            "messages": messages,
+            "tools": tools,
+            "max_tokens": config.max_tokens,
+            "temperature": config.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         for attempt in range(config.max_retries + 1):
             try:
-                # Plain dicts of the documented shapes, not the package's TypedDicts.
-                return _client(config).chat.completions.create(  # type: ignore[call-overload]
-                    model=config.model,
-                    messages=messages,
-                    tools=tools,
-                    max_tokens=config.max_tokens,
-                    temperature=config.temperature,
-                    stream=True,
-                    stream_options={"include_usage": True},
+                return _client(config).post(
+                    "/chat/completions", body=body, cast_to=object, stream=True, stream_cls=openai.Stream[object]
                 )
             except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
                 cause = _describe(exc)
@@ -449,6 +457,46 @@ class OpenAICompatibleBackend:
                 result = {"source_id": source_id, **result} if source_id else result
             labelled.append(result)
         return {**payload, "results": labelled}
+
+
+def _payloads(response: httpx2.Response) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a chat-completions event stream (``data: {...}`` events), up to ``data: [DONE]``.
+
+    The rest of the body is read after ``[DONE]``, so the connection goes back to the client's pool
+    (the package's own stream reader closes it there, and every request of a turn would connect
+    anew). A dropped connection, a read timeout, an undecodable event or an error event raise
+    :class:`BackendInterrupted`; a body that ends without ``[DONE]`` just ends (the caller checks that
+    the model finished).
+    """
+    import httpx2  # with openai, which depends on it: not imported before the first turn
+
+    lines = response.iter_lines()
+    data: list[str] = []
+    try:
+        for line in itertools.chain(lines, [""]):
+            if line.startswith("data:"):
+                data.append(line[6:] if line.startswith("data: ") else line[5:])
+                continue
+            if line or not data:
+                continue  # comments (": ping"), event:/id:/retry: fields, blank lines between events
+            payload, data = "\n".join(data), []
+            if payload.strip() == "[DONE]":
+                for _rest in lines:
+                    pass
+                return
+            try:
+                chunk = json.loads(payload)
+            except ValueError:
+                raise BackendInterrupted(f"the model server sent an undecodable event: {payload[:200]!r}") from None
+            if not isinstance(chunk, dict):
+                continue
+            if chunk.get("error"):
+                error = chunk["error"]
+                message = error.get("message") if isinstance(error, dict) else error
+                raise BackendInterrupted(f"the model server reported an error mid-answer: {str(message)[:200]}")
+            yield chunk
+    except httpx2.HTTPError as exc:
+        raise BackendInterrupted(f"the model's stream broke off: {type(exc).__name__}: {exc}") from exc
 
 
 def _describe(exc: Exception) -> str:
