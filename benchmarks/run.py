@@ -21,7 +21,8 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
 6. quote verification throughput on a 1 MB source (``benchmarks.verification_bench``), for the record;
 7. the OpenAI-compatible backend's own cost per turn (``benchmarks.model_backend_bench``): a turn of
    50 streamed chunks and 5 tool calls against a fake server answering at once, minus the raw HTTP
-   replay of the same requests (goal: <= 5 ms);
+   replay of the same requests, in CPU time of the benchmark's process (goal: <= 5 ms; wall time too,
+   for the record, which a busy machine inflates);
 
 plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BATCH_SIZE``.
 """
@@ -341,11 +342,13 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         Row(
             "7",
             f"OpenAI-compatible backend, own cost per turn ({model_backend_bench.CHUNKS} streamed chunks, "
-            f"{model_backend_bench.TOOL_CALLS} tool calls, 3 requests; fake server answering at once)",
-            f"{model_backend['overhead_ms']:.2f} ms (turn {model_backend['turn_ms']:.2f} ms - raw HTTP replay "
-            f"{model_backend['raw_ms']:.2f} ms)",
+            f"{model_backend_bench.TOOL_CALLS} tool calls, 3 requests; fake server in another process answering "
+            "at once): CPU time of this process, turn minus raw HTTP replay",
+            f"{model_backend['overhead_cpu_ms']:.2f} ms (turn {model_backend['turn_cpu_ms']:.2f} - replay "
+            f"{model_backend['raw_cpu_ms']:.2f}); wall {model_backend['overhead_ms']:.2f} ms "
+            f"(turn {model_backend['turn_ms']:.2f} - replay {model_backend['raw_ms']:.2f})",
             f"<= {model_backend_bench.GOAL_MS:.0f} ms",
-            _verdict(model_backend["overhead_ms"] <= model_backend_bench.GOAL_MS),
+            _verdict(model_backend["overhead_cpu_ms"] <= model_backend_bench.GOAL_MS),
         )
     )
     for size, run in tuning:

@@ -439,6 +439,40 @@ def test_comments_and_event_fields_in_the_stream_are_skipped_and_rounds_share_on
     assert fake_openai.connections == 1
 
 
+def test_tool_calls_sent_whole_without_index_or_id_are_told_apart(
+    matter_chat: Chat, local_opinion: CaselawOpinion, fake_openai: FakeOpenAIServer
+) -> None:
+    # Some servers (older Ollama) send each call whole in one delta, with no index and no id.
+    calls = [
+        {"type": "function", "function": {"name": "caselaw_search", "arguments": json.dumps({"query": q})}}
+        for q in ("strict scrutiny", "race-neutral alternative")
+    ]
+    round_one = [
+        {
+            "id": "x",
+            "object": "chat.completion.chunk",
+            "model": MODEL,
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "tool_calls": calls}, "finish_reason": "tool_calls"}
+            ],
+        }
+    ]
+    fake_openai.respond(Stream(round_one), answer("Two searches."))
+    _, message = start_turn(chat=matter_chat, content=QUESTION, assistant_status=Message.Status.STREAMING)
+
+    events = list(TurnRun(message=message, backend=OpenAICompatibleBackend(), tools=default_tools()))
+
+    tool_calls = [e for e in events if isinstance(e, ToolCall)]
+    assert [(c.call_id, c.arguments["query"]) for c in tool_calls] == [
+        ("call_1", "strict scrutiny"),
+        ("call_2", "race-neutral alternative"),
+    ]
+    assert [m["tool_call_id"] for m in fake_openai.requests[1]["messages"] if m["role"] == "tool"] == [
+        "call_1",
+        "call_2",
+    ]
+
+
 # --- Directly, without the API ----------------------------------------------------------------------------
 
 

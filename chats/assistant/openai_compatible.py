@@ -23,9 +23,10 @@ server), through the official ``openai`` package, configured by the ``LQAI_OPENA
   ``max_retries`` times with exponential backoff (honouring ``Retry-After`` up to
   :data:`MAX_RETRY_WAIT`), then ends the turn ``failed`` with a :class:`BackendError` naming the
   cause; any other refusal (4xx) fails at once. Once a round's stream has begun, a dropped
-  connection, a read timeout, or a stream that ends before the model finished raises
-  :class:`BackendInterrupted`: the turn ends ``interrupted`` with what was produced, resumable. In
-  every case the quotes claimed so far and the usage come first, in a :class:`FinalAnswer`.
+  connection, a read timeout, an error event or an undecodable one from the server, or a stream
+  that ends before the model finished raises :class:`BackendInterrupted`: the turn ends
+  ``interrupted`` with what was produced, resumable. In every case the quotes claimed so far and
+  the usage come first, in a :class:`FinalAnswer`.
 - **Usage.** The model's name, prompt and completion tokens summed over the turn's requests (as the
   server reports them with ``stream_options.include_usage``) and the time spent waiting on the
   model (requests and streams, not tools) go into the :class:`FinalAnswer` and onto the message.
@@ -206,6 +207,7 @@ class _TurnState:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     waited: float = 0.0
+    unnamed_calls: int = 0  # tool calls the server sent without an id, numbered for the turn
 
     def final_answer(self) -> FinalAnswer:
         usage = TurnUsage(
@@ -355,7 +357,12 @@ class OpenAICompatibleBackend:
                     text.append(content)
                     yield TextDelta(content)
                 for piece in delta.get("tool_calls") or ():
-                    call = calls.setdefault(piece.get("index", 0), _PendingCall())
+                    index = piece.get("index")
+                    if not isinstance(index, int):
+                        # A server that omits the index starts each call with its id or name; the rest continues it.
+                        starts = piece.get("id") or (piece.get("function") or {}).get("name")
+                        index = len(calls) if starts or not calls else max(calls)
+                    call = calls.setdefault(index, _PendingCall())
                     call.call_id = call.call_id or piece.get("id") or ""
                     function = piece.get("function") or {}
                     call.name = call.name or function.get("name") or ""
@@ -369,8 +376,10 @@ class OpenAICompatibleBackend:
         if not finish_reason:
             raise BackendInterrupted("the model's stream ended before the model finished")
         ordered = [calls[index] for index in sorted(calls)]
-        for n, call in enumerate(ordered, start=1):
-            call.call_id = call.call_id or f"call_{n}"
+        for call in ordered:
+            if not call.call_id:
+                state.unnamed_calls += 1
+                call.call_id = f"call_{state.unnamed_calls}"
         return _Round(text="".join(text), calls=ordered, finish_reason=finish_reason)
 
     @staticmethod
@@ -470,33 +479,43 @@ def _payloads(response: httpx2.Response) -> Iterator[dict[str, Any]]:
     """
     import httpx2  # with openai, which depends on it: not imported before the first turn
 
-    lines = response.iter_lines()
-    data: list[str] = []
+    pieces = response.iter_bytes()
+    buffer = b""
     try:
-        for line in itertools.chain(lines, [""]):
-            if line.startswith("data:"):
-                data.append(line[6:] if line.startswith("data: ") else line[5:])
-                continue
-            if line or not data:
-                continue  # comments (": ping"), event:/id:/retry: fields, blank lines between events
-            payload, data = "\n".join(data), []
-            if payload.strip() == "[DONE]":
-                for _rest in lines:
-                    pass
-                return
-            try:
-                chunk = json.loads(payload)
-            except ValueError:
-                raise BackendInterrupted(f"the model server sent an undecodable event: {payload[:200]!r}") from None
-            if not isinstance(chunk, dict):
-                continue
-            if chunk.get("error"):
-                error = chunk["error"]
-                message = error.get("message") if isinstance(error, dict) else error
-                raise BackendInterrupted(f"the model server reported an error mid-answer: {str(message)[:200]}")
-            yield chunk
+        for piece in itertools.chain(pieces, [b"\n\n"]):
+            # Events end with a blank line; CRLF line ends are allowed too.
+            buffer = (buffer + piece).replace(b"\r\n", b"\n")
+            *events, buffer = buffer.split(b"\n\n")
+            for event in events:
+                data = b"\n".join(
+                    line[6:] if line.startswith(b"data: ") else line[5:]
+                    for line in event.split(b"\n")
+                    if line.startswith(b"data:")
+                )
+                if not data:
+                    continue  # comments (": ping"), event:/id:/retry: fields alone
+                if data.strip() == b"[DONE]":
+                    for _rest in pieces:
+                        pass
+                    return
+                yield _chunk(data)
     except httpx2.HTTPError as exc:
         raise BackendInterrupted(f"the model's stream broke off: {type(exc).__name__}: {exc}") from exc
+
+
+def _chunk(data: bytes) -> dict[str, Any]:
+    """One event's JSON object; an error event or an undecodable one raises :class:`BackendInterrupted`."""
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        raise BackendInterrupted(f"the model server sent an undecodable event: {data[:200]!r}") from None
+    if not isinstance(chunk, dict):
+        raise BackendInterrupted(f"the model server sent an event that is not an object: {data[:200]!r}")
+    if chunk.get("error"):
+        error = chunk["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        raise BackendInterrupted(f"the model server reported an error mid-answer: {str(message)[:200]}")
+    return chunk
 
 
 def _describe(exc: Exception) -> str:
