@@ -118,7 +118,7 @@ class ChatAdmin(UUIDSearchAdmin):
 
 @admin.register(Message)
 class MessageAdmin(UUIDSearchAdmin):
-    list_display = ("__str__", "chat", "role", "status", "verdict", "created_at", "finalized_at")
+    list_display = ("__str__", "chat", "role", "status", "verdict", "model_name", "created_at", "finalized_at")
     list_select_related = ("chat",)
     # Both fields have choices: the filters list them without querying the table.
     list_filter = ("role", "status", "verdict")
@@ -126,7 +126,8 @@ class MessageAdmin(UUIDSearchAdmin):
     search_help_text = "An exact message or chat id (UUID)."
     # Raw ids: a <select> would list every message of the table.
     raw_id_fields = ("chat", "reply_to")
-    readonly_fields = ("id", "created_at")
+    # Usage is what the model reported for the turn: a record, not an input.
+    readonly_fields = ("id", "created_at", "model_name", "prompt_tokens", "completion_tokens", "latency_ms")
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
 

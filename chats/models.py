@@ -156,6 +156,13 @@ class Message(models.Model):
     # The turn's last sign of life: set when it starts, touched while it streams, set at finalize. A
     # `pending`/`streaming` turn whose progress stopped (a killed worker) is resumable after a while.
     updated_at = models.DateTimeField(default=timezone.now)
+    # Usage of a model-backed answer (all empty for the offline backends and for user messages):
+    # the model that answered, the tokens it was sent and produced over all of the turn's requests,
+    # and the time spent waiting on it. db_default: rows inserted in raw SQL (benchmark data) have none.
+    model_name = models.CharField(max_length=200, blank=True, default="", db_default="")
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "messages"
@@ -200,6 +207,13 @@ class Message(models.Model):
                 fields=["reply_to"],
                 name="messages_reply_to_uniq",
                 violation_error_message="This question already has an answer.",
+            ),
+            # Usage is what a model spent answering: a user's message has none.
+            models.CheckConstraint(
+                condition=Q(role="assistant")
+                | Q(model_name="", prompt_tokens__isnull=True, completion_tokens__isnull=True, latency_ms__isnull=True),
+                name="messages_usage_only_on_assistant",
+                violation_error_message="Only an assistant message records model usage.",
             ),
         ]
 

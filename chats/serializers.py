@@ -142,8 +142,9 @@ def _verified(rows: Iterable[QuoteRow]) -> list[QuoteRow]:
 class MessageSerializer(serializers.ModelSerializer[Message]):
     """A message; an assistant message carries the id of the question it answers (``reply_to``; null for a
     user message and for answers stored before it was recorded), its verdict, its verified citations, the
-    claims that did not verify (apart) and the sources its tools consulted. Reads the prefetched rows: no
-    query per message."""
+    claims that did not verify (apart), the sources its tools consulted and, when a model answered it, the
+    model's usage (``model_name``, tokens, ``latency_ms``; else empty). Reads the prefetched rows: no query
+    per message."""
 
     citations = serializers.SerializerMethodField()
     caselaw_citations = serializers.SerializerMethodField()
@@ -161,6 +162,10 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "created_at",
             "finalized_at",
             "verdict",
+            "model_name",
+            "prompt_tokens",
+            "completion_tokens",
+            "latency_ms",
             "citations",
             "caselaw_citations",
             "unverified_citations",

@@ -51,11 +51,14 @@ FINAL_STATUSES = frozenset({Message.Status.COMPLETE, Message.Status.INTERRUPTED,
 
 @dataclass(frozen=True, slots=True)
 class ClaimedCitation:
-    """A quote the assistant claims, and the source it claims: a KB document or a caselaw opinion."""
+    """A quote the assistant claims, and the source it claims: a KB document or a caselaw opinion.
+    ``named_source`` is what the assistant called a source that the turn did not provide (the claim then
+    names neither), kept for the failed claim's reason."""
 
     quote: str
     document_id: UUID | None = None
     opinion_id: UUID | None = None
+    named_source: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,17 @@ class ConsultedSource:
     subtitle: str = ""
     url: str = ""
     external_ref: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnUsage:
+    """What a model spent on a turn: the model that answered, the tokens of all of the turn's
+    requests (None when the server did not report them) and the time spent waiting on it."""
+
+    model_name: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +300,10 @@ def _verify_claims(
                 )
             )
             continue
+        if claim.document_id is None and claim.opinion_id is None and claim.named_source:
+            reason = f"unknown source {claim.named_source[:100]!r}: not a source of this turn"
+            kb.append(failed(MessageCitation, claim, reason))
+            continue
         if claim.document_id is None or claim.opinion_id is not None:
             kb.append(failed(MessageCitation, claim, "the claim must name exactly one source"))
             continue
@@ -360,6 +378,7 @@ def finalize_turn(
     status: str,
     claimed_citations: Sequence[ClaimedCitation] = (),
     tool_sources: Sequence[ConsultedSource] = (),
+    usage: TurnUsage | None = None,
 ) -> FinalizedTurn:
     """End a turn: verify its claimed quotes, persist the assistant message's final content, status and
     verdict with its quote and tool-source rows, and send ``post_finalize``, all in one transaction.
@@ -372,6 +391,8 @@ def finalize_turn(
     savepoint of its own). Can be called again on an ``interrupted`` message (resume): new rows are added,
     the verdict becomes the worse of the two, and the signal fires again. A ``complete`` or ``failed`` turn
     is final and is refused.
+    ``usage`` (a model-backed turn) is recorded on the message; on a resume it replaces the earlier run's,
+    which the caller adds in.
     """
     if status not in FINAL_STATUSES:
         raise ValueError(f"finalize_turn needs a final status, not {status!r}")
@@ -388,7 +409,14 @@ def finalize_turn(
         message.status = status
         message.finalized_at = message.updated_at = now
         message.verdict = Verdict.worst(message.verdict, _verdict([*kb, *caselaw]))
-        message.save(update_fields=["content", "status", "finalized_at", "updated_at", "verdict"])
+        update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
+        if usage is not None:
+            message.model_name = usage.model_name[:200]
+            message.prompt_tokens = usage.prompt_tokens
+            message.completion_tokens = usage.completion_tokens
+            message.latency_ms = usage.latency_ms
+            update_fields += ["model_name", "prompt_tokens", "completion_tokens", "latency_ms"]
+        message.save(update_fields=update_fields)
         MessageCitation.objects.bulk_create(kb)
         MessageCaselawCitation.objects.bulk_create(caselaw)
         MessageToolSource.objects.bulk_create(sources)

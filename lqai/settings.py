@@ -12,6 +12,10 @@ Environment variables:
 - ``LQAI_MAX_MESSAGE_CHARS``: the longest user message accepted.
 - ``LQAI_LEDGER_TIMEOUT``: seconds the ledger write of a turn may wait on locks and
   run before it is given up as a ledger failure (the turn still commits; default 2).
+- ``LQAI_OPENAI_*``: the OpenAI-compatible model backend
+  (``chats.assistant.OpenAICompatibleBackend``): ``BASE_URL``, ``API_KEY``, ``MODEL``,
+  ``TIMEOUT`` (seconds), ``MAX_TOKENS``, ``TEMPERATURE``, ``MAX_TOOL_ROUNDS``,
+  ``MAX_RETRIES`` and ``RETRY_BACKOFF`` (seconds); checked at start-up when that backend is selected.
 - ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
 - Production security (see the README's "Production settings"): with ``DEBUG`` off, HTTPS is required
   by default (``SECURE_SSL_REDIRECT``, ``SECURE_HSTS_SECONDS``, ``SECURE_HSTS_INCLUDE_SUBDOMAINS``,
@@ -227,6 +231,18 @@ SPECTACULAR_SETTINGS = {
 LQAI_ASSISTANT_BACKEND = os.environ.get("LQAI_ASSISTANT_BACKEND", "chats.assistant.ExtractiveBackend")
 LQAI_MAX_MESSAGE_CHARS = env_int("LQAI_MAX_MESSAGE_CHARS", default=8000)
 COURTLISTENER_API_TOKEN = os.environ.get("COURTLISTENER_API_TOKEN", "")
+
+# The OpenAI-compatible backend (any chat-completions server: a hosted API, vLLM, Ollama, ...). When
+# LQAI_ASSISTANT_BACKEND selects it, chats' AppConfig.ready() refuses to start on a bad value.
+LQAI_OPENAI_BASE_URL = os.environ.get("LQAI_OPENAI_BASE_URL", "").strip()
+LQAI_OPENAI_API_KEY = os.environ.get("LQAI_OPENAI_API_KEY", "").strip()
+LQAI_OPENAI_MODEL = os.environ.get("LQAI_OPENAI_MODEL", "").strip()
+LQAI_OPENAI_TIMEOUT = env_float("LQAI_OPENAI_TIMEOUT", default=60.0)
+LQAI_OPENAI_MAX_TOKENS = env_int("LQAI_OPENAI_MAX_TOKENS", default=1024)
+LQAI_OPENAI_TEMPERATURE = env_float("LQAI_OPENAI_TEMPERATURE", default=0.0)
+LQAI_OPENAI_MAX_TOOL_ROUNDS = env_int("LQAI_OPENAI_MAX_TOOL_ROUNDS", default=6)
+LQAI_OPENAI_MAX_RETRIES = env_int("LQAI_OPENAI_MAX_RETRIES", default=2)
+LQAI_OPENAI_RETRY_BACKOFF = env_float("LQAI_OPENAI_RETRY_BACKOFF", default=1.0)
 
 # --- Bounded use of the turn endpoints (0 or "off" turns a limit off) ---
 # Turns (single-shot, streamed, resumed) one user may start, per DRF rate ("30/min"): then 429 with Retry-After.

@@ -74,6 +74,7 @@ INVALID: dict[str, tuple[Callable[..., Model], dict[str, Any]]] = {
     "projects_name_not_empty": (_project, {"name": ""}),
     "messages_role_valid": (_message, {"role": "system"}),
     "messages_status_valid": (_message, {"status": "archived"}),
+    "messages_usage_only_on_assistant": (_message, {"role": "user", "prompt_tokens": 12}),
     "message_citations_offset_start_non_negative": (_kb_citation, {"source_offset_start": -1}),
     "message_citations_offsets_ordered": (_kb_citation, {"source_offset_start": 10, "source_offset_end": 5}),
     # A method the ledger cannot hold for a quote: it would be refused there, so it is refused here.

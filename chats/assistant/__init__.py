@@ -2,21 +2,34 @@
 the events they yield and the turn runner that ends every turn in ``finalize_turn``.
 
 ``settings.LQAI_ASSISTANT_BACKEND`` names the backend class by dotted path, e.g.
-``chats.assistant.ExtractiveBackend`` (the default) or ``chats.assistant.ScriptedBackend``.
+``chats.assistant.ExtractiveBackend`` (the default), ``chats.assistant.OpenAICompatibleBackend``
+(a model behind any OpenAI-compatible server) or ``chats.assistant.ScriptedBackend``.
 """
 
-from chats.assistant.backends import AssistantBackend, Script, ScriptedBackend, load_backend
+from chats.assistant.backends import (
+    AssistantBackend,
+    BackendError,
+    BackendInterrupted,
+    Script,
+    ScriptedBackend,
+    load_backend,
+)
 from chats.assistant.events import AssistantEvent, FinalAnswer, HistoryEntry, TextDelta, ToolCall, ToolResult, Turn
 from chats.assistant.extractive import ExtractiveBackend
+from chats.assistant.openai_compatible import OpenAICompatibleBackend, OpenAICompatibleConfig
 from chats.assistant.runner import Heartbeat, RunEvent, TurnFailed, TurnFinalized, TurnRun, TurnTimedOut
 
 __all__ = [
     "AssistantBackend",
     "AssistantEvent",
+    "BackendError",
+    "BackendInterrupted",
     "ExtractiveBackend",
     "FinalAnswer",
     "Heartbeat",
     "HistoryEntry",
+    "OpenAICompatibleBackend",
+    "OpenAICompatibleConfig",
     "RunEvent",
     "Script",
     "ScriptedBackend",

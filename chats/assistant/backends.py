@@ -18,10 +18,22 @@ class AssistantBackend(Protocol):
     """Answers one turn: yields text deltas, tool calls and results, then a :class:`FinalAnswer`.
 
     Tools are called by the backend itself (``turn.tools[name].run(arguments)``), which reports
-    each call and its result as events. An exception ends the turn as ``failed``.
+    each call and its result as events. An exception ends the turn as ``failed``, except
+    :class:`BackendInterrupted`, which ends it as ``interrupted`` (resumable). A backend that fails
+    after claiming quotes may yield its :class:`FinalAnswer` first: the claims are verified and kept.
     """
 
     def respond(self, turn: Turn) -> Iterator[AssistantEvent]: ...
+
+
+class BackendError(Exception):
+    """A failure the backend can explain: its message is added to the ``error`` event the user sees,
+    so it must name the cause (e.g. the model server's status) and nothing secret. The turn ends ``failed``."""
+
+
+class BackendInterrupted(Exception):
+    """The answer was cut off mid-way (e.g. the model's stream ended before the model finished):
+    the turn ends ``interrupted`` with what was produced, and can be resumed."""
 
 
 def load_backend() -> AssistantBackend:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chats.services import ClaimedCitation, ConsultedSource
+from chats.services import ClaimedCitation, ConsultedSource, TurnUsage
 
 if TYPE_CHECKING:
     from chats.models import Chat
@@ -74,9 +74,11 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class FinalAnswer:
-    """The end of the answer: the quotes it claims, each naming the source it claims to quote."""
+    """The end of the answer: the quotes it claims, each naming the source it claims to quote, and
+    (a model-backed backend) what the model spent on the turn."""
 
     citations: tuple[ClaimedCitation, ...] = ()
+    usage: TurnUsage | None = None
 
 
 AssistantEvent = TextDelta | ToolCall | ToolResult | FinalAnswer

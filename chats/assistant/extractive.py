@@ -26,6 +26,18 @@ def _display(quote: str) -> str:
     return " ".join(quote.split())
 
 
+def matter_passages(chat: Chat, question: str, *, documents: int, limit: int) -> list[tuple[Document, Passage]]:
+    """The ``limit`` passages of the chat's matter documents that best answer ``question`` (best first),
+    drawn from its ``documents`` best-matching documents; none for a chat outside a matter."""
+    if chat.project_id is None:
+        return []
+    ranked = rank_sources(
+        Document.objects.filter(project_id=chat.project_id), field="content", question=question, limit=documents
+    )
+    candidates = [p for i, d in enumerate(ranked) for p in passages(d.content, source=i)]
+    return [(ranked[p.source], p) for p in rank_passages(candidates, question, limit=limit)]
+
+
 class ExtractiveBackend:
     kb_quotes = 2
     candidate_documents = 5
@@ -63,16 +75,7 @@ class ExtractiveBackend:
         yield FinalAnswer(citations=tuple(claims))
 
     def _kb_passages(self, chat: Chat, question: str) -> list[tuple[Document, Passage]]:
-        if chat.project_id is None:
-            return []
-        documents = rank_sources(
-            Document.objects.filter(project_id=chat.project_id),
-            field="content",
-            question=question,
-            limit=self.candidate_documents,
-        )
-        candidates = [p for i, d in enumerate(documents) for p in passages(d.content, source=i)]
-        return [(documents[p.source], p) for p in rank_passages(candidates, question, limit=self.kb_quotes)]
+        return matter_passages(chat, question, documents=self.candidate_documents, limit=self.kb_quotes)
 
     @staticmethod
     def _continuation(lines: list[str], *, partial: str) -> list[str]:

@@ -5,7 +5,8 @@ A :class:`TurnRun` iterates the backend's events for one assistant message, pass
 claimed quotes, and always ends in :func:`chats.services.finalize_turn`:
 
 - the backend finished: ``complete``;
-- the backend raised: ``failed`` (logged; a :class:`TurnFailed` event says so);
+- the backend raised: ``failed`` (logged; a :class:`TurnFailed` event says so), or ``interrupted``
+  if it raised :class:`~chats.assistant.backends.BackendInterrupted` (its answer was cut off);
 - the consumer stopped early (the client disconnected, the run was closed, even before its
   first event): ``interrupted``, with the content and sources produced so far.
 
@@ -36,10 +37,10 @@ from django.conf import settings
 from django.db import connections
 from django.db.models import Q
 
-from chats.assistant.backends import AssistantBackend
+from chats.assistant.backends import AssistantBackend, BackendError, BackendInterrupted
 from chats.assistant.events import FinalAnswer, HistoryEntry, TextDelta, ToolCall, ToolResult, Turn
 from chats.models import Message, MessageToolSource
-from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, finalize_turn, record_progress
+from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, TurnUsage, finalize_turn, record_progress
 
 if TYPE_CHECKING:
     from chats.tools import Tool
@@ -146,6 +147,20 @@ def _key(kind: str, tool: str, provider: str | None, label: str, url: str, exter
     return (kind, tool, provider, label[:500], url[:500], external_ref[:200])
 
 
+def _add_usage(message: Message, usage: TurnUsage) -> TurnUsage:
+    """``usage`` plus what the message already records (a resumed turn's earlier runs)."""
+
+    def total(earlier: int | None, now: int | None) -> int | None:
+        return None if earlier is None and now is None else (earlier or 0) + (now or 0)
+
+    return TurnUsage(
+        model_name=usage.model_name or message.model_name,
+        prompt_tokens=total(message.prompt_tokens, usage.prompt_tokens),
+        completion_tokens=total(message.completion_tokens, usage.completion_tokens),
+        latency_ms=total(message.latency_ms, usage.latency_ms),
+    )
+
+
 def turn_history(message: Message) -> tuple[HistoryEntry, ...]:
     """What a backend may read for the turn of ``message``: the chat's user messages and the answers
     that were given, in order (``created_at``, then ``id``), ending with the question it answers.
@@ -209,6 +224,7 @@ class TurnRun:
             )
         }
         self.turn = Turn(chat=message.chat, history=turn_history(message), tools=tools, partial=message.content)
+        self._usage: TurnUsage | None = None
         self.failure: str | None = None
         self.result: FinalizedTurn | None = None
         self._events = self._generate()
@@ -272,10 +288,13 @@ class TurnRun:
                     self._record(event)
                     if not isinstance(event, FinalAnswer):
                         yield event  # type: ignore[misc]  # _record refused anything but an assistant event
-            except Exception:
+            except BackendInterrupted as exc:
+                logger.warning("turn %s: the answer was cut off (%s); saved as interrupted", self.message.pk, exc)
+                status = Message.Status.INTERRUPTED
+            except Exception as exc:
                 logger.exception("turn %s: the assistant backend failed", self.message.pk)
                 status = Message.Status.FAILED
-                self.failure = BACKEND_FAILED
+                self.failure = f"{BACKEND_FAILED} ({exc})" if isinstance(exc, BackendError) else BACKEND_FAILED
             else:
                 if self.timed_out:
                     logger.warning(
@@ -315,6 +334,8 @@ class TurnRun:
                     self._sources.append(source)
         elif isinstance(event, FinalAnswer):
             self._claims.extend(event.citations)
+            if event.usage is not None:
+                self._usage = _add_usage(self.message, event.usage)
         elif not isinstance(event, ToolCall):
             raise TypeError(f"an assistant backend yielded {type(event).__name__}, not an assistant event")
 
@@ -327,4 +348,5 @@ class TurnRun:
             status=status,
             claimed_citations=self._claims,
             tool_sources=self._sources,
+            usage=self._usage,
         )
