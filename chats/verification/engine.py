@@ -205,8 +205,12 @@ class NormalizedSource:
         return QuoteMatch(TOLERANT_MATCH, round(confidence, 2), start, end, tuple(alterations))
 
     def _orig_span(self, canon: _Canon, s: int, e: int) -> tuple[int, int]:
-        """Original offsets of canonical ``[s, e)`` without its surrounding spaces; an empty span stays empty."""
+        """Original offsets of canonical ``[s, e)`` without its surrounding spaces; an empty span stays empty, next to
+        the text before it (`neglects [sic] or`) unless it is the start of a word (an insertion before a passage)."""
         text = canon.text
+        if (s == e or text[s:e].isspace()) and s > 0 and (s >= len(text) or text[s] == " "):
+            pos = canon.orig_end(s - 1)
+            return pos, pos
         while s < e and text[s] == " ":
             s += 1
         while e > s and text[e - 1] == " ":

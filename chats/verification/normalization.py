@@ -22,6 +22,7 @@ from array import array
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 
 # Lines longer than this are body text, never running heads.
 _MAX_HEAD_LINE = 120
@@ -84,7 +85,7 @@ def _fold(text: str) -> str:
 class _Canon:
     """A canonical form of a text plus the mapping of each canonical character back to the original text."""
 
-    __slots__ = ("_hay", "cuts", "hyph", "hyph_pos", "seg_canon", "seg_end", "seg_linear", "seg_orig", "text")
+    __slots__ = ("_hay", "cuts", "hyph", "hyph_pos", "seg_canon", "seg_end", "seg_linear", "seg_orig", "spaced", "text")
 
     def __init__(
         self,
@@ -93,6 +94,7 @@ class _Canon:
         hyph: dict[int, int],
         hyph_pos: list[int],
         cuts: list[int],
+        spaced: set[int],
     ) -> None:
         self.text = text
         # The offset map is piecewise: segment k starts at canonical index seg_canon[k] and came from
@@ -103,6 +105,9 @@ class _Canon:
         self.hyph = hyph  # canonical position p -> flag of a hyphen removed between text[p-1] and text[p]
         self.hyph_pos = hyph_pos  # sorted keys of hyph
         self.cuts = cuts  # canonical positions where layout was skipped: running-head lines, soft-hyphen line breaks
+        # Canonical positions p where the original had whitespace between text[p-1] and text[p] (dropped next to
+        # punctuation): `any 'litmus` is `any'litmus`, and that quotation mark is no apostrophe.
+        self.spaced = spaced
         self._hay: dict[bool, str] = {}
 
     def haystack(self, fold: bool) -> str:
@@ -146,6 +151,7 @@ class _Normalizer:
         "hy_prev_alpha",
         "hy_real",
         "hy_start",
+        "hy_ws_after",
         "hyph",
         "hyph_pos",
         "last",
@@ -157,6 +163,7 @@ class _Normalizer:
         "seg_linear",
         "seg_orig",
         "shy",
+        "spaced",
         "ws_end",
         "ws_start",
     )
@@ -180,6 +187,8 @@ class _Normalizer:
         self.hy_real = False  # only real hyphens (not dashes) in the run
         self.hy_newline = False  # a line break followed the hyphen
         self.hy_prev_alpha = False  # a letter preceded the hyphen
+        self.hy_ws_after = False  # whitespace followed the hyphen
+        self.spaced: set[int] = set()  # canonical positions p where whitespace between p-1 and p was dropped
         self.shy = False  # a soft hyphen was just seen: following whitespace joins the word
 
     # -- input events ------------------------------------------------------------------------------------------------
@@ -188,6 +197,7 @@ class _Normalizer:
             # Whitespace after a hyphen is always dropped (the hyphen is punctuation); remember a line break for
             # hyphenation.
             self.hy_newline = self.hy_newline or newline
+            self.hy_ws_after = True
             return
         if self.shy:
             # `Hop\u00ad\nwood`: the soft hyphen marks a hyphenation point, the line break (or the space a re-typed
@@ -212,7 +222,11 @@ class _Normalizer:
             self.hy_end = o_end
             self.hy_real = self.hy_real and real
             return
-        self.ws_start = -1  # whitespace before a hyphen is dropped
+        if self.ws_start >= 0:
+            self.ws_start = -1  # whitespace before a hyphen is dropped
+            if self.last:
+                self.spaced.add(self.n_out)
+        self.hy_ws_after = False
         self.hy_start = o_start
         self.hy_end = o_end
         self.hy_real = real
@@ -231,10 +245,14 @@ class _Normalizer:
                 self.hyph_pos.append(self.n_out)
             else:
                 self._emit("-", self.hy_start, self.hy_end, False)
+                if self.hy_ws_after:
+                    self.spaced.add(self.n_out)
             self.hy_start = -1
         elif self.ws_start >= 0:
             if self._keep_space(first):
                 self._emit(" ", self.ws_start, self.ws_end, False)
+            elif self.last:
+                self.spaced.add(self.n_out)
             self.ws_start = -1
         self._emit(s, o_start, o_end, linear)
 
@@ -265,7 +283,7 @@ class _Normalizer:
         if self.hy_start >= 0:  # a trailing hyphen stays; trailing whitespace goes
             self._emit("-", self.hy_start, self.hy_end, False)
         segments = (self.seg_canon, self.seg_orig, self.seg_end, self.seg_linear)
-        return _Canon("".join(self.out), segments, self.hyph, self.hyph_pos, self.cuts)
+        return _Canon("".join(self.out), segments, self.hyph, self.hyph_pos, self.cuts, self.spaced)
 
     # -- internals -------------------------------------------------------------------------------------------------
     def _keep_space(self, nxt: str) -> bool:
@@ -412,9 +430,13 @@ _NUMBER_JOINERS = frozenset(".,:/-\u2010\u2011\u2012\u2013")
 _APOSTROPHES = frozenset("'\u2019\u02bc")
 
 
-def is_token_boundary(text: str, i: int) -> bool:
-    """Whether ``i`` (0 <= i <= len(text)) lies between two tokens of ``text`` rather than inside a word or number."""
-    if i <= 0 or i >= len(text):
+def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset()) -> bool:
+    """Whether ``i`` (0 <= i <= len(text)) lies between two tokens of ``text`` rather than inside a word or number.
+
+    ``spaced`` are positions p where whitespace stood between ``text[p-1]`` and ``text[p]`` (a canonical text drops
+    it next to punctuation).
+    """
+    if i <= 0 or i >= len(text) or i in spaced:
         return True
     left = text[i - 1]
     right = text[i]
@@ -423,14 +445,26 @@ def is_token_boundary(text: str, i: int) -> bool:
             return False
         nxt = text[i + 1 : i + 2]
         if right in _NUMBER_JOINERS:
-            return not (left.isdigit() and nxt.isdigit())
+            return not (left.isdigit() and nxt.isdigit() and i + 1 not in spaced)
         if right in _APOSTROPHES:
-            return not (left.isalpha() and nxt.isalpha())
+            return not (left.isalpha() and nxt.isalpha() and i + 1 not in spaced)
         return True
     if right.isalnum():
         prev = text[i - 2] if i >= 2 else ""
         if left in _NUMBER_JOINERS:
-            return not (right.isdigit() and prev.isdigit())
+            return not (right.isdigit() and prev.isdigit() and i - 1 not in spaced)
         if left in _APOSTROPHES:
-            return not (right.isalpha() and prev.isalpha())
+            return not (right.isalpha() and prev.isalpha() and i - 1 not in spaced)
     return True
+
+
+def is_apostrophe(text: str, i: int, spaced: AbstractSet[int] = frozenset()) -> bool:
+    """Whether ``text[i]`` is an apostrophe: a single quotation mark between two letters (`didn't`)."""
+    return (
+        text[i] in _APOSTROPHES
+        and 0 < i < len(text) - 1
+        and text[i - 1].isalpha()
+        and text[i + 1].isalpha()
+        and i not in spaced
+        and i + 1 not in spaced
+    )

@@ -36,9 +36,10 @@ MAX_BRACKET_WORDS = 8
 # Most letters `[ ]` may stand for (the rest of a word: `nudge[ ]` for "nudges").
 MAX_OMITTED_LETTERS = 12
 
-# A word of canonical text: a number with its inner separators (`4.5`, `10,000`, `42-1983.1`, `1/2/2024`) or letters
-# with inner apostrophes (`didn't`, `university's`).
-WORD = re.compile(r"\d+(?:[.,:/-]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)*")
+# A word of canonical text: a number with its inner separators (`4.5`, `10,000`, `42-1983.1`, `1/2/2024`), or letters
+# with a clitic (`didn't`, `university's`). Canonical text drops whitespace next to quotation marks (`not 'hold'` is
+# `not'hold'`), so an apostrophe joins letters only in a clitic.
+WORD = re.compile(r"\d+(?:[.,:/-]\d+)*|[^\W\d_]+(?:'(?:t|s|d|ll|re|ve|m)(?![^\W\d_]))?")
 
 
 def _set(text: str) -> frozenset[str]:
@@ -198,7 +199,7 @@ def classify_bracket(quote_side: str, source_side: str) -> tuple[str | None, str
 
 
 # Preference among the ways an edge bracket can be read: the first that applies wins.
-DETAIL_RANK = {SAME: 0, FORM: 1, REFERENCE: 2, SHORTENED: 3, INSERTION: 4, SUBSTITUTION: 5}
+DETAIL_RANK = {SAME: 0, FORM: 1, SHORTENED: 2, REFERENCE: 3, INSERTION: 4, SUBSTITUTION: 5}
 
 
 def clause_words_before(text: str, pos: int, window: int = 400) -> list[tuple[int, int]]:
@@ -209,7 +210,7 @@ def clause_words_before(text: str, pos: int, window: int = 400) -> list[tuple[in
     for last in _CLAUSE_MARK.finditer(region):  # noqa: B007 - the last mark is the one wanted
         pass
     offset = lo + (last.end() if last is not None else 0)
-    return [(offset + m.start(), offset + m.end()) for m in WORD.finditer(text, offset, pos)]
+    return [(m.start(), m.end()) for m in WORD.finditer(text, offset, pos)]
 
 
 def clause_words_after(text: str, pos: int, window: int = 400) -> list[tuple[int, int]]:

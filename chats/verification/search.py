@@ -21,6 +21,7 @@ from chats.verification.normalization import (
     _Canon,
     _fold,
     _normalize,
+    is_apostrophe,
     is_token_boundary,
 )
 from chats.verification.results import LETTERS, REASON_ADJACENT_MARKERS, REASON_BOUNDARY, REASON_TOO_COMPLEX
@@ -72,6 +73,7 @@ class Piece:
     hay_needle: str  # text as searched for in the source's haystack (double quotation marks as single ones)
     folded_needle: str  # the same, lower-cased
     hyph: dict[int, int]  # relative position -> hyphen flag of the quote
+    spaced: frozenset[int]  # relative positions where the quote had whitespace dropped from the canonical text
     free: tuple[int, ...]  # relative positions of bracketed single letters: either case matches
     bound_left: bool  # must start at a token boundary of the source
     bound_right: bool
@@ -151,6 +153,7 @@ def _make_piece(q: _Canon, ps: int, pe: int, free: set[int], left: Gap | None, r
         hay_needle=hay_needle,
         folded_needle=_fold(hay_needle),
         hyph={p - ps: q.hyph[p] for p in q.hyph_pos if ps < p < pe},
+        spaced=frozenset(p - ps for p in q.spaced if ps < p < pe),
         free=tuple(sorted(p - ps for p in free if ps <= p < pe)),
         # The quote's own ends, and the sides of omissions and unattached brackets, are token boundaries.
         bound_left=left is None or left.kind == GAP_ELLIPSIS or not left.attached_right,
@@ -383,7 +386,7 @@ class Search:
         if reason is not None:
             self._refuse(reason)
             return None
-        return GapFinding(gap, ws if gap.attached_left else start, we if gap.attached_right else end, detail)
+        return GapFinding(gap, start, end, detail)
 
     def _edges(self, starts: list[int]) -> list[GapFinding] | None:
         """Findings for the markers at the quote's start and end, checked against the adjacent source words."""
@@ -508,8 +511,9 @@ class Search:
         if piece.hyphen_after and b not in hyph and text[b : b + 1] != "-":
             return False
         # A removed hyphen is a token boundary (`race-neutral`, and the ambiguous line-end `African-\nAmerican`).
-        if (piece.bound_left and a not in hyph and not is_token_boundary(text, a)) or (
-            piece.bound_right and not piece.hyphen_after and b not in hyph and not is_token_boundary(text, b)
+        spaced = src.spaced
+        if (piece.bound_left and a not in hyph and not is_token_boundary(text, a, spaced)) or (
+            piece.bound_right and not piece.hyphen_after and b not in hyph and not is_token_boundary(text, b, spaced)
         ):
             self._refuse(REASON_BOUNDARY)
             return False
@@ -525,7 +529,7 @@ class Search:
             if s == p:
                 continue
             if s in _QUOTE_MARKS and p in _QUOTE_MARKS:
-                if _is_apostrophe(text, a + i) or _is_apostrophe(ptext, i):
+                if is_apostrophe(text, a + i, self.src.spaced) or is_apostrophe(ptext, i, piece.spaced):
                     return False
                 continue
             if (self.fold or i in free) and s.lower() == p.lower():
@@ -555,8 +559,3 @@ class Search:
                 if src.hyph[p] == _LINE_HYPHEN and piece.hyph.get(p - a, _NO_HYPHEN) == _NO_HYPHEN:
                     return True
         return False
-
-
-def _is_apostrophe(text: str, i: int) -> bool:
-    """A single quotation mark between two letters is an apostrophe (`didn't`, `University's`)."""
-    return text[i] == "'" and 0 < i < len(text) - 1 and text[i - 1].isalpha() and text[i + 1].isalpha()
