@@ -374,10 +374,10 @@ def test_a_bracket_that_substitutes_different_words_is_shown_and_capped() -> Non
     assert altered(STATUTE, match) == [("bracket", "[awarded]", "granted", "substitution")]
     assert match.confidence <= SUBSTITUTION_MAX_CONFIDENCE
     # The example: verified only as a substitution, never above 0.6.
-    match = verify_quote("the petition is [granted]", "the petition is denied.")
-    assert match is not None
-    assert match.confidence <= SUBSTITUTION_MAX_CONFIDENCE
-    assert [(a.kind, a.detail) for a in match.alterations] == [("bracket", "substitution")]
+    petition = verify_quote("the petition is [granted]", "the petition is denied.")
+    assert petition is not None
+    assert petition.confidence <= SUBSTITUTION_MAX_CONFIDENCE
+    assert [(a.kind, a.detail) for a in petition.alterations] == [("bracket", "substitution")]
 
 
 def test_a_form_change_keeps_its_confidence() -> None:
