@@ -47,8 +47,19 @@ _CONF_FLOOR = 0.50
 # own search budget): a short quote such as "a" can occur at almost every position of a source.
 _EXACT_OCCURRENCES = 10_000
 
+_INVISIBLE_JOINERS = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 _HYPHEN_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d")
 _GAP_KINDS = {GAP_ELLIPSIS: ELLIPSIS, GAP_SIC: SIC}
+
+
+def _soft_joined(source: str, i: int) -> bool:
+    """Whether ``i`` is inside a word broken by a soft hyphen or a zero-width character (`Hop\u00ad\nwood`)."""
+    j = i
+    while j > 0 and source[j - 1].isspace():
+        j -= 1
+    if j > 0 and source[j - 1] in _INVISIBLE_JOINERS:
+        return True
+    return i < len(source) and source[i] in _INVISIBLE_JOINERS
 
 
 def _exact(source: str, needle: str) -> tuple[QuoteMatch | None, bool]:
@@ -60,7 +71,12 @@ def _exact(source: str, needle: str) -> tuple[QuoteMatch | None, bool]:
         if start == -1:
             break
         end = start + len(needle)
-        if is_token_boundary(source, start) and is_token_boundary(source, end):
+        if (
+            is_token_boundary(source, start)
+            and is_token_boundary(source, end)
+            and not _soft_joined(source, start)
+            and not _soft_joined(source, end)
+        ):
             return QuoteMatch(EXACT_MATCH, 1.0, start, end), cut
         cut = True
         start = source.find(needle, start + 1)

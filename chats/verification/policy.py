@@ -80,7 +80,7 @@ _CONTRACTED_MODALS = {"ca": "can", "wo": "will", "sha": "shall"}
 
 # Words that carry the meaning an omission must keep, and a quick test for them.
 _MEANINGFUL = NEGATIONS | MODALS | LIMITING | NUMBER_WORDS
-_LETTER_RUNS = re.compile(r"[a-z']+")
+_LETTER_RUNS = re.compile(r"[a-z]+")
 _DIGIT = re.compile(r"\d")
 
 

@@ -122,8 +122,9 @@ def _merge_gaps(a: Gap, b: Gap) -> Gap:
 
 def _marker_gap(text: str, start: int, end: int) -> Gap:
     marker = text[start:end]
-    attached_left = start > 0 and text[start - 1] != " "
-    attached_right = end < len(text) and text[end] != " "
+    # Attached: touching a letter or digit (`impose[d]`, `[un]constitutional`), or a clitic (`[the Court]'s`).
+    attached_left = start > 0 and text[start - 1].isalnum()
+    attached_right = end < len(text) and (text[end].isalnum() or text[end : end + 2] in ("'s", "'t"))
     content = marker[1:-1].strip() if marker.startswith("[") else ""
     squeezed = content.replace(" ", "")
     # `...`, and `[...]` as modern style writes it, are omissions; any other bracket is an alteration.
