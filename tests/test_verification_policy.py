@@ -514,3 +514,73 @@ def test_failure_reasons(quote: str, reason: str) -> None:
 def test_explain_failure_is_none_for_a_quote_that_verifies() -> None:
     assert explain_failure("shall be liable to the party injured", text(STATUTE)) is None
     assert explain_failure("shall be liable to the party [injured]", normalized(STATUTE)) is None
+
+
+# --- Edge brackets and attached markers -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("quote", "source", "source_passage", "alterations"),
+    [
+        # A bracket that repeats the words it stands for ends the quote like an exact quote would.
+        (
+            "[The statute] provides",
+            "Congress may well have decided that the statute provides a remedy",
+            "provides",
+            [("bracket", "[The statute]", "the statute", "same")],
+        ),
+        # A prefix attached to the first word; `[ ]` at the quote's end; a possessive after a bracket.
+        (
+            "[un]constitutional as applied",
+            "it is unconstitutional as applied",
+            "unconstitutional as applied",
+            [("bracket", "[un]", "un", "same")],
+        ),
+        ("the claims nudge[ ]", "the claims nudges across", "the claims nudges", [("bracket", "[ ]", "s", "letters")]),
+        (
+            "[the Court]'s view",
+            "in this Court's view",
+            "Court's view",
+            [("bracket", "[the Court]", "Court", "reference")],
+        ),
+        # Adjacent brackets are one alteration.
+        ("[the] [Court] held", "the Court held", "held", [("bracket", "[the] [Court]", "the Court", "same")]),
+    ],
+)
+def test_edge_brackets_and_attached_markers(
+    quote: str, source: str, source_passage: str, alterations: list[tuple[str, str, str, str]]
+) -> None:
+    match = verify_quote(quote, source)
+    assert match is not None
+    assert source[match.start : match.end] == source_passage
+    assert [(a.kind, a.quote_text, source[a.source_start : a.source_end], a.detail) for a in match.alterations] == (
+        alterations
+    )
+
+
+@pytest.mark.parametrize(
+    ("quote", "source", "reason"),
+    [
+        ("[The Court] held", "We have never held that", "an alteration changes a negation"),
+        (
+            "the rule applies [to employers]",
+            "the rule applies to all employers unless exempt",
+            "an alteration changes a negation",
+        ),
+        ("[un]constitutional as applied", "it is constitutional as applied", "an alteration changes a negation"),
+        ("the party. [ ] of them", "the party. None of them", "[ ] stands only for letters omitted inside a word"),
+        ("can be . . . vacancy", "there can be no 'vacancy in nomination'", "an omission drops a negation"),
+    ],
+)
+def test_edge_brackets_never_hide_a_negation(quote: str, source: str, reason: str) -> None:
+    assert verify_quote_detailed(quote, source) == (None, reason)
+
+
+def test_a_collage_of_markers_fails_closed() -> None:
+    source = "a " * 50_000
+    assert verify_quote_detailed("a ... a ... a ... a ... b", source) == (
+        None,
+        "too many alterations and omissions to check",
+    )
+    pieces = " [x] ".join(["word"] * 120)
+    assert verify_quote_detailed(pieces, "word " * 200) == (None, "too many alterations and omissions to check")

@@ -24,7 +24,14 @@ from chats.verification.normalization import (
     is_apostrophe,
     is_token_boundary,
 )
-from chats.verification.results import LETTERS, REASON_ADJACENT_MARKERS, REASON_BOUNDARY, REASON_TOO_COMPLEX
+from chats.verification.results import (
+    FORM,
+    LETTERS,
+    REASON_ADJACENT_MARKERS,
+    REASON_BOUNDARY,
+    REASON_TOO_COMPLEX,
+    SAME,
+)
 
 #: Maximum canonical characters omitted by one ellipsis: omissions are short in real quoting, and the bound keeps a
 #: quote from being stitched together from words scattered over the whole document.
@@ -445,7 +452,9 @@ class Search:
             else:
                 s = e = pos
             reason, detail = policy.classify_bracket(gap.content, text[s:e])
-            if reason is None:
+            if reason is None and detail not in (SAME, FORM):
+                # Words of the same source words (or another form of them) end the quote there like an exact quote
+                # would; anything else claims to stand for what is next to it, which must not hide a negation.
                 reason = policy.hidden_change(content_words, [text[a:b].lower() for a, b in beyond])
             if reason is not None:
                 first_reason = first_reason or reason
