@@ -127,6 +127,19 @@ def test_the_exact_tier_skips_an_occurrence_inside_a_word_for_a_later_one() -> N
     assert (match.start, match.end) == (source.rindex("exempt employer"), len(source))
 
 
+def test_a_possessive_is_a_token_of_its_own_but_a_contraction_is_not() -> None:
+    # `the University's 2008 entering class`: quoting the noun without its possessive is a whole token.
+    match = found(FISHER, "was rejected for admission to the\n  University")
+    assert match.method == EXACT_MATCH
+    assert text(FISHER)[match.end : match.end + 2] == "\u2019s"
+    # `didn't`: a quote ending before `n't` would drop the negation.
+    for source in ["the court didn\u2019t hold that", "the court didn't hold that"]:
+        assert verify_quote_detailed("the court did", source) == (
+            None,
+            "the quote starts or ends inside a word or number of the source",
+        )
+
+
 @pytest.mark.parametrize(
     ("source", "quote"),
     [
@@ -570,6 +583,8 @@ def test_edge_brackets_and_attached_markers(
         ("[un]constitutional as applied", "it is constitutional as applied", "an alteration changes a negation"),
         ("the party. [ ] of them", "the party. None of them", "[ ] stands only for letters omitted inside a word"),
         ("can be . . . vacancy", "there can be no 'vacancy in nomination'", "an omission drops a negation"),
+        ("relief [can] be granted", "relief can't be granted", "an alteration changes a negation"),
+        ("relief [cannot] be granted", "relief won't be granted", "an alteration changes a modal verb"),
     ],
 )
 def test_edge_brackets_never_hide_a_negation(quote: str, source: str, reason: str) -> None:

@@ -426,7 +426,7 @@ def _find_running_heads(text: str) -> list[tuple[int, int]]:
 
 # Inside a number these join digits into one token: `4.5`, `10,000`, `42-1983.1`, `12-3-45`, `1/2/2024`, `10:30`.
 _NUMBER_JOINERS = frozenset(".,:/-\u2010\u2011\u2012\u2013")
-# Inside a word an apostrophe joins letters: `didn't`, `University's`.
+# Inside a word an apostrophe joins letters (`didn't`), except before a possessive `'s`.
 _APOSTROPHES = frozenset("'\u2019\u02bc")
 
 
@@ -447,7 +447,11 @@ def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset())
         if right in _NUMBER_JOINERS:
             return not (left.isdigit() and nxt.isdigit() and i + 1 not in spaced)
         if right in _APOSTROPHES:
-            return not (left.isalpha() and nxt.isalpha() and i + 1 not in spaced)
+            if left.isalpha() and nxt.isalpha() and i + 1 not in spaced:
+                # A possessive `'s` is a token of its own (`the Court` in "the Court's"); `n't` and other
+                # contractions are not (`did` in "didn't" would drop the negation).
+                return nxt in "sS" and not text[i + 2 : i + 3].isalpha()
+            return True
         return True
     if right.isalnum():
         prev = text[i - 2] if i >= 2 else ""
