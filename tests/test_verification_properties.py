@@ -16,14 +16,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from chats.verification import EXACT_MATCH, TOLERANT_MATCH, NormalizedSource, QuoteMatch
+from chats.verification import EXACT_MATCH, SUBSTITUTION_MAX_CONFIDENCE, TOLERANT_MATCH, NormalizedSource, QuoteMatch
 from chats.verification.normalization import is_token_boundary
-from chats.verification.policy import MODALS, NEGATIONS
+from chats.verification.policy import ARTICLES, MODALS, NEGATIONS, PRONOUNS, ROLE_NOUNS
 
 OPINIONS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 PROPERTY_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _WORDS = re.compile(r"\S+")
+REFERENCE_WORDS = PRONOUNS | ARTICLES | ROLE_NOUNS
 # A blank line, or a line holding only a number, may hold or be a running head (a page number), which is meant to be
 # skipped: passages with one are kept out of the properties about changed words.
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n|\n[^\S\n]*\d+[^\S\n]*\n")
@@ -291,3 +292,29 @@ def test_removing_a_negation_modal_or_number_never_verifies(data: st.DataObject,
                 re.sub(r"\W+$", "", words[i].lower()) in source[a.source_start : a.source_end].lower().split()
                 for a in match.alterations
             ), (changed, source[match.start : match.end])
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_a_word_replaced_by_other_bracketed_words_never_verifies_above_the_substitution_cap(
+    data: st.DataObject,
+) -> None:
+    """`[x]` standing for a different content word is a substitution: shown, and capped."""
+    name, words = draw_plain_words(data)
+    i = data.draw(st.integers(1, len(words) - 2))
+    word = re.sub(r"\W+", "", words[i]).lower()
+    assume(word and word not in REFERENCE_WORDS)
+    new = data.draw(st.sampled_from(vocabulary())).lower()
+    assume(new[:3] != word[:3] and new not in REFERENCE_WORDS)  # not another form of the word, not a reference
+    quote = " ".join([*words[:i], f"[{new}]", *words[i + 1 :]])
+
+    match = verify(name, quote)
+
+    if match is not None and match.confidence > SUBSTITUTION_MAX_CONFIDENCE:
+        # Verified elsewhere, where the bracket stands for a pronoun, an article or a role noun: never for the word
+        # it replaced here.
+        source = corpus()[name]
+        for alteration in match.alterations:
+            assert alteration.detail != "substitution"
+            spanned = source[alteration.source_start : alteration.source_end].lower()
+            assert word not in re.findall(r"\w+", spanned), (quote, source[match.start : match.end])

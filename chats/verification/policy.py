@@ -8,7 +8,8 @@ Alterations and omissions are allowed only where they cannot change what the sou
   sentences, citations or list items is allowed;
 - a bracket that stands for different words is allowed, but unless it replaces a pronoun, an article or a role noun,
   only shortens what it stands for, or changes only a word's form, it is a *substitution* and the match's confidence
-  is capped at :data:`SUBSTITUTION_MAX_CONFIDENCE`.
+  is capped at :data:`SUBSTITUTION_MAX_CONFIDENCE`; so is a bracket that adds words other than pronouns, articles
+  and role nouns.
 
 Everything here works on canonical text (see :mod:`chats.verification.normalization`): lower-cased words, straight
 apostrophes.
@@ -188,7 +189,9 @@ def classify_bracket(quote_side: str, source_side: str) -> tuple[str | None, str
     if q == s:
         return None, SAME
     if not s:
-        return None, INSERTION
+        # Added words: a subject or an article supplied for the reader is an insertion; anything else adds to what
+        # the source says, and is shown and capped like a substitution.
+        return None, INSERTION if all(w in _REFERENCE_WORDS for w in q) else SUBSTITUTION
     if len(q) == len(s) and all(a == b or _is_form(a, b) for a, b in zip(q, s, strict=True)):
         return None, FORM
     if all(w in _REFERENCE_WORDS for w in s):

@@ -20,9 +20,9 @@ SAME = "same"  # the same words (`[The]` for "the")
 FORM = "form"  # another form of the same word (`impos[ing]` for "imposes", `provide[d]` for "provides")
 REFERENCE = "reference"  # replaces a pronoun, an article or a role noun (`[the Court]` for "we")
 SHORTENED = "shortened"  # some of the words it stands for (`[the Court]` for "the Court of Appeals")
-INSERTION = "insertion"  # stands for no source words
+INSERTION = "insertion"  # stands for no source words, and adds only a pronoun, an article or a role noun
 LETTERS = "letters"  # `[ ]`: letters omitted inside a word
-SUBSTITUTION = "substitution"  # different words: shown, and the match's confidence is capped
+SUBSTITUTION = "substitution"  # different (or added) words: shown, and the match's confidence is capped
 
 # Why a quote did not verify, most specific first (see verify_quote_detailed).
 REASON_EMPTY = "the quote is empty"
