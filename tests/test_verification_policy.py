@@ -516,7 +516,8 @@ def test_running_heads_without_digits_are_still_skipped() -> None:
         ("  \n ", "the quote is empty"),
         (". . .", "the quote has no words to verify"),
         ("the party injured shall recover treble damages", "not found in the source"),
-        ("[the statute] . . . [applies]", "a bracket next to an ellipsis cannot be checked"),
+        ("[the statute] . . . [applies]", "not found in the source"),
+        ("shall be liable [to the party] . . . in an action at law", "a bracket next to an ellipsis cannot be checked"),
     ],
 )
 def test_failure_reasons(quote: str, reason: str) -> None:
@@ -599,3 +600,14 @@ def test_a_collage_of_markers_fails_closed() -> None:
     )
     pieces = " [x] ".join(["word"] * 120)
     assert verify_quote_detailed(pieces, "word " * 200) == (None, "too many alterations and omissions to check")
+
+
+def test_an_ellipsis_next_to_an_edge_bracket_only_says_the_sentence_goes_on() -> None:
+    match = found(HOGARTH, ". . . [Hogarth] seeks declaratory and injunctive relief")
+    assert altered(HOGARTH, match) == [("bracket", "[Hogarth]", "plaintiff", "reference")]
+    match = found(STATUTE, "shall be liable to the [injured party] . . .")
+    assert altered(STATUTE, match) == [("bracket", "[injured party]", "party injured", "shortened")]
+    # Inside the quote, a bracket next to an ellipsis cannot be checked: what stands for what?
+    assert refused(STATUTE, "shall be liable [to the party] . . . in an action at law") == (
+        "a bracket next to an ellipsis cannot be checked"
+    )

@@ -201,7 +201,8 @@ def classify_bracket(quote_side: str, source_side: str) -> tuple[str | None, str
     return None, SUBSTITUTION
 
 
-# Preference among the ways an edge bracket can be read: the first that applies wins.
+# Preference among the ways an edge bracket can be read (lowest first; on a tie, the fewest words): the reading
+# that covers the most of what the bracket says.
 DETAIL_RANK = {SAME: 0, FORM: 1, SHORTENED: 2, REFERENCE: 3, INSERTION: 4, SUBSTITUTION: 5}
 
 

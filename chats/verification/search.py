@@ -188,12 +188,12 @@ def _structured_pattern(q: _Canon, free: set[int], interpret_brackets: bool) -> 
         pos = m.end()
     items.append((pos, len(text)))
 
-    # Strip pieces; empty pieces disappear and the gaps around them merge.
+    # Strip pieces; empty pieces disappear and the markers around them form one gap.
     spans: list[tuple[int, int]] = []
-    gaps: list[Gap | None] = [None]  # gaps[i] precedes spans[i]; a final entry follows the last span
+    groups: list[list[Gap]] = [[]]  # groups[i] precedes spans[i]; a final group follows the last span
     for item in items:
         if isinstance(item, Gap):
-            gaps[-1] = item if gaps[-1] is None else _merge_gaps(gaps[-1], item)
+            groups[-1].append(item)
             continue
         ps, pe = item
         while ps < pe and text[ps] == " ":
@@ -202,7 +202,17 @@ def _structured_pattern(q: _Canon, free: set[int], interpret_brackets: bool) -> 
             pe -= 1
         if ps < pe:
             spans.append((ps, pe))
-            gaps.append(None)
+            groups.append([])
+    gaps: list[Gap | None] = []
+    for i, group in enumerate(groups):
+        if (i == 0 or i == len(groups) - 1) and any(g.kind != GAP_ELLIPSIS for g in group):
+            # `. . . [the Court] held`: at the quote's start or end an ellipsis only says the sentence goes on; the
+            # bracket next to it is what stands for source words.
+            group = [g for g in group if g.kind != GAP_ELLIPSIS]
+        merged: Gap | None = None
+        for g in group:
+            merged = g if merged is None else _merge_gaps(merged, g)
+        gaps.append(merged)
     if not spans or not any(ch.isalnum() for ch in text):
         return None
     if len(spans) > _MAX_PIECES:
