@@ -67,8 +67,8 @@ ROLE_NOUNS = _set(
     """plaintiff plaintiffs defendant defendants petitioner petitioners respondent respondents appellant appellants
     appellee appellees court courts city cities state states board boards county counties agency commission
     government party parties movant movants claimant claimants applicant applicants intervenor intervenors
-    complainant complainants employer employee employees legislature congress university officer officers
-    judge justice panel majority dissent opinion statute act section ordinance regulation rule"""
+    complainant complainants employer employers employee employees legislature congress officer officers
+    statute act section ordinance regulation rule"""
 )
 _REFERENCE_WORDS = PRONOUNS | ARTICLES | ROLE_NOUNS
 # Endings that make another form of the same word (`impos[ing]` for "imposes"), and no ending at all.
