@@ -327,6 +327,18 @@ def test_omitting_list_items_with_numbers_verifies() -> None:
     assert altered(STATUTE, match) == [("ellipsis", "...", "1981a, 1982, 1983, 1985,", "")]
 
 
+def test_a_phrase_between_commas_is_not_a_list_item() -> None:
+    source = "The fee is $500, payable within 30 days, after filing."
+    assert verify_quote_detailed("The fee is $500, . . . after filing.", source) == (
+        None,
+        "an omission drops a number",
+    )
+    source = "The fee is $500, payable in full, after filing."
+    match = verify_quote("The fee is $500, . . . after filing.", source)
+    assert match is not None
+    assert [source[a.source_start : a.source_end] for a in match.alterations] == ["payable in full,"]
+
+
 def test_omitting_a_citation_verifies() -> None:
     quote = "demanding burden of strict scrutiny articulated in Grutter . . . its decision affirming"
     match = found(FISHER, quote)

@@ -100,6 +100,7 @@ _CLAUSE_MARK = re.compile(r"""[;!?()"]|[.,:](?!\d)|(?<!\d)[.,:]""")
 _SENTENCE_END = re.compile(r"""[.?!;:]['")\]]*$""")
 _SENTENCE_START = re.compile(r"""^['"(\[]*[.?!;:]""")
 _LIST_END = re.compile(r"""[,;]['")\]]*$""")
+_LAST_ITEM = re.compile(r"(?:and|or|nor)\b", re.IGNORECASE)
 # Text that is (part of) a citation: a case name, a reporter, a code section, `Id.`, `supra`, a pin cite.
 _CITATION = re.compile(
     r"\bv\.|\bU\.S\.|\bU\.S\.C\.|\bF\.(?:\d|Supp)|\bS\.Ct\.|\bL\.Ed\.|\u00a7|\b[Ii]d\.|\bsupra\b|\binfra\b|\bat \d"
@@ -247,9 +248,12 @@ def omission_change(before: str, gap: str, after: str) -> str | None:
     ws = words(stripped)
     negations, numbers, modals = _profile(ws)
     limiting = any(w in LIMITING for w in ws)
+    # List items: between separators, and either several of them or before the list's last item (`A, . . . and D`);
+    # a single phrase between commas (`$500, payable within 30 days, after filing`) is inside its clause.
     structural = bool(_CITATION.search(stripped)) or (
         (before.endswith((",", ";")) or stripped.startswith((",", ";")))
         and (bool(_LIST_END.search(stripped)) or after.startswith((",", ";")))
+        and (bool(_LAST_ITEM.match(after)) or any(mark in stripped.strip(",; ") for mark in ",;"))
     )
     if negations:
         return "an omission drops a negation"
