@@ -282,9 +282,9 @@ def _verify_claims(
             if opinion is None:
                 caselaw.append(failed(MessageCaselawCitation, claim, "unknown opinion"))
                 continue
-            match = source_for(opinion.pk, opinion.text).verify(claim.quote)
+            match, why = source_for(opinion.pk, opinion.text).verify_detailed(claim.quote)
             if match is None:
-                caselaw.append(failed(MessageCaselawCitation, claim, "not found in the opinion", opinion=opinion))
+                caselaw.append(failed(MessageCaselawCitation, claim, _reason(why, "opinion"), opinion=opinion))
                 continue
             caselaw.append(
                 MessageCaselawCitation(
@@ -311,9 +311,9 @@ def _verify_claims(
         if document is None:
             kb.append(failed(MessageCitation, claim, "unknown document: not a document of this chat's matter"))
             continue
-        match = source_for(document.pk, document.content).verify(claim.quote)
+        match, why = source_for(document.pk, document.content).verify_detailed(claim.quote)
         if match is None:
-            kb.append(failed(MessageCitation, claim, "not found in the document", document=document))
+            kb.append(failed(MessageCitation, claim, _reason(why, "document"), document=document))
             continue
         kb.append(
             MessageCitation(
@@ -329,6 +329,11 @@ def _verify_claims(
             )
         )
     return kb, caselaw
+
+
+def _reason(why: str, source: str) -> str:
+    """The verifier's reason a quote failed, naming the kind of source ("not found in the opinion")."""
+    return (why or "not found in the source").replace("the source", f"the {source}")
 
 
 def _verdict(rows: Sequence[MessageCitation | MessageCaselawCitation]) -> str:

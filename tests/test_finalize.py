@@ -487,3 +487,21 @@ def test_tool_metadata_is_fitted_to_its_columns_and_kindless_sources_are_dropped
     assert len(turn.tool_sources) == 1
     assert "broken_tool" in caplog.text
     assert CitationLedgerEntry.objects.get(message=message).source_kind == "m" * 32
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("quote", "reason"),
+    [
+        ("ust ultimately be satisfied", "the quote starts or ends inside a word or number of the document"),
+        ("must ultimately never be satisfied", "not found in the document"),
+    ],
+)
+def test_a_failed_claim_records_the_verifiers_reason(quote: str, reason: str) -> None:
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+
+    turn = _finalize(message=message, claimed_citations=[ClaimedCitation(quote, document_id=document.pk)])
+
+    assert [u.reason for u in turn.unverified] == [reason]
+    assert MessageCitation.objects.get(message=message).unverified_reason == reason

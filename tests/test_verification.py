@@ -22,6 +22,7 @@ from chats.verification import (
     QuoteMatch,
     verify_quote,
 )
+from chats.verification.normalization import is_token_boundary
 
 OPINIONS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 FISHER = "fisher-v-university-of-texas-2013-slip.txt"
@@ -108,24 +109,35 @@ def draw_passage(data: st.DataObject, max_words: int = 40) -> tuple[str, int, in
     return name, start, end
 
 
+def boundary(text: str, i: int) -> bool:
+    """A token boundary, and not inside a word broken by a soft hyphen (`Hop\u00ad\nwood`)."""
+    return is_token_boundary(text, i) and not text[:i].rstrip().endswith("\u00ad") and text[i : i + 1] != "\u00ad"
+
+
 @PROPERTY_SETTINGS
 @given(data=st.data())
-def test_any_substring_verifies_exactly(data: st.DataObject) -> None:
+def test_any_substring_verifies_exactly_or_only_at_token_boundaries(data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(corpus())))
     text = corpus()[name]
     length = data.draw(st.integers(1, 400))
     start = data.draw(st.integers(0, len(text) - length))
     quote = text[start : start + length]
     assume(quote.strip())
+    stripped_start = start + len(quote) - len(quote.lstrip())
 
     match = verify(name, quote)
 
-    assert match is not None
-    assert match.method == EXACT_MATCH
-    assert match.confidence == 1.0
-    assert text[match.start : match.end] == quote.strip()
-    # str.find returns the first occurrence, which may precede the one the substring was cut from.
-    assert match.start <= start + len(quote) - len(quote.lstrip())
+    if boundary(text, stripped_start) and boundary(text, stripped_start + len(quote.strip())):
+        assert match is not None
+        assert match.method == EXACT_MATCH
+        assert match.confidence == 1.0
+        assert text[match.start : match.end] == quote.strip()
+        # str.find returns the first occurrence, which may precede the one the substring was cut from.
+        assert match.start <= stripped_start
+    if match is not None and match.method == EXACT_MATCH:
+        # A quote never starts or ends inside a word or number of the source, wherever it is found.
+        assert is_token_boundary(text, match.start)
+        assert is_token_boundary(text, match.end)
 
 
 _STRAIGHTEN = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
@@ -486,7 +498,7 @@ def test_bracketed_letter_matches_either_case() -> None:
 
 
 def test_bracketed_phrase_replaces_a_few_words() -> None:
-    quote = "The Court concludes that [the Fifth Circuit] did not hold the University to the demanding burden"
+    quote = "The Court concludes that [the appeals court] did not hold the University to the demanding burden"
     match = assert_tolerant(verify(FISHER, quote))
     assert "the Court of Appeals did not hold" in passage(FISHER, match)
     assert match.confidence == 0.90
@@ -494,15 +506,18 @@ def test_bracketed_phrase_replaces_a_few_words() -> None:
     assert_tolerant(verify(FISHER, "the Court of Appeals did not hold the University [of Texas] to the demanding"))
     # Brackets attached to a word: `impose[d]` (a letter), `impos[ing]` (a word part).
     source = "the statute imposes numerous restrictions"
-    assert verify_quote("the statute impose[d] numerous restrictions", source) is None
+    assert_tolerant(verify_quote("the statute impose[d] numerous restrictions", source))
     assert_tolerant(verify_quote("the statute impose[s] numerous restrictions", source))
     assert_tolerant(verify_quote("the statute impos[ing] numerous restrictions", source))
 
 
 def test_bracketed_phrase_covers_at_most_a_few_words() -> None:
-    source = "The Court concludes that one two three four five six seven eight nine ten did not hold the University"
-    assert verify_quote("The Court concludes that [they] did not hold the University", source) is None
-    short = "The Court concludes that one two three did not hold the University"
+    source = (
+        "The Court concludes that alpha beta gamma delta epsilon zeta eta theta iota kappa did not hold the University"
+    )
+    source = source.replace("did not hold the University", "did not hold it")
+    assert verify_quote("The Court concludes that [they] did not hold it", source) is None
+    short = "The Court concludes that alpha beta gamma did not hold the University"
     assert_tolerant(verify_quote("The Court concludes that [they] did not hold the University", short))
 
 
@@ -517,7 +532,7 @@ def test_brackets_in_the_source_are_text() -> None:
 
 @pytest.mark.parametrize("ellipsis", ["...", "\u2026", ". . .", " . . . ", "[...]", " \u2026 "])
 def test_each_ellipsis_form(ellipsis: str) -> None:
-    quote = f"The University of Texas at Austin considers race{ellipsis}in its undergraduate admissions process"
+    quote = f"The University of Texas at Austin considers race as one{ellipsis}in its undergraduate admissions process"
     match = assert_tolerant(verify(FISHER, quote))
     assert passage(FISHER, match) == (
         "The University of Texas at Austin considers race as one of various fac-\n"
@@ -533,7 +548,7 @@ def test_ellipsis_segments_must_be_in_order_and_close() -> None:
     far = "For the reasons stated, I would affirm the judgment"
     assert text.index(far) - text.index(first) > MAX_ELLIPSIS_GAP
     assert verify(FISHER, f"{first} ... {far}") is None
-    near = "She sued the University and school"
+    near = "the University's 2008 entering class. She sued the University and school"
     assert_tolerant(verify(FISHER, f"{first} ... {near}"))
 
 
@@ -597,7 +612,9 @@ def test_confidence_ordering() -> None:
     exact = verify(FISHER, "the Fifth Circuit did not hold the University")
     whitespace = verify(FISHER, "the Fifth  Circuit did not\nhold the University")
     bracket = verify(FISHER, "[t]he Fifth Circuit did not hold the University")
-    ellipsis = verify(FISHER, "the Fifth Circuit ... hold the University")
+    # The ellipsis omits words that carry no meaning of their own (dropping "did not" never verifies: see
+    # test_an_ellipsis_never_drops_a_negation).
+    ellipsis = verify(FISHER, "the Fifth Circuit did not hold the University to the ... burden of strict scrutiny")
     case = verify(FISHER, "the fifth circuit did not hold the university")
     assert exact is not None
     assert whitespace is not None
@@ -610,7 +627,7 @@ def test_confidence_ordering() -> None:
     assert 0.98 <= whitespace.confidence < 1
     assert case.confidence <= 0.8
     # Every tolerance at once still yields a positive confidence.
-    combined = verify(FISHER, "[T]HE FIFTH CIRCUIT ... HOLD THE UNIVERSITY TO THE DEMANDING BURDEN")
+    combined = verify(FISHER, "[T]HE FIFTH CIRCUIT DID NOT HOLD THE UNIVERSITY TO THE ... BURDEN")
     assert combined is not None
     assert 0.5 <= combined.confidence < case.confidence
 

@@ -1,0 +1,263 @@
+"""The verification cascade: exact, then tolerant tiers; the match with its alterations, or the reason it failed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from chats.verification.normalization import _Canon, _find_running_heads, _normalize, is_token_boundary
+from chats.verification.policy import SUBSTITUTION_MAX_CONFIDENCE
+from chats.verification.results import (
+    BRACKET,
+    CASE,
+    ELLIPSIS,
+    EXACT_MATCH,
+    LETTER,
+    QUOTE_MARK,
+    REASON_BOUNDARY,
+    REASON_EMPTY,
+    REASON_NO_WORDS,
+    REASON_NOT_FOUND,
+    REASON_TOO_COMPLEX,
+    SIC,
+    SUBSTITUTION,
+    TOLERANT_MATCH,
+    Alteration,
+    QuoteMatch,
+)
+from chats.verification.search import (
+    GAP_ELLIPSIS,
+    GAP_SIC,
+    Pattern,
+    Refused,
+    Search,
+    plain_pattern,
+    structured_patterns,
+)
+
+# --- Confidence scale (see the package docstring) ---------------------------------------------------------------------
+_CONF_TOLERANT = 0.98
+_PENALTY_QUOTE_MARKS = 0.02
+_PENALTY_LAYOUT = 0.03
+_PENALTY_BRACKETS = 0.08
+_PENALTY_ELLIPSIS = 0.11
+_PENALTY_CASE = 0.20
+_CONF_FLOOR = 0.50
+
+# Occurrences of an exact quote examined for token boundaries before leaving it to the tolerant tier (which has its
+# own search budget): a short quote such as "a" can occur at almost every position of a source.
+_EXACT_OCCURRENCES = 10_000
+
+_INVISIBLE_JOINERS = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
+_HYPHEN_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d")
+_GAP_KINDS = {GAP_ELLIPSIS: ELLIPSIS, GAP_SIC: SIC}
+
+
+def _soft_joined(source: str, i: int) -> bool:
+    """Whether ``i`` is inside a word broken by a soft hyphen or a zero-width character (`Hop\u00ad\nwood`)."""
+    j = i
+    while j > 0 and source[j - 1].isspace():
+        j -= 1
+    if j > 0 and source[j - 1] in _INVISIBLE_JOINERS:
+        return True
+    return i < len(source) and source[i] in _INVISIBLE_JOINERS
+
+
+def _exact(source: str, needle: str) -> tuple[QuoteMatch | None, bool]:
+    """The first occurrence of ``needle`` in ``source`` from token boundary to token boundary, and whether an
+    occurrence cut a word or number of the source."""
+    cut = False
+    start = source.find(needle)
+    for _ in range(_EXACT_OCCURRENCES):
+        if start == -1:
+            break
+        end = start + len(needle)
+        if (
+            is_token_boundary(source, start)
+            and is_token_boundary(source, end)
+            and not _soft_joined(source, start)
+            and not _soft_joined(source, end)
+        ):
+            return QuoteMatch(EXACT_MATCH, 1.0, start, end), cut
+        cut = True
+        start = source.find(needle, start + 1)
+    return None, cut
+
+
+def _pick_reason(reasons: list[str], cut: bool) -> str:
+    """The most specific of the reasons the searches gave."""
+    for reason in reasons:
+        if reason not in (REASON_BOUNDARY, REASON_TOO_COMPLEX):
+            return reason
+    if cut or REASON_BOUNDARY in reasons:
+        return REASON_BOUNDARY
+    if REASON_TOO_COMPLEX in reasons:
+        return REASON_TOO_COMPLEX
+    return REASON_NOT_FOUND
+
+
+class NormalizedSource:
+    """A source normalized once, to verify many quotes against it.
+
+    Build with :meth:`build`; :meth:`verify` is then cheap per quote (``str.find`` over the canonical text).
+    """
+
+    __slots__ = ("_fallback", "_primary", "source")
+
+    def __init__(self, source: str, primary: _Canon, has_heads: bool) -> None:
+        self.source = source
+        self._primary = primary
+        # A quote may include running-head text itself (it was copied with the passage, or detection took a short
+        # repeated heading for a running head): the same source with nothing skipped is the fallback, built only
+        # when needed. Quotes are never stripped of lines themselves: that could silently drop a quoted number
+        # that happened to sit on a line of its own.
+        self._fallback: _Canon | None = None if has_heads else primary
+
+    @classmethod
+    def build(cls, source: str) -> NormalizedSource:
+        skipped = _find_running_heads(source)
+        return cls(source, _normalize(source, skipped), has_heads=bool(skipped))
+
+    def _variants(self) -> Iterator[_Canon]:
+        yield self._primary
+        if self._fallback is None:
+            self._fallback = _normalize(self.source, [])
+        if self._fallback is not self._primary:
+            yield self._fallback
+
+    def verify(self, quote: str) -> QuoteMatch | None:
+        """Find ``quote`` in the source: exact first, then tolerant tiers; ``None`` if it is not there."""
+        return self.verify_detailed(quote)[0]
+
+    def verify_detailed(self, quote: str) -> tuple[QuoteMatch | None, str]:
+        """``(match, "")`` if ``quote`` verifies, else ``(None, reason)`` with a short human reason, e.g. "not found
+        in the source" or "an omission drops a negation"."""
+        needle = quote.strip()
+        if not needle:
+            return None, REASON_EMPTY
+        match, cut = _exact(self.source, needle)
+        if match is not None:
+            return match, ""
+        if not any(ch.isalnum() for ch in needle):
+            return None, REASON_NO_WORDS  # `...` or `" "` would match punctuation anywhere
+
+        q = _normalize(needle, [])
+        plain = plain_pattern(q)
+        structured: list[Pattern] | None = None  # built only if the plain tier fails
+        reasons: list[str] = []
+        # Tiers in decreasing confidence: plain before structured, case-sensitive before case-insensitive.
+        for fold in (False, True):
+            if plain is not None and (match := self._search_variants([plain], fold, reasons)) is not None:
+                return match, ""
+            if structured is None:
+                try:
+                    structured = structured_patterns(needle, q)
+                except Refused as refused:
+                    structured = []
+                    reasons.append(str(refused))
+            if structured and (match := self._search_variants(structured, fold, reasons)) is not None:
+                return match, ""
+        return None, _pick_reason(reasons, cut)
+
+    def _search_variants(self, patterns: list[Pattern], fold: bool, reasons: list[str]) -> QuoteMatch | None:
+        for canon in self._variants():
+            for pattern in patterns:
+                match = self._search(canon, pattern, fold, reasons)
+                if match is not None:
+                    return match
+        return None
+
+    def _search(self, canon: _Canon, pattern: Pattern, fold: bool, reasons: list[str]) -> QuoteMatch | None:
+        search = Search(canon, pattern, fold)
+        starts = search.run()
+        if starts is None:
+            if search.reason is not None:
+                reasons.append(search.reason)
+            return None
+        swapped = search.quote_marks_swapped(starts)
+        confidence = _CONF_TOLERANT
+        if search.layout_used(starts):
+            confidence -= _PENALTY_LAYOUT
+        if swapped:
+            confidence -= _PENALTY_QUOTE_MARKS
+        if pattern.brackets:
+            confidence -= _PENALTY_BRACKETS
+        if pattern.ellipsis:
+            confidence -= _PENALTY_ELLIPSIS
+        if fold:
+            confidence -= _PENALTY_CASE
+        confidence = max(confidence, _CONF_FLOOR)
+        if any(finding.detail == SUBSTITUTION for finding in search.findings):
+            confidence = min(confidence, SUBSTITUTION_MAX_CONFIDENCE)
+
+        last_piece = pattern.pieces[-1]
+        start = canon.orig_start(starts[0])
+        end = canon.orig_end(starts[-1] + len(last_piece.text) - 1)
+        if last_piece.hyphen_after:
+            # Include the hyphen the quote ended with (the canonical text may not contain it).
+            probe = end
+            while probe < len(self.source) and self.source[probe].isspace():
+                probe += 1
+            if probe < len(self.source) and self.source[probe] in _HYPHEN_CHARS:
+                end = probe + 1
+
+        alterations: list[Alteration] = []
+        for finding in search.findings:
+            kind = _GAP_KINDS.get(finding.gap.kind, BRACKET)
+            s, e = self._orig_span(canon, finding.start, finding.end)
+            alterations.append(Alteration(kind, finding.gap.marker, s, e, finding.detail))
+            if finding.attached_edge and s < e:
+                # `provide[d]` at the quote's end: the word it alters is part of the passage.
+                start, end = min(start, s), max(end, e)
+        for piece, a in zip(pattern.pieces, starts, strict=True):
+            for f in piece.free:
+                s, e = self._orig_span(canon, a + f, a + f + 1)
+                alterations.append(Alteration(LETTER, f"[{piece.text[f]}]", s, e))
+        for pos, mark in swapped:
+            s, e = self._orig_span(canon, pos, pos + 1)
+            alterations.append(Alteration(QUOTE_MARK, mark, s, e))
+        if fold:
+            alterations.append(Alteration(CASE, "", start, end))
+        alterations.sort(key=lambda alteration: (alteration.source_start, alteration.source_end))
+        return QuoteMatch(TOLERANT_MATCH, round(confidence, 2), start, end, tuple(alterations))
+
+    def _orig_span(self, canon: _Canon, s: int, e: int) -> tuple[int, int]:
+        """Original offsets of canonical ``[s, e)`` without its surrounding spaces; an empty span stays empty, next to
+        the text before it (`neglects [sic] or`) unless it is the start of a word (an insertion before a passage)."""
+        text = canon.text
+        if (s == e or text[s:e].isspace()) and s > 0 and (s >= len(text) or text[s] == " "):
+            pos = canon.orig_end(s - 1)
+            return pos, pos
+        while s < e and text[s] == " ":
+            s += 1
+        while e > s and text[e - 1] == " ":
+            e -= 1
+        if s < e:
+            return canon.orig_start(s), canon.orig_end(e - 1)
+        if s < len(text):
+            return canon.orig_start(s), canon.orig_start(s)
+        pos = canon.orig_end(len(text) - 1) if text else 0
+        return pos, pos
+
+
+def verify_quote(quote: str, source: str | NormalizedSource) -> QuoteMatch | None:
+    """Verify ``quote`` against ``source`` (a string, or a :class:`NormalizedSource` reused across quotes)."""
+    return verify_quote_detailed(quote, source)[0]
+
+
+def verify_quote_detailed(quote: str, source: str | NormalizedSource) -> tuple[QuoteMatch | None, str]:
+    """Like :func:`verify_quote`, with the reason a quote does not verify: ``(match, "")`` or ``(None, reason)``."""
+    if isinstance(source, NormalizedSource):
+        return source.verify_detailed(quote)
+    needle = quote.strip()
+    if needle:
+        # Exact matches need no normalization: don't pay for it.
+        match, _ = _exact(source, needle)
+        if match is not None:
+            return match, ""
+    return NormalizedSource.build(source).verify_detailed(quote)
+
+
+def explain_failure(quote: str, source: str | NormalizedSource) -> str | None:
+    """Why ``quote`` does not verify against ``source`` (a short human reason), or None if it verifies."""
+    match, reason = verify_quote_detailed(quote, source)
+    return None if match is not None else reason

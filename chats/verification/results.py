@@ -1,0 +1,64 @@
+"""What verification returns: the match, its alterations and omissions, and the reasons a quote fails."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXACT_MATCH = "exact_match"
+TOLERANT_MATCH = "tolerant_match"
+
+# Kinds of Alteration.
+BRACKET = "bracket"  # `[the Court]`, `impos[ing]`, `[ ]`: bracketed words or letters standing for source text
+LETTER = "letter"  # `[t]he`: a bracketed letter of the source, case changed
+SIC = "sic"  # `[sic]`: stands for nothing
+ELLIPSIS = "ellipsis"  # `...`, `. . .`, `…`, `[...]`: an omission
+QUOTE_MARK = "quote_mark"  # a double quotation mark for a single one or back
+CASE = "case"  # the passage matched only case-insensitively
+
+# Details of a BRACKET alteration: what the bracket stands for, compared word for word.
+SAME = "same"  # the same words (`[The]` for "the")
+FORM = "form"  # another form of the same word (`impos[ing]` for "imposes", `provide[d]` for "provides")
+REFERENCE = "reference"  # replaces a pronoun, an article or a role noun (`[the Court]` for "we")
+SHORTENED = "shortened"  # some of the words it stands for (`[the Court]` for "the Court of Appeals")
+INSERTION = "insertion"  # stands for no source words, and adds only a pronoun, an article or a role noun
+LETTERS = "letters"  # `[ ]`: letters omitted inside a word
+SUBSTITUTION = "substitution"  # different (or added) words: shown, and the match's confidence is capped
+
+# Why a quote did not verify, most specific first (see verify_quote_detailed).
+REASON_EMPTY = "the quote is empty"
+REASON_NO_WORDS = "the quote has no words to verify"
+REASON_NOT_FOUND = "not found in the source"
+REASON_BOUNDARY = "the quote starts or ends inside a word or number of the source"
+REASON_TOO_COMPLEX = "too many alterations and omissions to check"
+REASON_ADJACENT_MARKERS = "a bracket next to an ellipsis cannot be checked"
+
+
+@dataclass(frozen=True, slots=True)
+class Alteration:
+    """One alteration or omission in a quote, and the source text it stands for.
+
+    ``source[source_start:source_end]`` (offsets into the original source) is the text the alteration replaces or
+    omits; an insertion (and ``[sic]``) has ``source_start == source_end`` at the place it applies to.
+    """
+
+    kind: str  # BRACKET | LETTER | SIC | ELLIPSIS | QUOTE_MARK | CASE
+    quote_text: str  # as the quote wrote it, e.g. "[the Court]", ". . .", "[t]"
+    source_start: int
+    source_end: int
+    detail: str = ""  # for BRACKET: SAME | FORM | REFERENCE | SHORTENED | INSERTION | LETTERS | SUBSTITUTION
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteMatch:
+    """Where and how a quote was found.
+
+    ``source[start:end]`` (offsets into the original source) spans the passage from its first matched character to
+    its last, including anything skipped inside it (running heads, omitted text). ``alterations`` lists every
+    alteration and omission the quote made, in quote order; an exact match has none.
+    """
+
+    method: str  # EXACT_MATCH | TOLERANT_MATCH
+    confidence: float  # 1.0 for exact; 0 < c < 1 for tolerant, lower the more tolerance was needed
+    start: int
+    end: int
+    alterations: tuple[Alteration, ...] = ()
