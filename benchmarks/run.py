@@ -19,6 +19,8 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
    (goal: the same number of added queries at 1 and 50 citations, <= 10% added time); for the record,
    the same written inline, and bursts of turns timed until every entry is written;
 6. quote verification throughput on a 1 MB source (``benchmarks.verification_bench``), for the record;
+7. the case-citation check of a 20 KB answer citing 50 times, local store only
+   (``benchmarks.case_citations_bench``), against that turn's ``finalize_turn`` (goal: <= 10%);
 
 plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BATCH_SIZE``.
 """
@@ -208,6 +210,11 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         verification = verification_bench.run(quotes=1000, source_bytes=1_000_000)
         verification_skip = ""
 
+    step("7. case-citation check of a 20 KB answer with 50 citations")
+    from benchmarks import case_citations_bench
+
+    case_citations = case_citations_bench.run()
+
     raw = ledger_bench.median([r.seconds for r in raw_runs])
     raw_wal = ledger_bench.median([r.wal_bytes for r in raw_runs]) / 1e6
     backfill_wal = ledger_bench.median([r.wal_bytes for r in backfill_runs]) / 1e6
@@ -329,6 +336,18 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
                 "-",
             )
         )
+    rows.append(
+        Row(
+            "7",
+            f"case-citation check (eyecite + local store), {case_citations['answer_chars'] / 1000:.0f} KB answer, "
+            f"{case_citations['citations']:.0f} citations, vs that turn's finalize_turn",
+            f"{case_citations['check_s'] * 1000:.1f} ms (extraction {case_citations['extract_s'] * 1000:.1f} ms) "
+            f"on {case_citations['finalize_s'] * 1000:.1f} ms = {case_citations['ratio']:.0%}; first call "
+            f"{case_citations['first_call_s'] * 1000:.0f} ms (imports eyecite)",
+            f"<= {TURN_TIME_GOAL:.0%}",
+            _verdict(case_citations["ratio"] <= TURN_TIME_GOAL),
+        )
+    )
     for size, run in tuning:
         rows.append(
             Row(

@@ -31,6 +31,7 @@ from chats.case_citations.extraction import (
     court_index,
     extract_citations,
     normalize_citation,
+    tokenizer,
 )
 from chats.case_citations.names import names_match, parse_case_name
 from chats.models import CaselawOpinion
@@ -236,6 +237,20 @@ def test_the_indexed_court_lookup_answers_like_eyecites_own() -> None:
     parens += ["N.D.", "Tex. App.", "Fed. Cl.", "D.", "Cir."]
 
     assert [indexed(p) for p in parens] == [original(p) for p in parens]
+
+
+def test_the_tokenizer_finds_what_eyecites_default_one_finds_in_a_whole_opinion() -> None:
+    import eyecite
+    from eyecite.tokenizers import default_tokenizer
+
+    def citations(tokenizer: Any) -> list[tuple[tuple[int, int], str, str]]:
+        found = eyecite.get_citations(FISHER_TEXT, tokenizer=tokenizer)
+        return sorted((c.span(), type(c).__name__, c.corrected_citation()) for c in found)
+
+    ours = citations(tokenizer())
+
+    assert len(ours) > 100
+    assert ours == citations(default_tokenizer)
 
 
 # --- names ----------------------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 from django.db import DatabaseError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from chats import courtlistener
@@ -38,7 +36,8 @@ logger = logging.getLogger(__name__)
 LOCAL = "local"
 COURTLISTENER = courtlistener.PROVIDER
 MAX_CANDIDATES = 5  # candidates kept (and materialized) for an ambiguous citation
-LOCAL_ROW_LIMIT = 500  # rows read by one local lookup: a citation held by more opinions is ambiguous anyway
+# Rows read by one local lookup (those of the cited volumes, newest first): enough for any real answer.
+LOCAL_ROW_LIMIT = 2000
 _OPINION_URL_ID = re.compile(r"/opinions/(\d+)/?$")
 
 
@@ -98,17 +97,26 @@ def find_local(keys: Iterable[CitationKey]) -> dict[CitationKey, Lookup]:
     same case name under one key (the same case materialized from two providers) count as one; a
     ``local`` one is preferred.
     """
-    prefixes = {prefix: key for key in set(keys) for prefix in _prefixes(key)}
-    if not prefixes:
+    keys = set(keys)
+    if not keys:
         return {}
-    condition = functools.reduce(operator.or_, (Q(citation__startswith=prefix) for prefix in prefixes))
-    rows = CaselawOpinion.objects.filter(condition).defer("text").order_by("-retrieved_at", "id")[:LOCAL_ROW_LIMIT]
+    prefixes: dict[str, list[tuple[str, CitationKey]]] = {}
+    for key in keys:
+        prefixes.setdefault(key.volume, []).extend((prefix, key) for prefix in _prefixes(key))
+    # The database narrows to the cited volumes (one pattern, whatever the number of keys); the reporter
+    # and page are compared here, against every spelling.
+    volumes = "|".join(re.escape(volume) for volume in sorted(prefixes))
+    rows = (
+        CaselawOpinion.objects.filter(citation__regex=f"^({volumes}) ")
+        .defer("text")
+        .order_by("-retrieved_at", "id")[:LOCAL_ROW_LIMIT]
+    )
     held: dict[CitationKey, list[CaselawOpinion]] = {}
     for opinion in rows:
-        for prefix, key in prefixes.items():
+        for prefix, key in prefixes.get(opinion.citation.split(" ", 1)[0], []):
             if _held_at(opinion.citation, prefix) and opinion not in held.setdefault(key, []):
                 held[key].append(opinion)
-    return {key: _local_lookup(held.get(key, [])) for key in set(prefixes.values())}
+    return {key: _local_lookup(held.get(key, [])) for key in keys}
 
 
 def _local_lookup(opinions: Sequence[CaselawOpinion]) -> Lookup:
