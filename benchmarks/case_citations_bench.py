@@ -3,7 +3,8 @@
 A 20 KB answer citing 50 times (25 full citations of 25 cases held in the local store, each followed by a
 short form or an ``id.``) is checked against the local store only (no CourtListener); the time is compared
 with ``finalize_turn`` of a turn with that answer and 50 quotes of a real KB document (the per-turn setup of
-:mod:`benchmarks.ledger_bench`), with no ``post_finalize`` receiver, measured interleaved in the same run.
+:mod:`benchmarks.ledger_bench`) without the check and with no ``post_finalize`` receiver: what the check adds
+to the rest of finalize, measured interleaved in the same run.
 
 Needs Django set up on a PostgreSQL database it may write to (it deletes what it created). Standalone:
 ``DATABASE_URL=postgres://.../<your db> .venv/bin/python -m benchmarks.case_citations_bench`` (migrates first).
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PER_TURN_DOCUMENT = ROOT / "chats" / "data" / "opinions" / "alabama-ago-2018-046.txt"
@@ -93,17 +95,24 @@ def build_answer(cited: list[Case], chars: int = ANSWER_CHARS) -> str:
 
 
 @contextmanager
-def _no_post_finalize_receivers() -> Iterator[None]:
-    """``finalize_turn`` alone: whatever listens to ``post_finalize`` (the ledger) is disconnected meanwhile."""
+def _finalize_without_the_check() -> Iterator[None]:
+    """``finalize_turn`` without the case-citation check, and without whatever listens to ``post_finalize``
+    (the ledger), both restored afterwards."""
+    from chats import services
     from chats.signals import post_finalize
 
-    saved = post_finalize.receivers[:]
+    def no_check(answer_text: str, **kwargs: Any) -> list[Any]:
+        return []
+
+    saved_check, saved_receivers = services.check_case_citations, post_finalize.receivers[:]
+    services.check_case_citations = no_check
     post_finalize.receivers = []
     post_finalize.sender_receivers_cache.clear()
     try:
         yield
     finally:
-        post_finalize.receivers = saved
+        services.check_case_citations = saved_check
+        post_finalize.receivers = saved_receivers
         post_finalize.sender_receivers_cache.clear()
 
 
@@ -149,21 +158,22 @@ def run(*, repeats: int = 50) -> dict[str, float]:
         check_times: list[float] = []
         extract_times: list[float] = []
         finalize_times: list[float] = []
-        with _no_post_finalize_receivers():
-            for _ in range(repeats):
-                _, message = start_turn(chat=chat, content="question")
+        for _ in range(repeats):
+            _, message = start_turn(chat=chat, content="question")
+            with _finalize_without_the_check():
                 started = time.perf_counter()
                 turn = finalize_turn(message=message, content=answer, status="complete", claimed_citations=claims)
                 finalize_times.append(time.perf_counter() - started)
-                assert len(turn.citations) == len(claims), "every benchmark quote must verify"
+            assert len(turn.citations) == len(claims), "every benchmark quote must verify"
+            assert turn.case_citations == []
 
-                started = time.perf_counter()
-                check_case_citations(answer, use_courtlistener=False)
-                check_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            check_case_citations(answer, use_courtlistener=False)
+            check_times.append(time.perf_counter() - started)
 
-                started = time.perf_counter()
-                extract_citations(answer)
-                extract_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            extract_citations(answer)
+            extract_times.append(time.perf_counter() - started)
     finally:
         owner.delete()  # its matter, chat, turns and document cascade
         CaselawOpinion.objects.filter(pk__in=[o.pk for o in opinions]).delete()

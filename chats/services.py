@@ -2,7 +2,8 @@
 
 :func:`finalize_turn` is the one way a chat turn ends, whatever the view
 (single-shot, streamed tool loop, resume) or outcome (complete, interrupted,
-failed). It verifies every claimed quote against its source, persists the
+failed). It verifies every claimed quote against its source, checks the case
+citations written in the answer (``chats.case_citations``), persists the
 assistant message and its per-turn rows in one transaction, and then (after
 commit) sends :data:`chats.signals.post_finalize` so that layers built on top
 (the citation ledger) see every turn.
@@ -21,11 +22,13 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from chats.case_citations import CheckedCitation, check_case_citations
 from chats.models import (
     CaselawOpinion,
     Chat,
     Document,
     Message,
+    MessageCaseCitation,
     MessageCaselawCitation,
     MessageCitation,
     MessageToolSource,
@@ -74,6 +77,7 @@ class FinalizedTurn:
     caselaw_citations: list[MessageCaselawCitation] = field(default_factory=list)
     tool_sources: list[MessageToolSource] = field(default_factory=list)
     unverified: list[UnverifiedQuote] = field(default_factory=list)
+    case_citations: list[MessageCaseCitation] = field(default_factory=list)
 
 
 def create_chat(*, owner: AbstractBaseUser, project: Project | None = None, title: str = "") -> Chat:
@@ -218,6 +222,43 @@ def _tool_source_rows(
     return rows
 
 
+def _case_citation_rows(*, message: Message, content: str, now: datetime.datetime) -> list[MessageCaseCitation]:
+    """Rows for the case citations of ``content``, checked (see ``chats.case_citations``), except the spans
+    the message already has (a resumed turn keeps the rows of what it had written before).
+
+    The check never fails the turn: an error in it is logged and the turn is finalized without rows.
+    """
+    try:
+        checked: list[CheckedCitation] = check_case_citations(content)
+    except Exception:
+        logger.exception("turn %s: the case-citation check failed; no case citations recorded", message.pk)
+        return []
+    if not checked:
+        return []
+    had = (
+        set(message.case_citations.values_list("answer_offset_start", flat=True))
+        if message.finalized_at is not None  # finalized before: a resume
+        else set()
+    )
+    return [
+        MessageCaseCitation(
+            message=message,
+            answer_offset_start=citation.start,
+            answer_offset_end=citation.end,
+            kind=citation.kind.value,
+            citation=citation.citation[:200],
+            case_name=citation.case_name[:500],
+            status=citation.status.value,
+            detail=citation.detail[:1000],
+            opinion=citation.opinion,
+            provider=citation.provider[:50],
+            created_at=now,
+        )
+        for citation in checked
+        if citation.start not in had
+    ]
+
+
 def _send_post_finalize(message: Message) -> None:
     for receiver, result in post_finalize.send_robust(sender=Message, message=message):
         if isinstance(result, Exception):
@@ -232,8 +273,12 @@ def finalize_turn(
     claimed_citations: Sequence[ClaimedCitation] = (),
     tool_sources: Sequence[ConsultedSource] = (),
 ) -> FinalizedTurn:
-    """End a turn: verify its claimed quotes, persist the assistant message's final content and
-    status with its citation and tool-source rows in one transaction, then send ``post_finalize``.
+    """End a turn: verify its claimed quotes, check the case citations of its answer, persist the
+    assistant message's final content and status with its citation, case-citation and tool-source rows
+    in one transaction, then send ``post_finalize``.
+
+    The case-citation check (and any CourtListener lookup it makes) runs before the transaction, so the
+    turn's transaction never waits on it.
 
     Unverified quotes are returned (for the response), never stored as citations. Can be called
     again on an ``interrupted`` message (resume): new rows are added and the signal fires again.
@@ -248,6 +293,7 @@ def finalize_turn(
     kb, caselaw, unverified = _verify_claims(message=message, claims=claimed_citations)
     now = timezone.now()
     sources = _tool_source_rows(message=message, consulted=tool_sources, now=now)
+    case_citations = _case_citation_rows(message=message, content=content, now=now)
     with transaction.atomic():
         message.content = content
         message.status = status
@@ -256,11 +302,17 @@ def finalize_turn(
         MessageCitation.objects.bulk_create(kb)
         MessageCaselawCitation.objects.bulk_create(caselaw)
         MessageToolSource.objects.bulk_create(sources)
+        MessageCaseCitation.objects.bulk_create(case_citations)
         # After commit: receivers (the ledger) can neither roll back the turn nor see a turn
         # that later rolls back; robust, so a failing receiver cannot turn a committed turn into an error.
         transaction.on_commit(lambda: _send_post_finalize(message), robust=True)
     if unverified:
         logger.info("turn %s: %d claimed quote(s) did not verify", message.pk, len(unverified))
     return FinalizedTurn(
-        message=message, citations=kb, caselaw_citations=caselaw, tool_sources=sources, unverified=unverified
+        message=message,
+        citations=kb,
+        caselaw_citations=caselaw,
+        tool_sources=sources,
+        unverified=unverified,
+        case_citations=case_citations,
     )
