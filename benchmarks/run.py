@@ -342,8 +342,8 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
             f"case-citation check (eyecite + local store), {case_citations['answer_chars'] / 1000:.0f} KB answer, "
             f"{case_citations['citations']:.0f} citations, vs that turn's finalize_turn",
             f"{case_citations['check_s'] * 1000:.1f} ms (extraction {case_citations['extract_s'] * 1000:.1f} ms) "
-            f"on {case_citations['finalize_s'] * 1000:.1f} ms = {case_citations['ratio']:.0%}; first call "
-            f"{case_citations['first_call_s'] * 1000:.0f} ms (imports eyecite)",
+            f"on {case_citations['finalize_s'] * 1000:.1f} ms = {case_citations['ratio']:.0%}; a process's first "
+            f"check: +{case_citations['first_call_s'] * 1000:.0f} ms (imports eyecite)",
             f"<= {TURN_TIME_GOAL:.0%}",
             _verdict(case_citations["ratio"] <= TURN_TIME_GOAL),
         )
@@ -379,9 +379,20 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
             "As shipped on PostgreSQL the receiver hands the turn to the ledger writer (citations/writer.py), "
             "whose thread writes the entries just after; each timed turn's entries are waited for after its "
             "timing. The bursts measure the writer's work when turns keep coming.",
+            CASE_CITATIONS_NOTE,
         ],
     }
     return rows, context
+
+
+CASE_CITATIONS_NOTE = (
+    "Case citations (7): a 20 KB answer citing 25 cases of the local store in full, each followed by a short "
+    "form or id.; checked against the local store only, next to finalize_turn of that turn without the check "
+    "and without post_finalize receivers. Nearly all of the check is eyecite's extraction (pure Python: ~160 "
+    "reporter regexes over the text, then case-name scans); the local lookup is one query. 10% of finalize "
+    "(under 1 ms) is out of reach of eyecite in-process; the check runs before finalize's transaction, so it "
+    "lengthens the turn, not the transaction."
+)
 
 
 def _verdict(ok: bool) -> str:

@@ -643,6 +643,19 @@ def _without(directory: Path, name: str) -> Path:
     return directory
 
 
+@pytest.mark.django_db
+def test_use_courtlistener_false_checks_the_local_store_only(fake_courtlistener: FakeCourtListener) -> None:
+    [checked] = check_case_citations(
+        "Smith v. Jones, 999 U.S. 999 (2020).",
+        courtlistener_client=fake_courtlistener.client(),
+        use_courtlistener=False,
+    )
+
+    assert checked.status is Status.NOT_FOUND
+    assert checked.provider == "local"
+    assert fake_courtlistener.lookups == []
+
+
 def test_without_a_token_courtlistener_is_never_asked(
     fisher: CaselawOpinion, settings: LazySettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -82,16 +82,18 @@ def check_case_citations(
     """Check every citation of ``answer_text`` (see the module docstring).
 
     CourtListener is asked only about full citations the local store does not hold, in one request,
-    through ``courtlistener_client`` or, when none is given, the client of the settings' token;
-    ``use_courtlistener=False`` checks against the local store only. Materializes the opinions
-    CourtListener returns (each in a savepoint).
+    through ``courtlistener_client`` or, when none is given, the client of the settings' token (none when
+    ``COURTLISTENER_API_TOKEN`` is unset); ``use_courtlistener=False`` checks against the local store only.
+    Materializes the opinions CourtListener returns (each in a savepoint).
     """
     found = extract_citations(answer_text)
     keys = list(dict.fromkeys(f.key for f in found if f.kind is Kind.FULL and f.key is not None))
     lookups = find_local(keys)
     missing = [key for key in keys if lookups[key].outcome == Outcome.NOT_FOUND]
-    client = courtlistener_client or (courtlistener_from_settings() if use_courtlistener and missing else None)
-    if client is not None and missing:
+    client = None
+    if use_courtlistener and missing:
+        client = courtlistener_client or courtlistener_from_settings()
+    if client is not None:
         lookups |= lookup_courtlistener(client, missing)
 
     checked: list[CheckedCitation] = []

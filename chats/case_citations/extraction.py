@@ -75,7 +75,7 @@ def _eyecite() -> Any:
     import eyecite.helpers
     from courts_db import courts
 
-    EYECITE_COURT_LOOKUP["original"] = eyecite.helpers.get_court_by_paren
+    EYECITE_COURT_LOOKUP.setdefault("original", eyecite.helpers.get_court_by_paren)  # once, whatever the threads
     eyecite.helpers.get_court_by_paren = court_index(courts)  # type: ignore[assignment]
     return eyecite
 
