@@ -210,6 +210,39 @@ def test_the_case_name_is_read_as_written_before_the_citation() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        (
+            "In *Fisher v. University of Texas at Austin*, 570 U.S. 297 (2013), the Court held. *Fisher*, 570 U.S., "
+            "at 310. *Id.* at 311.",
+            [(Kind.FULL, "Fisher v. University of Texas at Austin"), (Kind.SHORT, "Fisher"), (Kind.ID, "")],
+        ),
+        (
+            "See, e.g., _Smith v. Jones_, 570 U.S. 297, 299 (2013) (Kennedy, J.) (plurality opinion); "
+            "**Grutter v. Bollinger**, 539 U.S. 306 (2003).",
+            [(Kind.FULL, "Smith v. Jones"), (Kind.FULL, "Grutter v. Bollinger")],
+        ),
+        (
+            "As explained in Fisher v. Univ. of Tex. at Austin (Fisher I), 570 U.S. 297 (2013), strict scrutiny "
+            "applies.",
+            [(Kind.FULL, "Fisher v. Univ. of Tex. at Austin")],
+        ),
+        (
+            "Cf. Students for Fair Admissions, Inc. v. President & Fellows of Harvard Coll., 600 U.S. 181 (2023).",
+            [(Kind.FULL, "Students for Fair Admissions, Inc. v. President & Fellows of Harvard Coll.")],
+        ),
+    ],
+    ids=["markdown italics", "signals and parentheticals", "a defined short name", "a comma before Inc."],
+)
+def test_names_are_read_in_the_forms_answers_write_them(text: str, names: list[tuple[Kind, str]]) -> None:
+    found = extract_citations(text)
+
+    assert [(c.kind, c.case_name) for c in found] == names
+    for citation in found:
+        assert text[citation.start : citation.end] == citation.text
+
+
+@pytest.mark.parametrize(
     ("stored", "key"),
     [
         ("570 U.S. 297 (2013)", CitationKey("570", "U.S.", "297")),
@@ -278,6 +311,10 @@ def test_the_tokenizer_finds_what_eyecites_default_one_finds_in_a_whole_opinion(
         ("In re Gault", "In re Gault"),
         ("Ex parte Young", "Ex parte Young"),
         ("Int'l Shoe Co. v. Washington", "International Shoe Co. v. State of Washington"),
+        (
+            "Students for Fair Admissions, Inc. v. President & Fellows of Harvard Coll.",
+            "Students for Fair Admissions, Inc. v. President and Fellows of Harvard College",
+        ),
     ],
 )
 def test_names_written_differently_match(written: str, official: str) -> None:
@@ -329,6 +366,20 @@ def test_a_correct_citation_verifies_against_the_local_store(fisher: CaselawOpin
     assert checked.case_name == "Fisher v. University of Texas at Austin"
     assert checked.opinion == fisher
     assert checked.provider == "local"
+
+
+@pytest.mark.usefixtures("no_courtlistener_token")
+def test_a_markdown_answer_verifies_with_offsets_into_the_answer_as_written(fisher: CaselawOpinion) -> None:
+    answer = (
+        "Under *Fisher v. Univ. of Tex. at Austin*, 570 U.S. 297 (2013), and *id.* at 310, strict scrutiny applies."
+    )
+
+    checked = check_case_citations(answer)
+
+    assert [(c.kind, c.status, c.text) for c in checked] == [
+        (Kind.FULL, Status.VERIFIED, "570 U.S. 297"),
+        (Kind.ID, Status.VERIFIED, "id."),
+    ]
 
 
 @pytest.mark.usefixtures("no_courtlistener_token")

@@ -167,12 +167,18 @@ _VERSUS = re.compile(r"\s(?:v|vs)\.?\s")
 _ABBREVIATION = re.compile(r"^(?:[A-Z][a-z]{0,4}\.|(?:[A-Za-z]\.)+|[A-Za-z]+'[a-z]+\.?)$")
 _CORPORATE_SUFFIXES = frozenset({"inc", "ltd", "llc", "l.l.c", "co", "corp", "n.a", "p.c", "l.p", "llp", "et al"})
 _NAME_WINDOW = 250
-_PIN_AND_PARENTHETICAL = re.compile(r"(?:,\s*(?:at\s+)?[\d\u2013\u2014\-, n.]*\d)?\s*(?:\([^()]*\))?")
+_TRAILING_PARENTHETICAL = re.compile(r"\s*\([^()]*\)\s*$")
+# Markdown emphasis around case names (*Fisher*, _Id._, **Grutter**): blanked, keeping every offset.
+# Markers touch their text on one side only, so a blank page number ("570 U.S. ___") is left alone.
+_EMPHASIS = re.compile(r"(?<![\w*_])[*_]+(?=[^\s*_])|(?<=[^\s*_])[*_]+(?![\w*_])")
+_PIN_AND_PARENTHETICAL = re.compile(r"(?:,\s*(?:at\s+)?[\d\u2013\u2014\-, n.]*\d)?(?:\s*\([^()]*\))*")
 
 
-def _name_word(word: str) -> bool:
+def _name_word(word: str, *, before_suffix: bool = False) -> bool:
+    if before_suffix:  # "Students for Fair Admissions, Inc.": that comma belongs to the name
+        word = word.removesuffix(",")
     bare = word.strip("()[]\"'\u201c\u201d")
-    if not bare or bare != word.strip(",") or bare.lower().rstrip(",") in _SIGNALS:
+    if not bare or bare != word.strip(",") or bare.lower().rstrip(",") in _SIGNALS or ";" in bare or ":" in bare:
         return False
     if bare.lower() in _CONNECTORS:
         return True
@@ -186,7 +192,8 @@ def _trailing_name(text: str) -> str:
     words = text.split()
     taken: list[str] = []
     for word in reversed(words):
-        if not _name_word(word):
+        before_suffix = bool(taken) and taken[-1].lower().rstrip(",.") in _CORPORATE_SUFFIXES
+        if not _name_word(word, before_suffix=before_suffix):
             break
         taken.append(word)
     taken.reverse()
@@ -218,7 +225,7 @@ def written_name_before(text: str, start: int, *, floor: int = 0, short_form: bo
         if piece.strip().lower().rstrip(".") not in _CORPORATE_SUFFIXES:
             break
         defendant += "," + piece
-    defendant = " ".join(defendant.split())
+    defendant = " ".join(_TRAILING_PARENTHETICAL.sub("", defendant).split())  # "... (Fisher I)"
     if not plaintiff:
         return defendant
     return f"{plaintiff} v. {defendant}" if defendant else plaintiff
@@ -236,6 +243,7 @@ def extract_citations(text: str) -> list[FoundCitation]:
     """Every citation eyecite finds in ``text``, in order, with short forms resolved (see the module)."""
     if not text.strip():
         return []
+    original, text = text, _EMPHASIS.sub(lambda m: " " * len(m.group()), text)
     eyecite = _eyecite()
     from eyecite.models import (
         FullCaseCitation,
@@ -268,7 +276,7 @@ def extract_citations(text: str) -> list[FoundCitation]:
         # guide: it can run over the following citations).
         tail = _PIN_AND_PARENTHETICAL.match(text, end)
         floor = max(floor, tail.end() if tail else end)
-        common = {"start": start, "end": end, "text": text[start:end], "citation": citation.corrected_citation()}
+        common = {"start": start, "end": end, "text": original[start:end], "citation": citation.corrected_citation()}
         if isinstance(citation, FullCaseCitation):
             key = _key(citation)
             found.append(

@@ -64,6 +64,7 @@ T6_ABBREVIATIONS: dict[str, str] = {
     "corp.": "corporation",
     "corr.": "correction",
     "cnty.": "county",
+    "coll.": "college",
     "ctr.": "center",
     "def.": "defense",
     "dep't": "department",
