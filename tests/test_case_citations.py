@@ -11,6 +11,7 @@ with ``start_index``/``end_index`` computed from the posted text like the real e
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -189,6 +190,17 @@ def test_short_forms_id_and_supra_resolve_to_their_antecedents_in_real_text() ->
     supra = next(c for c in found if c.kind is Kind.SUPRA and c.case_name == "Gratz")
     assert supra.antecedent is not None
     assert found[supra.antecedent].key == CitationKey("539", "U.S.", "244")
+
+
+def test_eyecites_overlap_warnings_do_not_reach_the_logs(caplog: pytest.LogCaptureFixture) -> None:
+    text = "See Grutter v. Bollinger, 539 U.S. 306, 328 (2003). Fisher, 570 U.S., at 311."
+
+    with caplog.at_level(logging.DEBUG):
+        found = extract_citations(text)
+
+    assert len(found) == 2
+    assert "overlap" not in caplog.text
+    assert "Grutter" not in caplog.text
 
 
 def test_the_case_name_is_read_as_written_before_the_citation() -> None:

@@ -7,14 +7,16 @@ of the text: full case citations with their normalized volume/reporter/page (``5
 anything else as what they are, so that the caller can list them as unchecked.
 
 eyecite is imported on first use, not at start-up. Its court lookup (``eyecite.helpers.get_court_by_paren``,
-a scan of every court in courts-db for each parenthetical) is replaced on that first use by
-:func:`court_by_paren`, which returns the same answers from an index built once.
+a scan of every court in courts-db for each parenthetical) is replaced on that first use by the lookup of
+:func:`court_index`, which returns the same answers from an index built once, and its tokenizer by
+:func:`tokenizer`, which selects the same extractors faster.
 """
 
 from __future__ import annotations
 
 import bisect
 import functools
+import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -77,7 +79,14 @@ def _eyecite() -> Any:
 
     EYECITE_COURT_LOOKUP.setdefault("original", eyecite.helpers.get_court_by_paren)  # once, whatever the threads
     eyecite.helpers.get_court_by_paren = court_index(courts)  # type: ignore[assignment]
+    # eyecite warns of each overlap of its own full spans (any pin cite makes one), quoting the answer's
+    # citations: noise in the logs, and the client's text in them. The spans are not used here.
+    logging.getLogger("eyecite.helpers").addFilter(_not_an_overlap_warning)
     return eyecite
+
+
+def _not_an_overlap_warning(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Unknown overlap case")
 
 
 @functools.cache
