@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +40,7 @@ from chats.case_citations.names import names_match, parse_case_name
 from chats.models import CaselawOpinion
 from tests import factories
 
+ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "courtlistener"
 CORPUS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 FISHER_TEXT = (CORPUS / "fisher-v-university-of-texas-2013-slip.txt").read_text(encoding="utf-8")
@@ -190,6 +193,19 @@ def test_short_forms_id_and_supra_resolve_to_their_antecedents_in_real_text() ->
     supra = next(c for c in found if c.kind is Kind.SUPRA and c.case_name == "Gratz")
     assert supra.antecedent is not None
     assert found[supra.antecedent].key == CitationKey("539", "U.S.", "244")
+
+
+def test_eyecite_is_imported_on_first_use_not_with_the_app() -> None:
+    script = (
+        "import os, sys; os.environ['DJANGO_SETTINGS_MODULE'] = 'lqai.settings_test'; import django; django.setup(); "
+        "import chats.services, chats.views, chats.case_citations; "
+        "print(sorted(m for m in ('eyecite', 'reporters_db', 'courts_db') if m in sys.modules))"
+    )
+    done = subprocess.run(  # noqa: S603 - this interpreter, a constant script
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
+    )
+
+    assert done.stdout.strip() == "[]"
 
 
 def test_eyecites_overlap_warnings_do_not_reach_the_logs(caplog: pytest.LogCaptureFixture) -> None:
