@@ -33,6 +33,7 @@ from chats.models import (
     Chat,
     Document,
     Message,
+    MessageCaseCitation,
     MessageCaselawCitation,
     MessageCitation,
     MessageToolSource,
@@ -237,3 +238,21 @@ class MessageToolSourceAdmin(_ArtifactAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MessageToolSource]:
         return super().get_queryset(request).select_related("message").defer("message__content")
+
+
+@admin.register(MessageCaseCitation)
+class MessageCaseCitationAdmin(_ArtifactAdmin):
+    list_display = ("citation", "case_name", "kind", "status", "opinion", "provider", "message", "created_at")
+    list_select_related = ("opinion", "message")
+    list_filter = ("status", "kind")
+    search_fields = ("id", "message_id", "opinion_id")
+    search_help_text = "An exact case-citation, message or opinion id (UUID)."
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MessageCaseCitation]:
+        # The pages show the opinion's case name and the message's name, never their text.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("opinion", "message")
+            .defer("opinion__text", "message__content")
+        )

@@ -112,7 +112,7 @@ class Verdict(models.TextChoices):
     NONE = "none", "none (no quote claimed)"
     PASS = "pass", "pass (every quote exact)"
     SUPPORTED = "supported", "supported (all verified, some tolerant or altered)"
-    FAIL = "fail", "fail (a claim did not verify)"
+    FAIL = "fail", "fail (a claim did not verify, or a cited case does not exist or has another name)"
 
     @classmethod
     def worst(cls, *verdicts: str | None) -> str:
@@ -444,3 +444,88 @@ class MessageToolSource(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_kind} source {self.label}"
+
+
+class MessageCaseCitation(models.Model):
+    """A case citation written in an assistant's answer, as checked at finalize (``chats.case_citations``):
+    one row per citation span of the answer, with what the check found."""
+
+    class Kind(models.TextChoices):
+        FULL = "full"
+        SHORT = "short"
+        ID = "id"
+        SUPRA = "supra"
+        REFERENCE = "reference"
+        STATUTE = "statute"
+        OTHER = "other"
+
+    class Status(models.TextChoices):
+        VERIFIED = "verified"
+        NAME_MISMATCH = "name_mismatch"
+        NOT_FOUND = "not_found"
+        AMBIGUOUS = "ambiguous"
+        UNCHECKED = "unchecked"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="case_citations")
+    answer_offset_start = models.IntegerField()
+    answer_offset_end = models.IntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    citation = models.CharField(max_length=200)  # normalized: "570 U.S. 297"
+    case_name = models.CharField(max_length=500, blank=True)  # as written in the answer
+    status = models.CharField(max_length=16, choices=Status.choices)
+    detail = models.CharField(max_length=1000, blank=True)
+    # The case the citation really is (also for a name mismatch). An opinion a turn cites cannot be
+    # deleted on its own, or the check could not be shown again.
+    opinion = models.ForeignKey(
+        CaselawOpinion, on_delete=models.RESTRICT, null=True, blank=True, related_name="case_citations"
+    )
+    provider = models.CharField(max_length=50, blank=True)  # where the citation was looked up
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        db_table = "message_case_citations"
+        ordering = ["created_at", "answer_offset_start"]
+        constraints = [
+            # Only the statuses the checker gives: the verdict and the ledger read them.
+            models.CheckConstraint(
+                condition=Q(status__in=["verified", "name_mismatch", "not_found", "ambiguous", "unchecked"]),
+                name="message_case_citations_status_valid",
+                violation_error_message="status must be one of verified, name_mismatch, not_found, ambiguous, "
+                "unchecked.",
+            ),
+            # Only the kinds the checker gives.
+            models.CheckConstraint(
+                condition=Q(kind__in=["full", "short", "id", "supra", "reference", "statute", "other"]),
+                name="message_case_citations_kind_valid",
+                violation_error_message="kind must be one of full, short, id, supra, reference, statute, other.",
+            ),
+            # Offsets index the answer: negative ones point nowhere.
+            models.CheckConstraint(
+                condition=Q(answer_offset_start__gte=0),
+                name="message_case_citations_offset_start_non_negative",
+                violation_error_message="answer_offset_start must be >= 0.",
+            ),
+            # A citation is a non-empty span of the answer, or it cannot be shown.
+            models.CheckConstraint(
+                condition=Q(answer_offset_end__gt=models.F("answer_offset_start")),
+                name="message_case_citations_offsets_ordered",
+                violation_error_message="answer_offset_end must be > answer_offset_start.",
+            ),
+            # Verified and name_mismatch are statements about a case: they name it; the others have none.
+            models.CheckConstraint(
+                condition=(Q(status__in=["verified", "name_mismatch"]) & Q(opinion__isnull=False))
+                | (~Q(status__in=["verified", "name_mismatch"]) & Q(opinion__isnull=True)),
+                name="message_case_citations_opinion_iff_resolved",
+                violation_error_message="verified and name_mismatch need the opinion; other statuses have none.",
+            ),
+            # One row per citation span: a resumed turn adds only the spans it did not have.
+            models.UniqueConstraint(
+                fields=["message", "answer_offset_start"],
+                name="message_case_citations_message_start_uniq",
+                violation_error_message="This message already has a case citation at this offset.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.citation} ({self.status})"

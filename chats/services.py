@@ -2,7 +2,8 @@
 
 :func:`finalize_turn` is the one way a chat turn ends, whatever the view
 (single-shot, streamed tool loop, resume) or outcome (complete, interrupted,
-failed). It verifies every claimed quote against its source, persists the
+failed). It verifies every claimed quote against its source, checks the case
+citations written in the answer (``chats.case_citations``), persists the
 assistant message and its per-turn rows in one transaction, and sends
 :data:`chats.signals.post_finalize` inside that transaction, after the rows are
 written, so that records built on top (the citation ledger) commit with the turn.
@@ -25,12 +26,14 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from chats.case_citations import CheckedCitation, check_case_citations
 from chats.models import (
     UNVERIFIED,
     CaselawOpinion,
     Chat,
     Document,
     Message,
+    MessageCaseCitation,
     MessageCaselawCitation,
     MessageCitation,
     MessageToolSource,
@@ -105,6 +108,7 @@ class FinalizedTurn:
     caselaw_citations: list[MessageCaselawCitation] = field(default_factory=list)
     tool_sources: list[MessageToolSource] = field(default_factory=list)
     unverified: list[UnverifiedQuote] = field(default_factory=list)
+    case_citations: list[MessageCaseCitation] = field(default_factory=list)
 
 
 def create_chat(*, owner: AbstractBaseUser, project: Project | None = None, title: str = "") -> Chat:
@@ -336,10 +340,14 @@ def _reason(why: str, source: str) -> str:
     return (why or "not found in the source").replace("the source", f"the {source}")
 
 
-def _verdict(rows: Sequence[MessageCitation | MessageCaselawCitation]) -> str:
-    """The gate verdict of one finalize's quote rows (see :class:`chats.models.Verdict`)."""
+def _verdict(
+    rows: Sequence[MessageCitation | MessageCaselawCitation], case_citations: Sequence[MessageCaseCitation] = ()
+) -> str:
+    """The gate verdict of one finalize's quote rows and case citations (see :class:`chats.models.Verdict`):
+    a failed quote, a case that does not exist or a case cited under another name fails the turn."""
     methods = {row.verification_method for row in rows}
-    if UNVERIFIED in methods:
+    wrong_cases = {MessageCaseCitation.Status.NOT_FOUND, MessageCaseCitation.Status.NAME_MISMATCH}
+    if UNVERIFIED in methods or any(case.status in wrong_cases for case in case_citations):
         return Verdict.FAIL
     if VerificationMethod.TOLERANT_MATCH in methods:
         return Verdict.SUPPORTED
@@ -376,6 +384,43 @@ def _tool_source_rows(
     return rows
 
 
+def _case_citation_rows(*, message: Message, content: str, now: datetime.datetime) -> list[MessageCaseCitation]:
+    """Rows for the case citations of ``content``, checked (see ``chats.case_citations``), except the spans
+    the message already has (a resumed turn keeps the rows of what it had written before).
+
+    The check never fails the turn: an error in it is logged and the turn is finalized without rows.
+    """
+    try:
+        checked: list[CheckedCitation] = check_case_citations(content)
+    except Exception:
+        logger.exception("turn %s: the case-citation check failed; no case citations recorded", message.pk)
+        return []
+    if not checked:
+        return []
+    had = (
+        set(message.case_citations.values_list("answer_offset_start", flat=True))
+        if message.finalized_at is not None  # finalized before: a resume
+        else set()
+    )
+    return [
+        MessageCaseCitation(
+            message=message,
+            answer_offset_start=citation.start,
+            answer_offset_end=citation.end,
+            kind=citation.kind.value,
+            citation=citation.citation[:200],
+            case_name=citation.case_name[:500],
+            status=citation.status.value,
+            detail=citation.detail[:1000],
+            opinion=citation.opinion,
+            provider=citation.provider[:50],
+            created_at=now,
+        )
+        for citation in checked
+        if citation.start not in had
+    ]
+
+
 def finalize_turn(
     *,
     message: Message,
@@ -385,8 +430,12 @@ def finalize_turn(
     tool_sources: Sequence[ConsultedSource] = (),
     usage: TurnUsage | None = None,
 ) -> FinalizedTurn:
-    """End a turn: verify its claimed quotes, persist the assistant message's final content, status and
-    verdict with its quote and tool-source rows, and send ``post_finalize``, all in one transaction.
+    """End a turn: verify its claimed quotes, check the case citations of its answer, persist the assistant
+    message's final content, status and verdict with its quote, case-citation and tool-source rows, and send
+    ``post_finalize``, all in one transaction.
+
+    The case-citation check (and any CourtListener lookup it makes) runs before the transaction, so the
+    turn's transaction never waits on it.
 
     Every claim is stored: a verified quote with its offsets and confidence, a claim that does not verify
     as an ``unverified`` row with its reason (also returned, for the response). The message's verdict is
@@ -407,13 +456,14 @@ def finalize_turn(
         raise ValueError(f"message {message.pk} is already {message.status}; only an interrupted turn goes on")
     now = timezone.now()
     sources = _tool_source_rows(message=message, consulted=tool_sources, now=now)
+    case_citations = _case_citation_rows(message=message, content=content, now=now)
     with transaction.atomic():
         # Verified inside the transaction: a quoted text cannot change before its citation commits.
         kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now)
         message.content = content
         message.status = status
         message.finalized_at = message.updated_at = now
-        message.verdict = Verdict.worst(message.verdict, _verdict([*kb, *caselaw]))
+        message.verdict = Verdict.worst(message.verdict, _verdict([*kb, *caselaw], case_citations))
         update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
         if usage is not None:
             message.model_name = usage.model_name[:200]
@@ -425,6 +475,7 @@ def finalize_turn(
         MessageCitation.objects.bulk_create(kb)
         MessageCaselawCitation.objects.bulk_create(caselaw)
         MessageToolSource.objects.bulk_create(sources)
+        MessageCaseCitation.objects.bulk_create(case_citations)
         # Inside the transaction: records of the turn (the ledger) exist exactly when the turn does.
         post_finalize.send(sender=Message, message=message)
     unverified = [
@@ -441,4 +492,5 @@ def finalize_turn(
         caselaw_citations=[row for row in caselaw if row.verification_method != UNVERIFIED],
         tool_sources=sources,
         unverified=unverified,
+        case_citations=case_citations,
     )

@@ -157,6 +157,24 @@ class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageT
     external_ref = factory.Sequence(lambda n: str(1000 + n))
 
 
+class MessageCaseCitationFactory(factory.django.DjangoModelFactory[models.MessageCaseCitation]):
+    """A verified full citation of the opinion, as the answer's first words."""
+
+    class Meta:
+        model = models.MessageCaseCitation
+
+    message = factory.SubFactory(MessageFactory)
+    opinion = factory.SubFactory(CaselawOpinionFactory)
+    answer_offset_start = factory.Sequence(lambda n: 40 * n)
+    answer_offset_end = factory.LazyAttribute(lambda c: c.answer_offset_start + len(c.citation))
+    kind = models.MessageCaseCitation.Kind.FULL
+    citation = "570 U.S. 297"
+    case_name = factory.LazyAttribute(lambda c: c.opinion.case_name)
+    status = models.MessageCaseCitation.Status.VERIFIED
+    detail = factory.LazyAttribute(lambda c: f"{c.citation} is {c.opinion.case_name}")
+    provider = "local"
+
+
 class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedgerEntry]):
     """A ledger entry mirroring its source row, as ``citations.ledger.assemble`` would write it.
 

@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from chats.models import Message, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.models import Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation, MessageToolSource
 from citations import ledger
 from citations.admin import LedgerEntryInline
 from citations.models import CitationLedgerEntry
@@ -72,10 +72,13 @@ READ_ONLY = [
     (MessageCitation, "quote", "tampered"),
     (MessageCaselawCitation, "quote", "tampered"),
     (MessageToolSource, "label", "tampered"),
+    (MessageCaseCitation, "case_name", "tampered"),
 ]
 
 
 def _row(model: type[Model]) -> Model:
+    if model is MessageCaseCitation:
+        return factories.MessageCaseCitationFactory.create()
     message = factories.assembled_turn()
     if model is CitationLedgerEntry:
         return _entries(message)["kb"]

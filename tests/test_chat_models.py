@@ -26,6 +26,7 @@ CHAT_TABLES = {
     "message_citations",
     "message_caselaw_citations",
     "message_tool_sources",
+    "message_case_citations",
 }
 
 
@@ -39,7 +40,9 @@ def test_chats_migration_creates_exactly_the_named_tables() -> None:
     assert set(connection.introspection.table_names()) >= CHAT_TABLES
 
 
-@pytest.mark.parametrize("table", ["message_citations", "message_caselaw_citations", "message_tool_sources"])
+@pytest.mark.parametrize(
+    "table", ["message_citations", "message_caselaw_citations", "message_tool_sources", "message_case_citations"]
+)
 def test_per_turn_tables_are_indexed_on_message_id(table: str) -> None:
     with connection.cursor() as cursor:
         constraints = connection.introspection.get_constraints(cursor, table)

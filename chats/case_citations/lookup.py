@@ -1,0 +1,278 @@
+"""Where a case citation leads: the local opinion store, then CourtListener's citation-lookup API.
+
+:func:`find_local` looks citation keys up in ``caselaw_opinions`` (seeded ``local`` opinions and every
+opinion materialized earlier), whatever spelling of the reporter the stored citation uses.
+:func:`lookup_courtlistener` asks CourtListener about the keys the store does not hold, in one request
+through the official client, maps each per-citation status explicitly and materializes the clusters it
+returns, like the ``caselaw_search`` tool does, so that they are local next time.
+
+A :class:`Lookup` is the outcome for one key. CourtListener's failures (HTTP 429 with its ``wait_until``,
+other API errors, the network) become ``unchecked`` lookups with the reason: they never raise.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from chats import courtlistener
+from chats.case_citations.extraction import CitationKey
+from chats.case_citations.names import parse_case_name
+from chats.models import CaselawOpinion
+
+if TYPE_CHECKING:
+    from courtlistener import CourtListener
+
+logger = logging.getLogger(__name__)
+
+LOCAL = "local"
+COURTLISTENER = courtlistener.PROVIDER
+MAX_CANDIDATES = 5  # candidates kept (and materialized) for an ambiguous citation
+# Rows read by one local lookup (those of the cited volumes, newest first): enough for any real answer.
+LOCAL_ROW_LIMIT = 2000
+_OPINION_URL_ID = re.compile(r"/opinions/(\d+)/?$")
+
+
+class Outcome:
+    RESOLVED = "resolved"
+    AMBIGUOUS = "ambiguous"
+    NOT_FOUND = "not_found"
+    UNCHECKED = "unchecked"
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """What one citation key resolved to.
+
+    ``outcome`` is one of :class:`Outcome`. ``opinion`` is set when resolved; ``candidates`` when
+    ambiguous; ``official_names`` are the names the resolved case goes by (CourtListener gives a short,
+    a full and a usual one); ``detail`` says why for every outcome but ``resolved``.
+    """
+
+    outcome: str
+    provider: str = ""
+    opinion: CaselawOpinion | None = None
+    candidates: tuple[CaselawOpinion, ...] = ()
+    official_names: tuple[str, ...] = ()
+    detail: str = ""
+
+
+# --- the local store ----------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _reporter_spellings() -> Mapping[str, tuple[str, ...]]:
+    from reporters_db import VARIATIONS_ONLY
+
+    spellings: dict[str, set[str]] = {}
+    for variant, canonicals in VARIATIONS_ONLY.items():
+        for canonical in canonicals:
+            spellings.setdefault(canonical, {canonical}).add(variant)
+    return {canonical: tuple(sorted(names)) for canonical, names in spellings.items()}
+
+
+def _prefixes(key: CitationKey) -> list[str]:
+    spellings = _reporter_spellings().get(key.reporter, (key.reporter,))
+    return [f"{key.volume} {spelling} {key.page}" for spelling in {key.reporter, *spellings}]
+
+
+def _held_at(citation: str, prefix: str) -> bool:
+    rest = citation[len(prefix) :]
+    return citation.startswith(prefix) and not (rest[:1].isalnum())
+
+
+def find_local(keys: Iterable[CitationKey]) -> dict[CitationKey, Lookup]:
+    """The local lookup of each key: resolved, ambiguous, or not found. One query for all the keys.
+
+    A stored citation matches a key when it starts with the key's volume, any spelling of its reporter
+    known to reporters-db, and its page (``570 U. S. 297 (2013)`` holds ``570 U.S. 297``). Opinions with the
+    same case name under one key (the same case materialized from two providers) count as one; a
+    ``local`` one is preferred.
+    """
+    keys = set(keys)
+    if not keys:
+        return {}
+    prefixes: dict[str, list[tuple[str, CitationKey]]] = {}
+    for key in keys:
+        prefixes.setdefault(key.volume, []).extend((prefix, key) for prefix in _prefixes(key))
+    # The database narrows to the cited volumes (one pattern, whatever the number of keys); the reporter
+    # and page are compared here, against every spelling.
+    volumes = "|".join(re.escape(volume) for volume in sorted(prefixes))
+    rows = (
+        CaselawOpinion.objects.filter(citation__regex=f"^({volumes}) ")
+        .defer("text")
+        .order_by("-retrieved_at", "id")[:LOCAL_ROW_LIMIT]
+    )
+    held: dict[CitationKey, list[CaselawOpinion]] = {}
+    for opinion in rows:
+        for prefix, key in prefixes.get(opinion.citation.split(" ", 1)[0], []):
+            if _held_at(opinion.citation, prefix) and opinion not in held.setdefault(key, []):
+                held[key].append(opinion)
+    return {key: _local_lookup(held.get(key, [])) for key in keys}
+
+
+def _local_lookup(opinions: Sequence[CaselawOpinion]) -> Lookup:
+    if not opinions:
+        return Lookup(Outcome.NOT_FOUND, provider=LOCAL, detail="not in the local opinion store")
+    by_case: dict[Any, CaselawOpinion] = {}
+    for opinion in sorted(opinions, key=lambda o: o.provider != LOCAL):  # stable: local first, then newest
+        by_case.setdefault(parse_case_name(opinion.case_name), opinion)
+    distinct = list(by_case.values())
+    if len(distinct) == 1:
+        opinion = distinct[0]
+        return Lookup(Outcome.RESOLVED, provider=opinion.provider, opinion=opinion, official_names=(opinion.case_name,))
+    return Lookup(
+        Outcome.AMBIGUOUS,
+        provider=LOCAL,
+        candidates=tuple(distinct[:MAX_CANDIDATES]),
+        detail=f"{len(distinct)} different cases in the local opinion store have this citation",
+    )
+
+
+# --- CourtListener ------------------------------------------------------------------------------------------
+
+
+def lookup_courtlistener(client: CourtListener, keys: Sequence[CitationKey]) -> dict[CitationKey, Lookup]:
+    """CourtListener's answer for each key (one request for all), resolved clusters materialized.
+
+    Per-citation statuses: 200 with one cluster resolves it, with several is ambiguous; 300 is ambiguous;
+    404 is not found; 400 (invalid citation) and 429 (over the per-request citation limit) leave it
+    unchecked, as does a key CourtListener returned nothing for. A whole-request failure leaves every key
+    unchecked with the reason: HTTP 429 with its ``wait_until``, another HTTP error, or the network.
+    """
+    from courtlistener import CourtListenerAPIError
+    from courtlistener.sync_client.citation_lookup import parse_wait_until
+
+    if not keys:
+        return {}
+    text, offsets = _lookup_text(keys)
+    try:
+        results = client.citation_lookup.lookup_text(text)
+    except CourtListenerAPIError as exc:
+        if exc.status_code == 429:
+            wait_until = parse_wait_until(exc.detail)
+            reason = "CourtListener is rate-limiting this account" + (
+                f" until {wait_until.isoformat()}" if wait_until else ""
+            )
+        else:
+            reason = f"CourtListener answered HTTP {exc.status_code}"
+        logger.warning("case citations: %s; %d citation(s) left unchecked", reason, len(keys))
+        return dict.fromkeys(keys, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=reason))
+    except (httpx.HTTPError, ValueError) as exc:
+        reason = f"CourtListener could not be reached ({type(exc).__name__})"
+        logger.warning("case citations: %s; %d citation(s) left unchecked", reason, len(keys), exc_info=True)
+        return dict.fromkeys(keys, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=reason))
+
+    lookups: dict[CitationKey, Lookup] = {}
+    for result in results if isinstance(results, list) else []:
+        start = result.get("start_index") if isinstance(result, dict) else None
+        key = offsets.get(start) if isinstance(start, int) else None
+        if key is None or key in lookups:
+            continue
+        try:
+            lookups[key] = _courtlistener_lookup(client, key, result)
+        except (KeyError, TypeError, ValueError) as exc:  # a result in an unexpected shape: that key only
+            logger.warning("case citations: unexpected CourtListener result for %s (%s)", key, exc)
+            lookups[key] = Lookup(
+                Outcome.UNCHECKED, provider=COURTLISTENER, detail="CourtListener's answer could not be read"
+            )
+    for key in keys:
+        lookups.setdefault(
+            key, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail="CourtListener returned no result for it")
+        )
+    return lookups
+
+
+def _lookup_text(keys: Sequence[CitationKey]) -> tuple[str, dict[int, CitationKey]]:
+    """One text with each key on its own line, and the offset where each starts (results are matched back
+    by their ``start_index``)."""
+    offsets: dict[int, CitationKey] = {}
+    lines: list[str] = []
+    at = 0
+    for key in keys:
+        offsets[at] = key
+        lines.append(str(key))
+        at += len(str(key)) + 1
+    return "\n".join(lines), offsets
+
+
+def _courtlistener_lookup(client: CourtListener, key: CitationKey, result: Mapping[str, Any]) -> Lookup:
+    status = result.get("status")
+    clusters = [c for c in result.get("clusters") or [] if isinstance(c, dict)]
+    message = str(result.get("error_message") or "").strip()
+    if status == 200 and len(clusters) == 1:
+        opinion = _materialize(client, key, clusters[0])
+        if opinion is None:
+            return Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail="the opinion could not be stored")
+        names = tuple(n for n in (clusters[0].get(f) for f in ("case_name", "case_name_full", "case_name_short")) if n)
+        return Lookup(Outcome.RESOLVED, provider=COURTLISTENER, opinion=opinion, official_names=names)
+    if status in (200, 300) and clusters:
+        candidates = [_materialize(client, key, cluster) for cluster in clusters[:MAX_CANDIDATES]]
+        return Lookup(
+            Outcome.AMBIGUOUS,
+            provider=COURTLISTENER,
+            candidates=tuple(c for c in candidates if c is not None),
+            detail=f"CourtListener has {len(clusters)} cases at this citation",
+        )
+    if status == 404:
+        return Lookup(
+            Outcome.NOT_FOUND, provider=COURTLISTENER, detail=message or "CourtListener has no case at this citation"
+        )
+    if status == 400:
+        return Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=f"invalid citation: {message or 'HTTP 400'}")
+    if status == 429:
+        return Lookup(
+            Outcome.UNCHECKED,
+            provider=COURTLISTENER,
+            detail="CourtListener did not look it up (too many citations in one request)",
+        )
+    return Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=f"unexpected CourtListener status {status}")
+
+
+def _materialize(client: CourtListener, key: CitationKey, cluster: Mapping[str, Any]) -> CaselawOpinion | None:
+    """The cluster's lead opinion as a ``courtlistener`` opinion (its text fetched; an opinion already
+    materialized is updated, never duplicated); ``None`` if it cannot be stored."""
+    cluster_id = cluster["id"]
+    sub_opinions = cluster.get("sub_opinions") or []
+    found = _OPINION_URL_ID.search(str(sub_opinions[0])) if sub_opinions else None
+    opinion_id = found.group(1) if found else f"cluster-{cluster_id}"
+    text = _opinion_text(client, opinion_id) if found else ""
+    fields = {
+        "cluster_id": str(cluster_id),
+        "case_name": str(cluster.get("case_name") or cluster.get("case_name_full") or f"Cluster {cluster_id}")[:500],
+        "citation": str(key),
+        "date_filed": courtlistener._date(cluster.get("date_filed")),
+        "absolute_url": courtlistener._absolute(cluster.get("absolute_url"))[:500],
+        "retrieved_at": timezone.now(),
+    }
+    try:
+        with transaction.atomic():  # a savepoint: a failure leaves the caller's transaction usable
+            opinion, _ = CaselawOpinion.objects.update_or_create(
+                provider=COURTLISTENER,
+                opinion_id=opinion_id,
+                defaults=fields | ({"text": text} if text else {}),
+                create_defaults=fields | {"text": text},
+            )
+    except DatabaseError:
+        logger.warning("case citations: CourtListener cluster %s could not be materialized", cluster_id, exc_info=True)
+        return None
+    return opinion
+
+
+def _opinion_text(client: CourtListener, opinion_id: str) -> str:
+    from courtlistener import CourtListenerAPIError
+
+    try:
+        return courtlistener._opinion_text(client.opinions.get(int(opinion_id), fields=courtlistener.OPINION_FIELDS))
+    except (CourtListenerAPIError, httpx.HTTPError, ValueError, KeyError, TypeError):
+        # The citation is still resolved; only quotes from this opinion cannot be verified until it is fetched.
+        logger.warning("case citations: text of CourtListener opinion %s not fetched", opinion_id, exc_info=True)
+        return ""

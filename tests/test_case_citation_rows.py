@@ -1,0 +1,211 @@
+"""``message_case_citations``: the case citations of an answer, checked and stored by ``finalize_turn``, and the
+table's rules (each constraint twice: ``full_clean()`` and a direct insert)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import pytest
+from django.conf import LazySettings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import RestrictedError
+
+from chats import services
+from chats.case_citations import Status
+from chats.models import CaselawOpinion, Message, MessageCaseCitation
+from chats.services import finalize_turn
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+CaptureOnCommit = Callable[..., AbstractContextManager[list[Callable[[], Any]]]]
+
+ANSWER = (
+    "Strict scrutiny applies: Fisher v. University of Texas at Austin, 570 U. S. 297, 310 (2013). "
+    "Id., at 311. But Smith v. Jones, 570 U.S. 297 (2013), is not a case, nor is Doe v. Roe, 999 U.S. 999 "
+    "(2031). See also 42 U.S.C. § 1983."
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_courtlistener(settings: LazySettings) -> None:
+    settings.COURTLISTENER_API_TOKEN = ""
+
+
+@pytest.fixture
+def fisher(db: None) -> CaselawOpinion:
+    return factories.CaselawOpinionFactory.create(
+        provider="local", case_name="Fisher v. University of Texas at Austin", citation="570 U.S. 297 (2013)"
+    )
+
+
+def _assistant_message() -> Message:
+    return factories.MessageFactory.create(status=Message.Status.STREAMING, content="", finalized_at=None)
+
+
+def test_finalize_stores_one_checked_row_per_citation_span(
+    fisher: CaselawOpinion, django_capture_on_commit_callbacks: CaptureOnCommit
+) -> None:
+    message = _assistant_message()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
+
+    rows = list(MessageCaseCitation.objects.filter(message=message).order_by("answer_offset_start"))
+    assert rows == turn.case_citations
+    assert [(r.kind, r.status, r.citation) for r in rows] == [
+        ("full", "verified", "570 U.S. 297"),
+        ("id", "verified", "570 U.S. 297"),
+        ("full", "name_mismatch", "570 U.S. 297"),
+        ("full", "not_found", "999 U.S. 999"),
+        ("statute", "unchecked", "42 U.S.C. § 1983"),
+    ]
+    assert [ANSWER[r.answer_offset_start : r.answer_offset_end] for r in rows] == [
+        "570 U. S. 297",
+        "Id., at 311",
+        "570 U.S. 297",
+        "999 U.S. 999",
+        "42 U.S.C. § 1983",
+    ]
+    assert [r.opinion for r in rows] == [fisher, fisher, fisher, None, None]
+    assert rows[2].case_name == "Smith v. Jones"
+    assert "Fisher v. University of Texas at Austin" in rows[2].detail
+    assert {r.provider for r in rows[:4]} == {"local"}
+
+
+def test_an_answer_without_citations_stores_none(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+    message = _assistant_message()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        turn = finalize_turn(message=message, content="No authority needed.", status=Message.Status.COMPLETE)
+
+    assert turn.case_citations == []
+    assert not MessageCaseCitation.objects.exists()
+
+
+def test_a_failing_check_never_fails_the_turn(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    django_capture_on_commit_callbacks: CaptureOnCommit,
+) -> None:
+    def broken(answer_text: str) -> list[Any]:
+        raise RuntimeError("eyecite choked")
+
+    monkeypatch.setattr(services, "check_case_citations", broken)
+    message = _assistant_message()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
+
+    message.refresh_from_db()
+    assert message.status == Message.Status.COMPLETE
+    assert turn.case_citations == []
+    assert "the case-citation check failed" in caplog.text
+
+
+def test_a_resumed_turn_adds_only_the_citations_it_had_not_written(
+    fisher: CaselawOpinion, django_capture_on_commit_callbacks: CaptureOnCommit
+) -> None:
+    message = _assistant_message()
+    first = ANSWER[: ANSWER.index(" But")]
+    with django_capture_on_commit_callbacks(execute=True):
+        finalize_turn(message=message, content=first, status=Message.Status.INTERRUPTED)
+    assert MessageCaseCitation.objects.filter(message=message).count() == 2
+
+    with django_capture_on_commit_callbacks(execute=True):
+        turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
+
+    added = [ANSWER.index("570 U.S."), ANSWER.index("999"), ANSWER.index("42 U.S.C.")]
+    assert [r.answer_offset_start for r in turn.case_citations] == added
+    assert MessageCaseCitation.objects.filter(message=message).count() == 5
+
+
+def test_the_case_citations_are_written_in_the_turns_transaction(
+    fisher: CaselawOpinion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    message = _assistant_message()
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise IntegrityError("refused")
+
+    monkeypatch.setattr(MessageCaseCitation.objects, "bulk_create", refuse)
+    with pytest.raises(IntegrityError):
+        finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
+
+    message.refresh_from_db()
+    assert message.status == Message.Status.STREAMING  # the turn rolled back with its rows
+    assert message.content == ""
+
+
+def test_a_cited_opinion_cannot_be_deleted_on_its_own(fisher: CaselawOpinion) -> None:
+    factories.MessageCaseCitationFactory.create(opinion=fisher)
+
+    with pytest.raises(RestrictedError):
+        fisher.delete()
+
+
+def test_deleting_the_message_deletes_its_case_citations() -> None:
+    row = factories.MessageCaseCitationFactory.create()
+
+    row.message.delete()
+
+    assert not MessageCaseCitation.objects.exists()
+
+
+def test_the_models_choices_are_the_checkers() -> None:
+    from chats.case_citations import Kind
+
+    assert set(MessageCaseCitation.Status.values) == {s.value for s in Status}
+    assert set(MessageCaseCitation.Kind.values) == {k.value for k in Kind}
+
+
+# --- constraints: full_clean() and a direct insert -------------------------------------------------------------
+
+INVALID: dict[str, tuple[dict[str, Any], str]] = {
+    "status": ({"status": "probably_fine", "opinion": None}, "message_case_citations_status_valid"),
+    "kind": ({"kind": "vibes"}, "message_case_citations_kind_valid"),
+    "negative start": ({"answer_offset_start": -1, "answer_offset_end": 5}, "message_case_citations_offset_start"),
+    "empty span": ({"answer_offset_start": 5, "answer_offset_end": 5}, "message_case_citations_offsets_ordered"),
+    "verified without opinion": ({"opinion": None}, "message_case_citations_opinion_iff_resolved"),
+    "not found with opinion": ({"status": "not_found"}, "message_case_citations_opinion_iff_resolved"),
+}
+
+
+@pytest.mark.parametrize("case", INVALID, ids=list(INVALID))
+def test_each_rule_is_refused_by_full_clean(case: str) -> None:
+    changes, _ = INVALID[case]
+    row = factories.MessageCaseCitationFactory.build(
+        message=factories.MessageFactory.create(), opinion=factories.CaselawOpinionFactory.create()
+    )
+    for name, value in changes.items():
+        setattr(row, name, value)
+
+    with pytest.raises(ValidationError):
+        row.full_clean()
+
+
+@pytest.mark.parametrize("case", INVALID, ids=list(INVALID))
+def test_each_rule_is_refused_by_the_database(case: str) -> None:
+    changes, constraint = INVALID[case]
+    row = factories.MessageCaseCitationFactory.build(
+        message=factories.MessageFactory.create(), opinion=factories.CaselawOpinionFactory.create()
+    )
+    for name, value in changes.items():
+        setattr(row, name, value)
+
+    with transaction.atomic(), pytest.raises(IntegrityError, match=constraint):
+        MessageCaseCitation.objects.bulk_create([row])
+
+
+def test_one_row_per_span_of_a_message() -> None:
+    row = factories.MessageCaseCitationFactory.create()
+    again = factories.MessageCaseCitationFactory.build(
+        message=row.message, opinion=row.opinion, answer_offset_start=row.answer_offset_start
+    )
+
+    with pytest.raises(ValidationError):
+        again.full_clean()
+    with transaction.atomic(), pytest.raises(IntegrityError):
+        MessageCaseCitation.objects.bulk_create([again])
