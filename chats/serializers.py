@@ -15,6 +15,7 @@ from chats.models import (
     UNVERIFIED,
     Chat,
     Message,
+    MessageCaseCitation,
     MessageCaselawCitation,
     MessageCitation,
     MessageToolSource,
@@ -135,6 +136,34 @@ class FailedClaimSerializer(serializers.Serializer[MessageCitation | MessageCase
         return None if source_id is None else str(source_id)
 
 
+class CaseCitationSerializer(serializers.ModelSerializer[MessageCaseCitation]):
+    """A case citation written in the answer, as checked at finalize: its span in the answer, the citation
+    and the case name as written, the check's ``status`` (verified, name_mismatch, not_found, ambiguous,
+    unchecked) with its ``detail``, and the case the citation really is (``opinion``, ``opinion_case_name``;
+    set for verified and name_mismatch)."""
+
+    answer_start = serializers.IntegerField(source="answer_offset_start", read_only=True)
+    answer_end = serializers.IntegerField(source="answer_offset_end", read_only=True)
+    opinion_case_name = serializers.CharField(source="opinion.case_name", read_only=True, allow_null=True, default=None)
+
+    class Meta:
+        model = MessageCaseCitation
+        fields = [
+            "id",
+            "kind",
+            "citation",
+            "case_name",
+            "status",
+            "detail",
+            "answer_start",
+            "answer_end",
+            "opinion",
+            "opinion_case_name",
+            "provider",
+        ]
+        read_only_fields = fields
+
+
 def _verified(rows: Iterable[QuoteRow]) -> list[QuoteRow]:
     return [row for row in rows if row.verification_method != UNVERIFIED]
 
@@ -150,6 +179,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
     caselaw_citations = serializers.SerializerMethodField()
     unverified_citations = serializers.SerializerMethodField()
     tool_sources = ToolSourceSerializer(many=True, read_only=True)
+    case_citations = CaseCitationSerializer(many=True, read_only=True)
 
     class Meta:
         model = Message
@@ -170,6 +200,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "caselaw_citations",
             "unverified_citations",
             "tool_sources",
+            "case_citations",
         ]
         read_only_fields = fields
 
@@ -250,6 +281,7 @@ class TurnDoneSerializer(serializers.Serializer[dict[str, Any]]):
     message_id = serializers.UUIDField()
     status = serializers.CharField()
     verdict = serializers.CharField(help_text="pass, supported, fail or none: the gate over the turn's claims.")
+    case_citations = CaseCitationSerializer(many=True, help_text="The case citations of the answer, as checked.")
     citation_count = serializers.IntegerField()
     unverified_count = serializers.IntegerField()
     unverified = UnverifiedQuoteSerializer(many=True)

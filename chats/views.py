@@ -55,7 +55,7 @@ from chats.assistant import (
     load_backend,
 )
 from chats.assistant.runner import RunEvent
-from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation
+from chats.models import Chat, Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation
 from chats.selectors import chats_visible_to
 from chats.serializers import (
     CaselawCitationSerializer,
@@ -78,7 +78,8 @@ STREAM_DESCRIPTION = (
     "`start` {message_id}, `delta` {text}, `tool_call` {call_id, tool, arguments}, "
     "`tool_result` {call_id, tool, result, sources}, `error` {code, detail} if the assistant fails, "
     "then one `citation` per verified quote (a KB or caselaw citation) and `done` "
-    "{message_id, status, verdict, citation_count, unverified_count, unverified}. If the client disconnects, "
+    "{message_id, status, verdict, case_citations, citation_count, unverified_count, unverified}. "
+    "If the client disconnects, "
     "the turn is saved as `interrupted` with what was produced so far; resume it with `.../resume/`. "
     "While the assistant is silent, a `: keepalive` comment line every LQAI_SSE_HEARTBEAT_SECONDS; a stream "
     "still running after LQAI_MAX_STREAM_SECONDS sends `error` {code: stream_timeout} and ends `interrupted`."
@@ -92,11 +93,14 @@ BAD_INPUT = OpenApiResponse(description="Invalid input: field errors keyed by fi
 
 
 def _message_rows() -> tuple[Prefetch | str, ...]:
-    """A message's citations (with their sources) and tool sources: one query each."""
+    """A message's citations (with their sources), tool sources and checked case citations: one query each."""
     return (
         Prefetch("citations", queryset=MessageCitation.objects.select_related("document")),
         Prefetch("caselaw_citations", queryset=MessageCaselawCitation.objects.select_related("opinion")),
         "tool_sources",
+        Prefetch(
+            "case_citations", queryset=MessageCaseCitation.objects.select_related("opinion").defer("opinion__text")
+        ),
     )
 
 
@@ -139,6 +143,7 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
             "message_id": result.message.pk,
             "status": result.message.status,
             "verdict": result.message.verdict,
+            "case_citations": result.case_citations,
             "citation_count": len(result.citations) + len(result.caselaw_citations),
             "unverified_count": len(result.unverified),
             "unverified": _unverified(result),

@@ -27,7 +27,16 @@ from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
 from chats.admin import MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
-from chats.models import UNVERIFIED, Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from chats.models import (
+    UNVERIFIED,
+    Chat,
+    Message,
+    MessageCaseCitation,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
 from chats.verification import EXACT_MATCH, TOLERANT_MATCH
 from citations import selectors
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
@@ -37,6 +46,7 @@ _SOURCES: tuple[tuple[str, type[Model], str], ...] = (
     ("message_citation_id", MessageCitation, "KB quote"),
     ("message_caselaw_citation_id", MessageCaselawCitation, "Caselaw quote"),
     ("message_tool_source_id", MessageToolSource, "Consulted source"),
+    ("message_case_citation_id", MessageCaseCitation, "Case citation"),
 )
 
 
@@ -120,6 +130,10 @@ def passage_html(entry: CitationLedgerEntry) -> SafeString | str:
     if span is not None:
         changed = format_html(" <strong>{}</strong>", "changed since verified") if span.intact is False else ""
         return format_html("<q>{}</q> <small>[{}:{}]</small>{}", span.text, span.start, span.end, changed)
+    case = entry.message_case_citation
+    if case is not None:
+        cited_as = ", ".join(part for part in (case.case_name, case.citation) if part)
+        return format_html("<strong>{}</strong>: {} &mdash; {}", case.status, cited_as, case.detail or "-")
     failed = entry.message_citation or entry.message_caselaw_citation
     if failed is not None:
         return format_html("<strong>not verified</strong>: {}", failed.unverified_reason or "-")
@@ -161,6 +175,11 @@ class VerificationStatusFilter(_FixedValuesFilter):
         (EXACT_MATCH, "exact match"),
         (TOLERANT_MATCH, "tolerant match"),
         (UNVERIFIED, "unverified (a claim that did not verify)"),
+        ("verified", "case citation verified"),
+        ("name_mismatch", "case citation under another case's name"),
+        ("not_found", "case citation to no case"),
+        ("ambiguous", "case citation matching several cases"),
+        ("unchecked", "case citation not checked"),
         (PROVENANCE, "provenance (consulted, not quoted)"),
     )
 

@@ -33,12 +33,17 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from chats.models import UNVERIFIED, VERIFIED_METHODS, Message
-from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
+from citations.models import CASE_CITATION_STATUSES, PROVENANCE, CitationLedgerEntry, SourceKind
 
 logger = logging.getLogger(__name__)
 
 LEDGER_TABLE = CitationLedgerEntry._meta.db_table
-SOURCE_FK_COLUMNS = ("message_citation_id", "message_caselaw_citation_id", "message_tool_source_id")
+SOURCE_FK_COLUMNS = (
+    "message_citation_id",
+    "message_caselaw_citation_id",
+    "message_tool_source_id",
+    "message_case_citation_id",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +102,16 @@ SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
         provider="s.provider",
         retrieved_at="s.created_at",
         valid="s.source_kind IS NOT NULL AND s.source_kind <> ''",
+    ),
+    SourceMapping(
+        table="message_case_citations",
+        fk_column="message_case_citation_id",
+        source_kind=f"'{SourceKind.CASELAW.value}'",
+        verification_status="s.status",
+        confidence="CAST(NULL AS DOUBLE PRECISION)",
+        provider="CAST(NULLIF(s.provider, '') AS VARCHAR)",
+        retrieved_at="s.created_at",
+        valid=f"s.status IN ({', '.join(repr(status) for status in CASE_CITATION_STATUSES)})",
     ),
 )
 

@@ -1,7 +1,8 @@
 """The citation ledger: one metadata-only entry per source a chat turn brought into context.
 
-An entry points at exactly one underlying row (a verified KB quote, a verified
-caselaw quote, or a tool source consulted) and mirrors how it was verified. It
+An entry points at exactly one underlying row (a KB quote or a caselaw quote, verified or
+failed; a tool source consulted; or a case citation written in an answer, as checked) and
+mirrors how it was verified. It
 never holds content: only ids, labels, numbers and timestamps
 (``tests/test_transparency_invariants.py`` enforces that).
 
@@ -13,17 +14,31 @@ include the distribution column.
 
 from __future__ import annotations
 
+import operator
 import uuid
+from functools import reduce
 
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from chats.models import UNVERIFIED, Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from chats.models import (
+    UNVERIFIED,
+    Chat,
+    Message,
+    MessageCaseCitation,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
 
 PROVENANCE = "provenance"
-# The statuses without a verification score: a consulted source (not quoted) and a claim that did not hold.
-UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED)
+# A checked case citation's status is the check's outcome (verified, name_mismatch, not_found, ...).
+CASE_CITATION_STATUSES = tuple(MessageCaseCitation.Status.values)
+# The statuses without a verification score: a consulted source (not quoted), a claim that did not hold,
+# and the outcomes of a case-citation check (a lookup, not a scored match).
+UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED, *CASE_CITATION_STATUSES)
 
 
 class SourceKind(models.TextChoices):
@@ -32,10 +47,12 @@ class SourceKind(models.TextChoices):
     MCP = "mcp", "MCP tool"
 
 
-_exactly_one_source = (
-    Q(message_citation__isnull=False, message_caselaw_citation__isnull=True, message_tool_source__isnull=True)
-    | Q(message_citation__isnull=True, message_caselaw_citation__isnull=False, message_tool_source__isnull=True)
-    | Q(message_citation__isnull=True, message_caselaw_citation__isnull=True, message_tool_source__isnull=False)
+SOURCE_FIELDS = ("message_citation", "message_caselaw_citation", "message_tool_source", "message_case_citation")
+
+# Exactly one of the four source foreign keys is set.
+_exactly_one_source = reduce(
+    operator.or_,
+    (Q(**{f"{field}__isnull": field != chosen for field in SOURCE_FIELDS}) for chosen in SOURCE_FIELDS),
 )
 
 
@@ -58,6 +75,9 @@ class CitationLedgerEntry(models.Model):
     )
     message_tool_source = models.ForeignKey(
         MessageToolSource, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
+    )
+    message_case_citation = models.ForeignKey(
+        MessageCaseCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
     )
     verification_status = models.CharField(max_length=32)
     confidence = models.FloatField(null=True, blank=True)
@@ -83,8 +103,8 @@ class CitationLedgerEntry(models.Model):
             models.CheckConstraint(
                 condition=_exactly_one_source,
                 name="citation_ledger_entry_exactly_one_source",
-                violation_error_message="Exactly one of message_citation, message_caselaw_citation and "
-                "message_tool_source must be set.",
+                violation_error_message="Exactly one of message_citation, message_caselaw_citation, "
+                "message_tool_source and message_case_citation must be set.",
             ),
             # Confidence mirrors a verification score; outside 0..1 it means nothing.
             models.CheckConstraint(
@@ -110,20 +130,35 @@ class CitationLedgerEntry(models.Model):
                 name="citation_ledger_entry_caselaw_kind",
                 violation_error_message="An entry for a caselaw citation must have source_kind 'caselaw'.",
             ),
+            # A case citation written in an answer is a caselaw entry.
+            models.CheckConstraint(
+                condition=Q(message_case_citation__isnull=True) | Q(source_kind=SourceKind.CASELAW),
+                name="citation_ledger_entry_case_citation_kind",
+                violation_error_message="An entry for a case citation must have source_kind 'caselaw'.",
+            ),
+            # A checked case citation's status is the check's outcome, and only a case citation has one.
+            models.CheckConstraint(
+                condition=(Q(message_case_citation__isnull=True) & ~Q(verification_status__in=CASE_CITATION_STATUSES))
+                | (Q(message_case_citation__isnull=False) & Q(verification_status__in=CASE_CITATION_STATUSES)),
+                name="citation_ledger_entry_case_citation_status",
+                violation_error_message="A case-citation entry has the check's status ("
+                + ", ".join(CASE_CITATION_STATUSES)
+                + "), and only a case-citation entry has one.",
+            ),
             # A consulted source was not quoted: it is provenance.
             models.CheckConstraint(
                 condition=Q(message_tool_source__isnull=True) | Q(verification_status=PROVENANCE),
                 name="citation_ledger_entry_tool_source_is_provenance",
                 violation_error_message="A tool-source entry must have status 'provenance'.",
             ),
-            # A score exists exactly where something was verified: empty for provenance and failed claims,
-            # set for every verified quote.
+            # A score exists exactly where a quote was verified: empty for provenance, failed claims and
+            # case-citation checks, set for every verified quote.
             models.CheckConstraint(
                 condition=Q(verification_status__in=UNSCORED_STATUSES, confidence__isnull=True)
                 | (~Q(verification_status__in=UNSCORED_STATUSES) & Q(confidence__isnull=False)),
                 name="citation_ledger_entry_confidence_exactly_when_verified",
-                violation_error_message="Confidence must be empty for 'provenance' and 'unverified' entries, "
-                "and set for every other status.",
+                violation_error_message="Confidence must be empty for 'provenance', 'unverified' and "
+                "case-citation entries, and set for every verified quote.",
             ),
             # Only consulted sources are provenance: a quote must say how it was verified.
             models.CheckConstraint(
@@ -147,6 +182,11 @@ class CitationLedgerEntry(models.Model):
                 name="citation_ledger_entry_tool_source_uniq",
                 violation_error_message="This tool source already has a ledger entry.",
             ),
+            models.UniqueConstraint(
+                fields=["message_case_citation"],
+                name="citation_ledger_entry_case_citation_uniq",
+                violation_error_message="This case citation already has a ledger entry.",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -154,4 +194,9 @@ class CitationLedgerEntry(models.Model):
 
     @property
     def source_row_id(self) -> uuid.UUID | None:
-        return self.message_citation_id or self.message_caselaw_citation_id or self.message_tool_source_id
+        return (
+            self.message_citation_id
+            or self.message_caselaw_citation_id
+            or self.message_tool_source_id
+            or self.message_case_citation_id
+        )

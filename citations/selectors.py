@@ -65,12 +65,18 @@ def with_sources(entries: QuerySet[CitationLedgerEntry]) -> QuerySet[CitationLed
     One query whatever the number of entries.
     """
     return (
-        entries.select_related("message_citation__document", "message_caselaw_citation__opinion", "message_tool_source")
+        entries.select_related(
+            "message_citation__document",
+            "message_caselaw_citation__opinion",
+            "message_tool_source",
+            "message_case_citation__opinion",
+        )
         .defer(
             "message_citation__quote",
             "message_citation__document__content",
             "message_caselaw_citation__quote",
             "message_caselaw_citation__opinion__text",
+            "message_case_citation__opinion__text",
         )
         .annotate(
             **{

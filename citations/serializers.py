@@ -12,7 +12,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from chats.models import CaselawOpinion, Document, MessageToolSource
+from chats.models import CaselawOpinion, Document, MessageCaseCitation, MessageToolSource
 from citations import selectors
 from citations.models import CitationLedgerEntry
 
@@ -50,6 +50,21 @@ class ToolSourceRefSerializer(serializers.ModelSerializer[MessageToolSource]):
         read_only_fields = fields
 
 
+class CaseCitationRefSerializer(serializers.ModelSerializer[MessageCaseCitation]):
+    """A case citation written in the answer, as checked: where it stands in the answer, what it says, what the
+    check found (``status``, ``detail``) and the case it really is (``opinion``, for verified and
+    name_mismatch)."""
+
+    answer_start = serializers.IntegerField(source="answer_offset_start", read_only=True)
+    answer_end = serializers.IntegerField(source="answer_offset_end", read_only=True)
+    opinion = OpinionRefSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = MessageCaseCitation
+        fields = ("id", "kind", "citation", "case_name", "status", "detail", "answer_start", "answer_end", "opinion")
+        read_only_fields = fields
+
+
 class PassageSerializer(serializers.Serializer[selectors.Passage]):
     start = serializers.IntegerField(read_only=True, help_text="Offset of the first character in the source.")
     end = serializers.IntegerField(read_only=True, help_text="Offset just past the last character.")
@@ -57,9 +72,9 @@ class PassageSerializer(serializers.Serializer[selectors.Passage]):
 
 
 class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
-    """One ledger entry. At most one of ``document``, ``opinion`` and ``tool_source`` is set (none only for a
-    failed claim naming no quotable source); ``passage`` and ``passage_intact`` are set for verified quotes
-    and null for failed claims and consulted sources."""
+    """One ledger entry. At most one of ``document``, ``opinion``, ``tool_source`` and ``case_citation`` is set
+    (none only for a failed claim naming no quotable source); ``passage`` and ``passage_intact`` are set for
+    verified quotes and null for failed claims, consulted sources and checked case citations."""
 
     id = serializers.UUIDField(read_only=True)
     message_id = serializers.UUIDField(read_only=True)
@@ -71,6 +86,7 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     document = serializers.SerializerMethodField()
     opinion = serializers.SerializerMethodField()
     tool_source = serializers.SerializerMethodField()
+    case_citation = serializers.SerializerMethodField()
     passage = serializers.SerializerMethodField()
     passage_intact = serializers.SerializerMethodField(
         help_text="Whether the passage read now is the one that was verified: its SHA-256 equals the digest "
@@ -80,7 +96,8 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     verification_status = serializers.CharField(
         read_only=True,
         help_text="How the quote was verified (exact_match, tolerant_match), 'unverified' for a claim that did "
-        "not verify (no passage, no confidence), or 'provenance' for a consulted source.",
+        "not verify (no passage, no confidence), 'provenance' for a consulted source, or a case citation's "
+        "check (verified, name_mismatch, not_found, ambiguous, unchecked).",
     )
     unverified_reason = serializers.SerializerMethodField(help_text="Why an 'unverified' claim failed; else null.")
     confidence = serializers.FloatField(read_only=True, allow_null=True)
@@ -106,6 +123,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     def get_tool_source(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
         source = entry.message_tool_source
         return None if source is None else ToolSourceRefSerializer(source).data
+
+    @extend_schema_field(CaseCitationRefSerializer(allow_null=True))
+    def get_case_citation(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
+        case = entry.message_case_citation
+        return None if case is None else CaseCitationRefSerializer(case).data
 
     @extend_schema_field(PassageSerializer(allow_null=True))
     def get_passage(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:

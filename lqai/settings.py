@@ -225,6 +225,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Legal-AI chat with a citation-provenance ledger.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Two models have a "status" with choices: a message's lifecycle and a case citation's check.
+    "ENUM_NAME_OVERRIDES": {
+        "MessageStatusEnum": "chats.models.Message.Status",
+        "CaseCitationStatusEnum": "chats.models.MessageCaseCitation.Status",
+    },
 }
 
 # The assistant that answers chat turns; the default is offline and deterministic.

@@ -169,16 +169,17 @@ class MessageCaseCitationFactory(factory.django.DjangoModelFactory[models.Messag
     answer_offset_end = factory.LazyAttribute(lambda c: c.answer_offset_start + len(c.citation))
     kind = models.MessageCaseCitation.Kind.FULL
     citation = "570 U.S. 297"
-    case_name = factory.LazyAttribute(lambda c: c.opinion.case_name)
+    case_name = factory.LazyAttribute(lambda c: c.opinion.case_name if c.opinion else "Doe v. Roe")
     status = models.MessageCaseCitation.Status.VERIFIED
-    detail = factory.LazyAttribute(lambda c: f"{c.citation} is {c.opinion.case_name}")
+    detail = factory.LazyAttribute(lambda c: f"{c.citation} is {c.opinion.case_name}" if c.opinion else "")
     provider = "local"
 
 
 class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedgerEntry]):
     """A ledger entry mirroring its source row, as ``citations.ledger.assemble`` would write it.
 
-    Defaults to an entry for a KB quote; the ``caselaw`` and ``tool_source`` traits give the other two kinds.
+    Defaults to an entry for a KB quote; the ``caselaw``, ``tool_source`` and ``case_citation`` traits give the
+    other sources.
     Pass an existing source row (``message_citation=...``) to index that row.
     """
 
@@ -204,12 +205,26 @@ class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedge
             provider=factory.LazyAttribute(lambda e: e.message_tool_source.provider),
             retrieved_at=factory.LazyAttribute(lambda e: e.message_tool_source.created_at),
         )
+        case_citation = factory.Trait(
+            message_citation=None,
+            message_case_citation=factory.SubFactory(MessageCaseCitationFactory),
+            source_kind=SourceKind.CASELAW,
+            verification_status=factory.LazyAttribute(lambda e: e.message_case_citation.status),
+            confidence=None,
+            provider=factory.LazyAttribute(lambda e: e.message_case_citation.provider or None),
+            retrieved_at=factory.LazyAttribute(lambda e: e.message_case_citation.created_at),
+        )
 
     message_citation = factory.SubFactory(MessageCitationFactory)
     message_caselaw_citation = None
     message_tool_source = None
+    message_case_citation = None
     message = factory.LazyAttribute(
-        lambda e: (e.message_citation or e.message_caselaw_citation or e.message_tool_source).message
+        lambda e: (
+            (
+                e.message_citation or e.message_caselaw_citation or e.message_tool_source or e.message_case_citation
+            ).message
+        )
     )
     chat = factory.LazyAttribute(lambda e: e.message.chat)
     project = factory.LazyAttribute(lambda e: e.chat.project)

@@ -259,8 +259,18 @@ def test_the_case_name_is_read_as_written_before_the_citation() -> None:
             "Cf. Students for Fair Admissions, Inc. v. President & Fellows of Harvard Coll., 600 U.S. 181 (2023).",
             [(Kind.FULL, "Students for Fair Admissions, Inc. v. President & Fellows of Harvard Coll.")],
         ),
+        (
+            '- "strict scrutiny" (Fisher v. University of Texas at Austin, 570 U.S. 297)',
+            [(Kind.FULL, "Fisher v. University of Texas at Austin")],
+        ),
     ],
-    ids=["markdown italics", "signals and parentheticals", "a defined short name", "a comma before Inc."],
+    ids=[
+        "markdown italics",
+        "signals and parentheticals",
+        "a defined short name",
+        "a comma before Inc.",
+        "inside parentheses",
+    ],
 )
 def test_names_are_read_in_the_forms_answers_write_them(text: str, names: list[tuple[Kind, str]]) -> None:
     found = extract_citations(text)

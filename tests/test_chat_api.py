@@ -207,8 +207,8 @@ def test_chat_messages_run_a_constant_number_of_queries(
         factories.MessageCaselawCitationFactory.create(message=answer)
         factories.MessageToolSourceFactory.create(message=answer)
 
-    # chat, messages, KB citations + documents, caselaw citations + opinions, tool sources
-    with django_assert_num_queries(5):
+    # chat, messages, KB citations + documents, caselaw citations + opinions, tool sources, case citations
+    with django_assert_num_queries(6):
         response = api_client.get(f"/api/chats/{matter_chat.pk}/messages/")
 
     assert len(response.json()["results"]) == messages

@@ -15,6 +15,7 @@ from chats.models import (
     Chat,
     Document,
     Message,
+    MessageCaseCitation,
     MessageCaselawCitation,
     MessageCitation,
     MessageToolSource,
@@ -37,6 +38,7 @@ def _entries_match_rows() -> None:
         MessageCitation.objects.filter(message__in=messages).count()
         + MessageCaselawCitation.objects.filter(message__in=messages).count()
         + MessageToolSource.objects.filter(message__in=messages).count()
+        + MessageCaseCitation.objects.filter(message__in=messages).count()
     )
     assert rows > 0
     assert CitationLedgerEntry.objects.filter(project=project).count() == rows

@@ -18,7 +18,15 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
-from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from chats.models import (
+    Chat,
+    Message,
+    MessageCaseCitation,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
 from chats.signals import post_finalize
 from citations import ledger
 from citations.backfill import backfill_ledger
@@ -27,7 +35,7 @@ from tests import factories
 
 DISPATCH_UID = "citations.assemble_ledger_on_finalize"
 
-SourceRow = MessageCitation | MessageCaselawCitation | MessageToolSource
+SourceRow = MessageCitation | MessageCaselawCitation | MessageToolSource | MessageCaseCitation
 
 # The columns an entry mirrors from its source row (everything but its own id and created_at).
 MIRRORED_FIELDS = (
@@ -38,6 +46,7 @@ MIRRORED_FIELDS = (
     "message_citation_id",
     "message_caselaw_citation_id",
     "message_tool_source_id",
+    "message_case_citation_id",
     "verification_status",
     "confidence",
     "provider",
@@ -60,6 +69,7 @@ def expected_entry(row: SourceRow) -> dict[str, Any]:
         "message_citation_id": None,
         "message_caselaw_citation_id": None,
         "message_tool_source_id": None,
+        "message_case_citation_id": None,
         "treatment_id": None,
     }
     if isinstance(row, MessageCitation):
@@ -78,6 +88,15 @@ def expected_entry(row: SourceRow) -> dict[str, Any]:
             "verification_status": row.verification_method,
             "confidence": row.verification_confidence,
             "provider": row.opinion.provider if row.opinion is not None else None,
+            "retrieved_at": row.created_at,
+        }
+    if isinstance(row, MessageCaseCitation):
+        return entry | {
+            "source_kind": "caselaw",
+            "message_case_citation_id": row.pk,
+            "verification_status": row.status,
+            "confidence": None,
+            "provider": row.provider or None,
             "retrieved_at": row.created_at,
         }
     return entry | {
@@ -123,6 +142,33 @@ def make_turn(message: Message | None = None) -> Turn:
 
 
 # --- What assemble() writes --------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_assemble_mirrors_each_checked_case_citation() -> None:
+    # Given a turn whose answer cited a real case under another name, a case that does not exist, and a statute
+    message = factories.MessageFactory.create()
+    mismatch = factories.MessageCaseCitationFactory.create(
+        message=message,
+        opinion=factories.CaselawOpinionFactory.create(provider="courtlistener"),
+        case_name="Smith v. Jones",
+        status="name_mismatch",
+        provider="courtlistener",
+    )
+    missing = factories.MessageCaseCitationFactory.create(
+        message=message, opinion=None, citation="999 U.S. 999", status="not_found", detail="no case"
+    )
+    statute = factories.MessageCaseCitationFactory.create(
+        message=message, opinion=None, kind="statute", citation="42 U.S.C. 1983", status="unchecked", provider=""
+    )
+
+    # When the ledger is assembled, then each checked citation has one caselaw entry carrying the check's status
+    assert ledger.assemble(message) == 3
+    entries = entries_by_source(message)
+    for row in (mismatch, missing, statute):
+        assert mirrored(entries[row.pk]) == expected_entry(row)
+    assert {e.verification_status for e in entries.values()} == {"name_mismatch", "not_found", "unchecked"}
+    assert entries[statute.pk].provider is None
 
 
 @pytest.mark.django_db
@@ -224,6 +270,15 @@ def _tool_entry(**overrides: Any) -> CitationLedgerEntry:
     return entry
 
 
+def _case_entry(**overrides: Any) -> CitationLedgerEntry:
+    entry = factories.CitationLedgerEntryFactory.build(
+        case_citation=True, message_case_citation=factories.MessageCaseCitationFactory.create()
+    )
+    for name, value in overrides.items():
+        setattr(entry, name, value)
+    return entry
+
+
 def _duplicate_of(**traits: bool) -> Callable[[], CitationLedgerEntry]:
     def make() -> CitationLedgerEntry:
         existing = factories.CitationLedgerEntryFactory.create(**traits)
@@ -232,6 +287,7 @@ def _duplicate_of(**traits: bool) -> Callable[[], CitationLedgerEntry]:
             message_citation=existing.message_citation,
             message_caselaw_citation=existing.message_caselaw_citation,
             message_tool_source=existing.message_tool_source,
+            message_case_citation=existing.message_case_citation,
         )
 
     return make
@@ -250,10 +306,18 @@ class Invalid(NamedTuple):
     clean_error: str
 
 
-EXACTLY_ONE = "Exactly one of message_citation, message_caselaw_citation and message_tool_source must be set."
+EXACTLY_ONE = (
+    "Exactly one of message_citation, message_caselaw_citation, message_tool_source and message_case_citation "
+    "must be set."
+)
 
 CONFIDENCE_EXACTLY_WHEN_VERIFIED = (
-    "Confidence must be empty for 'provenance' and 'unverified' entries, and set for every other status."
+    "Confidence must be empty for 'provenance', 'unverified' and case-citation entries, and set for every "
+    "verified quote."
+)
+CASE_STATUS = (
+    "A case-citation entry has the check's status (verified, name_mismatch, not_found, ambiguous, unchecked), "
+    "and only a case-citation entry has one."
 )
 
 INVALID: dict[str, Invalid] = {
@@ -321,6 +385,40 @@ INVALID: dict[str, Invalid] = {
         "citation_ledger_entry_tool_source_is_provenance",
         "A tool-source entry must have status 'provenance'.",
     ),
+    "four_sources": Invalid(
+        lambda: _case_entry(
+            message_citation=factories.MessageCitationFactory.create(),
+            message_caselaw_citation=factories.MessageCaselawCitationFactory.create(),
+            message_tool_source=factories.MessageToolSourceFactory.create(),
+        ),
+        "citation_ledger_entry_exactly_one_source|citation_ledger_entry_kb_kind|citation_ledger_entry_case_citation",
+        EXACTLY_ONE,
+    ),
+    "case_citation_with_kb_kind": Invalid(
+        lambda: _case_entry(source_kind="kb_document"),
+        "citation_ledger_entry_case_citation_kind",
+        "An entry for a case citation must have source_kind 'caselaw'.",
+    ),
+    "case_citation_with_a_quote_status": Invalid(
+        lambda: _case_entry(verification_status="exact_match", confidence=1.0),
+        "citation_ledger_entry_case_citation_status",
+        CASE_STATUS,
+    ),
+    "quote_with_a_case_status": Invalid(
+        lambda: _caselaw_entry(verification_status="name_mismatch", confidence=None),
+        "citation_ledger_entry_case_citation_status",
+        CASE_STATUS,
+    ),
+    "case_citation_with_confidence": Invalid(
+        lambda: _case_entry(confidence=0.9),
+        "citation_ledger_entry_confidence_exactly_when_verified",
+        CONFIDENCE_EXACTLY_WHEN_VERIFIED,
+    ),
+    "second_entry_for_a_case_citation": Invalid(
+        _duplicate_of(case_citation=True),
+        _unique_violation("citation_ledger_entry_case_citation_uniq", "message_case_citation_id"),
+        "This case citation already has a ledger entry.",
+    ),
     "verified_quote_without_confidence": Invalid(
         lambda: _kb_entry(confidence=None),
         "citation_ledger_entry_confidence_exactly_when_verified",
@@ -361,6 +459,8 @@ VALID: dict[str, Callable[[], CitationLedgerEntry]] = {
     "confidence_zero": lambda: _kb_entry(confidence=0.0),
     "confidence_one": lambda: _caselaw_entry(confidence=1.0),
     "unverified_kb_claim": lambda: _kb_entry(verification_status="unverified", confidence=None),
+    "case_citation": _case_entry,
+    "case_citation_name_mismatch": lambda: _case_entry(verification_status="name_mismatch"),
     "unverified_caselaw_claim": lambda: _caselaw_entry(verification_status="unverified", confidence=None),
 }
 
@@ -441,15 +541,16 @@ def test_assemble_runs_a_constant_number_of_queries(
     factories.MessageCitationFactory.create_batch(rows_per_kind, message=message, document=document)
     factories.MessageCaselawCitationFactory.create_batch(rows_per_kind, message=message, opinion=opinion)
     factories.MessageToolSourceFactory.create_batch(rows_per_kind, message=message)
+    factories.MessageCaseCitationFactory.create_batch(rows_per_kind, message=message)
 
     # Whatever the row count: on PostgreSQL one statement, elsewhere one INSERT ... SELECT per source table;
     # plus the savepoint around them (two queries: SAVEPOINT and RELEASE).
-    statements = 1 if connection.vendor == "postgresql" else 3
+    statements = 1 if connection.vendor == "postgresql" else 4
     with django_assert_num_queries(statements + 2):
         created = ledger.assemble(message)
 
-    assert created == 3 * rows_per_kind
-    assert CitationLedgerEntry.objects.filter(message=message).count() == 3 * rows_per_kind
+    assert created == 4 * rows_per_kind
+    assert CitationLedgerEntry.objects.filter(message=message).count() == 4 * rows_per_kind
 
 
 @pytest.mark.postgres
@@ -680,7 +781,7 @@ def test_every_ledger_foreign_key_cascades_in_the_database() -> None:
             "WHERE conrelid = 'citation_ledger_entry'::regclass AND contype = 'f'"
         )
         actions = dict(cursor.fetchall())
-    assert len(actions) == 6  # project, chat, message and the three source rows
+    assert len(actions) == 7  # project, chat, message and the four source rows
     assert set(actions.values()) == {"c"}
 
 

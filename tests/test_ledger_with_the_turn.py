@@ -45,7 +45,12 @@ def _entries(message_id: Any) -> int:
 
 def _rows(message_id: Any) -> int:
     message = Message.objects.get(pk=message_id)
-    return message.citations.count() + message.caselaw_citations.count() + message.tool_sources.count()
+    return (
+        message.citations.count()
+        + message.caselaw_citations.count()
+        + message.tool_sources.count()
+        + message.case_citations.count()
+    )
 
 
 # --- The entries exist when the response arrives ---------------------------------------------------------------

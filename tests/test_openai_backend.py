@@ -546,7 +546,9 @@ def test_the_ledger_of_a_model_turn_has_the_shape_of_the_extractive_backends_for
     assert kb_quotes
     assert opinion_quotes
 
-    # when a model searches the same caselaw and claims the same quotes
+    # when a model searches the same caselaw, claims the same quotes and cites the same case in its answer
+    case = f"{local_opinion.case_name}, {local_opinion.citation}"
+    assert case in extractive_message.content
     server = FakeOpenAIServer().start()
     try:
         settings.LQAI_ASSISTANT_BACKEND = "chats.assistant.OpenAICompatibleBackend"
@@ -558,7 +560,7 @@ def test_the_ledger_of_a_model_turn_has_the_shape_of_the_extractive_backends_for
                 *(cite(f"kb_{n}", "S1", quote) for n, quote in enumerate(kb_quotes)),
                 *(cite(f"op_{n}", "C1", quote) for n, quote in enumerate(opinion_quotes)),
             ),
-            answer("Both sources agree."),
+            answer(f"Both sources agree ({case})."),
         )
         with django_capture_on_commit_callbacks(execute=True):
             model = done(streamed(api_client, matter_chat))
@@ -570,7 +572,9 @@ def test_the_ledger_of_a_model_turn_has_the_shape_of_the_extractive_backends_for
     assert model["status"] == extractive["status"] == "complete"
     assert model["citation_count"] == extractive["citation_count"]
     assert ledger_shape(model["message_id"]) == ledger_shape(extractive["message_id"])
-    assert len(ledger_shape(model["message_id"])) == len(kb_quotes) + len(opinion_quotes) + 1
+    # (the quotes, the consulted opinion, and the case cited in the answer, checked)
+    assert len(ledger_shape(model["message_id"])) == len(kb_quotes) + len(opinion_quotes) + 2
+    assert ("caselaw", "verified", "local") in ledger_shape(model["message_id"])
 
 
 # --- Configuration and start-up ---------------------------------------------------------------------------

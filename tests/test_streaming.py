@@ -131,6 +131,15 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
     assert list(MessageToolSource.objects.filter(message=message).values_list("label", flat=True)) == [
         local_opinion.case_name
     ]
+    # The done event also carries the case the answer cites, checked against the local opinion
+    (case,) = data["done"].pop("case_citations")
+    assert (case["citation"], case["case_name"], case["status"], case["opinion"]) == (
+        "570 U.S. 297",
+        local_opinion.case_name,
+        "verified",
+        str(local_opinion.pk),
+    )
+    assert message.content[case["answer_start"] : case["answer_end"]].startswith("570 U.S. 297")
     assert data["done"] == {
         "message_id": str(message.pk),
         "status": "complete",
@@ -140,8 +149,10 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
         "unverified": [],
     }
     kb_count = len(citations) - 1
+    # the quotes, the opinion consulted, and the case the answer cites (Fisher, 570 U.S. 297), checked
     assert ledger_kinds(message.pk) == sorted(
-        [("caselaw", EXACT_MATCH), ("caselaw", "provenance")] + [("kb_document", EXACT_MATCH)] * kb_count
+        [("caselaw", EXACT_MATCH), ("caselaw", "provenance"), ("caselaw", "verified")]
+        + [("kb_document", EXACT_MATCH)] * kb_count
     )
 
 
@@ -252,7 +263,8 @@ def test_a_disconnect_saves_the_turn_interrupted_and_resume_completes_it(
     citations = [d for n, d in rest if n == "citation"]
     assert message.citations.count() + message.caselaw_citations.count() == len(citations) > 0
     assert ledger_kinds(message.pk) == sorted(
-        [("caselaw", EXACT_MATCH), ("caselaw", "provenance")] + [("kb_document", EXACT_MATCH)] * (len(citations) - 1)
+        [("caselaw", EXACT_MATCH), ("caselaw", "provenance"), ("caselaw", "verified")]
+        + [("kb_document", EXACT_MATCH)] * (len(citations) - 1)
     )
 
 

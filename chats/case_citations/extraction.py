@@ -203,6 +203,10 @@ def _trailing_name(text: str) -> str:
     for word in reversed(words):
         before_suffix = bool(taken) and taken[-1].lower().rstrip(",.") in _CORPORATE_SUFFIXES
         if not _name_word(word, before_suffix=before_suffix):
+            # "(Fisher v. ...": an opening parenthesis, bracket or quotation mark starts the name
+            opened = word.lstrip('(["\u201c')
+            if opened != word and _name_word(opened, before_suffix=before_suffix):
+                taken.append(opened)
             break
         taken.append(word)
     taken.reverse()
