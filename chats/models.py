@@ -13,8 +13,11 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import IntegrityError, models
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.lookups import Exact
 from django.utils import timezone
+
+from chats.db_functions import JSONTypeOf
 
 
 class CitedTextChangeError(IntegrityError):
@@ -348,6 +351,18 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             violation_error_message="A verified quote needs its source, offsets and confidence and no reason; "
             "an unverified one has no offsets and no confidence, and a reason.",
         ),
+        # The admin and the trace iterate the alterations: anything but a list cannot be shown.
+        models.CheckConstraint(
+            condition=Exact(JSONTypeOf("alterations"), Value("array")),
+            name=f"{table}_alterations_array",
+            violation_error_message="alterations must be a JSON array.",
+        ),
+        # An exact quote altered nothing and a failed claim matched nothing: only a tolerant match lists any.
+        models.CheckConstraint(
+            condition=Q(verification_method=VerificationMethod.TOLERANT_MATCH) | Q(alterations=[]),
+            name=f"{table}_alterations_only_tolerant",
+            violation_error_message="Only a tolerant match has alterations.",
+        ),
     ]
 
 
@@ -370,6 +385,10 @@ class MessageCitation(models.Model):
     # recomputes it from the passage it reads, so a change of the text below the application shows.
     # Empty for quotes stored before it was recorded (also the database default, for raw SQL writers).
     passage_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # Each alteration and omission of a tolerant match, in quote order, as ``chats.verification`` found it:
+    # {"kind", "detail", "quote_text", "source_start", "source_end"} (offsets into the source, like the
+    # passage's). Empty for an exact match and a failed claim (also the database default, for raw SQL writers).
+    alterations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -400,6 +419,10 @@ class MessageCaselawCitation(models.Model):
     # recomputes it from the passage it reads, so a change of the text below the application shows.
     # Empty for quotes stored before it was recorded (also the database default, for raw SQL writers).
     passage_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # Each alteration and omission of a tolerant match, in quote order, as ``chats.verification`` found it:
+    # {"kind", "detail", "quote_text", "source_start", "source_end"} (offsets into the source, like the
+    # passage's). Empty for an exact match and a failed claim (also the database default, for raw SQL writers).
+    alterations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

@@ -43,7 +43,7 @@ from chats.models import (
 )
 from chats.selectors import open_streams_of
 from chats.signals import post_finalize
-from chats.verification import NormalizedSource
+from chats.verification import NormalizedSource, QuoteMatch
 
 logger = logging.getLogger(__name__)
 
@@ -300,6 +300,7 @@ def _verify_claims(
                     verification_method=match.method,
                     verification_confidence=match.confidence,
                     passage_sha256=passage_sha256(opinion.text[match.start : match.end]),
+                    alterations=alterations_record(match),
                     created_at=now,
                 )
             )
@@ -329,10 +330,27 @@ def _verify_claims(
                 verification_method=match.method,
                 verification_confidence=match.confidence,
                 passage_sha256=passage_sha256(document.content[match.start : match.end]),
+                alterations=alterations_record(match),
                 created_at=now,
             )
         )
     return kb, caselaw
+
+
+def alterations_record(match: QuoteMatch) -> list[dict[str, str | int]]:
+    """What a quote row stores of a match's alterations and omissions (its ``alterations`` column): one
+    ``{"kind", "detail", "quote_text", "source_start", "source_end"}`` per alteration, in quote order; none for
+    an exact match."""
+    return [
+        {
+            "kind": a.kind,
+            "detail": a.detail,
+            "quote_text": a.quote_text,
+            "source_start": a.source_start,
+            "source_end": a.source_end,
+        }
+        for a in match.alterations
+    ]
 
 
 def _reason(why: str, source: str) -> str:

@@ -3,7 +3,8 @@
 Entries are written only by ``citations.ledger`` (``assemble`` and the backfill); the admin shows
 them, links each to the row it indexes and to its message and chat, and shows a message's
 entries inline on the message's page, with the passage each quote points at read from the
-content layer at render time.
+content layer at render time. An entry's own page shows the passage highlighted in the source
+text around it, with each alteration and omission of the quote marked in place and listed.
 
 Built for a table of millions of rows: the changelist joins only the chat and the message,
 never counts the whole table twice, computes no facets, searches by exact id only, and neither
@@ -22,8 +23,8 @@ from django.db.models import Max, Min, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import formats, timezone
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import capfirst
 
 from chats.admin import MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
@@ -38,6 +39,7 @@ from chats.models import (
     Project,
 )
 from chats.verification import EXACT_MATCH, TOLERANT_MATCH
+from chats.verification.results import CASE, ELLIPSIS
 from citations import selectors
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
 
@@ -144,6 +146,101 @@ def passage_html(entry: CitationLedgerEntry) -> SafeString | str:
     if source.url.startswith(("https://", "http://")):
         return format_html('{} <a href="{}" rel="noopener noreferrer">{}</a>', source.label, source.url, source.url)
     return format_html("{} {}", source.label, source.url)
+
+
+def _describe(alteration: dict[str, Any], replaced: str) -> str:
+    """An alteration in words: its kind (and detail), what the quote wrote, the source text ``replaced`` it
+    stands for or omits."""
+    kind = alteration["kind"] + (f" ({alteration['detail']})" if alteration["detail"] else "")
+    if alteration["kind"] == ELLIPSIS:
+        return f"omission: the quote's \u201c{alteration['quote_text']}\u201d omits \u201c{replaced}\u201d"
+    if alteration["kind"] == CASE:
+        return "case: the passage matches the quote only when case is ignored"
+    if alteration["source_start"] == alteration["source_end"]:
+        return f"{kind}: the quote adds \u201c{alteration['quote_text']}\u201d"
+    return f"{kind}: the quote's \u201c{alteration['quote_text']}\u201d stands for \u201c{replaced}\u201d"
+
+
+def _marked(context: selectors.PassageInContext, start: int, end: int, alterations: list[dict[str, Any]]) -> str:
+    """The source text ``[start, end)`` of ``context`` with ``alterations`` (inside it, in order, disjoint)
+    marked: each a ``span`` titled with the alteration in words, holding the source text it replaces or omits
+    struck out (``<del>``) and, for a bracket, the quote's text (``<ins>``). Escaped."""
+    parts: list[str] = []
+    at = start
+    for alteration in alterations:
+        a, b = alteration["source_start"], alteration["source_end"]
+        replaced = context.slice(a, b)
+        added = "" if alteration["kind"] == ELLIPSIS else format_html("<ins>{}</ins>", alteration["quote_text"])
+        parts.append(
+            format_html(
+                '{}<span class="alteration" data-kind="{}" title="{}">{}{}</span>',
+                context.slice(at, a),
+                alteration["kind"],
+                _describe(alteration, replaced),
+                format_html("<del>{}</del>", replaced) if a < b else "",
+                added,
+            )
+        )
+        at = b
+    parts.append(format_html("{}", context.slice(at, end)))
+    return "".join(parts)
+
+
+def passage_in_context_html(entry: CitationLedgerEntry, context: selectors.PassageInContext | None) -> SafeString | str:
+    """The ledger entry page's view of what an entry points at (``selectors.entry_in_context``): the passage
+    highlighted (``<mark>``) in the source text around it, each alteration and omission marked in place
+    (``_marked``) and listed below with its source offsets. A failed claim or a consulted source as
+    :func:`passage_html` shows it."""
+    quote = entry.message_citation or entry.message_caselaw_citation
+    if context is None or quote is None:
+        return passage_html(entry)
+    span = context.passage
+    alterations = sorted(quote.alterations, key=lambda a: (a["source_start"], a["source_end"]))
+    # Marked in place: each alteration wholly inside the passage or wholly beside it, not overlapping the one
+    # before (a case-only match spans the whole passage: it is listed, not marked).
+    segments: list[list[dict[str, Any]]] = [[], [], []]  # before, inside, after the passage
+    at = context.start
+    for alteration in alterations:
+        a, b = alteration["source_start"], alteration["source_end"]
+        if alteration["kind"] == CASE or a < at or b > context.end:
+            continue
+        if span.start <= a and b <= span.end:
+            segments[1].append(alteration)
+        elif b <= span.start:
+            segments[0].append(alteration)
+        elif a >= span.end:
+            segments[2].append(alteration)
+        else:
+            continue
+        at = b
+    changed = format_html(" <strong>{}</strong>", "changed since verified") if span.intact is False else ""
+    listed = format_html_join(
+        "",
+        '<li data-kind="{}">{} <small>[{}:{}]</small></li>',
+        (
+            (
+                a["kind"],
+                _describe(a, context.slice(a["source_start"], a["source_end"])),
+                a["source_start"],
+                a["source_end"],
+            )
+            for a in alterations
+        ),
+    )
+    return format_html(
+        '<div class="passage-in-context" style="white-space: pre-wrap">{}{}<mark title="{}">{}</mark>{}{}</div>'
+        "<small>passage [{}:{}] of the source, with the text around it</small>{}{}",
+        "\u2026 " if context.more_before else "",
+        mark_safe(_marked(context, context.start, span.start, segments[0])),  # noqa: S308 - escaped by _marked
+        f"the verified passage [{span.start}:{span.end}]",
+        mark_safe(_marked(context, span.start, span.end, segments[1])),  # noqa: S308 - escaped by _marked
+        mark_safe(_marked(context, span.end, context.end, segments[2])),  # noqa: S308 - escaped by _marked
+        " \u2026" if context.more_after else "",
+        span.start,
+        span.end,
+        changed,
+        format_html('<ol class="alterations">{}</ol>', listed) if alterations else "",
+    )
 
 
 class _FixedValuesFilter(admin.SimpleListFilter):
@@ -264,7 +361,7 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
     @admin.display(description="passage")
     def passage(self, entry: CitationLedgerEntry) -> SafeString | str:
         # The entry page only (one query): the changelist never reads the content layer.
-        return passage_html(selectors.entry_with_source(entry.pk))
+        return passage_in_context_html(*selectors.entry_in_context(entry.pk))
 
     @admin.display(description="project")
     def project_link(self, entry: CitationLedgerEntry) -> SafeString | str:

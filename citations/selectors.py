@@ -11,11 +11,12 @@ verified; a digest, not content) tells whether the passage read now is still tha
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from uuid import UUID
 
-from django.db.models import F, QuerySet
-from django.db.models.functions import Coalesce, Substr
+from django.db.models import F, IntegerField, QuerySet, Value
+from django.db.models.functions import Coalesce, Greatest, Substr
 
 from chats.models import Chat
 from chats.services import passage_sha256
@@ -26,6 +27,11 @@ _START = "passage_start"
 _END = "passage_end"
 _TEXT = "passage_text"
 _DIGEST = "passage_digest"
+_CONTEXT_START = "passage_context_start"
+_CONTEXT_TEXT = "passage_context_text"
+
+# Characters of the source shown on each side of a passage on a ledger entry's admin page.
+CONTEXT_CHARS = 200
 
 _QUOTE_SOURCES = (
     # (relation from the entry to the quote row, the text column it quotes, relative to that row)
@@ -100,6 +106,67 @@ def passage(entry: CitationLedgerEntry) -> Passage | None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class PassageInContext:
+    """A passage and the source text around it, ``text`` = ``source[start:end]``: up to ``CONTEXT_CHARS``
+    characters on each side, cut at whitespace so that no word is shown in part. ``more_before`` and
+    ``more_after`` tell whether the source goes on beyond it."""
+
+    passage: Passage
+    start: int
+    text: str
+    more_before: bool = False
+    more_after: bool = False
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.text)
+
+    def slice(self, start: int, end: int) -> str:
+        """``source[start:end]``, for offsets within the context."""
+        return self.text[max(start - self.start, 0) : max(end - self.start, 0)]
+
+
+def entry_in_context(
+    entry_id: UUID, *, context_chars: int = CONTEXT_CHARS
+) -> tuple[CitationLedgerEntry, PassageInContext | None]:
+    """One entry resolved with :func:`with_sources`, and its passage with ``context_chars`` characters of the
+    source on each side (``None`` for a consulted source or a failed claim). One query: the context is cut on
+    the database side like the passage, so only it leaves the database (raises ``DoesNotExist``)."""
+
+    # From the passage's offsets as with_sources() reads them: GREATEST ignores NULLs on PostgreSQL (not on
+    # SQLite), so it must not see the other quote table's (NULL) offsets.
+    context_start = Greatest(F(_START) - context_chars, Value(0), output_field=IntegerField())
+    source_text = Coalesce(*(F(f"{quote}__{text}") for quote, text in _QUOTE_SOURCES))
+    entry = (
+        with_sources(CitationLedgerEntry.objects.filter(pk=entry_id))
+        .annotate(**{_CONTEXT_START: context_start})
+        .annotate(
+            **{_CONTEXT_TEXT: Substr(source_text, F(_CONTEXT_START) + 1, F(_END) + context_chars - F(_CONTEXT_START))}
+        )
+        .get()
+    )
+    span = passage(entry)
+    text = getattr(entry, _CONTEXT_TEXT)
+    if span is None or text is None:
+        return entry, None
+    start = getattr(entry, _CONTEXT_START)
+    more_before = start > 0
+    # The whole length asked for came back: the source (most likely) goes on after it.
+    more_after = start + len(text) == span.end + context_chars
+    # Whole words only: drop a word cut at either edge of the context, never any of the passage.
+    if more_before:
+        gap = re.search(r"\s", text[: span.start - start])
+        if gap is not None:
+            start, text = start + gap.end(), text[gap.end() :]
+    if more_after:
+        after = span.end - start
+        gap = max(text.rfind(" ", after), text.rfind("\n", after))
+        if gap >= 0:
+            text = text[:gap]
+    return entry, PassageInContext(passage=span, start=start, text=text, more_before=more_before, more_after=more_after)
+
+
 def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[CitationLedgerEntry]:
     """The entries of ``chat`` (of one turn with ``message_id``; none if that turn is not in ``chat``),
     in the order they were written, resolved with :func:`with_sources`."""
@@ -108,8 +175,3 @@ def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[Citat
         entries = entries.filter(message_id=message_id)
     # created_at then id: the (chat, created_at) index serves it, and pages are stable.
     return with_sources(entries.order_by("created_at", "id"))
-
-
-def entry_with_source(entry_id: UUID) -> CitationLedgerEntry:
-    """One entry resolved with :func:`with_sources` (raises ``DoesNotExist``)."""
-    return with_sources(CitationLedgerEntry.objects.filter(pk=entry_id)).get()

@@ -71,6 +71,25 @@ class PassageSerializer(serializers.Serializer[selectors.Passage]):
     text = serializers.CharField(read_only=True, help_text="source[start:end], read from the source now.")
 
 
+class AlterationSerializer(serializers.Serializer[dict[str, Any]]):
+    kind = serializers.CharField(
+        read_only=True,
+        help_text="bracket, letter ([t]he), sic, ellipsis (an omission), quote_mark (double for single or back), "
+        "case (the passage matched only case-insensitively).",
+    )
+    detail = serializers.CharField(
+        read_only=True,
+        help_text="For a bracket: what it stands for (same, form, reference, shortened, insertion, letters, "
+        "substitution); else empty.",
+    )
+    quote_text = serializers.CharField(read_only=True, help_text="The alteration as the quote wrote it.")
+    source_start = serializers.IntegerField(
+        read_only=True,
+        help_text="Offset in the source of the text it stands for or omits (equal to source_end for an insertion).",
+    )
+    source_end = serializers.IntegerField(read_only=True, help_text="Offset just past that text.")
+
+
 class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     """One ledger entry. At most one of ``document``, ``opinion``, ``tool_source`` and ``case_citation`` is set
     (none only for a failed claim naming no quotable source); ``passage`` and ``passage_intact`` are set for
@@ -88,6 +107,10 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     tool_source = serializers.SerializerMethodField()
     case_citation = serializers.SerializerMethodField()
     passage = serializers.SerializerMethodField()
+    alterations = serializers.SerializerMethodField(
+        help_text="Each alteration and omission of a quote, in quote order, with the source span it stands for: "
+        "empty for an exact quote and a failed claim; null for a consulted source."
+    )
     passage_intact = serializers.SerializerMethodField(
         help_text="Whether the passage read now is the one that was verified: its SHA-256 equals the digest "
         "stored with the quote. False means the source text changed below the application. Null for "
@@ -133,6 +156,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     def get_passage(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
         span = selectors.passage(entry)
         return None if span is None else PassageSerializer(span).data
+
+    @extend_schema_field(AlterationSerializer(many=True, allow_null=True))
+    def get_alterations(self, entry: CitationLedgerEntry) -> list[dict[str, Any]] | None:
+        quote = entry.message_citation or entry.message_caselaw_citation
+        return None if quote is None else [AlterationSerializer(a).data for a in quote.alterations]
 
     def get_passage_intact(self, entry: CitationLedgerEntry) -> bool | None:
         span = selectors.passage(entry)

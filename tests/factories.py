@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import factory
@@ -9,7 +10,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from chats import models
-from chats.services import passage_sha256
+from chats.services import alterations_record, passage_sha256
+from chats.verification import QuoteMatch, verify_quote
 from citations import ledger
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
 
@@ -18,6 +20,33 @@ TEXT = (
     "The reviewing court must ultimately be satisfied that no workable race-neutral alternative would "
     "produce the educational benefits of diversity."
 )
+
+
+# A quote of TEXT with a bracketed letter and an omission ("ultimately"): a tolerant match with two alterations.
+ALTERED_QUOTE = "[t]he reviewing court must . . . be satisfied"
+
+
+def _verified(quote: str, source: str) -> QuoteMatch:
+    match = verify_quote(quote, source)
+    assert match is not None, quote
+    return match
+
+
+def _altered(source_text: Callable[[Any], str]) -> dict[str, Any]:
+    """The fields of a quote row verified as a tolerant match of ``ALTERED_QUOTE`` (the ``altered`` trait);
+    ``source_text`` reads the row's source text."""
+
+    def match(row: Any) -> QuoteMatch:
+        return _verified(row.quote, source_text(row))
+
+    return {
+        "quote": ALTERED_QUOTE,
+        "source_offset_start": factory.LazyAttribute(lambda c: match(c).start),
+        "source_offset_end": factory.LazyAttribute(lambda c: match(c).end),
+        "verification_method": "tolerant_match",
+        "verification_confidence": factory.LazyAttribute(lambda c: match(c).confidence),
+        "alterations": factory.LazyAttribute(lambda c: alterations_record(match(c))),
+    }
 
 
 class UserFactory(factory.django.DjangoModelFactory[User]):
@@ -122,6 +151,7 @@ class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCit
     class Params:
         # A claim that did not verify: no span, no score, no digest, and why.
         failed = factory.Trait(**FAILED_CLAIM, unverified_reason="not found in the document")
+        altered = factory.Trait(**_altered(lambda c: c.document.content))
 
 
 class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.MessageCaselawCitation]):
@@ -141,6 +171,7 @@ class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.Mes
 
     class Params:
         failed = factory.Trait(**FAILED_CLAIM, unverified_reason="not found in the opinion")
+        altered = factory.Trait(**_altered(lambda c: c.opinion.text))
 
 
 class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageToolSource]):
@@ -238,13 +269,15 @@ class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedge
 # --- A turn with its ledger written by the real writer ---------------------------------------------------------------
 
 
-def assembled_turn(chat: models.Chat | None = None, *, kb: int = 1, caselaw: int = 1, tools: int = 1) -> models.Message:
+def assembled_turn(
+    chat: models.Chat | None = None, *, kb: int = 1, caselaw: int = 1, tools: int = 1, altered: bool = False
+) -> models.Message:
     """An assistant turn (of ``chat``, or of a new chat in a new matter) that quoted ``kb`` KB documents
-    and ``caselaw`` opinions and consulted ``tools`` sources, with its ledger entries written by the
-    real writer, ``citations.ledger.assemble``."""
+    and ``caselaw`` opinions (with alterations and an omission if ``altered``) and consulted ``tools``
+    sources, with its ledger entries written by the real writer, ``citations.ledger.assemble``."""
     message = MessageFactory.create() if chat is None else MessageFactory.create(chat=chat)
-    MessageCitationFactory.create_batch(kb, message=message)
-    MessageCaselawCitationFactory.create_batch(caselaw, message=message)
+    MessageCitationFactory.create_batch(kb, message=message, altered=altered)
+    MessageCaselawCitationFactory.create_batch(caselaw, message=message, altered=altered)
     MessageToolSourceFactory.create_batch(tools, message=message)
     ledger.assemble(message)
     return message

@@ -18,11 +18,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from chats.models import Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation, MessageToolSource
 from citations import ledger
 from citations.admin import LedgerEntryInline
 from citations.models import CitationLedgerEntry
+from citations.selectors import CONTEXT_CHARS
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -356,8 +358,137 @@ def test_an_entry_page_shows_the_passage(admin_client: Client) -> None:
 
     response = admin_client.get(_url(CitationLedgerEntry, "change", entry.pk))
 
+    # Then the passage is highlighted among the source text around it, and no alteration is listed
     assert citation.document is not None
-    assert f"<q>{citation.document.content[start:end]}</q>" in response.content.decode()
+    content = citation.document.content
+    html = response.content.decode()
+    assert (
+        f'<div class="passage-in-context" style="white-space: pre-wrap">{escape(content[:start])}'
+        f'<mark title="the verified passage [{start}:{end}]">{escape(content[start:end])}</mark>'
+        f"{escape(content[end:])}</div>"
+    ) in html
+    assert '<ol class="alterations">' not in html
+
+
+@pytest.mark.parametrize("kind", ["kb", "caselaw"])
+def test_an_entry_page_shows_the_passage_in_its_context_with_each_alteration_marked(
+    admin_client: Client, kind: str
+) -> None:
+    # Given an altered quote ("[t]he reviewing court must . . . be satisfied") of a long document or opinion
+    content = "x" * 250 + " A preamble. " + factories.TEXT + " And more." + "y" * 250
+    project = factories.ProjectFactory.create()
+    message = factories.MessageFactory.create(chat__project=project)
+    citation: MessageCitation | MessageCaselawCitation
+    if kind == "kb":
+        document = factories.DocumentFactory.create(project=project, content=content)
+        citation = factories.MessageCitationFactory.create(message=message, document=document, altered=True)
+    else:
+        opinion = factories.CaselawOpinionFactory.create(text=content)
+        citation = factories.MessageCaselawCitationFactory.create(message=message, opinion=opinion, altered=True)
+    ledger.assemble(message)
+    entry = CitationLedgerEntry.objects.get(message=message)
+    start, end = citation.source_offset_start, citation.source_offset_end
+    assert start is not None
+    assert end is not None
+    letter, ellipsis = citation.alterations
+
+    # When its page is shown
+    html = admin_client.get(_url(CitationLedgerEntry, "change", entry.pk)).content.decode()
+
+    # Then the passage is highlighted, with up to 200 characters of the source on each side, in whole words
+    text = content
+    assert html.count("<mark ") == 1
+    marked = html[html.index('<div class="passage-in-context"') : html.index("</div>", html.index("<mark "))]
+    shown_from = text.index("A preamble.")
+    assert start - shown_from < CONTEXT_CHARS
+    assert marked.startswith(
+        f'<div class="passage-in-context" style="white-space: pre-wrap">\u2026 {text[shown_from:start]}'
+    )
+    shown_to = text.index(" And more.") + len(" And")
+    assert shown_to - end < CONTEXT_CHARS
+    assert marked.endswith(f"</mark>{text[end:shown_to]} \u2026")
+    # ... the bracketed letter and the omission are marked where they are, each named in its title
+    assert (
+        f'<mark title="the verified passage [{start}:{end}]">'
+        '<span class="alteration" data-kind="letter" title="letter: the quote&#x27;s “[t]” stands for “T”">'
+        "<del>T</del><ins>[t]</ins></span>he reviewing court must "
+        '<span class="alteration" data-kind="ellipsis" title="omission: the quote&#x27;s “...” omits “ultimately”">'
+        "<del>ultimately</del></span> be satisfied</mark>"
+    ) in marked
+    # ... and listed below with their source offsets
+    assert (
+        '<ol class="alterations">'
+        f'<li data-kind="letter">letter: the quote&#x27;s “[t]” stands for “T” '
+        f"<small>[{letter['source_start']}:{letter['source_end']}]</small></li>"
+        f'<li data-kind="ellipsis">omission: the quote&#x27;s “...” omits “ultimately” '
+        f"<small>[{ellipsis['source_start']}:{ellipsis['source_end']}]</small></li></ol>"
+    ) in html
+
+
+@pytest.mark.parametrize(
+    ("quote", "marked", "listed"),
+    [
+        # A case-only match spans the whole passage: listed, not marked inside it.
+        ("the reviewing Court must ultimately be satisfied", "", "case: the passage matches the quote only when"),
+        # [sic] adds to the quote, at the passage's end.
+        (
+            "[T]he reviewing court must ultimately be satisfied [sic]",
+            '<span class="alteration" data-kind="sic" title="sic: the quote adds “[sic]”"><ins>[sic]</ins></span>'
+            "</mark>",
+            "sic: the quote adds “[sic]”",
+        ),
+    ],
+)
+def test_an_entry_page_marks_insertions_and_lists_a_case_only_match(
+    admin_client: Client, quote: str, marked: str, listed: str
+) -> None:
+    message = factories.MessageFactory.create()
+    factories.MessageCitationFactory.create(message=message, altered=True, quote=quote)
+    ledger.assemble(message)
+    entry = CitationLedgerEntry.objects.get(message=message)
+
+    html = admin_client.get(_url(CitationLedgerEntry, "change", entry.pk)).content.decode()
+
+    assert html.count("<mark ") == 1
+    assert marked in html
+    assert "<li data-kind=" in html
+    assert listed in html
+    if not marked:
+        assert 'class="alteration"' not in html
+
+
+def test_an_entry_page_escapes_the_source_and_the_alterations(admin_client: Client) -> None:
+    # Given a document whose text and a stored alteration carry markup
+    project = factories.ProjectFactory.create()
+    content = "<script>alert(1)</script> " + factories.TEXT + " <b>bold</b>"
+    document = factories.DocumentFactory.create(project=project, content=content)
+    message = factories.MessageFactory.create(chat__project=project)
+    citation = factories.MessageCitationFactory.create(message=message, document=document, altered=True)
+    citation.alterations[0]["quote_text"] = "<img src=x onerror=alert(1)>"
+    MessageCitation.objects.filter(pk=citation.pk).update(alterations=citation.alterations)
+    ledger.assemble(message)
+    entry = CitationLedgerEntry.objects.get(message=message)
+
+    html = admin_client.get(_url(CitationLedgerEntry, "change", entry.pk)).content.decode()
+
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img src=x" not in html
+    assert "<ins>&lt;img src=x onerror=alert(1)&gt;</ins>" in html
+    assert "<b>bold</b>" not in html
+
+
+def test_an_entry_page_reads_the_passage_in_context_in_one_query(
+    admin_client: Client, django_assert_max_num_queries: AssertNumQueries
+) -> None:
+    exact = CitationLedgerEntry.objects.get(message=factories.assembled_turn(caselaw=0, tools=0))
+    altered = CitationLedgerEntry.objects.get(message=factories.assembled_turn(caselaw=0, tools=0, altered=True))
+    admin_client.get(_url(CitationLedgerEntry, "change", exact.pk))  # warm the session and the content types
+
+    with CaptureQueriesContext(connection) as exact_page:
+        admin_client.get(_url(CitationLedgerEntry, "change", exact.pk))
+    with django_assert_max_num_queries(len(exact_page.captured_queries)):
+        admin_client.get(_url(CitationLedgerEntry, "change", altered.pk))
 
 
 def test_a_message_page_lists_its_entries_with_their_passages(admin_client: Client) -> None:

@@ -1,6 +1,7 @@
 """The ledger admin in a real browser: headless Chromium (Debian's ``chromium`` package) driven by
 Playwright. A superuser logs in, filters the ledger by kind, opens an entry and follows its link
-to the source row, and finds no add, save or delete control anywhere on the way.
+to the source row, and finds no add, save or delete control anywhere on the way; and sees an altered
+quote of a real opinion highlighted in its context with its alteration and omission marked.
 
 Skipped (by the ``browser`` marker, see ``conftest.py``) when ``chromium`` is not on PATH.
 Screenshots go to ``artifacts/browser/`` (ignored by git); the changelist's is also copied to
@@ -23,6 +24,8 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Page, sync_playwright
 from pytest_django.live_server_helper import LiveServer
 
+from chats.models import CaselawOpinion, Message
+from chats.services import ClaimedCitation, finalize_turn
 from citations import ledger
 from citations.models import CitationLedgerEntry, SourceKind
 from tests import factories
@@ -68,6 +71,14 @@ def _seed() -> None:
             url="https://example.com/docket/1-14-cv-00954",
         )
         ledger.assemble(message)
+
+
+def _log_in(page: Page, live_server: LiveServer, next_url: str) -> None:
+    page.goto(f"{live_server.url}/admin/login/?next={next_url}")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"**{next_url}")
 
 
 def _assert_nothing_can_be_written(page: Page) -> None:
@@ -117,7 +128,7 @@ def test_a_superuser_traces_an_entry_to_its_source_and_can_change_nothing(live_s
             quote_row = page.locator("#result_list tbody tr", has=page.locator("td", has_text="exact_match")).first
             quote_row.locator("th a").click()
             page.wait_for_url(re.compile(r"/admin/citations/citationledgerentry/[0-9a-f-]{36}/change/"))
-            assert page.locator(".field-passage q").inner_text() == "strict scrutiny"
+            assert page.locator(".field-passage mark").inner_text() == "strict scrutiny"
             _assert_nothing_can_be_written(page)
             page.screenshot(path=ARTIFACTS / "3-ledger-entry.png", full_page=True)
 
@@ -135,3 +146,82 @@ def test_a_superuser_traces_an_entry_to_its_source_and_can_change_nothing(live_s
     if os.environ.get("LQAI_UPDATE_DOCS_SCREENSHOT") == "1":
         DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
         shutil.copyfile(ARTIFACTS / "1-ledger-changelist.png", DOCS_SCREENSHOT)
+
+
+# A quote of the Fisher opinion with a bracket (for "the Court of Appeals") and an omitted citation.
+ALTERED_QUOTE = (
+    "The Court concludes that [the appeals court] did not hold the University to the demanding burden of strict "
+    "scrutiny articulated in Grutter . . . . Because the Court of Appeals did not apply the correct standard"
+)
+
+
+def test_an_altered_quote_is_shown_in_its_context_with_its_alteration_and_omission_marked(
+    live_server: LiveServer, local_opinion: CaselawOpinion
+) -> None:
+    # Given a turn that quoted the real Fisher opinion with a bracket and an ellipsis, its ledger written
+    User.objects.create_superuser("admin", "admin@example.com", PASSWORD)
+    message = factories.MessageFactory.create(status=Message.Status.STREAMING, content="", finalized_at=None)
+    finalize_turn(
+        message=message,
+        content="The Court remanded.",
+        status=Message.Status.COMPLETE,
+        claimed_citations=[ClaimedCitation(ALTERED_QUOTE, opinion_id=local_opinion.pk)],
+    )
+    entry = CitationLedgerEntry.objects.get(message=message)
+    assert entry.verification_status == "tolerant_match"
+    entry_url = f"/admin/citations/citationledgerentry/{entry.pk}/change/"
+    chromium = shutil.which("chromium")
+    assert chromium is not None
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(15_000)
+
+            # When a superuser opens the entry's page
+            _log_in(page, live_server, entry_url)
+            passage = page.locator(".field-passage .passage-in-context")
+
+            # Then the passage is highlighted among the text before and after it
+            highlighted = passage.locator("mark")
+            assert highlighted.count() == 1
+            assert highlighted.is_visible()
+            shown = " ".join(highlighted.inner_text().split())
+            assert shown.startswith("The Court concludes that the Court of Appeals")
+            assert shown.endswith("Because the Court of Appeals did not apply the correct standard")
+            around = " ".join(passage.inner_text().split())
+            assert "Pet. for Cert. i. The Court concludes" in around  # the source before the passage
+            assert "of strict 2 FISHER v. UNIVERSITY OF TEXAS AT AUSTIN" in around  # and after it
+
+            # ... the bracket is marked: the words it stands for struck out, the quote's words inserted
+            bracket = highlighted.locator(".alteration[data-kind=bracket]")
+            assert bracket.is_visible()
+            assert bracket.locator("del").inner_text() == "the Court of Appeals"
+            assert bracket.locator("ins").inner_text() == "[the appeals court]"
+            assert bracket.get_attribute("title") == (
+                "bracket (shortened): the quote's \u201c[the appeals court]\u201d stands for "
+                "\u201cthe Court of Appeals\u201d"
+            )
+            assert bracket.locator("del").evaluate("e => getComputedStyle(e).textDecorationLine") == "line-through"
+
+            # ... and so is the omission: the citation the ellipsis left out, struck out
+            omission = highlighted.locator(".alteration[data-kind=ellipsis]")
+            assert omission.is_visible()
+            omitted = " ".join(omission.locator("del").inner_text().split())
+            assert (
+                omitted == "and Regents of Univ. of Cal. v. Bakke, 438 U. S. 265, 305 (1978) (opinion of Powell, J.)."
+            )
+            assert omission.locator("ins").count() == 0
+
+            # ... each listed below with its offsets in the source
+            listed = page.locator(".field-passage ol.alterations li")
+            assert listed.count() == 2
+            assert listed.nth(0).get_attribute("data-kind") == "bracket"
+            assert listed.nth(1).get_attribute("data-kind") == "ellipsis"
+            assert listed.nth(1).is_visible()
+            _assert_nothing_can_be_written(page)
+            page.screenshot(path=ARTIFACTS / "5-ledger-entry-alterations.png", full_page=True)
+        finally:
+            browser.close()

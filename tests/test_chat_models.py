@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -73,6 +74,10 @@ def _project(**overrides: Any) -> Project:
     return factories.ProjectFactory.build(owner=factories.UserFactory(), **overrides)
 
 
+TOLERANT = {"verification_method": "tolerant_match", "verification_confidence": 0.9}
+ELLIPSIS = {"kind": "ellipsis", "detail": "", "quote_text": "...", "source_start": 3, "source_end": 9}
+
+
 INVALID: dict[str, tuple[Callable[..., Model], dict[str, Any]]] = {
     "projects_name_not_empty": (_project, {"name": ""}),
     "messages_role_valid": (_message, {"role": "system"}),
@@ -91,6 +96,14 @@ INVALID: dict[str, tuple[Callable[..., Model], dict[str, Any]]] = {
     "message_caselaw_citations_method_known": (_caselaw_citation, {"verification_method": ""}),
     "message_caselaw_citations_confidence_range": (_caselaw_citation, {"verification_confidence": -0.1}),
     "message_tool_sources_kind_not_empty": (_tool_source, {"source_kind": ""}),
+    # Alterations are a list, and only a tolerant match has any.
+    "message_citations_alterations_array": (_kb_citation, {**TOLERANT, "alterations": {"kind": "ellipsis"}}),
+    "message_citations_alterations_only_tolerant": (_kb_citation, {"alterations": [ELLIPSIS]}),
+    "message_caselaw_citations_alterations_array": (_caselaw_citation, {**TOLERANT, "alterations": "[]"}),
+    "message_caselaw_citations_alterations_only_tolerant": (
+        _caselaw_citation,
+        {**factories.FAILED_CLAIM, "unverified_reason": "not found in the opinion", "alterations": [ELLIPSIS]},
+    ),
 }
 
 
@@ -115,6 +128,39 @@ def test_database_rejects_direct_insert(constraint: str) -> None:
 def test_valid_rows_pass_full_clean() -> None:
     for build in (_project, _message, _kb_citation, _caselaw_citation, _tool_source):
         build().full_clean()
+
+
+@pytest.mark.parametrize(
+    ("build", "overrides", "message"),
+    [
+        (_kb_citation, {**TOLERANT, "alterations": {"kind": "ellipsis"}}, "alterations must be a JSON array."),
+        (_caselaw_citation, {**TOLERANT, "alterations": "[]"}, "alterations must be a JSON array."),
+        (_kb_citation, {"alterations": [ELLIPSIS]}, "Only a tolerant match has alterations."),
+        (_caselaw_citation, {"alterations": [ELLIPSIS]}, "Only a tolerant match has alterations."),
+    ],
+)
+def test_full_clean_names_the_alterations_rule(build: Callable[..., Model], overrides: Any, message: str) -> None:
+    with pytest.raises(ValidationError) as excinfo:
+        build(**overrides).full_clean()
+    assert message in excinfo.value.messages
+
+
+def test_a_tolerant_match_lists_its_alterations_and_the_default_is_none() -> None:
+    _kb_citation(**TOLERANT, alterations=[ELLIPSIS]).full_clean()
+    _caselaw_citation(**TOLERANT, alterations=[]).full_clean()
+    # A row written without them (the database default, for raw SQL writers) has none.
+    row = _kb_citation()
+    row.save()
+    copy_id = uuid.uuid4()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO message_citations (id, message_id, document_id, quote, source_offset_start, "
+            "source_offset_end, verification_method, verification_confidence, created_at) "
+            "SELECT %s, message_id, document_id, quote, source_offset_start, source_offset_end, "
+            "verification_method, verification_confidence, created_at FROM message_citations WHERE id = %s",
+            [copy_id.hex if connection.vendor == "sqlite" else copy_id, row.pk.hex],
+        )
+    assert MessageCitation.objects.get(pk=copy_id).alterations == []
 
 
 def test_confidence_bounds_are_inclusive() -> None:

@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 import pytest
 from django.db import connection, transaction
 
-from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.models import CaselawOpinion, Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource
 from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, finalize_turn
+from chats.verification import verify_quote
 from citations import ledger
 from citations.models import CitationLedgerEntry
 from tests import factories
@@ -505,3 +506,55 @@ def test_a_failed_claim_records_the_verifiers_reason(quote: str, reason: str) ->
 
     assert [u.reason for u in turn.unverified] == [reason]
     assert MessageCitation.objects.get(message=message).unverified_reason == reason
+
+
+# A quote of the Fisher opinion with a bracket ("the Court of Appeals", shortened) and an omitted citation.
+ALTERED_FISHER_QUOTE = (
+    "The Court concludes that [the appeals court] did not hold the University to the demanding burden of strict "
+    "scrutiny articulated in Grutter . . . . Because the Court of Appeals did not apply the correct standard"
+)
+
+
+@pytest.mark.django_db
+def test_each_quote_row_stores_its_alterations_with_their_source_offsets(local_opinion: CaselawOpinion) -> None:
+    # Given a matter's document and the real Fisher opinion
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+
+    # When a turn quotes the opinion with a bracket and an ellipsis, the document exactly, and fails a claim
+    _finalize(
+        message=message,
+        claimed_citations=[
+            ClaimedCitation(ALTERED_FISHER_QUOTE, opinion_id=local_opinion.pk),
+            ClaimedCitation(KB_QUOTE, document_id=document.pk),
+            ClaimedCitation(FABRICATED_QUOTE, document_id=document.pk),
+        ],
+    )
+
+    # Then the altered quote's row lists both alterations, each with the source span it stands for
+    (altered,) = MessageCaselawCitation.objects.filter(message=message)
+    assert altered.verification_method == "tolerant_match"
+    text = local_opinion.text
+    assert [(a["kind"], a["detail"], a["quote_text"]) for a in altered.alterations] == [
+        ("bracket", "shortened", "[the appeals court]"),
+        ("ellipsis", "", "...."),
+    ]
+    assert [text[a["source_start"] : a["source_end"]] for a in altered.alterations] == [
+        "the Court of Appeals",
+        "and Regents of Univ. of Cal. v. Bakke, 438 U. S.\n265, 305 (1978) (opinion of Powell, J.).",
+    ]
+    assert all(
+        altered.source_offset_start <= a["source_start"] <= a["source_end"] <= altered.source_offset_end
+        for a in altered.alterations
+    )
+    # ... the same as the verifier returns
+    match = verify_quote(ALTERED_FISHER_QUOTE, text)
+    assert match is not None
+    assert [(a["source_start"], a["source_end"]) for a in altered.alterations] == [
+        (a.source_start, a.source_end) for a in match.alterations
+    ]
+    # ... and the exact quote and the failed claim have none
+    assert sorted((r.verification_method, r.alterations) for r in MessageCitation.objects.filter(message=message)) == [
+        ("exact_match", []),
+        ("unverified", []),
+    ]

@@ -74,3 +74,32 @@ def test_the_quote_rows_migration_refuses_rows_it_cannot_accept_and_applies_noth
     executor = _migrate(TIGHTENING)
     assert TIGHTENING in executor.loader.applied_migrations
     assert "message_citations_method_known" in _constraints("message_citations")
+
+
+def _columns(table: str) -> set[str]:
+    with connection.cursor() as cursor:
+        return {column.name for column in connection.introspection.get_table_description(cursor, table)}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("back_to_latest")
+def test_the_alterations_migration_goes_back_and_forth_and_existing_quotes_get_none() -> None:
+    # Given a tolerant quote stored before alterations were recorded
+    citation = factories.MessageCaselawCitationFactory.create(
+        verification_method="tolerant_match", verification_confidence=0.9
+    )
+    _migrate(("chats", "0010_message_case_citations"))
+    assert "alterations" not in _columns("message_caselaw_citations")
+    assert "message_caselaw_citations_alterations_array" not in _constraints("message_caselaw_citations")
+
+    # When the migration runs again
+    _migrate(("chats", "0011_quote_rows_alterations"))
+
+    # Then the column and its rules are back, and the existing quote lists no alterations
+    for table in ("message_citations", "message_caselaw_citations"):
+        assert "alterations" in _columns(table)
+        assert {f"{table}_alterations_array", f"{table}_alterations_only_tolerant"} <= _constraints(table)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT alterations FROM message_caselaw_citations WHERE id = %s", [citation.pk.hex])
+        (stored,) = cursor.fetchone()
+    assert stored in ([], "[]")

@@ -217,8 +217,8 @@ def test_an_invisible_chat_is_not_found_even_with_a_bad_message(chat: Chat, othe
 def test_the_query_count_does_not_grow_with_the_entries(
     api_client: APIClient, chat: Chat, django_assert_num_queries: AssertNumQueries, turns: int
 ) -> None:
-    # Given 3 entries (1 turn) or 30 entries (10 turns), one of each kind per turn
-    messages = [factories.assembled_turn(chat) for _ in range(turns)]
+    # Given 3 entries (1 turn) or 30 entries (10 turns), one of each kind per turn, the quotes with alterations
+    messages = [factories.assembled_turn(chat, altered=True) for _ in range(turns)]
 
     # Then the trace takes the same queries: the chat (access), the count, the page
     with django_assert_num_queries(3):
@@ -252,6 +252,9 @@ def test_the_schema_documents_the_trace(api_client: APIClient) -> None:
     assert parameters["chat_id"]["in"] == "path"
     entry_schema = response.json()["components"]["schemas"]["LedgerEntry"]["properties"]
     assert {"document", "opinion", "tool_source", "passage", "verification_status", "provider"} <= set(entry_schema)
+    assert entry_schema["alterations"]["nullable"] is True
+    alteration = response.json()["components"]["schemas"]["Alteration"]["properties"]
+    assert set(alteration) == {"kind", "detail", "quote_text", "source_start", "source_end"}
 
 
 def test_a_failed_claim_is_traced_as_unverified_with_its_reason_and_no_passage(
@@ -293,3 +296,36 @@ def test_a_failed_claim_is_traced_as_unverified_with_its_reason_and_no_passage(
         entries[str(nameless.pk)]["opinion"],
         entries[str(nameless.pk)]["provider"],
     ) == ("caselaw", "unverified", "unknown opinion", None, None)
+
+
+def test_each_alteration_and_omission_is_traced_with_its_source_span(api_client: APIClient, chat: Chat) -> None:
+    # Given a turn with an altered quote of a document and of an opinion, an exact quote, a failed claim,
+    # and a consulted source
+    message = factories.assembled_turn(chat, altered=True)
+    exact = factories.MessageCitationFactory.create(message=message)
+    failed = factories.MessageCitationFactory.create(
+        message=message, document=exact.document, failed=True, unverified_reason="not found in the document"
+    )
+    ledger.assemble(message)
+    altered_kb = message.citations.get(verification_method="tolerant_match")
+    altered_caselaw = message.caselaw_citations.get()
+    assert altered_caselaw.opinion is not None
+
+    entries = {e["source_row_id"]: e for e in api_client.get(_url(chat)).json()["results"]}
+
+    # Then each altered quote lists its bracketed letter and its omission, with the source text each stands for
+    for row, text in ((altered_kb, factories.TEXT), (altered_caselaw, altered_caselaw.opinion.text)):
+        traced = entries[str(row.pk)]["alterations"]
+        assert [(a["kind"], a["detail"], a["quote_text"]) for a in traced] == [
+            ("letter", "", "[t]"),
+            ("ellipsis", "", "..."),
+        ]
+        assert [text[a["source_start"] : a["source_end"]] for a in traced] == ["T", "ultimately"]
+        passage = entries[str(row.pk)]["passage"]
+        assert passage["text"] == "The reviewing court must ultimately be satisfied"
+        assert all(passage["start"] <= a["source_start"] <= a["source_end"] <= passage["end"] for a in traced)
+    # ... an exact quote and a failed claim have none, and a consulted source has no place for them
+    assert entries[str(exact.pk)]["alterations"] == []
+    assert entries[str(failed.pk)]["alterations"] == []
+    (tool_entry,) = [e for e in entries.values() if e["tool_source"] is not None]
+    assert tool_entry["alterations"] is None
