@@ -21,16 +21,18 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
 from chats.models import (
     UNVERIFIED,
     CaselawOpinion,
     Chat,
     Document,
     Message,
+    MessageCaseCitation,
     MessageCaselawCitation,
     MessageCitation,
     MessageToolSource,
@@ -94,6 +96,13 @@ SINGLE_SHOT_QUESTION = (
 )
 STREAMED_QUESTION = "Does the First Amendment protect a voter who photographs a marked ballot?"
 INTERRUPTED_QUESTION = "May election officers give voters the list of certified write-in candidates?"
+WRONG_NAME_QUESTION = "Which case requires a searching examination of race-conscious admissions?"
+# A scripted answer (the offline backend cites cases as the opinions name them): a real reporter citation,
+# 570 U.S. 297, under the name of a case that is not the one at that volume and page.
+WRONG_NAME_ANSWER = (
+    "Strict scrutiny requires a searching examination of a race-conscious admissions plan: "
+    "Grutter v. Bollinger, 570 U.S. 297 (2013)."
+)
 
 
 @dataclass(frozen=True)
@@ -271,13 +280,21 @@ def source_label(entry: CitationLedgerEntry) -> str:
     if entry.message_tool_source is not None:
         source = entry.message_tool_source
         return f"{source.tool}: {source.label}"
+    if entry.message_case_citation is not None:
+        case = entry.message_case_citation
+        return f"cited: {case.case_name}, {case.citation}"
     return "?"
 
 
 def ledger_table(message: Message) -> list[str]:
     entries = (
         CitationLedgerEntry.objects.filter(message=message)
-        .select_related("message_citation__document", "message_caselaw_citation__opinion", "message_tool_source")
+        .select_related(
+            "message_citation__document",
+            "message_caselaw_citation__opinion",
+            "message_tool_source",
+            "message_case_citation",
+        )
         .order_by("source_kind", "verification_status", "id")
     )
     rows = [
@@ -351,6 +368,23 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             resumed_done["unverified_count"],
         )
     )
+
+    # An answer that cites a real case under a wrong name: the check finds the case at that citation and
+    # reports the mismatch, and the turn's verdict is fail.
+    with (
+        override_settings(LQAI_ASSISTANT_BACKEND="chats.assistant.ScriptedBackend"),
+        ScriptedBackend.scripted(TextDelta(WRONG_NAME_ANSWER), FinalAnswer()),
+    ):
+        wrong = post_json(client, base, {"content": WRONG_NAME_QUESTION})
+    turns.append(
+        DemoTurn(
+            "single-shot, a scripted answer citing a real case under a wrong name",
+            WRONG_NAME_QUESTION,
+            wrong["message"]["id"],
+            [],
+            wrong["unverified_count"],
+        )
+    )
     return turns, Chat.objects.get(pk=chat["id"])
 
 
@@ -374,6 +408,8 @@ def describe_turn(turn: DemoTurn) -> list[str]:
     ]
     if turn.events:
         lines.append(f"  events: {' '.join(_compress(turn.events))}")
+    for case in MessageCaseCitation.objects.filter(message=message).select_related("opinion"):
+        lines.append(f"  case citation {case.citation!r} written as {case.case_name!r}: {case.status} ({case.detail})")
     lines.append("  ledger:")
     return lines + ledger_table(message)
 

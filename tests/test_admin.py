@@ -576,3 +576,16 @@ def test_failed_claims_are_filterable_and_their_entry_says_why(admin_client: Cli
     assert list(rows.context["cl"].result_list) == [failed]
     turns = admin_client.get(reverse("admin:chats_message_changelist"), {"verdict": "fail"})
     assert list(turns.context["cl"].result_list) == [message]
+
+
+def test_a_case_citation_entry_shows_the_check_and_links_to_its_row(admin_client: Client) -> None:
+    case = factories.MessageCaseCitationFactory.create(case_name="Smith v. Jones", status="name_mismatch", detail="x")
+    ledger.assemble(case.message)
+    entry = CitationLedgerEntry.objects.get(message_case_citation=case)
+
+    page = admin_client.get(_url(CitationLedgerEntry, "change", entry.pk)).content.decode()
+    (shown,) = _changelist(admin_client, verification_status="name_mismatch")
+
+    assert "<strong>name_mismatch</strong>: Smith v. Jones, 570 U.S. 297 &mdash; x" in page
+    assert _url(MessageCaseCitation, "change", case.pk) in page
+    assert shown.pk == entry.pk

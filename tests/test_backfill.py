@@ -737,3 +737,27 @@ def test_failed_claims_are_backfilled_as_unverified_entries() -> None:
         ("kb_document", "exact_match", 1.0),
     ]
     assert run_command()[0].strip().splitlines()[-1].startswith("backfill_ledger: created 0 entries")
+
+
+def test_checked_case_citations_are_backfilled_once() -> None:
+    # Given an older turn whose answer cited a case under a wrong name and a statute, without entries
+    message = make_turn(kb=0, caselaw=0, tool_kinds=())
+    mismatch = factories.MessageCaseCitationFactory.create(
+        message=message, case_name="Smith v. Jones", status="name_mismatch"
+    )
+    factories.MessageCaseCitationFactory.create(
+        message=message, opinion=None, kind="statute", citation="42 U.S.C. 1983", status="unchecked", provider=""
+    )
+
+    out, _ = run_command()
+
+    # Then each checked citation has its caselaw entry with the check's status, as assemble() writes it
+    assert summary(out)["n"] == 2
+    entries = CitationLedgerEntry.objects.filter(message=message)
+    assert sorted((e.source_kind, e.verification_status, e.confidence, e.provider) for e in entries) == [
+        ("caselaw", "name_mismatch", None, "local"),
+        ("caselaw", "unchecked", None, None),
+    ]
+    assert entries.get(verification_status="name_mismatch").message_case_citation_id == mismatch.pk
+    # and a rerun writes nothing
+    assert run_command()[0].strip().splitlines()[-1].startswith("backfill_ledger: created 0 entries")

@@ -59,7 +59,7 @@ def test_finalize_stores_one_checked_row_per_citation_span(
         ("full", "verified", "570 U.S. 297"),
         ("id", "verified", "570 U.S. 297"),
         ("full", "name_mismatch", "570 U.S. 297"),
-        ("full", "not_found", "999 U.S. 999"),
+        ("full", "unchecked", "999 U.S. 999"),  # not in the local store; no CourtListener here
         ("statute", "unchecked", "42 U.S.C. § 1983"),
     ]
     assert [ANSWER[r.answer_offset_start : r.answer_offset_end] for r in rows] == [
@@ -209,3 +209,36 @@ def test_one_row_per_span_of_a_message() -> None:
         again.full_clean()
     with transaction.atomic(), pytest.raises(IntegrityError):
         MessageCaseCitation.objects.bulk_create([again])
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ("See Fisher v. University of Texas at Austin, 570 U.S. 297 (2013).", "none"),
+        ("See Smith v. Jones, 570 U.S. 297 (2013).", "fail"),
+        ("See 42 U.S.C. § 1983.", "none"),
+    ],
+)
+def test_a_case_cited_under_another_name_fails_the_turn(fisher: CaselawOpinion, answer: str, verdict: str) -> None:
+    message = _assistant_message()
+
+    finalize_turn(message=message, content=answer, status=Message.Status.COMPLETE)
+
+    message.refresh_from_db()
+    assert message.verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("status", "verdict"),
+    [
+        ("verified", "none"),
+        ("name_mismatch", "fail"),
+        ("not_found", "fail"),
+        ("ambiguous", "none"),
+        ("unchecked", "none"),
+    ],
+)
+def test_the_gate_fails_on_a_case_that_does_not_exist_or_has_another_name(status: str, verdict: str) -> None:
+    case = MessageCaseCitation(status=status)
+
+    assert services._verdict([], [case]) == verdict

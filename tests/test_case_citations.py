@@ -432,16 +432,30 @@ def test_a_real_citation_under_a_wrong_name_is_a_name_mismatch(fisher: CaselawOp
     assert "'Fisher v. University of Texas at Austin'" in checked.detail
 
 
+def test_a_fabricated_volume_and_page_is_not_found(
+    fisher: CaselawOpinion, fake_courtlistener: FakeCourtListener
+) -> None:
+    answer = "See Fisher v. University of Texas at Austin, 999 U.S. 999 (2013)."
+
+    [checked] = check_case_citations(answer, courtlistener_client=fake_courtlistener.client())
+
+    assert checked.status is Status.NOT_FOUND
+    assert checked.opinion is None
+    assert checked.citation == "999 U.S. 999"
+    assert checked.provider == "courtlistener"
+
+
 @pytest.mark.usefixtures("no_courtlistener_token")
-def test_a_fabricated_volume_and_page_is_not_found(fisher: CaselawOpinion) -> None:
+def test_a_citation_the_local_store_lacks_is_unchecked_without_courtlistener(fisher: CaselawOpinion) -> None:
+    # The local store holds a few opinions: a citation it lacks may be a real case, so it is not "not found"
     answer = "See Fisher v. University of Texas at Austin, 571 U.S. 298 (2013)."
 
     [checked] = check_case_citations(answer)
 
-    assert checked.status is Status.NOT_FOUND
+    assert checked.status is Status.UNCHECKED
     assert checked.opinion is None
     assert checked.citation == "571 U.S. 298"
-    assert "not in the local opinion store" in checked.detail
+    assert "not in the local opinion store, and CourtListener was not asked" in checked.detail
 
 
 @pytest.mark.usefixtures("no_courtlistener_token")
@@ -531,7 +545,8 @@ def test_different_cases_stored_under_one_citation_are_ambiguous_with_the_candid
 def test_a_longer_page_number_is_another_citation(fisher: CaselawOpinion) -> None:
     [checked] = check_case_citations("Fisher v. University of Texas, 570 U.S. 29 (2013).")
 
-    assert checked.status is Status.NOT_FOUND
+    assert checked.status is Status.UNCHECKED
+    assert checked.citation == "570 U.S. 29"
 
 
 @pytest.mark.usefixtures("no_courtlistener_token", "db")
@@ -740,7 +755,7 @@ def test_use_courtlistener_false_checks_the_local_store_only(fake_courtlistener:
         use_courtlistener=False,
     )
 
-    assert checked.status is Status.NOT_FOUND
+    assert checked.status is Status.UNCHECKED
     assert checked.provider == "local"
     assert fake_courtlistener.lookups == []
 
@@ -753,7 +768,7 @@ def test_without_a_token_courtlistener_is_never_asked(
 
     [checked] = check_case_citations("Smith v. Jones, 999 U.S. 999 (2020).")
 
-    assert checked.status is Status.NOT_FOUND
+    assert checked.status is Status.UNCHECKED
 
 
 def test_with_a_token_the_settings_client_is_asked(

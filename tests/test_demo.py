@@ -57,6 +57,14 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     assert "tolerant_match" in first
     assert "provenance" in first
     assert "verdict=pass" in first
+    # The answer citing a real case under a wrong name: the mismatch is shown and the turn fails the gate
+    assert "Turn: single-shot, a scripted answer citing a real case under a wrong name" in first
+    assert (
+        "case citation '570 U.S. 297' written as 'Grutter v. Bollinger': name_mismatch (the answer names "
+        "'Grutter v. Bollinger', but 570 U.S. 297 is 'Fisher v. University of Texas at Austin')"
+    ) in first
+    assert "verdict=fail" in first
+    assert "name_mismatch  -           local     cited: Grutter v. Bollinger, 570 U.S. 297" in first
     _entries_match_rows()
     turns = Message.objects.filter(role=Message.Role.ASSISTANT, chat__project__name__contains="demo")
     assert set(turns.values_list("status", flat=True)) == {Message.Status.COMPLETE}

@@ -329,3 +329,48 @@ def test_each_alteration_and_omission_is_traced_with_its_source_span(api_client:
     assert entries[str(failed.pk)]["alterations"] == []
     (tool_entry,) = [e for e in entries.values() if e["tool_source"] is not None]
     assert tool_entry["alterations"] is None
+
+
+def test_a_checked_case_citation_is_traced_with_its_status_and_the_case_it_really_is(
+    api_client: APIClient, chat: Chat
+) -> None:
+    message = factories.MessageFactory.create(chat=chat, content="Smith v. Jones, 570 U.S. 297 (2013).")
+    case = factories.MessageCaseCitationFactory.create(
+        message=message, answer_offset_start=16, case_name="Smith v. Jones", status="name_mismatch", detail="other"
+    )
+    ledger.assemble(message)
+    opinion = case.opinion
+    assert opinion is not None
+
+    (entry,) = api_client.get(_url(chat)).json()["results"]
+
+    assert assert_is_case_entry(entry) == {
+        "id": str(case.pk),
+        "kind": "full",
+        "citation": "570 U.S. 297",
+        "case_name": "Smith v. Jones",
+        "status": "name_mismatch",
+        "detail": "other",
+        "answer_start": 16,
+        "answer_end": 28,
+        "opinion": {
+            "id": str(opinion.pk),
+            "case_name": opinion.case_name,
+            "citation": opinion.citation,
+            "court": opinion.court,
+            "date_filed": None,
+            "url": opinion.absolute_url,
+        },
+    }
+
+
+def assert_is_case_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A case-citation entry: kind caselaw, the check's status, no confidence, no passage, no other source."""
+    assert (entry["source_kind"], entry["verification_status"], entry["confidence"]) == (
+        "caselaw",
+        "name_mismatch",
+        None,
+    )
+    assert entry["passage"] is entry["document"] is entry["opinion"] is entry["tool_source"] is None
+    case: dict[str, Any] = entry["case_citation"]
+    return case

@@ -6,9 +6,10 @@ answer (see :mod:`chats.case_citations.extraction`):
 - a full case citation is looked up by its normalized volume/reporter/page, first in the local opinion
   store, then (when a CourtListener client is configured) in CourtListener's citation-lookup API; a case
   found is compared with the name written in the answer (:func:`chats.case_citations.names.names_match`):
-  ``verified`` or ``name_mismatch`` (the detail gives both names); otherwise ``not_found``, ``ambiguous``
-  (with the candidate opinions) or ``unchecked`` (with why: no page number, CourtListener rate-limiting
-  or unreachable, ...);
+  ``verified`` or ``name_mismatch`` (the detail gives both names); otherwise ``not_found`` (only
+  CourtListener, which covers all reported cases, can say so), ``ambiguous`` (with the candidate
+  opinions) or ``unchecked`` (with why: not in the local store and CourtListener not configured, no page
+  number, CourtListener rate-limiting or unreachable, ...);
 - a short form (``Fisher, 570 U.S., at 311``) takes the outcome of the full citation it resolves to, and
   its own short name, when written, must match either party of that case;
 - ``id.``, ``supra`` and references by name take the outcome of the citation they resolve to;
@@ -70,6 +71,12 @@ class CheckedCitation:
     antecedent: int | None = None
 
 
+NOT_CHECKED_LOCALLY = (
+    "not in the local opinion store, and CourtListener was not asked (COURTLISTENER_API_TOKEN unset): "
+    "whether a case exists at this citation is unknown"
+)
+
+
 def courtlistener_from_settings() -> CourtListener | None:
     """A CourtListener client when ``COURTLISTENER_API_TOKEN`` is set, else ``None``."""
     token = settings.COURTLISTENER_API_TOKEN
@@ -95,6 +102,11 @@ def check_case_citations(
         client = courtlistener_client or courtlistener_from_settings()
     if client is not None:
         lookups |= lookup_courtlistener(client, missing)
+    else:
+        # The local store holds a few opinions: that it lacks a citation says nothing of whether the case
+        # exists. Only an authority over all reported cases (CourtListener) can say "no case at this citation".
+        for key in missing:
+            lookups[key] = replace(lookups[key], outcome=Outcome.UNCHECKED, detail=NOT_CHECKED_LOCALLY)
 
     checked: list[CheckedCitation] = []
     for citation in found:
