@@ -86,9 +86,10 @@ def generate_parents(cursor: Any, sizes: Sizes) -> None:
     )
     # Message 2k is turn k's user message, 2k+1 its assistant message, a minute apart over 2024.
     cursor.execute(
-        "INSERT INTO messages (id, chat_id, role, content, status, finalized_at, created_at) "
+        "INSERT INTO messages (id, chat_id, role, content, status, finalized_at, created_at, updated_at) "
         "SELECT md5('m' || g)::uuid, md5('c' || ((g / 2) %% %s))::uuid, "
         "CASE WHEN g %% 2 = 0 THEN 'user' ELSE 'assistant' END, 'bench turn', 'complete', "
+        "timestamptz '2024-01-01' + (g / 2) * interval '1 minute', "
         "timestamptz '2024-01-01' + (g / 2) * interval '1 minute', "
         "timestamptz '2024-01-01' + (g / 2) * interval '1 minute' FROM generate_series(0, %s) g",
         [c, 2 * a - 1],

@@ -263,8 +263,9 @@ def turn_share(*, turns: int) -> list[TurnShare]:
             body = response.json()
             cited = len(body["message"]["citations"])
             assert body["unverified_count"] == 0, body["unverified"]
+            rows = cited + len(body["message"]["case_citations"])  # the quotes, and the cases their text cites
             entries = CitationLedgerEntry.objects.filter(message_id=body["message"]["id"]).count()
-            assert entries == (cited if connected else 0), (entries, cited, connected)
+            assert entries == (rows if connected else 0), (entries, rows, connected)
             return elapsed, len(queries) if queries is not None else 0, cited
 
         _, queries_on, cited = one_turn(True, capture=True)  # also the warm-up

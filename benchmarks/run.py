@@ -360,7 +360,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
 
 
 CASE_CITATIONS_NOTE = (
-    "Case citations (7): a 20 KB answer citing 25 cases of the local store in full, each followed by a short "
+    "Case citations (8): a 20 KB answer citing 25 cases of the local store in full, each followed by a short "
     "form or id.; checked against the local store only, next to finalize_turn of that turn without the check "
     "and without post_finalize receivers. Nearly all of the check is eyecite's extraction (pure Python: ~160 "
     "reporter regexes over the text, then case-name scans); the local lookup is one query. 10% of finalize "
