@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import BaseModelAdmin
@@ -174,6 +174,17 @@ class _ArtifactAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
 
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
+    # The rows a page names (the source and the message), joined in; their long text columns never read.
+    joined: ClassVar[tuple[str, ...]] = ("message",)
+    _TEXT_COLUMNS: ClassVar[dict[str, str]] = {
+        "message": "message__content",
+        "document": "document__content",
+        "opinion": "opinion__text",
+    }
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        deferred = [self._TEXT_COLUMNS[relation] for relation in self.joined]
+        return super().get_queryset(request).select_related(*self.joined).defer(*deferred)
 
 
 @admin.register(MessageCitation)
@@ -189,18 +200,9 @@ class MessageCitationAdmin(_ArtifactAdmin):
     )
     # verification_method has choices: the filter lists them (unverified included) without querying the table.
     list_filter = ("verification_method",)
-    list_select_related = ("document", "message")
+    joined = ("document", "message")
     search_fields = ("id", "message_id", "document_id")
     search_help_text = "An exact citation, message or document id (UUID)."
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[MessageCitation]:
-        # The pages show the document's title and the message's name, never their content.
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("document", "message")
-            .defer("document__content", "message__content")
-        )
 
 
 @admin.register(MessageCaselawCitation)
@@ -215,44 +217,23 @@ class MessageCaselawCitationAdmin(_ArtifactAdmin):
         "created_at",
     )
     list_filter = ("verification_method",)
-    list_select_related = ("opinion", "message")
+    joined = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact citation, message or opinion id (UUID)."
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[MessageCaselawCitation]:
-        # The pages show the opinion's case name and the message's name, never their text.
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("opinion", "message")
-            .defer("opinion__text", "message__content")
-        )
 
 
 @admin.register(MessageToolSource)
 class MessageToolSourceAdmin(_ArtifactAdmin):
     list_display = ("label", "source_kind", "tool", "provider", "message", "created_at")
-    list_select_related = ("message",)
+    joined = ("message",)
     search_fields = ("id", "message_id")
     search_help_text = "An exact tool-source or message id (UUID)."
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[MessageToolSource]:
-        return super().get_queryset(request).select_related("message").defer("message__content")
 
 
 @admin.register(MessageCaseCitation)
 class MessageCaseCitationAdmin(_ArtifactAdmin):
     list_display = ("citation", "case_name", "kind", "status", "opinion", "provider", "message", "created_at")
-    list_select_related = ("opinion", "message")
     list_filter = ("status", "kind")
+    joined = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact case-citation, message or opinion id (UUID)."
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[MessageCaseCitation]:
-        # The pages show the opinion's case name and the message's name, never their text.
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("opinion", "message")
-            .defer("opinion__text", "message__content")
-        )

@@ -265,6 +265,28 @@ def _verify_claims(
             normalized[key] = NormalizedSource.build(text)
         return normalized[key]
 
+    def verified(
+        row_class: type[QuoteRow],
+        claim: ClaimedCitation,
+        match: QuoteMatch,
+        text: str,
+        **source: Document | CaselawOpinion,
+    ) -> QuoteRow:
+        """The row of a verified quote of ``text``: its span, how it verified, the digest of the passage
+        and its alterations."""
+        return row_class(
+            message=message,
+            quote=claim.quote,
+            source_offset_start=match.start,
+            source_offset_end=match.end,
+            verification_method=match.method,
+            verification_confidence=match.confidence,
+            passage_sha256=passage_sha256(text[match.start : match.end]),
+            alterations=alterations_record(match),
+            created_at=now,
+            **source,
+        )
+
     def failed(
         row_class: type[QuoteRow], claim: ClaimedCitation, reason: str, **source: Document | CaselawOpinion
     ) -> QuoteRow:
@@ -290,20 +312,7 @@ def _verify_claims(
             if match is None:
                 caselaw.append(failed(MessageCaselawCitation, claim, _reason(why, "opinion"), opinion=opinion))
                 continue
-            caselaw.append(
-                MessageCaselawCitation(
-                    message=message,
-                    opinion=opinion,
-                    quote=claim.quote,
-                    source_offset_start=match.start,
-                    source_offset_end=match.end,
-                    verification_method=match.method,
-                    verification_confidence=match.confidence,
-                    passage_sha256=passage_sha256(opinion.text[match.start : match.end]),
-                    alterations=alterations_record(match),
-                    created_at=now,
-                )
-            )
+            caselaw.append(verified(MessageCaselawCitation, claim, match, opinion.text, opinion=opinion))
             continue
         if claim.document_id is None and claim.opinion_id is None and claim.named_source:
             reason = f"unknown source {claim.named_source[:100]!r}: not a source of this turn"
@@ -320,20 +329,7 @@ def _verify_claims(
         if match is None:
             kb.append(failed(MessageCitation, claim, _reason(why, "document"), document=document))
             continue
-        kb.append(
-            MessageCitation(
-                message=message,
-                document=document,
-                quote=claim.quote,
-                source_offset_start=match.start,
-                source_offset_end=match.end,
-                verification_method=match.method,
-                verification_confidence=match.confidence,
-                passage_sha256=passage_sha256(document.content[match.start : match.end]),
-                alterations=alterations_record(match),
-                created_at=now,
-            )
-        )
+        kb.append(verified(MessageCitation, claim, match, document.content, document=document))
     return kb, caselaw
 
 
