@@ -366,20 +366,19 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
     ]
 
 
-class MessageCitation(models.Model):
-    """A quote claimed from a KB document: verified against the document's content, or recorded as failed."""
+class ClaimedQuote(models.Model):
+    """What both quote tables record of a claimed quote: the quote, how it fared against its source and, when
+    it verified, where it is in the source (``source[start:end]``), a digest of that passage and its
+    alterations. Each table adds the message and its own kind of source."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="citations")
-    # A cited document cannot be deleted on its own (the citation would become unverifiable); it goes only
-    # together with the citing turn or matter. Empty only for a failed claim naming no document of the matter.
-    document = models.ForeignKey(Document, on_delete=models.RESTRICT, null=True, blank=True, related_name="citations")
     quote = models.TextField()
     source_offset_start = models.IntegerField(null=True, blank=True)
     source_offset_end = models.IntegerField(null=True, blank=True)
     verification_method = models.CharField(max_length=32, choices=VerificationMethod.choices)
     verification_confidence = models.FloatField(null=True, blank=True)
-    # Why a claim is unverified ("not found in the document", ...); empty for a verified quote.
+    # Why a claim is unverified ("not found in the document", ...); empty for a verified quote (also the
+    # database default, for raw SQL writers).
     unverified_reason = models.CharField(max_length=300, blank=True, default="", db_default="")
     # Hex SHA-256 of source[start:end] (UTF-8) as verified at finalize: a digest, never content. The trace
     # recomputes it from the passage it reads, so a change of the text below the application shows.
@@ -392,42 +391,37 @@ class MessageCitation(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
-        db_table = "message_citations"
+        abstract = True
         ordering = ["created_at", "id"]
+
+
+class MessageCitation(ClaimedQuote):
+    """A quote claimed from a KB document: verified against the document's content, or recorded as failed."""
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="citations")
+    # A cited document cannot be deleted on its own (the citation would become unverifiable); it goes only
+    # together with the citing turn or matter. Empty only for a failed claim naming no document of the matter.
+    document = models.ForeignKey(Document, on_delete=models.RESTRICT, null=True, blank=True, related_name="citations")
+
+    class Meta(ClaimedQuote.Meta):
+        db_table = "message_citations"
         constraints = _quote_constraints("message_citations", "document")
 
     def __str__(self) -> str:
         return f"KB quote {self.id}"
 
 
-class MessageCaselawCitation(models.Model):
+class MessageCaselawCitation(ClaimedQuote):
     """A quote claimed from a materialized caselaw opinion: verified against its text, or recorded as failed."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="caselaw_citations")
     # Empty only for a failed claim naming no known opinion.
     opinion = models.ForeignKey(
         CaselawOpinion, on_delete=models.RESTRICT, null=True, blank=True, related_name="citations"
     )
-    quote = models.TextField()
-    source_offset_start = models.IntegerField(null=True, blank=True)
-    source_offset_end = models.IntegerField(null=True, blank=True)
-    verification_method = models.CharField(max_length=32, choices=VerificationMethod.choices)
-    verification_confidence = models.FloatField(null=True, blank=True)
-    unverified_reason = models.CharField(max_length=300, blank=True, default="", db_default="")
-    # Hex SHA-256 of source[start:end] (UTF-8) as verified at finalize: a digest, never content. The trace
-    # recomputes it from the passage it reads, so a change of the text below the application shows.
-    # Empty for quotes stored before it was recorded (also the database default, for raw SQL writers).
-    passage_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
-    # Each alteration and omission of a tolerant match, in quote order, as ``chats.verification`` found it:
-    # {"kind", "detail", "quote_text", "source_start", "source_end"} (offsets into the source, like the
-    # passage's). Empty for an exact match and a failed claim (also the database default, for raw SQL writers).
-    alterations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
-    class Meta:
+    class Meta(ClaimedQuote.Meta):
         db_table = "message_caselaw_citations"
-        ordering = ["created_at", "id"]
         constraints = _quote_constraints("message_caselaw_citations", "opinion")
 
     def __str__(self) -> str:
