@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.html import strip_tags
@@ -63,6 +64,12 @@ def build_client(
     client_class: Any = _client_class()
     client: CourtListener = client_class(api_token=api_token, transport=transport, base_url=base_url)
     return client
+
+
+def client_from_settings() -> CourtListener | None:
+    """A client for ``settings.COURTLISTENER_API_TOKEN``; ``None`` when it is unset (CourtListener is off)."""
+    token = settings.COURTLISTENER_API_TOKEN
+    return build_client(token) if token else None
 
 
 def _date(value: Any) -> datetime.date | None:

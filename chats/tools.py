@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
-from django.conf import settings
 
 from chats import courtlistener
 from chats.models import CaselawOpinion, MessageToolSource
@@ -70,8 +69,7 @@ class CaselawSearchTool:
 
     @classmethod
     def from_settings(cls) -> CaselawSearchTool:
-        token = settings.COURTLISTENER_API_TOKEN
-        return cls(courtlistener_client=courtlistener.build_client(token) if token else None)
+        return cls(courtlistener_client=courtlistener.client_from_settings())
 
     def run(self, arguments: Mapping[str, Any]) -> ToolOutput:
         query = str(arguments.get("query") or "").strip()

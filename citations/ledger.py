@@ -22,7 +22,6 @@ those constraints that the ledger cannot hold are filtered out by
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,8 +33,6 @@ from django.utils import timezone
 
 from chats.models import UNVERIFIED, VERIFIED_METHODS, Message
 from citations.models import CASE_CITATION_STATUSES, PROVENANCE, CitationLedgerEntry, SourceKind
-
-logger = logging.getLogger(__name__)
 
 LEDGER_TABLE = CitationLedgerEntry._meta.db_table
 SOURCE_FK_COLUMNS = (

@@ -24,8 +24,6 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-
 from chats import courtlistener
 from chats.case_citations.extraction import CitationKey, FoundCitation, Kind, extract_citations
 from chats.case_citations.lookup import Lookup, Outcome, find_local, lookup_courtlistener
@@ -77,12 +75,6 @@ NOT_CHECKED_LOCALLY = (
 )
 
 
-def courtlistener_from_settings() -> CourtListener | None:
-    """A CourtListener client when ``COURTLISTENER_API_TOKEN`` is set, else ``None``."""
-    token = settings.COURTLISTENER_API_TOKEN
-    return courtlistener.build_client(token) if token else None
-
-
 def check_case_citations(
     answer_text: str, *, courtlistener_client: CourtListener | None = None, use_courtlistener: bool = True
 ) -> list[CheckedCitation]:
@@ -99,7 +91,7 @@ def check_case_citations(
     missing = [key for key in keys if lookups[key].outcome == Outcome.NOT_FOUND]
     client = None
     if use_courtlistener and missing:
-        client = courtlistener_client or courtlistener_from_settings()
+        client = courtlistener_client or courtlistener.client_from_settings()
     if client is not None:
         lookups |= lookup_courtlistener(client, missing)
     else:
