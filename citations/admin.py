@@ -124,14 +124,18 @@ def source_link(entry: CitationLedgerEntry) -> SafeString | str:
     return "-"  # unreachable: a check constraint requires exactly one source
 
 
+def _changed_flag(span: selectors.Passage) -> SafeString | str:
+    """A flag for a passage that is no longer the one verified (its digest differs); nothing otherwise."""
+    return format_html(" <strong>{}</strong>", "changed since verified") if span.intact is False else ""
+
+
 def passage_html(entry: CitationLedgerEntry) -> SafeString | str:
     """What an entry points at, for an entry read through ``selectors.with_sources``: the quoted
     passage ``source[start:end]`` (flagged when it is no longer the passage that was verified), or for
     a consulted source its label and url."""
     span = selectors.passage(entry)
     if span is not None:
-        changed = format_html(" <strong>{}</strong>", "changed since verified") if span.intact is False else ""
-        return format_html("<q>{}</q> <small>[{}:{}]</small>{}", span.text, span.start, span.end, changed)
+        return format_html("<q>{}</q> <small>[{}:{}]</small>{}", span.text, span.start, span.end, _changed_flag(span))
     case = entry.message_case_citation
     if case is not None:
         cited_as = ", ".join(part for part in (case.case_name, case.citation) if part)
@@ -213,7 +217,6 @@ def passage_in_context_html(entry: CitationLedgerEntry, context: selectors.Passa
         else:
             continue
         at = b
-    changed = format_html(" <strong>{}</strong>", "changed since verified") if span.intact is False else ""
     listed = format_html_join(
         "",
         '<li data-kind="{}">{} <small>[{}:{}]</small></li>',
@@ -238,7 +241,7 @@ def passage_in_context_html(entry: CitationLedgerEntry, context: selectors.Passa
         " \u2026" if context.more_after else "",
         span.start,
         span.end,
-        changed,
+        _changed_flag(span),
         format_html('<ol class="alterations">{}</ol>', listed) if alterations else "",
     )
 
