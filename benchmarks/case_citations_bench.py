@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,23 +97,34 @@ def build_answer(cited: list[Case], chars: int = ANSWER_CHARS) -> str:
 
 
 @contextmanager
-def _finalize_without_the_check() -> Iterator[None]:
-    """``finalize_turn`` without the case-citation check, and without whatever listens to ``post_finalize``
-    (the ledger), both restored afterwards."""
+def _without_the_check() -> Iterator[None]:
+    """``finalize_turn`` without the case-citation check (restored afterwards)."""
     from chats import services
-    from chats.signals import post_finalize
 
     def no_check(answer_text: str, **kwargs: Any) -> list[Any]:
         return []
 
-    saved_check, saved_receivers = services.check_case_citations, post_finalize.receivers[:]
+    saved = services.check_case_citations
     services.check_case_citations = no_check
-    post_finalize.receivers = []
-    post_finalize.sender_receivers_cache.clear()
     try:
         yield
     finally:
-        services.check_case_citations = saved_check
+        services.check_case_citations = saved
+
+
+@contextmanager
+def _finalize_without_the_check() -> Iterator[None]:
+    """``finalize_turn`` without the case-citation check, and without whatever listens to ``post_finalize``
+    (the ledger), both restored afterwards."""
+    from chats.signals import post_finalize
+
+    saved_receivers = post_finalize.receivers[:]
+    post_finalize.receivers = []
+    post_finalize.sender_receivers_cache.clear()
+    try:
+        with _without_the_check():
+            yield
+    finally:
         post_finalize.receivers = saved_receivers
         post_finalize.sender_receivers_cache.clear()
 
@@ -138,12 +149,54 @@ def first_call_in_a_new_process() -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def run(*, repeats: int = 50) -> dict[str, float]:
-    """Medians of ``repeats`` interleaved runs: the check (and its extraction alone) and ``finalize_turn``."""
+def whole_turns(*, project: Any, answer: str, claims: list[Any], turns: int) -> dict[str, float]:
+    """Medians of whole single-shot API turns (request to response, in-process) answering ``answer`` with
+    ``claims`` through the scripted backend (no model time: the worst case for the check's share), with the
+    case-citation check and without it, interleaved turn by turn in alternating order, each in a fresh chat.
+    The ledger is connected as shipped in both arms."""
+    from django.test.utils import override_settings
+    from rest_framework.test import APIClient
+
+    from benchmarks.ledger_bench import SCRIPTED, TURN_SETTINGS
+    from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
+    from chats.models import Chat
+
+    client = APIClient()
+    client.force_authenticate(user=project.owner)
+    steps = (TextDelta(answer), FinalAnswer(tuple(claims)))
+
+    def one_turn(checked: bool) -> float:
+        chat = Chat.objects.create(project=project, owner=project.owner, title="case citations, whole turn")
+        with ExitStack() as stack:
+            if not checked:
+                stack.enter_context(_without_the_check())
+            stack.enter_context(override_settings(LQAI_ASSISTANT_BACKEND=SCRIPTED, **TURN_SETTINGS))
+            stack.enter_context(ScriptedBackend.scripted(*steps))
+            started = time.perf_counter()
+            response = client.post(f"/api/chats/{chat.pk}/messages/", {"content": "question"}, format="json")
+            elapsed = time.perf_counter() - started
+        assert response.status_code == 201, response.content
+        message = response.json()["message"]
+        assert len(message["citations"]) == len(claims), "every benchmark quote must verify"
+        assert len(message["case_citations"]) == (2 * CASES if checked else 0), len(message["case_citations"])
+        return elapsed
+
+    one_turn(True)  # warm-up
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for index in range(turns):
+        for checked in (True, False) if index % 2 == 0 else (False, True):
+            times[checked].append(one_turn(checked))
+    on, off = statistics.median(times[True]), statistics.median(times[False])
+    return {"turn_on_s": on, "turn_off_s": off, "turn_share": on / off - 1}
+
+
+def run(*, repeats: int = 50, turns: int = 20) -> dict[str, float]:
+    """Medians of ``repeats`` interleaved runs: the check (its extraction alone, and eyecite's tokenization
+    alone) and ``finalize_turn``; then the check's share of ``turns`` whole API turns (:func:`whole_turns`)."""
     from django.contrib.auth.models import User
 
     from chats.case_citations import Status, check_case_citations
-    from chats.case_citations.extraction import extract_citations
+    from chats.case_citations.extraction import extract_citations, tokenizer
     from chats.models import CaselawOpinion, Chat, Document, Project
     from chats.services import ClaimedCitation, finalize_turn, start_turn
 
@@ -177,6 +230,7 @@ def run(*, repeats: int = 50) -> dict[str, float]:
 
         check_times: list[float] = []
         extract_times: list[float] = []
+        tokenize_times: list[float] = []
         finalize_times: list[float] = []
         for _ in range(repeats):
             _, message = start_turn(chat=chat, content="question")
@@ -194,8 +248,14 @@ def run(*, repeats: int = 50) -> dict[str, float]:
             started = time.perf_counter()
             extract_citations(answer)
             extract_times.append(time.perf_counter() - started)
+
+            started = time.perf_counter()
+            tokenizer().tokenize(answer)
+            tokenize_times.append(time.perf_counter() - started)
+
+        whole = whole_turns(project=project, answer=answer, claims=claims, turns=turns)
     finally:
-        owner.delete()  # its matter, chat, turns and document cascade
+        owner.delete()  # its matter, chats, turns and document cascade
         CaselawOpinion.objects.filter(pk__in=[o.pk for o in opinions]).delete()
 
     check_s = statistics.median(check_times)
@@ -206,9 +266,10 @@ def run(*, repeats: int = 50) -> dict[str, float]:
         "first_call_s": first_call_in_a_new_process(),
         "check_s": check_s,
         "extract_s": statistics.median(extract_times),
+        "tokenize_s": statistics.median(tokenize_times),
         "finalize_s": finalize_s,
         "ratio": check_s / finalize_s,
-    }
+    } | whole
 
 
 def main() -> None:
