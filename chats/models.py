@@ -388,11 +388,16 @@ class ClaimedQuote(models.Model):
     # {"kind", "detail", "quote_text", "source_start", "source_end"} (offsets into the source, like the
     # passage's). Empty for an exact match and a failed claim (also the database default, for raw SQL writers).
     alterations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
+    # The claim's place among the claims its turn made (KB and caselaw claims numbered together), so that a
+    # turn's quotes read in the order it claimed them. 0 for rows from before it was recorded (also the
+    # database default, for raw SQL writers).
+    position = models.PositiveIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         abstract = True
-        ordering = ["created_at", "id"]
+        # A turn's rows share created_at (a resumed turn's later ones have a later one): then claim order.
+        ordering = ["created_at", "position", "id"]
 
 
 class MessageCitation(ClaimedQuote):
@@ -445,11 +450,14 @@ class MessageToolSource(models.Model):
     subtitle = models.CharField(max_length=500, blank=True)
     url = models.URLField(max_length=500, blank=True)
     external_ref = models.CharField(max_length=200, blank=True)
+    # The source's place among those the turn's tools consulted, in the order they reported them. 0 for
+    # rows from before it was recorded (also the database default, for raw SQL writers).
+    position = models.PositiveIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         db_table = "message_tool_sources"
-        ordering = ["created_at", "id"]
+        ordering = ["created_at", "position", "id"]
         constraints = [
             # The ledger copies source_kind; an empty kind would be an unclassifiable entry.
             models.CheckConstraint(

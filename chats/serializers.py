@@ -51,6 +51,11 @@ class ChatSerializer(serializers.ModelSerializer[Chat]):
         read_only_fields = ["id", "created_at"]
 
 
+CLAIM_POSITION_HELP = (
+    "The claim's place, from 0, among the quotes its turn claimed (KB and caselaw together, failed claims too)."
+)
+
+
 class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
     """A verified quote from a matter document."""
 
@@ -60,10 +65,22 @@ class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
     end = serializers.IntegerField(source="source_offset_end", read_only=True)
     method = serializers.CharField(source="verification_method", read_only=True)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
+    position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
 
     class Meta:
         model = MessageCitation
-        fields = ["id", "kind", "quote", "document", "document_title", "start", "end", "method", "confidence"]
+        fields = [
+            "id",
+            "kind",
+            "position",
+            "quote",
+            "document",
+            "document_title",
+            "start",
+            "end",
+            "method",
+            "confidence",
+        ]
         read_only_fields = fields
 
     def get_kind(self, obj: MessageCitation) -> str:
@@ -83,12 +100,14 @@ class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitati
     end = serializers.IntegerField(source="source_offset_end", read_only=True)
     method = serializers.CharField(source="verification_method", read_only=True)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
+    position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
 
     class Meta:
         model = MessageCaselawCitation
         fields = [
             "id",
             "kind",
+            "position",
             "quote",
             "opinion",
             "case_name",
@@ -121,6 +140,7 @@ class FailedClaimSerializer(serializers.Serializer[MessageCitation | MessageCase
 
     id = serializers.UUIDField(read_only=True)
     kind = serializers.SerializerMethodField()
+    position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
     quote = serializers.CharField(read_only=True)
     reason = serializers.CharField(source="unverified_reason", read_only=True)
     source_id = serializers.SerializerMethodField(

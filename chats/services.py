@@ -300,36 +300,37 @@ def _verify_claims(
             **source,
         )
 
-    kb: list[MessageCitation] = []
-    caselaw: list[MessageCaselawCitation] = []
-    for claim in claims:
+    def row_for(claim: ClaimedCitation) -> MessageCitation | MessageCaselawCitation:
         if claim.opinion_id is not None and claim.document_id is None:
             opinion = opinions.get(claim.opinion_id)
             if opinion is None:
-                caselaw.append(failed(MessageCaselawCitation, claim, "unknown opinion"))
-                continue
+                return failed(MessageCaselawCitation, claim, "unknown opinion")
             match, why = source_for(opinion.pk, opinion.text).verify_detailed(claim.quote)
             if match is None:
-                caselaw.append(failed(MessageCaselawCitation, claim, _reason(why, "opinion"), opinion=opinion))
-                continue
-            caselaw.append(verified(MessageCaselawCitation, claim, match, opinion.text, opinion=opinion))
-            continue
+                return failed(MessageCaselawCitation, claim, _reason(why, "opinion"), opinion=opinion)
+            return verified(MessageCaselawCitation, claim, match, opinion.text, opinion=opinion)
         if claim.document_id is None and claim.opinion_id is None and claim.named_source:
             reason = f"unknown source {claim.named_source[:100]!r}: not a source of this turn"
-            kb.append(failed(MessageCitation, claim, reason))
-            continue
+            return failed(MessageCitation, claim, reason)
         if claim.document_id is None or claim.opinion_id is not None:
-            kb.append(failed(MessageCitation, claim, "the claim must name exactly one source"))
-            continue
+            return failed(MessageCitation, claim, "the claim must name exactly one source")
         document = documents.get(claim.document_id)
         if document is None:
-            kb.append(failed(MessageCitation, claim, "unknown document: not a document of this chat's matter"))
-            continue
+            return failed(MessageCitation, claim, "unknown document: not a document of this chat's matter")
         match, why = source_for(document.pk, document.content).verify_detailed(claim.quote)
         if match is None:
-            kb.append(failed(MessageCitation, claim, _reason(why, "document"), document=document))
-            continue
-        kb.append(verified(MessageCitation, claim, match, document.content, document=document))
+            return failed(MessageCitation, claim, _reason(why, "document"), document=document)
+        return verified(MessageCitation, claim, match, document.content, document=document)
+
+    kb: list[MessageCitation] = []
+    caselaw: list[MessageCaselawCitation] = []
+    for position, claim in enumerate(claims):
+        row = row_for(claim)
+        row.position = position  # KB and caselaw claims numbered together, in the order they were made
+        if isinstance(row, MessageCaselawCitation):
+            caselaw.append(row)
+        else:
+            kb.append(row)
     return kb, caselaw
 
 
@@ -377,7 +378,7 @@ def _tool_source_rows(
     dropped with a warning (the table refuses an empty kind).
     """
     rows = []
-    for source in consulted:
+    for position, source in enumerate(consulted):
         kind = source.source_kind.strip()[:32]
         if not kind:
             logger.warning("turn %s: dropped a consulted source with no kind (tool %r)", message.pk, source.tool)
@@ -392,6 +393,7 @@ def _tool_source_rows(
                 subtitle=source.subtitle[:500],
                 url=source.url[:500],
                 external_ref=source.external_ref[:200],
+                position=position,
                 created_at=now,
             )
         )

@@ -397,8 +397,8 @@ class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
     verbose_name_plural = "citation ledger entries"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CitationLedgerEntry]:
-        # Source rows and passages in the same query: no query per entry.
-        return selectors.with_sources(super().get_queryset(request))
+        # Source rows and passages in the same query: no query per entry; in the order of the turn.
+        return selectors.with_sources(selectors.in_turn_order(super().get_queryset(request)))
 
     @admin.display(description="source")
     def source(self, entry: CitationLedgerEntry) -> SafeString | str:

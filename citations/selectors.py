@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from uuid import UUID
 
-from django.db.models import F, IntegerField, QuerySet, Value
+from django.db.models import Case, F, IntegerField, QuerySet, Value, When
 from django.db.models.functions import Coalesce, Greatest, Substr
 
 from chats.models import Chat
@@ -167,11 +167,38 @@ def entry_in_context(
     return entry, PassageInContext(passage=span, start=start, text=text, more_before=more_before, more_after=more_after)
 
 
+_SOURCES = ("message_citation", "message_caselaw_citation", "message_case_citation", "message_tool_source")
+
+
+def in_turn_order(entries: QuerySet[CitationLedgerEntry]) -> QuerySet[CitationLedgerEntry]:
+    """``entries`` in the order of the turns they record, whenever they were written (by the turn, or later
+    by a backfill): turn by turn as the questions were asked; within a turn, run by run (a resumed turn's
+    later rows after the first run's), the quotes in the order they were claimed, then the case citations in
+    the order of the answer, then the sources the tools consulted in the order reported. The id comes last,
+    so that pages are stable."""
+    return entries.order_by(
+        "message__created_at",
+        "message_id",
+        Coalesce(*(F(f"{source}__created_at") for source in _SOURCES)),
+        Case(
+            When(message_case_citation__isnull=False, then=Value(1)),
+            When(message_tool_source__isnull=False, then=Value(2)),
+            default=Value(0),
+        ),
+        Coalesce(
+            F("message_citation__position"),
+            F("message_caselaw_citation__position"),
+            F("message_case_citation__answer_offset_start"),
+            F("message_tool_source__position"),
+        ),
+        "id",
+    )
+
+
 def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[CitationLedgerEntry]:
     """The entries of ``chat`` (of one turn with ``message_id``; none if that turn is not in ``chat``),
-    in the order they were written, resolved with :func:`with_sources`."""
+    in the order of its turns (:func:`in_turn_order`), resolved with :func:`with_sources`."""
     entries = CitationLedgerEntry.objects.filter(chat=chat)
     if message_id is not None:
         entries = entries.filter(message_id=message_id)
-    # created_at then id: the (chat, created_at) index serves it, and pages are stable.
-    return with_sources(entries.order_by("created_at", "id"))
+    return with_sources(in_turn_order(entries))

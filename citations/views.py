@@ -26,11 +26,12 @@ class ChatLedgerView(generics.ListAPIView[CitationLedgerEntry]):
         operation_id="chat_ledger_list",
         summary="Trace a chat's sources",
         description=(
-            "The citation-ledger entries of every turn of the chat (or of one turn with `message`), in the "
-            "order they were written. Each entry is resolved to its source (KB document, caselaw opinion, or "
-            "a source a tool consulted), with the passage a quote points at read from the source at request "
-            "time (`source[start:end]`), how it was verified, and its provenance. A chat the caller cannot "
-            "see answers 404; a `message` that is not in this chat yields an empty list."
+            "The citation-ledger entries of every turn of the chat (or of one turn with `message`), turn by "
+            "turn; within a turn, its quotes in the order claimed, then its case citations in the order of the "
+            "answer, then the sources its tools consulted. Each entry is resolved to its source (KB document, "
+            "caselaw opinion, or a source a tool consulted), with the passage a quote points at read from the "
+            "source at request time (`source[start:end]`), how it was verified, and its provenance. A chat the "
+            "caller cannot see answers 404; a `message` that is not in this chat yields an empty list."
         ),
         parameters=[ChatLedgerQuerySerializer],
         responses={

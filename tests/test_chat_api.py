@@ -172,6 +172,7 @@ def test_chat_messages_have_their_citations_and_tool_sources(api_client: APIClie
         {
             "id": str(kb.pk),
             "kind": "kb_document",
+            "position": 0,
             "quote": kb.quote,
             "document": str(kb.document_id),
             "document_title": "Strict scrutiny memo",
@@ -241,6 +242,7 @@ def test_single_shot_turn_with_the_default_backend(
         {
             "id": str(c.pk),
             "kind": "kb_document",
+            "position": n,  # every claim verified: the n-th citation is the n-th claim
             "quote": c.quote,
             "document": str(document.pk),
             "document_title": document.title,
@@ -249,7 +251,7 @@ def test_single_shot_turn_with_the_default_backend(
             "method": EXACT_MATCH,
             "confidence": 1.0,
         }
-        for c in citations
+        for n, c in enumerate(citations)
     ]
     assert all(document.content[c.source_offset_start : c.source_offset_end] == c.quote for c in citations)
     assert body["message"]["caselaw_citations"] == body["message"]["tool_sources"] == []
