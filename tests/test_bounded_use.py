@@ -6,19 +6,23 @@ from __future__ import annotations
 import datetime
 import itertools
 import json
+import os
 import string
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import LazySettings
 from django.conf import settings as django_settings
 from django.contrib.auth.models import User
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -28,9 +32,11 @@ from chats.models import CaselawOpinion, Chat, Message
 from chats.retrieval import MAX_QUERY_TERMS, query_terms
 from chats.services import reopen_interrupted_turn, start_turn
 from tests import factories
+from tests.conftest import this_test_database_url
 from tests.test_streaming import names, resume, sse_events, stream
 
 pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _distinct_words(count: int) -> list[str]:
@@ -68,10 +74,10 @@ def test_a_question_of_two_thousand_distinct_words_is_answered(
 
 @pytest.fixture
 def fresh_throttles() -> Iterator[None]:
-    """Throttle counts live in the cache: start and end each test with none."""
-    cache.clear()
+    """Throttle counts live in the ``throttle`` cache (a table): start and end each test with none."""
+    caches["throttle"].clear()
     yield
-    cache.clear()
+    caches["throttle"].clear()
 
 
 def _ask(client: APIClient, chat: Chat) -> Any:
@@ -106,6 +112,62 @@ def test_turns_over_the_rate_answer_429_with_retry_after(
     other = APIClient()
     other.force_authenticate(user=other_user)
     assert _ask(other, other_chat).status_code == 201
+
+
+# A turn asked from another server process: this project's settings (the rate on), the test's database.
+ANOTHER_PROCESS = """
+import os, sys
+import django
+django.setup()
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+client = APIClient()
+client.force_authenticate(user=User.objects.get(pk=int(sys.argv[1])))
+response = client.post(f"/api/chats/{sys.argv[2]}/messages/", {"content": "strict scrutiny?"}, format="json")
+print(response.status_code)
+"""
+
+
+def _ask_from_another_process(user: User, chat: Chat) -> int:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LQAI_")},
+        "DJANGO_SETTINGS_MODULE": "lqai.settings",
+        "DEBUG": "1",
+        "DATABASE_URL": this_test_database_url(),
+        "ALLOWED_HOSTS": "testserver",
+        "LQAI_THROTTLE_TURNS": "2/min",
+        "LOG_LEVEL": "ERROR",
+    }
+    done = subprocess.run(  # noqa: S603 - this interpreter, a constant script
+        [sys.executable, "-c", ANOTHER_PROCESS, str(user.pk), str(chat.pk)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_server_processes_count_a_users_turns_together(
+    committed_matter_chat: tuple[APIClient, Chat], settings: LazySettings, fresh_throttles: None
+) -> None:
+    # Given a user who used up the rate in this process
+    client, chat = committed_matter_chat
+    settings.LQAI_THROTTLE_TURNS = "2/min"
+    assert [_ask(client, chat).status_code for _ in range(2)] == [201, 201]
+    user = chat.owner
+    assert user is not None
+    other = factories.UserFactory.create()
+    other_chat = factories.ChatFactory.create(project__owner=other, owner=other)
+
+    # Then another server process refuses her next turn, and still serves another user
+    assert _ask_from_another_process(user, chat) == 429
+    assert _ask_from_another_process(other, other_chat) == 201
+    assert Message.objects.filter(chat=chat, role=Message.Role.ASSISTANT).count() == 2
 
 
 def test_the_turn_rate_can_be_turned_off(
