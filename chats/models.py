@@ -388,9 +388,9 @@ class ClaimedQuote(models.Model):
     # {"kind", "detail", "quote_text", "source_start", "source_end"} (offsets into the source, like the
     # passage's). Empty for an exact match and a failed claim (also the database default, for raw SQL writers).
     alterations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
-    # The claim's place among the claims its turn made (KB and caselaw claims numbered together), so that a
-    # turn's quotes read in the order it claimed them. 0 for rows from before it was recorded (also the
-    # database default, for raw SQL writers).
+    # The claim's place among the claims its turn made (KB and caselaw claims numbered together; a resumed
+    # turn's go on from its first run's), so that a turn's quotes read in the order it claimed them. 0 for
+    # rows from before it was recorded (also the database default, for raw SQL writers).
     position = models.PositiveIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
@@ -450,8 +450,9 @@ class MessageToolSource(models.Model):
     subtitle = models.CharField(max_length=500, blank=True)
     url = models.URLField(max_length=500, blank=True)
     external_ref = models.CharField(max_length=200, blank=True)
-    # The source's place among those the turn's tools consulted, in the order they reported them. 0 for
-    # rows from before it was recorded (also the database default, for raw SQL writers).
+    # The source's place among those the turn's tools consulted, in the order they reported them (a resumed
+    # turn's go on from its first run's). 0 for rows from before it was recorded (also the database default,
+    # for raw SQL writers).
     position = models.PositiveIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 

@@ -237,7 +237,7 @@ def record_progress(*, message: Message) -> None:
 
 
 def _verify_claims(
-    *, message: Message, claims: Sequence[ClaimedCitation], now: datetime.datetime
+    *, message: Message, claims: Sequence[ClaimedCitation], now: datetime.datetime, first_position: int = 0
 ) -> tuple[list[MessageCitation], list[MessageCaselawCitation]]:
     """The quote rows of the claims: each verified against its source's text (sources loaded and normalized
     once per turn) or, if it does not verify, a failed (``unverified``) row saying why.
@@ -245,8 +245,9 @@ def _verify_claims(
     A KB document only counts if it belongs to the chat's matter: a quote claimed from another matter's
     document is unverified, never a citation, and the failed row does not name the document. A claim naming
     no source, or both kinds, is recorded as a failed KB claim. Each verified quote carries the digest of
-    ``source[start:end]`` as verified here (:func:`passage_sha256`). Runs inside the turn's transaction: the
-    sources' texts are read under :func:`_hold_source_texts`.
+    ``source[start:end]`` as verified here (:func:`passage_sha256`). Rows are numbered in claim order from
+    ``first_position`` (KB and caselaw claims together). Runs inside the turn's transaction: the sources'
+    texts are read under :func:`_hold_source_texts`.
     """
     document_ids = {c.document_id for c in claims if c.document_id is not None}
     opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
@@ -324,7 +325,7 @@ def _verify_claims(
 
     kb: list[MessageCitation] = []
     caselaw: list[MessageCaselawCitation] = []
-    for position, claim in enumerate(claims):
+    for position, claim in enumerate(claims, start=first_position):
         row = row_for(claim)
         row.position = position  # KB and caselaw claims numbered together, in the order they were made
         if isinstance(row, MessageCaselawCitation):
@@ -370,7 +371,7 @@ def _verdict(
 
 
 def _tool_source_rows(
-    *, message: Message, consulted: Sequence[ConsultedSource], now: datetime.datetime
+    *, message: Message, consulted: Sequence[ConsultedSource], now: datetime.datetime, first_position: int = 0
 ) -> list[MessageToolSource]:
     """Rows for the consulted sources, fitted to the columns: tool metadata must never cost the turn.
 
@@ -378,7 +379,7 @@ def _tool_source_rows(
     dropped with a warning (the table refuses an empty kind).
     """
     rows = []
-    for position, source in enumerate(consulted):
+    for position, source in enumerate(consulted, start=first_position):
         kind = source.source_kind.strip()[:32]
         if not kind:
             logger.warning("turn %s: dropped a consulted source with no kind (tool %r)", message.pk, source.tool)
@@ -471,11 +472,18 @@ def finalize_turn(
     if message.status in {Message.Status.COMPLETE, Message.Status.FAILED}:
         raise ValueError(f"message {message.pk} is already {message.status}; only an interrupted turn goes on")
     now = timezone.now()
-    sources = _tool_source_rows(message=message, consulted=tool_sources, now=now)
+    resumed = message.finalized_at is not None  # finalized before (interrupted): its rows' numbers go on
+    sources = _tool_source_rows(
+        message=message,
+        consulted=tool_sources,
+        now=now,
+        first_position=message.tool_sources.count() if resumed else 0,
+    )
     case_citations = _case_citation_rows(message=message, content=content, now=now)
     with transaction.atomic():
         # Verified inside the transaction: a quoted text cannot change before its citation commits.
-        kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now)
+        first_claim = message.citations.count() + message.caselaw_citations.count() if resumed else 0
+        kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now, first_position=first_claim)
         message.content = content
         message.status = status
         message.finalized_at = message.updated_at = now

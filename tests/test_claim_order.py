@@ -89,6 +89,25 @@ def test_a_turns_quotes_failed_claims_and_sources_read_back_in_the_order_it_made
     assert [s["label"] for s in body["tool_sources"]] == [f"source {n}" for n in range(20)]
 
 
+def test_a_resumed_turn_numbers_its_claims_and_sources_on_from_its_first_run(user: User) -> None:
+    chat = factories.ChatFactory.create(project__owner=user)
+    opinion = factories.CaselawOpinionFactory.create(text=" ".join(WORDS))
+    claims = _claims(chat, opinion, 12)
+    sources = _sources(8)
+    _, message = start_turn(chat=chat, content="question")
+    finalize_turn(
+        message=message, content="Part", status="interrupted", claimed_citations=claims[:5], tool_sources=sources[:3]
+    )
+
+    finalize_turn(
+        message=message, content="Part two", status="complete", claimed_citations=claims[5:], tool_sources=sources[3:]
+    )
+
+    quotes = sorted([*message.citations.all(), *message.caselaw_citations.all()], key=lambda row: row.position)
+    assert [(row.position, row.quote) for row in quotes] == [(n, claim.quote) for n, claim in enumerate(claims)]
+    assert [(s.position, s.label) for s in message.tool_sources.all()] == [(n, f"source {n}") for n in range(8)]
+
+
 def test_the_trace_reads_turn_by_turn_in_claim_then_answer_order_whenever_entries_were_written(
     user: User, local_opinion: CaselawOpinion
 ) -> None:
