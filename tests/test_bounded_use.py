@@ -170,6 +170,24 @@ def test_server_processes_count_a_users_turns_together(
     assert Message.objects.filter(chat=chat, role=Message.Role.ASSISTANT).count() == 2
 
 
+def test_a_users_count_survives_many_other_users_counts(
+    api_client: APIClient,
+    matter_chat: Chat,
+    settings: LazySettings,
+    fresh_throttles: None,
+    scripted_backend: Callable[..., Script],
+) -> None:
+    # Given a user's first turn, then many other users' live counts (more than a cache keeps by default
+    # before it drops some, the lowest keys first: hers sorts before theirs)
+    settings.LQAI_THROTTLE_TURNS = "2/min"
+    scripted_backend(TextDelta("Answer."), FinalAnswer())
+    assert _ask(api_client, matter_chat).status_code == 201
+    caches["throttle"].set_many({f"user-{n}": [time.time()] for n in range(400)}, timeout=60)
+
+    # Then her count is kept: her third turn within the minute is refused
+    assert [_ask(api_client, matter_chat).status_code for _ in range(2)] == [201, 429]
+
+
 def test_the_turn_rate_can_be_turned_off(
     api_client: APIClient,
     matter_chat: Chat,
