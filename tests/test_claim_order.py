@@ -113,13 +113,13 @@ def test_the_trace_reads_turn_by_turn_in_claim_then_answer_order_whenever_entrie
 ) -> None:
     chat = factories.ChatFactory.create(project__owner=user)
     opinion = factories.CaselawOpinionFactory.create(text=" ".join(WORDS))
-    first = _turn(chat, _claims(chat, opinion, 12), _sources(6), answer=FISHER_ANSWER)
-    second = _turn(chat, _claims(chat, opinion, 12), _sources(6), answer=FISHER_ANSWER)
+    first = _turn(chat, _claims(chat, opinion, 24), _sources(6), answer=FISHER_ANSWER)
+    second = _turn(chat, _claims(chat, opinion, 24), _sources(6), answer=FISHER_ANSWER)
     assert first.case_citations.count() == 3
     # The first turn's entries are lost, and written again by a backfill after the second turn's
     CitationLedgerEntry.objects.filter(message=first).delete()
     call_command("backfill_ledger", stdout=io.StringIO())
-    assert CitationLedgerEntry.objects.filter(message=first).count() == 12 + 3 + 6
+    assert CitationLedgerEntry.objects.filter(message=first).count() == 24 + 3 + 6
 
     expected = [row_id for message in (first, second) for row_id in _rows_in_turn_order(message)]
     client = APIClient()
@@ -129,6 +129,7 @@ def test_the_trace_reads_turn_by_turn_in_claim_then_answer_order_whenever_entrie
     pages = [response.json()]
     while pages[-1]["next"]:
         pages.append(client.get(pages[-1]["next"]).json())
+    assert len(pages) == 2  # 66 entries, 50 a page: the order holds across pages
     traced = [entry["source_row_id"] for page in pages for entry in page["results"]]
     assert traced == expected
 
