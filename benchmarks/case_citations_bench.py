@@ -157,7 +157,7 @@ def whole_turns(*, project: Any, answer: str, claims: list[Any], turns: int) -> 
     from django.test.utils import override_settings
     from rest_framework.test import APIClient
 
-    from benchmarks.ledger_bench import SCRIPTED, TURN_SETTINGS
+    from benchmarks.ledger_bench import SCRIPTED, TURN_SETTINGS, alternating
     from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
     from chats.models import Chat
 
@@ -182,10 +182,7 @@ def whole_turns(*, project: Any, answer: str, claims: list[Any], turns: int) -> 
         return elapsed
 
     one_turn(True)  # warm-up
-    times: dict[bool, list[float]] = {True: [], False: []}
-    for index in range(turns):
-        for checked in (True, False) if index % 2 == 0 else (False, True):
-            times[checked].append(one_turn(checked))
+    times = alternating(one_turn, rounds=turns)
     on, off = statistics.median(times[True]), statistics.median(times[False])
     return {"turn_on_s": on, "turn_off_s": off, "turn_share": on / off - 1}
 

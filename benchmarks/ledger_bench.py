@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,6 +230,16 @@ def _fifty_claims(chat: Chat) -> tuple[Any, ...]:
     return (TextDelta("Fifty quotes."), FinalAnswer(tuple(ClaimedCitation(q, document_id=document.pk) for q in quotes)))
 
 
+def alternating(measure: Callable[[bool], float], *, rounds: int) -> dict[bool, list[float]]:
+    """``measure(True)`` and ``measure(False)`` once each per round, in alternating order (on, off; off, on;
+    ...), so that a drift of the machine weighs on both arms alike: the measures of each arm."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for index in range(rounds):
+        for arm in (True, False) if index % 2 == 0 else (False, True):
+            times[arm].append(measure(arm))
+    return times
+
+
 def turn_share(*, turns: int) -> list[TurnShare]:
     """Whole single-shot turns through the API (request to response, in-process), with the ledger receiver
     connected and disconnected, interleaved turn by turn in alternating order; each turn in a fresh chat of
@@ -270,9 +280,6 @@ def turn_share(*, turns: int) -> list[TurnShare]:
 
         _, queries_on, cited = one_turn(True, capture=True)  # also the warm-up
         _, queries_off, _ = one_turn(False, capture=True)
-        times: dict[bool, list[float]] = {True: [], False: []}
-        for index in range(turns):
-            for connected in (True, False) if index % 2 == 0 else (False, True):
-                times[connected].append(one_turn(connected)[0])
+        times = alternating(lambda connected: one_turn(connected)[0], rounds=turns)
         results.append(TurnShare(label, cited, median(times[True]), median(times[False]), queries_on, queries_off))
     return results

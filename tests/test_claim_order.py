@@ -141,19 +141,10 @@ def test_the_trace_reads_turn_by_turn_in_claim_then_answer_order_whenever_entrie
     rows = _rows_in_turn_order(second)
     assert all(row in page for row in rows)
     assert sorted(rows, key=page.index) == rows
-    assert [str(_source_row_id(e)) for e in chat_ledger(chat=chat, message_id=second.pk)] == rows
+    assert [str(e.source_row_id) for e in chat_ledger(chat=chat, message_id=second.pk)] == rows
 
 
 def _rows_in_turn_order(message: Message) -> list[str]:
     quotes = sorted([*message.citations.all(), *message.caselaw_citations.all()], key=lambda row: row.position)
     cases = message.case_citations.order_by("answer_offset_start")
     return [str(row.pk) for row in [*quotes, *cases, *message.tool_sources.order_by("position")]]
-
-
-def _source_row_id(entry: CitationLedgerEntry) -> object:
-    return (
-        entry.message_citation_id
-        or entry.message_caselaw_citation_id
-        or entry.message_case_citation_id
-        or entry.message_tool_source_id
-    )
