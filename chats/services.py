@@ -401,9 +401,11 @@ def _tool_source_rows(
     return rows
 
 
-def _case_citation_rows(*, message: Message, content: str, now: datetime.datetime) -> list[MessageCaseCitation]:
-    """Rows for the case citations of ``content``, checked (see ``chats.case_citations``), except the spans
-    the message already has (a resumed turn keeps the rows of what it had written before).
+def _case_citation_rows(
+    *, message: Message, content: str, now: datetime.datetime, resumed: bool
+) -> list[MessageCaseCitation]:
+    """Rows for the case citations of ``content``, checked (see ``chats.case_citations``), except, on a
+    resumed turn, the spans the message already has (it keeps the rows of what it had written before).
 
     The check never fails the turn: an error in it is logged and the turn is finalized without rows.
     """
@@ -414,11 +416,7 @@ def _case_citation_rows(*, message: Message, content: str, now: datetime.datetim
         return []
     if not checked:
         return []
-    had = (
-        set(message.case_citations.values_list("answer_offset_start", flat=True))
-        if message.finalized_at is not None  # finalized before: a resume
-        else set()
-    )
+    had = set(message.case_citations.values_list("answer_offset_start", flat=True)) if resumed else set()
     return [
         MessageCaseCitation(
             message=message,
@@ -472,14 +470,14 @@ def finalize_turn(
     if message.status in {Message.Status.COMPLETE, Message.Status.FAILED}:
         raise ValueError(f"message {message.pk} is already {message.status}; only an interrupted turn goes on")
     now = timezone.now()
-    resumed = message.finalized_at is not None  # finalized before (interrupted): its rows' numbers go on
+    resumed = message.finalized_at is not None  # finalized before (interrupted): its rows go on
     sources = _tool_source_rows(
         message=message,
         consulted=tool_sources,
         now=now,
         first_position=message.tool_sources.count() if resumed else 0,
     )
-    case_citations = _case_citation_rows(message=message, content=content, now=now)
+    case_citations = _case_citation_rows(message=message, content=content, now=now, resumed=resumed)
     with transaction.atomic():
         # Verified inside the transaction: a quoted text cannot change before its citation commits.
         first_claim = message.citations.count() + message.caselaw_citations.count() if resumed else 0
