@@ -27,6 +27,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from knox.models import AuthToken
 
 from chats.models import (
     CaselawOpinion,
@@ -237,3 +238,9 @@ class MessageCaseCitationAdmin(_ArtifactAdmin):
     joined = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact case-citation, message or opinion id (UUID)."
+
+
+# API tokens are managed by their owners through the API (chats.api_tokens), never listed in the admin: knox's
+# admin would show every user's token digests and let staff mint tokens for others.
+if admin.site.is_registered(AuthToken):
+    admin.site.unregister(AuthToken)

@@ -21,6 +21,7 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
+from chats.pages import pages_of_span
 from chats.selectors import projects_visible_to
 from chats.services import UnverifiedQuote
 
@@ -51,6 +52,19 @@ class ChatSerializer(serializers.ModelSerializer[Chat]):
         read_only_fields = ["id", "created_at"]
 
 
+PAGES_HELP = (
+    "The pages of the source that the quote spans (a PDF's page numbers, or an opinion's reporter pages from its "
+    "star paging), in order; null when the source has no known pages."
+)
+PAGES_FIELD = serializers.ListField(child=serializers.CharField(), allow_null=True, help_text=PAGES_HELP)
+
+
+def quote_pages(row: MessageCitation | MessageCaselawCitation) -> list[str] | None:
+    """The pages a quote row spans in its source (``chats.pages``)."""
+    source = row.opinion if isinstance(row, MessageCaselawCitation) else row.document
+    return None if source is None else pages_of_span(source.pages, row.source_offset_start, row.source_offset_end)
+
+
 CLAIM_POSITION_HELP = (
     "The claim's place, from 0, among the quotes its turn claimed (KB and caselaw together, failed claims too)."
 )
@@ -66,6 +80,7 @@ class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
     method = serializers.CharField(source="verification_method", read_only=True)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
+    pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
 
     class Meta:
         model = MessageCitation
@@ -78,6 +93,7 @@ class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
             "document_title",
             "start",
             "end",
+            "pages",
             "method",
             "confidence",
         ]
@@ -85,6 +101,10 @@ class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
 
     def get_kind(self, obj: MessageCitation) -> str:
         return "kb_document"
+
+    @extend_schema_field(PAGES_FIELD)
+    def get_pages(self, obj: MessageCitation) -> list[str] | None:
+        return quote_pages(obj)
 
 
 class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitation]):
@@ -101,6 +121,7 @@ class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitati
     method = serializers.CharField(source="verification_method", read_only=True)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
+    pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
 
     class Meta:
         model = MessageCaselawCitation
@@ -117,6 +138,7 @@ class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitati
             "url",
             "start",
             "end",
+            "pages",
             "method",
             "confidence",
         ]
@@ -124,6 +146,10 @@ class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitati
 
     def get_kind(self, obj: MessageCaselawCitation) -> str:
         return "caselaw"
+
+    @extend_schema_field(PAGES_FIELD)
+    def get_pages(self, obj: MessageCaselawCitation) -> list[str] | None:
+        return quote_pages(obj)
 
 
 class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):

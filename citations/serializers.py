@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chats.models import CaselawOpinion, Document, MessageCaseCitation, MessageToolSource
+from chats.serializers import PAGES_FIELD, PAGES_HELP, quote_pages
 from citations import selectors
 from citations.models import CitationLedgerEntry
 
@@ -107,6 +108,7 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     tool_source = serializers.SerializerMethodField()
     case_citation = serializers.SerializerMethodField()
     passage = serializers.SerializerMethodField()
+    pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
     alterations = serializers.SerializerMethodField(
         help_text="Each alteration and omission of a quote, in quote order, with the source span it stands for: "
         "empty for an exact quote and a failed claim; null for a consulted source."
@@ -156,6 +158,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     def get_passage(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
         span = selectors.passage(entry)
         return None if span is None else PassageSerializer(span).data
+
+    @extend_schema_field(PAGES_FIELD)
+    def get_pages(self, entry: CitationLedgerEntry) -> list[str] | None:
+        quote = entry.message_citation or entry.message_caselaw_citation
+        return None if quote is None else quote_pages(quote)
 
     @extend_schema_field(AlterationSerializer(many=True, allow_null=True))
     def get_alterations(self, entry: CitationLedgerEntry) -> list[dict[str, Any]] | None:

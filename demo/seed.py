@@ -6,8 +6,10 @@ public-domain opinions), runs real chat turns through the HTTP API in-process
 creates a few older turns whose ledger entries are missing and repairs them
 with ``backfill_ledger``, and prints each turn's ledger entries.
 
-Re-runnable: seeding is get-or-create, and the previous run's demo chats are
-replaced, so a second run neither fails nor duplicates anything.
+Re-runnable: seeding is get-or-create, and the chats of the previous run (the demo
+user's chats in the demo matter with one of :data:`DEMO_CHAT_TITLES`) are replaced,
+so a second run neither fails nor duplicates anything; chats made by hand in the demo
+matter are kept. Each run issues a new API token for the demo user (they expire).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.test import Client, override_settings
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
 from chats.models import (
@@ -105,10 +107,17 @@ WRONG_NAME_ANSWER = (
 )
 
 
+DEMO_CHAT_TITLE = "Demo: ballots and candidates"
+OLDER_TURNS_CHAT_TITLE = "Older turns (before the ledger)"
+# The chats the demo makes, by title: a rerun replaces these only.
+DEMO_CHAT_TITLES = (DEMO_CHAT_TITLE, OLDER_TURNS_CHAT_TITLE)
+
+
 @dataclass(frozen=True)
 class DemoMatter:
     user: User
     token: str
+    token_expiry: dt.datetime | None
     project: Project
 
 
@@ -121,7 +130,7 @@ def seed() -> DemoMatter:
         if created or not user.check_password(DEMO_PASSWORD):
             user.set_password(DEMO_PASSWORD)
             user.save(update_fields=["password"])
-        token, _ = Token.objects.get_or_create(user=user)
+        token_row, token = AuthToken.objects.create(user=user)
         project, _ = Project.objects.get_or_create(name=DEMO_PROJECT, owner=user)
         for title, file in KB_DOCUMENTS.items():
             Document.objects.update_or_create(
@@ -140,12 +149,12 @@ def seed() -> DemoMatter:
                     "text": (OPINIONS_DIR / opinion.file).read_text(encoding="utf-8"),
                 },
             )
-    return DemoMatter(user=user, token=token.key, project=project)
+    return DemoMatter(user=user, token=token, token_expiry=token_row.expiry, project=project)
 
 
 def reset_demo_chats(matter: DemoMatter) -> int:
-    """Delete the previous run's demo chats (their turns and ledger entries cascade)."""
-    deleted, _ = Chat.objects.filter(project=matter.project, owner=matter.user).delete()
+    """Delete the chats a previous run made (their turns and ledger entries cascade); no other chat."""
+    deleted, _ = Chat.objects.filter(project=matter.project, owner=matter.user, title__in=DEMO_CHAT_TITLES).delete()
     return deleted
 
 
@@ -153,7 +162,7 @@ def reset_demo_chats(matter: DemoMatter) -> int:
 
 
 def api_client(matter: DemoMatter) -> Client:
-    return Client(headers={"Authorization": f"Token {matter.token}"}, SERVER_NAME="localhost")
+    return Client(headers={"Authorization": f"Bearer {matter.token}"}, SERVER_NAME="localhost")
 
 
 def post_json(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -206,7 +215,7 @@ def create_turns_without_ledger(matter: DemoMatter, *, count: int = 3) -> Chat:
 
     Rows are written directly, not through ``finalize_turn``: these turns never sent the signal.
     """
-    chat = Chat.objects.create(project=matter.project, owner=matter.user, title="Older turns (before the ledger)")
+    chat = Chat.objects.create(project=matter.project, owner=matter.user, title=OLDER_TURNS_CHAT_TITLE)
     document = Document.objects.filter(project=matter.project).order_by("title").first()
     opinion = CaselawOpinion.objects.get(provider="local", opinion_id="fisher-2013")
     if document is None:
@@ -333,7 +342,7 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
     """Run the three kinds of turn through the HTTP API, in-process, as a client would."""
     client = api_client(matter)
     chat = post_json(
-        client, "/api/chats/", {"title": "Demo: ballots and candidates", "project": str(matter.project.pk)}
+        client, "/api/chats/", {"title": DEMO_CHAT_TITLE, "project": str(matter.project.pk)}
     )
     base = f"/api/chats/{chat['id']}/messages/"
     turns: list[DemoTurn] = []

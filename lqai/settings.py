@@ -31,6 +31,7 @@ Environment variables:
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from pathlib import Path
@@ -140,6 +141,15 @@ SECURE_PROXY_SSL_HEADER = proxy_ssl_header_from_env()
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 # A request body above this answers 413 (JSON under /api/); questions are at most LQAI_MAX_MESSAGE_CHARS.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
+# A document uploaded through the API (POST /api/projects/{id}/documents/): its file, and its text once
+# extracted, at most these many bytes and characters (else 413). The request body limit for an upload is
+# the file's limit plus a little for the form; a PDF is read from a temporary file, not from memory.
+LQAI_MAX_UPLOAD_BYTES = env_int("LQAI_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
+LQAI_MAX_DOCUMENT_CHARS = env_int("LQAI_MAX_DOCUMENT_CHARS", default=2_000_000)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+for _name in ("DATA_UPLOAD_MAX_MEMORY_SIZE", "LQAI_MAX_UPLOAD_BYTES", "LQAI_MAX_DOCUMENT_CHARS"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be a positive number.")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -150,8 +160,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "chats.apps.ChatsConfig",
     "citations.apps.CitationsConfig",
     "demo.apps.DemoConfig",
@@ -159,6 +172,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "chats.errors.ApiResponseMiddleware",
     "chats.errors.ApiBodySizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -166,6 +181,15 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: it turns a locked-out login into its lockout response (429).
+    "axes.middleware.AxesMiddleware",
+]
+
+# django-axes first: it refuses a login attempt for a locked-out username and address before any password
+# is checked. Every authenticate() call must then pass the request (the token endpoint and the login views do).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "lqai.urls"
@@ -207,12 +231,19 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 
 REST_FRAMEWORK = {
-    # Token first: an unauthenticated API request gets 401 with a `WWW-Authenticate: Token` challenge.
+    # Bearer tokens first (chats/api_tokens.py: django-rest-knox, stored hashed, expiring): an unauthenticated
+    # API request gets 401 with a `WWW-Authenticate: Bearer` challenge. Sessions serve the pages and the docs.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "chats.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON nested too deep for Python's parser answers 400, not 500 (chats/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "chats.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -220,11 +251,67 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "chats.errors.api_exception_handler",
 }
 
+# API tokens (django-rest-knox): only a SHA-512 digest is stored; a token expires LQAI_TOKEN_TTL_HOURS after
+# it was issued; a user holds at most LQAI_TOKENS_PER_USER live tokens at once.
+REST_KNOX = {
+    "TOKEN_TTL": dt.timedelta(hours=env_int("LQAI_TOKEN_TTL_HOURS", default=24 * 7)),
+    "TOKEN_LIMIT_PER_USER": env_int("LQAI_TOKENS_PER_USER", default=20) or None,
+    "AUTH_HEADER_PREFIX": "Bearer",
+}
+if REST_KNOX["TOKEN_TTL"] <= dt.timedelta(0):
+    raise ImproperlyConfigured("LQAI_TOKEN_TTL_HOURS must be a positive number of hours.")
+# Token requests (POST /api/auth/token/) per client address, per DRF rate: then 429 with Retry-After. Failed
+# passwords are also counted by django-axes (below), per username and address, for the API and the admin alike.
+LQAI_THROTTLE_TOKEN_REQUESTS = os.environ.get("LQAI_THROTTLE_TOKEN_REQUESTS", "10/min").strip().lower()
+if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", LQAI_THROTTLE_TOKEN_REQUESTS):
+    raise ImproperlyConfigured(
+        f"LQAI_THROTTLE_TOKEN_REQUESTS={LQAI_THROTTLE_TOKEN_REQUESTS!r} is not a rate: use e.g. 10/min."
+    )
+
+# Failed logins (the admin, the pages and the token endpoint): after AXES_FAILURE_LIMIT failures for one
+# username from one address, that pair is refused (429) for AXES_COOLOFF_TIME; a success resets the count.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "chats.errors.login_locked_out"
+# Behind a proxy, REMOTE_ADDR is the proxy: AXES_IPWARE_PROXY_COUNT says how many proxies add X-Forwarded-For.
+AXES_IPWARE_PROXY_COUNT = env_int("AXES_IPWARE_PROXY_COUNT", default=0) or None
+if AXES_FAILURE_LIMIT < 1:
+    raise ImproperlyConfigured("AXES_FAILURE_LIMIT must be at least 1.")
+
+# Content-Security-Policy (django-csp): everything from this origin only; no inline script. The interactive
+# API docs (/api/docs/) serve Swagger UI's files from here (drf-spectacular-sidecar) and load its start-up
+# script as a file, so they need nothing more; Swagger UI's stylesheet sets inline styles, hence style-src.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "lqai API",
-    "DESCRIPTION": "Legal-AI chat with a citation-provenance ledger.",
+    "DESCRIPTION": (
+        "Legal-AI chat with a citation-provenance ledger. Authenticate with a token: "
+        "`POST /api/auth/token/` with `{\"username\", \"password\"}`, then send `Authorization: Bearer <token>`. "
+        "A walk-through from token to trace: docs/api.md."
+    ),
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's files from this server (no CDN), so the docs work offline and under the CSP.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"persistAuthorization": False},
     # Two models have a "status" with choices: a message's lifecycle and a case citation's check.
     "ENUM_NAME_OVERRIDES": {
         "MessageStatusEnum": "chats.models.Message.Status",
@@ -292,6 +379,13 @@ LQAI_LEDGER_TIMEOUT = env_float("LQAI_LEDGER_TIMEOUT", default=2.0)
 if LQAI_LEDGER_TIMEOUT <= 0:
     raise ImproperlyConfigured(f"LQAI_LEDGER_TIMEOUT={LQAI_LEDGER_TIMEOUT} must be a positive number of seconds.")
 
+# Any case (`warning`, `WARNING`); anything else is refused here, at start-up, before a server worker boots.
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "").strip().upper() or "INFO"
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL={os.environ['LOG_LEVEL']!r} is not a log level: use DEBUG, INFO, WARNING, ERROR or CRITICAL."
+    )
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -303,7 +397,7 @@ LOGGING = {
     "handlers": {
         "stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "structured"},
     },
-    "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
     },

@@ -1,14 +1,22 @@
-"""URL configuration: the admin, the chat API, the ledger trace API and the OpenAPI schema."""
+"""URL configuration: the admin, the chat, token and matters APIs, the ledger trace API, the OpenAPI schema with
+its interactive docs (Swagger UI, served from this server), and the health checks."""
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from lqai import health
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("chats.urls")),
+    path("api/", include("chats.api_urls")),
     path("api/", include("citations.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # The split view loads its start-up script as a file: no inline script, so the CSP needs no exception.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
 ]
 
 # Django's own errors answer JSON under /api/ (and its usual pages elsewhere): see chats/errors.py.

@@ -45,14 +45,12 @@ def test_400_from_django_itself(api_client: APIClient) -> None:
 def test_401_without_credentials(db: None) -> None:
     response = APIClient().get("/api/chats/")
     assert _json(response, 401) == {"detail": "Authentication credentials were not provided."}
-    assert response["WWW-Authenticate"] == "Token"
+    assert response["WWW-Authenticate"] == "Bearer"
 
 
 def test_403_session_request_without_csrf_token(user: User, matter_chat: Chat) -> None:
-    user.set_password("pw")
-    user.save()
     client = APIClient(enforce_csrf_checks=True)
-    assert client.login(username=user.username, password="pw")
+    client.force_login(user)
 
     body = _json(client.post(f"/api/chats/{matter_chat.pk}/messages/", {"content": "q"}, format="json"), 403)
     assert body["detail"].startswith("CSRF Failed")

@@ -13,7 +13,6 @@ from uuid import uuid4
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from chats.assistant import FinalAnswer, Script, TextDelta, ToolCall, ToolResult
@@ -178,6 +177,7 @@ def test_chat_messages_have_their_citations_and_tool_sources(api_client: APIClie
             "document_title": "Strict scrutiny memo",
             "start": kb.source_offset_start,
             "end": kb.source_offset_end,
+            "pages": None,
             "method": "exact_match",
             "confidence": 1.0,
         }
@@ -248,6 +248,7 @@ def test_single_shot_turn_with_the_default_backend(
             "document_title": document.title,
             "start": c.source_offset_start,
             "end": c.source_offset_end,
+            "pages": None,
             "method": EXACT_MATCH,
             "confidence": 1.0,
         }
@@ -500,7 +501,7 @@ def test_unauthenticated_requests_are_refused_and_write_nothing(matter_chat: Cha
     response = getattr(APIClient(), method)(url, {"content": QUESTION}, format="json")
 
     assert response.status_code == 401
-    assert response["WWW-Authenticate"] == "Token"
+    assert response["WWW-Authenticate"] == "Bearer"
     assert row_counts() == before
 
 
@@ -513,7 +514,7 @@ def test_token_authentication_works(
     matter_chat: Chat, user: User, django_capture_on_commit_callbacks: Callable[..., Any]
 ) -> None:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {factories.api_token(user)}")
 
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(messages_url(matter_chat), {"content": QUESTION}, format="json")

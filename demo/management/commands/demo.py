@@ -36,6 +36,12 @@ class Command(BaseCommand):
         )
         if removed:
             out.write(f"  (replaced the previous run's demo chats: {removed} rows removed)")
+        expiry = f" (expires {matter.token_expiry:%Y-%m-%d %H:%M} UTC)" if matter.token_expiry else ""
+        out.write(f"  API token{expiry}: {matter.token}")
+        out.write(
+            f'  try it (after `make serve`): curl -H "Authorization: Bearer {matter.token}" '
+            "http://127.0.0.1:8000/api/projects/"
+        )
 
         out.write(self.style.MIGRATE_HEADING("Chat turns through the HTTP API"))
         turns, _chat = demo.run_turns(matter)
