@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from knox.auth import TokenAuthentication as KnoxTokenAuthentication
+from rest_framework import exceptions
 from rest_framework.authentication import get_authorization_header
 from rest_framework.request import Request
 
@@ -22,7 +23,10 @@ class BearerTokenAuthentication(KnoxTokenAuthentication):
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
         header = get_authorization_header(request).split()
-        if header and header[0].lower() == LEGACY_PREFIX:
-            request.META["HTTP_AUTHORIZATION"] = b" ".join([b"Bearer", *header[1:]]).decode("latin-1")
-        result: tuple[Any, Any] | None = super().authenticate(request)
-        return result
+        if not header or header[0].lower() != LEGACY_PREFIX:
+            result: tuple[Any, Any] | None = super().authenticate(request)
+            return result
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Invalid token header: send `Bearer <token>`.")
+        legacy: tuple[Any, Any] = self.authenticate_credentials(header[1])
+        return legacy
