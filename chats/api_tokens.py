@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import BaseCache, caches
 from django.contrib.auth import authenticate
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.cache import BaseCache, caches
 from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -37,7 +37,7 @@ from chats.authentication import BearerTokenAuthentication
 TOKEN_ID_LENGTH = 16
 
 
-class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+class BearerTokenScheme(OpenApiAuthenticationExtension):
     """How the OpenAPI schema (and so Swagger UI's "Authorize") describes the token scheme."""
 
     target_class = "chats.authentication.BearerTokenAuthentication"
@@ -132,7 +132,7 @@ class TokenView(LoginView):
         },
         auth=[],
     )
-    def post(self, request: Request, format: str | None = None) -> Response:  # noqa: A002 - knox's signature
+    def post(self, request: Request, format: str | None = None) -> Response:
         serializer = TokenRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         # The Django request: django-axes counts a failure against this username and address.

@@ -21,7 +21,7 @@ class NoSuchMember(LookupError):
     """The user is not a member of the matter."""
 
 
-def create_project(*, owner: AbstractBaseUser, name: str) -> Project:
+def create_project(*, owner: User, name: str) -> Project:
     return Project.objects.create(owner=owner, name=name)
 
 

@@ -6,7 +6,7 @@ import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Model, QuerySet
+from django.db.models import Field, Model, QuerySet
 from django.utils import timezone
 from rest_framework.exceptions import NotFound, ParseError
 from rest_framework.pagination import Cursor, CursorPagination
@@ -32,9 +32,11 @@ class StrictCursorPagination(CursorPagination):
             cursor = super().decode_cursor(request)
         except NotFound:
             raise ParseError(self.invalid_cursor_message) from None
-        if cursor is not None and cursor.position is not None and self._model is not None:
-            ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
-            field = self._model._meta.get_field(ordering.lstrip("-"))
+        if cursor is None or cursor.position is None or self._model is None:
+            return cursor
+        ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
+        field = self._model._meta.get_field(ordering.lstrip("-"))
+        if isinstance(field, Field):  # the ordering names a column of the model
             try:
                 value = field.to_python(cursor.position)
             except (DjangoValidationError, ValueError, TypeError, OverflowError):

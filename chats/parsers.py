@@ -11,7 +11,9 @@ from rest_framework import exceptions, parsers
 class JSONParser(parsers.JSONParser):
     """DRF's JSON parser; a document nested deeper than Python's parser can follow answers 400 (not 500)."""
 
-    def parse(self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         try:
             return super().parse(stream, media_type, parser_context)
         except RecursionError:

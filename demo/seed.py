@@ -341,9 +341,7 @@ class DemoTurn:
 def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
     """Run the three kinds of turn through the HTTP API, in-process, as a client would."""
     client = api_client(matter)
-    chat = post_json(
-        client, "/api/chats/", {"title": DEMO_CHAT_TITLE, "project": str(matter.project.pk)}
-    )
+    chat = post_json(client, "/api/chats/", {"title": DEMO_CHAT_TITLE, "project": str(matter.project.pk)})
     base = f"/api/chats/{chat['id']}/messages/"
     turns: list[DemoTurn] = []
 

@@ -253,13 +253,14 @@ REST_FRAMEWORK = {
 
 # API tokens (django-rest-knox): only a SHA-512 digest is stored; a token expires LQAI_TOKEN_TTL_HOURS after
 # it was issued; a user holds at most LQAI_TOKENS_PER_USER live tokens at once.
+_token_ttl = dt.timedelta(hours=env_int("LQAI_TOKEN_TTL_HOURS", default=24 * 7))
+if _token_ttl <= dt.timedelta(0):
+    raise ImproperlyConfigured("LQAI_TOKEN_TTL_HOURS must be a positive number of hours.")
 REST_KNOX = {
-    "TOKEN_TTL": dt.timedelta(hours=env_int("LQAI_TOKEN_TTL_HOURS", default=24 * 7)),
+    "TOKEN_TTL": _token_ttl,
     "TOKEN_LIMIT_PER_USER": env_int("LQAI_TOKENS_PER_USER", default=20) or None,
     "AUTH_HEADER_PREFIX": "Bearer",
 }
-if REST_KNOX["TOKEN_TTL"] <= dt.timedelta(0):
-    raise ImproperlyConfigured("LQAI_TOKEN_TTL_HOURS must be a positive number of hours.")
 # Token requests (POST /api/auth/token/) per client address, per DRF rate: then 429 with Retry-After. Failed
 # passwords are also counted by django-axes (below), per username and address, for the API and the admin alike.
 LQAI_THROTTLE_TOKEN_REQUESTS = os.environ.get("LQAI_THROTTLE_TOKEN_REQUESTS", "10/min").strip().lower()
@@ -302,7 +303,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "lqai API",
     "DESCRIPTION": (
         "Legal-AI chat with a citation-provenance ledger. Authenticate with a token: "
-        "`POST /api/auth/token/` with `{\"username\", \"password\"}`, then send `Authorization: Bearer <token>`. "
+        '`POST /api/auth/token/` with `{"username", "password"}`, then send `Authorization: Bearer <token>`. '
         "A walk-through from token to trace: docs/api.md."
     ),
     "VERSION": "0.1.0",

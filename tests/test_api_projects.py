@@ -166,7 +166,9 @@ def test_a_pdf_without_text_is_a_clear_400(owner: APIClient, matter: Project) ->
         ("empty.txt", b"   \n", "text/plain"),
     ],
 )
-def test_unreadable_files_are_a_400(owner: APIClient, matter: Project, name: str, data: bytes, content_type: str) -> None:
+def test_unreadable_files_are_a_400(
+    owner: APIClient, matter: Project, name: str, data: bytes, content_type: str
+) -> None:
     response = upload(owner, matter, name, data, content_type)
     assert response.status_code == 400
     assert response.json()["file"]

@@ -105,7 +105,8 @@ def test_the_owner_lists_her_tokens_without_the_tokens_themselves(user: User, ot
     listed = response.json()
     assert len(listed) == 2
     assert [t["current"] for t in listed].count(True) == 1
-    assert first not in response.content.decode() and second not in response.content.decode()
+    assert first not in response.content.decode()
+    assert second not in response.content.decode()
     assert {t["id"] for t in listed} == {row.digest[:16] for row in AuthToken.objects.filter(user=user)}
 
 
@@ -185,9 +186,7 @@ def test_failed_admin_logins_are_locked_out(user: User, settings: LazySettings) 
     user.save()
     client = Client()
 
-    statuses = [
-        client.post("/admin/login/", {"username": "alice", "password": "wrong"}).status_code for _ in range(3)
-    ]
+    statuses = [client.post("/admin/login/", {"username": "alice", "password": "wrong"}).status_code for _ in range(3)]
     after = client.post("/admin/login/", {"username": "alice", "password": PASSWORD})
 
     assert statuses == [200, 200, 429]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -59,8 +59,8 @@ def test_star_paging_of_a_real_opinion() -> None:
     pages = star_pages(SJS, citation="134 S.W.3d 673")
 
     assert [label for _, label in pages] == ["673-674", "675", "676", "677", "678"]
-    assert SJS[int(pages[2][0]) :].startswith("*676in 1993")  # type: ignore[call-overload]
-    assert SJS[int(pages[3][0]) :].startswith("*677approving")  # type: ignore[call-overload]
+    assert SJS[cast(int, pages[2][0]) :].startswith("*676in 1993")
+    assert SJS[cast(int, pages[3][0]) :].startswith("*677approving")
     assert pages_valid(pages, text_length=len(SJS))
 
 
@@ -90,9 +90,11 @@ def test_every_span_of_a_joined_text_reports_the_pages_it_touches(page_texts: li
 
     reported = pages_of_span(pages, start, end)
 
-    starts = [int(s) for s, _ in pages]  # type: ignore[call-overload]
+    starts = [cast(int, s) for s, _ in pages]
     ends = [*starts[1:], len(text) + 1]
-    touched = [str(n + 1) for n, (s, e) in enumerate(zip(starts, ends, strict=True)) if s < max(end, start + 1) and start < e]
+    touched = [
+        str(n + 1) for n, (s, e) in enumerate(zip(starts, ends, strict=True)) if s < max(end, start + 1) and start < e
+    ]
     assert reported == touched
 
 
@@ -108,7 +110,13 @@ def test_pages_valid_refuses_other_shapes() -> None:
 
 def test_an_opinion_with_star_paging_gets_its_pages_when_saved(db: None) -> None:
     opinion = factories.CaselawOpinionFactory.create(text=SJS, citation="134 S.W.3d 673")
-    assert [label for _, label in CaselawOpinion.objects.get(pk=opinion.pk).pages] == ["673-674", "675", "676", "677", "678"]
+    assert [label for _, label in CaselawOpinion.objects.get(pk=opinion.pk).pages] == [
+        "673-674",
+        "675",
+        "676",
+        "677",
+        "678",
+    ]
 
     opinion.text = "no pages now"
     opinion.save(update_fields=["text"])
