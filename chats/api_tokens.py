@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.cache import BaseCache, caches
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -143,7 +144,11 @@ class TokenView(LoginView):
                 status=status.HTTP_400_BAD_REQUEST,
             )
         request.user = user
-        response: Response = super().post(request, format=format)
+        # knox counts the user's live tokens, then creates one: with the user's row locked, concurrent requests
+        # take turns, so the cap holds (one consistent lock, the user's, so no deadlock).
+        with transaction.atomic():
+            get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+            response: Response = super().post(request, format=format)
         if response.status_code == status.HTTP_403_FORBIDDEN:
             limit = settings.REST_KNOX["TOKEN_LIMIT_PER_USER"]
             response.data = {

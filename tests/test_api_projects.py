@@ -246,3 +246,45 @@ def test_unauthenticated_requests_are_refused(matter: Project) -> None:
     assert APIClient().get(f"/api/projects/{matter.pk}/documents/").status_code == 401
     assert APIClient().post("/api/projects/", {"name": "x"}, format="json").status_code == 401
     assert Chat.objects.count() == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_concurrent_member_changes_and_uploads_by_two_users_stay_consistent() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    # Given a matter of alice's, and bob, whom alice adds many times at once while both upload documents
+    alice = factories.UserFactory.create(username="alice")
+    bob = factories.UserFactory.create(username="bob")
+    matter = factories.ProjectFactory.create(owner=alice)
+
+    def act(n: int) -> int:
+        try:
+            if n % 3 == 0:
+                response = client_of(alice).post(
+                    f"/api/projects/{matter.pk}/members/", {"username": "bob"}, format="json"
+                )
+            else:
+                client = client_of(alice if n % 3 == 1 else bob)
+                response = client.post(
+                    f"/api/projects/{matter.pk}/documents/", {"title": f"D{n}", "content": "text"}, format="json"
+                )
+            return int(response.status_code)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        statuses = list(pool.map(act, range(18)))
+
+    # Then bob is a member once; every upload either succeeded or (bob's, before he was added) was a 404
+    assert list(matter.members.values_list("username", flat=True)) == ["bob"]
+    assert all(status in {200, 201, 404} for status in statuses), statuses
+    alice_uploads = [s for n, s in enumerate(statuses) if n % 3 == 1]
+    assert alice_uploads == [201] * 6
+    assert Document.objects.filter(project=matter).count() == statuses.count(201) - [
+        s for n, s in enumerate(statuses) if n % 3 == 0
+    ].count(201)
+    assert client_of(bob).get(f"/api/projects/{matter.pk}/documents/").status_code == 200

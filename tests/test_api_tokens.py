@@ -211,3 +211,29 @@ def test_the_token_endpoint_is_not_cached(user: User) -> None:
 
 def test_a_client_request_with_a_token_made_by_factories(user: User) -> None:
     assert bearer(factories.api_token(user)).get("/api/projects/").status_code == 200
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_the_token_cap_holds_under_concurrent_requests(settings: LazySettings) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    settings.REST_KNOX = {**settings.REST_KNOX, "TOKEN_LIMIT_PER_USER": 3}
+    settings.LQAI_THROTTLE_TOKEN_REQUESTS = "1000/min"
+    factories.UserFactory.create(username="alice")
+    caches["throttle"].clear()
+
+    def request_token(_: int) -> int:
+        try:
+            return int(issue().status_code)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(request_token, range(12)))
+
+    assert sorted(statuses) == [200] * 3 + [403] * 9
+    assert AuthToken.objects.count() == 3
