@@ -20,6 +20,7 @@ from django.db.models import QuerySet
 from django.db.models.functions import Length
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied
@@ -55,7 +56,7 @@ class ProjectSerializer(serializers.ModelSerializer[Project]):
         return sorted(member.username for member in project.members.all())
 
     def get_documents_url(self, project: Project) -> str:
-        path = f"/api/projects/{project.pk}/documents/"
+        path = reverse("api:project-documents", kwargs={"project_id": project.pk})
         request = self.context.get("request")
         return request.build_absolute_uri(path) if request is not None else path
 

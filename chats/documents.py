@@ -13,10 +13,9 @@ from typing import IO
 
 from django.conf import settings
 from pypdf import PdfReader
-from pypdf.errors import PdfReadError, PyPdfError
 
 from chats.models import Document, Project
-from chats.pages import Pages, join_pages
+from chats.pages import PAGE_SEPARATOR, Pages, join_pages
 
 logger = logging.getLogger(__name__)
 
@@ -44,16 +43,24 @@ def _clean(text: str) -> str:
 
 
 def text_of_pdf(stream: IO[bytes]) -> ExtractedText:
-    """The text of each page of a PDF, joined, with where each page starts."""
+    """The text of each page of a PDF, joined, with where each page starts. Extraction stops as soon as the
+    text is longer than ``LQAI_MAX_DOCUMENT_CHARS`` (:class:`DocumentTooLarge`)."""
+    limit = settings.LQAI_MAX_DOCUMENT_CHARS
+    page_texts: list[str] = []
     try:
         reader = PdfReader(stream)
         if reader.is_encrypted:
             raise UnreadableDocument("The PDF is encrypted: upload it without a password.")
-        page_texts = [_clean(page.extract_text() or "") for page in reader.pages]
-    except UnreadableDocument:
+        length = 0
+        for page in reader.pages:
+            page_texts.append(_clean(page.extract_text() or ""))
+            length += len(page_texts[-1]) + len(PAGE_SEPARATOR)
+            if length > limit:
+                raise DocumentTooLarge(f"The document's text is longer than {limit} characters.")
+    except (UnreadableDocument, DocumentTooLarge):
         raise
-    except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-        logger.info("unreadable PDF upload: %s", exc)
+    except Exception as exc:
+        logger.info("unreadable PDF upload: %r", exc)
         raise UnreadableDocument("The file is not a PDF that can be read.") from None
     if not any(text.strip() for text in page_texts):
         raise UnreadableDocument(

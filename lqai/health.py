@@ -3,6 +3,8 @@
 - ``GET /healthz``: the process is up and answers (no database access): 200 ``{"status": "ok"}``.
 - ``GET /readyz``: the database answers and every migration is applied: 200 ``{"status": "ready"}``, else 503
   ``{"status": "unavailable"}`` (why is logged, never shown).
+
+Both are exempt from the HTTPS redirect (``SECURE_REDIRECT_EXEMPT``), so that a probe may use plain HTTP.
 """
 
 from __future__ import annotations
@@ -24,11 +26,20 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
+_migrated = False
+
+
 def unapplied_migrations() -> int:
-    """How many migrations of the installed apps the default database has not applied."""
-    connection = connections[DEFAULT_DB_ALIAS]
-    executor = MigrationExecutor(connection)
-    return len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+    """How many migrations of the installed apps the default database has not applied. Once none is, that is
+    remembered for the life of the process (migrations are not unapplied under a running server; new ones come
+    with new code, in a new process), so that a probe does not read the migration files every time."""
+    global _migrated
+    if _migrated:
+        return 0
+    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+    pending = len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+    _migrated = pending == 0
+    return pending
 
 
 @never_cache

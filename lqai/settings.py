@@ -132,6 +132,8 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default="localhost,127.0.0.1")
 # HTTPS only unless DEBUG: `manage.py check --deploy` is clean with just SECRET_KEY and ALLOWED_HOSTS set.
 # Each can be relaxed from the environment (e.g. SECURE_SSL_REDIRECT=0 when the proxy redirects itself).
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# Load balancers probe the health checks (lqai/health.py) over plain HTTP: no redirect for them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)

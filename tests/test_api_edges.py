@@ -253,3 +253,10 @@ def test_make_serve_takes_a_port() -> None:
     assert result.returncode == 0, result.stderr
     assert "runserver 127.0.0.1:8123" in result.stdout
     assert "--base-url http://127.0.0.1:8123" in result.stdout
+
+
+def test_health_checks_answer_plain_http_where_the_rest_redirects_to_https(settings: LazySettings, db: None) -> None:
+    settings.SECURE_SSL_REDIRECT = True
+    assert Client().get("/healthz").status_code == 200
+    assert Client().get("/readyz").status_code == 200
+    assert Client().get("/api/chats/").status_code == 301

@@ -288,3 +288,10 @@ def test_concurrent_member_changes_and_uploads_by_two_users_stay_consistent() ->
         s for n, s in enumerate(statuses) if n % 3 == 0
     ].count(201)
     assert client_of(bob).get(f"/api/projects/{matter.pk}/documents/").status_code == 200
+
+
+def test_a_pdf_whose_text_is_over_the_limit_is_a_413(owner: APIClient, matter: Project, settings: LazySettings) -> None:
+    settings.LQAI_MAX_DOCUMENT_CHARS = 100
+    response = upload(owner, matter, "memo.pdf", make_pdf([PAGE_ONE, PAGE_TWO] * 3), "application/pdf")
+    assert response.status_code == 413
+    assert Document.objects.count() == 0
