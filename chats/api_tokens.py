@@ -34,6 +34,7 @@ from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
 from chats.authentication import BearerTokenAuthentication
+from chats.client_address import client_address
 
 TOKEN_ID_LENGTH = 16
 
@@ -66,6 +67,11 @@ class TokenRequestThrottle(AnonRateThrottle):
     def get_rate(self) -> str:
         rate: str = settings.LQAI_THROTTLE_TOKEN_REQUESTS
         return rate
+
+    def get_ident(self, request: Request) -> str:
+        # The address django-axes counts failed logins by, not DRF's own reading of X-Forwarded-For (which, with
+        # no NUM_PROXIES set, trusts whatever the client wrote there).
+        return client_address(request._request)
 
     def get_cache_key(self, request: Request, view: APIView) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -278,8 +278,10 @@ AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", default
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "chats.errors.login_locked_out"
-# Behind a proxy, REMOTE_ADDR is the proxy: AXES_IPWARE_PROXY_COUNT says how many proxies add X-Forwarded-For.
-AXES_IPWARE_PROXY_COUNT = env_int("AXES_IPWARE_PROXY_COUNT", default=0) or None
+# Limits per client address (token requests, failed logins) read it with chats.client_address: REMOTE_ADDR, or
+# behind LQAI_PROXY_COUNT proxies that each append to X-Forwarded-For, the address the outermost one saw.
+LQAI_PROXY_COUNT = env_int("LQAI_PROXY_COUNT", default=0)
+AXES_CLIENT_IP_CALLABLE = "chats.client_address.client_address"
 if AXES_FAILURE_LIMIT < 1:
     raise ImproperlyConfigured("AXES_FAILURE_LIMIT must be at least 1.")
 

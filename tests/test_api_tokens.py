@@ -237,3 +237,38 @@ def test_the_token_cap_holds_under_concurrent_requests(settings: LazySettings) -
 
     assert sorted(statuses) == [200] * 3 + [403] * 9
     assert AuthToken.objects.count() == 3
+
+
+def test_a_forged_forwarded_for_evades_neither_the_throttle_nor_the_lockout(user: User, settings: LazySettings) -> None:
+    settings.LQAI_THROTTLE_TOKEN_REQUESTS = "3/min"
+    statuses = [issue(password="wrong", HTTP_X_FORWARDED_FOR=f"10.0.0.{n}").status_code for n in range(4)]
+    assert statuses[-1] == 429
+
+
+@pytest.mark.parametrize(
+    ("proxies", "forwarded", "expected"),
+    [
+        (0, "1.1.1.1", "127.0.0.1"),
+        (1, "6.6.6.6, 1.1.1.1", "1.1.1.1"),
+        (2, "6.6.6.6, 1.1.1.1, 10.0.0.2", "1.1.1.1"),
+        (3, "1.1.1.1", "1.1.1.1"),
+        (1, "", "127.0.0.1"),
+    ],
+)
+def test_the_client_address_behind_proxies(settings: LazySettings, proxies: int, forwarded: str, expected: str) -> None:
+    from django.test import RequestFactory
+
+    from chats.client_address import client_address
+
+    settings.LQAI_PROXY_COUNT = proxies
+    request = RequestFactory().get("/", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR=forwarded)
+    assert client_address(request) == expected
+
+
+def test_behind_a_proxy_lockouts_count_the_forwarded_address(user: User, settings: LazySettings) -> None:
+    settings.LQAI_PROXY_COUNT = 1
+    settings.LQAI_THROTTLE_TOKEN_REQUESTS = "100/min"
+    settings.AXES_FAILURE_LIMIT = 2
+    assert [issue(password="wrong", HTTP_X_FORWARDED_FOR="1.1.1.1").status_code for _ in range(2)] == [400, 429]
+    # Another client behind the same proxy is not locked out by the first one's failures
+    assert issue(HTTP_X_FORWARDED_FOR="2.2.2.2").status_code == 200
