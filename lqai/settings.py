@@ -26,7 +26,13 @@ Environment variables:
 - Bounded use of the turn endpoints: ``LQAI_THROTTLE_TURNS`` (e.g. ``30/min``, ``off``),
   ``LQAI_MAX_CONCURRENT_STREAMS``, ``LQAI_MAX_STREAM_SECONDS``, ``LQAI_SSE_HEARTBEAT_SECONDS``,
   ``LQAI_STALE_TURN_SECONDS`` and ``LQAI_MESSAGES_PAGE_SIZE`` (see below).
-- ``LOG_LEVEL``: the root log level (default ``INFO``).
+- ``LOG_LEVEL``: the root log level (default ``INFO``), in any case; anything else is refused at start-up.
+- API tokens and logins (see docs/api.md): ``LQAI_TOKEN_TTL_HOURS``, ``LQAI_TOKENS_PER_USER``,
+  ``LQAI_THROTTLE_TOKEN_REQUESTS``, ``AXES_FAILURE_LIMIT``, ``AXES_COOLOFF_MINUTES``, ``LQAI_PROXY_COUNT``.
+- Documents uploaded through the API: ``LQAI_MAX_UPLOAD_BYTES``, ``LQAI_MAX_DOCUMENT_CHARS``.
+
+Every value is checked here, when the settings load: a wrong one stops ``manage.py`` and the server at start-up
+with ``ImproperlyConfigured`` and a sentence naming the variable, never a worker later.
 """
 
 from __future__ import annotations
