@@ -43,6 +43,7 @@ import re
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -291,13 +292,15 @@ AXES_CLIENT_IP_CALLABLE = "chats.client_address.client_address"
 if AXES_FAILURE_LIMIT < 1:
     raise ImproperlyConfigured("AXES_FAILURE_LIMIT must be at least 1.")
 
-# Content-Security-Policy (django-csp): everything from this origin only; no inline script. The interactive
-# API docs (/api/docs/) serve Swagger UI's files from here (drf-spectacular-sidecar) and load its start-up
-# script as a file, so they need nothing more; Swagger UI's stylesheet sets inline styles, hence style-src.
+# Content-Security-Policy (django-csp): everything from this origin only; no inline script, except one that a
+# template marks with the request's nonce (`<script nonce="{{ request.csp_nonce }}">`: the nonce is added to the
+# header only for a response that used it). The interactive API docs (/api/docs/) serve Swagger UI's files from
+# here (drf-spectacular-sidecar) and load its start-up script as a file, so they need nothing more; Swagger UI
+# sets inline styles, hence style-src (no nonce there: a nonce would switch 'unsafe-inline' off).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
-        "script-src": ["'self'"],
+        "script-src": ["'self'", NONCE],
         "style-src": ["'self'", "'unsafe-inline'"],
         "img-src": ["'self'", "data:"],
         "font-src": ["'self'", "data:"],

@@ -260,3 +260,24 @@ def test_health_checks_answer_plain_http_where_the_rest_redirects_to_https(setti
     assert Client().get("/healthz").status_code == 200
     assert Client().get("/readyz").status_code == 200
     assert Client().get("/api/chats/").status_code == 301
+
+
+def test_a_page_may_run_an_inline_script_with_the_requests_nonce(rf: Any) -> None:
+    from csp.middleware import CSPMiddleware
+    from django.http import HttpResponse
+    from django.template import engines
+
+    template = engines["django"].from_string('<script nonce="{{ request.csp_nonce }}">go()</script>')
+
+    def view(request: Any) -> HttpResponse:
+        return HttpResponse(template.render({}, request))
+
+    request = rf.get("/")
+    response = CSPMiddleware(view)(request)
+
+    nonce = response.content.decode().split('nonce="')[1].split('"')[0]
+    assert nonce
+    assert f"'nonce-{nonce}'" in response["Content-Security-Policy"]
+    # A response that used no nonce gets none in its policy
+    plain = CSPMiddleware(lambda request: HttpResponse("x"))(rf.get("/"))
+    assert "nonce-" not in plain["Content-Security-Policy"]
