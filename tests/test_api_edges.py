@@ -272,12 +272,11 @@ def test_a_page_may_run_an_inline_script_with_the_requests_nonce(rf: Any) -> Non
     def view(request: Any) -> HttpResponse:
         return HttpResponse(template.render({}, request))
 
-    request = rf.get("/")
-    response = CSPMiddleware(view)(request)
+    response: Any = CSPMiddleware(view)(rf.get("/"))
 
     nonce = response.content.decode().split('nonce="')[1].split('"')[0]
     assert nonce
     assert f"'nonce-{nonce}'" in response["Content-Security-Policy"]
     # A response that used no nonce gets none in its policy
-    plain = CSPMiddleware(lambda request: HttpResponse("x"))(rf.get("/"))
+    plain: Any = CSPMiddleware(lambda request: HttpResponse("x"))(rf.get("/"))
     assert "nonce-" not in plain["Content-Security-Policy"]
