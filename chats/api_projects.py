@@ -187,18 +187,17 @@ class ProjectMemberView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ProjectDocumentsView(APIView):
+@extend_schema_view(get=extend_schema(summary="List a matter's KB documents (without their text)"))
+class ProjectDocumentsView(generics.ListAPIView[Document]):
+    """A matter's documents, page by page (GET); add one (POST)."""
+
+    serializer_class = DocumentSerializer
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
-    @extend_schema(
-        summary="List a matter's KB documents (without their text)",
-        responses={200: DocumentSerializer(many=True), 404: NOT_FOUND},
-    )
-    def get(self, request: Request, project_id: UUID) -> Response:
-        project = visible_project(request, project_id)
+    def get_queryset(self) -> QuerySet[Document]:
+        project = visible_project(self.request, self.kwargs["project_id"])
         documents = Document.objects.filter(project=project).defer("content").order_by("title", "id")
-        documents = documents.annotate(content_length=Length("content"))
-        return Response(DocumentSerializer(documents, many=True).data)
+        return documents.annotate(content_length=Length("content"))
 
     @extend_schema(
         summary="Add a KB document: JSON {title, content}, or a multipart upload {title, file} of a PDF or text",

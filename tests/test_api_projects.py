@@ -122,7 +122,7 @@ def test_a_text_document_as_json(owner: APIClient, matter: Project) -> None:
     assert response.json()["page_count"] == 0
     document = Document.objects.get()
     assert (document.project, document.title, document.content, document.pages) == (matter, "Memo", "The text.", [])
-    [listed] = owner.get(f"/api/projects/{matter.pk}/documents/").json()
+    [listed] = owner.get(f"/api/projects/{matter.pk}/documents/").json()["results"]
     assert listed["id"] == str(document.pk)
 
 
@@ -295,3 +295,15 @@ def test_a_pdf_whose_text_is_over_the_limit_is_a_413(owner: APIClient, matter: P
     response = upload(owner, matter, "memo.pdf", make_pdf([PAGE_ONE, PAGE_TWO] * 3), "application/pdf")
     assert response.status_code == 413
     assert Document.objects.count() == 0
+
+
+@pytest.mark.parametrize("documents", [1, 6])
+def test_listing_documents_runs_a_constant_number_of_queries(
+    owner: APIClient, matter: Project, documents: int, django_assert_num_queries: Any
+) -> None:
+    factories.DocumentFactory.create_batch(documents, project=matter)
+    # the matter (access), count, page; no text read
+    with django_assert_num_queries(3):
+        body = owner.get(f"/api/projects/{matter.pk}/documents/").json()
+    assert body["count"] == documents
+    assert all(d["length"] == len(factories.TEXT) for d in body["results"])
