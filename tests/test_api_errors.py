@@ -49,8 +49,10 @@ def test_401_without_credentials(db: None) -> None:
 
 
 def test_403_session_request_without_csrf_token(user: User, matter_chat: Chat) -> None:
+    user.set_password("pw")
+    user.save()
     client = APIClient(enforce_csrf_checks=True)
-    client.force_login(user)
+    assert client.login(username=user.username, password="pw")
 
     body = _json(client.post(f"/api/chats/{matter_chat.pk}/messages/", {"content": "q"}, format="json"), 403)
     assert body["detail"].startswith("CSRF Failed")

@@ -55,7 +55,7 @@ FUZZ = settings(
 )
 
 
-@pytest.mark.usefixtures("keep_the_test_connection")
+@pytest.mark.usefixtures("keep_the_test_connection", "axes_on")
 def test_no_input_makes_the_new_endpoints_answer_500(owner_and_matter: tuple[User, Project]) -> None:
     owner, project = owner_and_matter
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application).include(path_regex=NEW_ENDPOINTS)

@@ -23,8 +23,8 @@ TOKEN_URL = "/api/auth/token/"
 
 
 @pytest.fixture(autouse=True)
-def _fresh_counts(db: None) -> None:
-    """Throttle counts and lockouts of one test must not leak into the next."""
+def _fresh_counts(db: None, axes_on: None) -> None:
+    """Lockouts on, as in production; throttle counts of one test must not leak into the next."""
     caches["throttle"].clear()
 
 

@@ -111,6 +111,7 @@ def jq(value: Any, path: str) -> str:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("axes_on")
 def test_the_walkthrough_of_docs_api_md_runs_as_written(tmp_path: Path) -> None:
     # Given the demo login and a colleague's account, as after `make demo` and an administrator's work
     caches["throttle"].clear()
