@@ -43,6 +43,9 @@ threads = _int("GUNICORN_THREADS", 8)
 timeout = _int("GUNICORN_TIMEOUT", 30)
 graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
 keepalive = 5
+# The application (and so its settings) is loaded once, in the arbiter, before any worker is forked: a wrong
+# setting stops the server at start-up with its message, instead of failing every worker as it boots.
+preload_app = True
 accesslog = "-"
 errorlog = "-"
 loglevel = _log_level()

@@ -289,3 +289,25 @@ def test_the_schema_is_valid_openapi_without_a_warning(tmp_path: Path) -> None:
     # operation id) fails here rather than showing up wrong in the interactive docs.
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yml"))
     assert "/api/projects/{project_id}/members/{username}/" in (tmp_path / "schema.yml").read_text()
+
+
+def test_the_production_server_refuses_a_bad_setting_at_start_up_before_any_worker(tmp_path: Path) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LQAI_") and k != "DATABASE_URL"},
+        "DJANGO_SETTINGS_MODULE": "lqai.settings",
+        "SECRET_KEY": "x" * 50,
+        "LQAI_TOKEN_TTL_HOURS": "soon",
+        "GUNICORN_BIND": "127.0.0.1:0",
+    }
+    result = subprocess.run(  # noqa: S603 - the venv's gunicorn with the shipped config
+        [str(Path(sys.executable).with_name("gunicorn")), "--config", "gunicorn.conf.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "LQAI_TOKEN_TTL_HOURS='soon' is not an integer" in result.stderr
+    assert "Booting worker" not in result.stderr
