@@ -220,3 +220,16 @@ def test_the_stream_sends_pages_with_each_citation(
 
     [citation] = [data for event, data in events if event == "citation"]
     assert citation["pages"] == ["2"]
+
+
+def test_pages_are_read_only_in_the_admin(client: Any, db: None) -> None:
+    from django.contrib.auth.models import User
+
+    client.force_login(User.objects.create_superuser("admin", "a@example.com", "pw"))
+    document = factories.DocumentFactory.create(pages=[[0, "1"]])
+    opinion = factories.CaselawOpinionFactory.create(text=SJS, citation="134 S.W.3d 673")
+    for url in (f"/admin/chats/document/{document.pk}/change/", f"/admin/chats/caselawopinion/{opinion.pk}/change/"):
+        page = client.get(url)
+        assert page.status_code == 200
+        assert 'name="pages"' not in page.content.decode()
+        assert "field-pages" in page.content.decode()
