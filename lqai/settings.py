@@ -414,5 +414,7 @@ LOGGING = {
     "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # django-axes logs every failed login at INFO (they are in its tables too) and lockouts at WARNING.
+        "axes": {"level": "WARNING"},
     },
 }
