@@ -18,6 +18,7 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from chats.db_functions import JSONTypeOf
+from chats.ids import uuid7
 
 
 class CitedTextChangeError(IntegrityError):
@@ -135,7 +136,9 @@ class Message(models.Model):
         COMPLETE = "complete"
         FAILED = "failed"
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Time-ordered (chats.ids), as for every row a turn writes: two per turn, and the ledger's message_id
+    # index holds them too, so random keys would cost a cold page per insert there as well.
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
@@ -371,7 +374,7 @@ class ClaimedQuote(models.Model):
     it verified, where it is in the source (``source[start:end]``), a digest of that passage and its
     alterations. Each table adds the message and its own kind of source."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     quote = models.TextField()
     source_offset_start = models.IntegerField(null=True, blank=True)
     source_offset_end = models.IntegerField(null=True, blank=True)
@@ -440,7 +443,7 @@ class MessageToolSource(models.Model):
         CASELAW = "caselaw"
         MCP = "mcp"
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="tool_sources")
     # Extensible on purpose: new tool kinds flow into the ledger with no schema change.
     source_kind = models.CharField(max_length=32)
@@ -492,7 +495,7 @@ class MessageCaseCitation(models.Model):
         AMBIGUOUS = "ambiguous"
         UNCHECKED = "unchecked"
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="case_citations")
     answer_offset_start = models.IntegerField()
     answer_offset_end = models.IntegerField()
