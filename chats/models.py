@@ -12,7 +12,7 @@ import uuid
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import IntegrityError, models
+from django.db import IntegrityError, models, transaction
 from django.db.models import Q, Value
 from django.db.models.lookups import Exact
 from django.utils import timezone
@@ -238,13 +238,74 @@ class Document(CitedTextGuard):
     title = models.CharField(max_length=300)
     content = models.TextField()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # Hex SHA-256 of the content its passages (DocumentPassage) were made from; empty while they are to be
+    # made: a document inserted in bulk or in SQL, or one whose content changed below save() (a trigger of
+    # migration chats.0019 empties it then). Retrieval makes them on first use (chats.passages).
+    passages_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
 
     class Meta:
         db_table = "documents"
         ordering = ["title"]
+        indexes = [
+            # Retrieval looks for a matter's documents without passages on every turn: this partial index
+            # holds only those, so the look-up costs nothing once they are made.
+            models.Index(fields=["project"], condition=Q(passages_sha256=""), name="documents_passages_missing_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.title
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saves, then makes the passages of a new or changed content (chats.passages), in one transaction:
+        every way of adding a document through the ORM (the pages, the API, the admin, the demo) goes
+        through here; bulk inserts get theirs on first use."""
+        from chats.passages import content_sha256, make_passages
+
+        with transaction.atomic(using=kwargs.get("using") or self._state.db):
+            super().save(*args, **kwargs)
+            if self.passages_sha256 != content_sha256(self.content):
+                make_passages(document=self)
+
+
+class DocumentPassage(models.Model):
+    """A quotable passage of a KB document (``chats.retrieval.passages``): ``document.content[start:end] ==
+    text``. Made once per content (``chats.passages.make_passages``) and searched through a full-text index
+    on PostgreSQL (the ``search_vector`` column and GIN index of migration chats.0019, which the model
+    state leaves out to stay backend-neutral), so that a turn's retrieval does not read and split every
+    document of its matter."""
+
+    id = models.BigAutoField(primary_key=True)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="passages", db_index=False)
+    # The document's matter, copied: a matter's passages are searched with no join, and a distributed
+    # database keeps them on the matter's node with its documents (docs/scale.md). Indexed below.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # The passage's place in its document, from 0.
+    position = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text = models.TextField()
+
+    class Meta:
+        db_table = "document_passages"
+        ordering = ["document", "position"]
+        indexes = [
+            # A small matter's search reads its passages through this index (the planner's choice by size).
+            models.Index(fields=["project", "document", "position"], name="document_passages_project_idx"),
+        ]
+        constraints = [
+            # A passage is made once per content: two making it at once cannot both insert it. Also the
+            # index of a document's passages (deletes cascade through it).
+            models.UniqueConstraint(fields=["document", "position"], name="document_passages_position_uniq"),
+            # A passage is a non-empty span of its document.
+            models.CheckConstraint(
+                condition=Q(start__lt=models.F("end")),
+                name="document_passages_span_not_empty",
+                violation_error_message="A passage's start must be before its end.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"passage {self.position} of {self.document_id}"
 
 
 class CaselawOpinion(CitedTextGuard):
