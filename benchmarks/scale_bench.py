@@ -15,6 +15,7 @@ run it on an otherwise idle server with room on its disk).
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,4 +96,4 @@ def run(*, sizes: tuple[int, ...], step: Callable[[str], None] = print) -> list[
 def growth(runs: list[ScaleRun], *, keys: str) -> list[tuple[ScaleRun, ScaleRun]]:
     """Consecutive sizes of one kind of key: (smaller, larger) pairs."""
     mine = sorted((r for r in runs if r.keys == keys), key=lambda r: r.rows)
-    return list(zip(mine, mine[1:], strict=False))
+    return list(itertools.pairwise(mine))

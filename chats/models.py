@@ -264,7 +264,8 @@ class Document(CitedTextGuard):
         with transaction.atomic(using=kwargs.get("using") or self._state.db):
             super().save(*args, **kwargs)
             if self.passages_sha256 != content_sha256(self.content):
-                make_passages(document=self)
+                make_passages(document_ids=[self.pk])
+                self.passages_sha256 = content_sha256(self.content)
 
 
 class DocumentPassage(models.Model):
@@ -306,6 +307,29 @@ class DocumentPassage(models.Model):
 
     def __str__(self) -> str:
         return f"passage {self.position} of {self.document_id}"
+
+
+class MatterTerm(models.Model):
+    """How many of a matter's passages hold a word (a lexeme of PostgreSQL's ``english`` configuration):
+    the search picks a question's rarer words to choose its candidate passages from, so that a common
+    word in a large matter does not make it rank every passage (``chats.passages``). Kept by
+    ``make_passages`` on PostgreSQL (counts of a deleted document's passages stay: an over-count, which
+    only makes a word look commoner); unused elsewhere."""
+
+    id = models.BigAutoField(primary_key=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    lexeme = models.TextField()
+    passages = models.IntegerField()
+
+    class Meta:
+        db_table = "matter_terms"
+        constraints = [
+            # One count per word and matter (the upsert of make_passages); also the search's look-up index.
+            models.UniqueConstraint(fields=["project", "lexeme"], name="matter_terms_project_lexeme_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme}: {self.passages}"
 
 
 class CaselawOpinion(CitedTextGuard):

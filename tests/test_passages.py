@@ -11,7 +11,8 @@ import pytest
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
-from chats.models import Document, DocumentPassage, Project
+import chats.passages
+from chats.models import Document, DocumentPassage, MatterTerm, Project
 from chats.passages import content_sha256, ensure_passages, make_passages, search_matter_passages
 from chats.retrieval import Passage, passages, rank_passages, rank_sources
 from tests import factories
@@ -147,8 +148,9 @@ def test_the_search_takes_the_same_queries_whatever_the_matter_size(documents: i
     with CaptureQueriesContext(connection) as queries:
         found = search_matter_passages(project_id=project.pk, question=QUESTIONS[0], limit=2, documents=5)
     assert found
-    # The look-up of documents without passages, the search, the documents of the passages found.
-    assert len(queries) == 3, [q["sql"] for q in queries]
+    # The look-up of documents without passages, (on PostgreSQL) the question's words counted in the matter,
+    # the search, the documents of the passages found.
+    assert len(queries) == (4 if connection.vendor == "postgresql" else 3), [q["sql"] for q in queries]
 
 
 def test_deleting_a_document_deletes_its_passages() -> None:
@@ -160,7 +162,7 @@ def test_deleting_a_document_deletes_its_passages() -> None:
 
 def test_making_the_passages_of_unchanged_content_again_stores_nothing() -> None:
     document = factories.DocumentFactory.create()
-    assert make_passages(document=document) == 0
+    assert make_passages(document_ids=[document.pk]) == 0
 
 
 @pytest.mark.postgres
@@ -218,3 +220,45 @@ def test_passages_are_verbatim_spans() -> None:
     ):
         assert isinstance(passage, Passage)
         assert document.content[passage.start : passage.end] == passage.text
+
+
+def _counted_words(project: Project) -> dict[str, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT w.lexeme, count(*) FROM document_passages p, unnest(tsvector_to_array(p.search_vector)) "
+            "AS w(lexeme) WHERE p.project_id = %s GROUP BY 1",
+            [project.pk],
+        )
+        return dict(cursor.fetchall())
+
+
+@pytest.mark.postgres
+def test_the_matters_word_counts_follow_its_passages() -> None:
+    project = factories.ProjectFactory.create()
+    document = factories.DocumentFactory.create(project=project, content=OPINIONS[0].read_text(encoding="utf-8"))
+    factories.DocumentFactory.create(project=project, content=OPINIONS[1].read_text(encoding="utf-8"))
+    kept = dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages"))
+    assert kept == _counted_words(project)
+    # A new content: the old passages' words are counted off, the new ones' on.
+    document.content = OPINIONS[2].read_text(encoding="utf-8")
+    document.save()
+    kept = {w: n for w, n in MatterTerm.objects.filter(project=project).values_list("lexeme", "passages") if n}
+    assert kept == _counted_words(project)
+
+
+@pytest.mark.postgres
+def test_a_large_matter_ranks_the_passages_of_the_questions_rarer_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a matter whose passages hold "court" far more often than "scrutiny", and a cap below their total
+    project = factories.ProjectFactory.create()
+    for path in OPINIONS:
+        factories.DocumentFactory.create(project=project, content=path.read_text(encoding="utf-8"))
+    counts = dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages"))
+    assert counts["scrutini"] < counts["court"]
+    monkeypatch.setattr(chats.passages, "CANDIDATE_PASSAGES", counts["scrutini"])
+    # When the question asks about both
+    found = search_matter_passages(project_id=project.pk, question="court strict scrutiny", limit=3, documents=5)
+    # Then the candidates were the passages holding the rarer words, ranked by all of them
+    assert found
+    assert all("scrutiny" in p.text.lower() or "strict" in p.text.lower() for _, p in found)
+    exhaustive = split_every_turn(project, "court strict scrutiny", documents=len(OPINIONS), limit=1)
+    assert "scrutiny" in exhaustive[0][1].lower()

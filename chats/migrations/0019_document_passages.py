@@ -2,7 +2,8 @@
 
 PostgreSQL: ``document_passages.search_vector``, a stored generated column ``to_tsvector('english', text)``,
 with a GIN index, for the turn's full-text search; a column of the database only (the ORM never writes it),
-so the model state stays backend-neutral, like the opinions' index of 0002. Both databases: a trigger
+so the model state stays backend-neutral, like the opinions' index of 0002. ``matter_terms`` counts a
+matter's passages per word (kept on PostgreSQL only). Both databases: a trigger
 that empties ``documents.passages_sha256`` when a document's content changes by any UPDATE (``save()``
 makes the new passages at once; ``QuerySet.update()`` and raw SQL leave them to the next turn that needs
 them). Existing documents get theirs on first use (their ``passages_sha256`` starts empty).
@@ -116,5 +117,19 @@ class Migration(migrations.Migration):
             model_name='documentpassage',
             constraint=models.CheckConstraint(condition=models.Q(('start__lt', models.F('end'))), name='document_passages_span_not_empty', violation_error_message="A passage's start must be before its end."),
         ),
+        migrations.CreateModel(
+            name='MatterTerm',
+            fields=[
+                ('id', models.BigAutoField(primary_key=True, serialize=False)),
+                ('lexeme', models.TextField()),
+                ('passages', models.IntegerField()),
+                ('project', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='chats.project')),
+            ],
+            options={
+                'db_table': 'matter_terms',
+                'constraints': [models.UniqueConstraint(fields=('project', 'lexeme'), name='matter_terms_project_lexeme_uniq')],
+            },
+        ),
+    
         migrations.RunPython(forwards, backwards, elidable=False),
     ]
