@@ -2,8 +2,10 @@
 against one of 10, side by side (goal: <= 2 x).
 
 The documents are real court opinions (``chats/data/opinions``) cut into windows of consecutive sentences
-(2-8 KB, starting at a different sentence each), so the large matter's vocabulary is the small one's: every
-question finds many more candidate passages in it, the hard case for an index. The timed call is the one a
+(2-8 KB, starting at a different sentence each); the large matter is the small one grown: its 10 documents
+and 9,990 more of the same kind, so its vocabulary is the small one's and every question finds many more
+candidate passages in it, the hard case for an index. The questions are made of words of the small
+matter's sentences, so both matters answer each. The timed call is the one a
 turn makes (``chats.assistant.extractive.matter_passages``: the extractive and OpenAI-compatible backends'
 retrieval), for several questions, the two matters alternating, medians kept. The passages are made once
 beforehand (``chats.passages.ensure_passages``, timed apart: what adding the documents costs once). For the
@@ -22,6 +24,7 @@ from pathlib import Path
 from uuid import UUID
 
 from django.contrib.auth.models import User
+from django.db import connection
 
 from chats.assistant.extractive import ExtractiveBackend, matter_passages
 from chats.models import Chat, Document, DocumentPassage, Project
@@ -32,13 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OPINIONS = sorted((ROOT / "chats" / "data" / "opinions").glob("*.txt"))
 SMALL, LARGE = 10, 10_000
 GOAL = 2.0
-QUESTIONS = (
-    "Must the reviewing court be satisfied that no workable race-neutral alternative exists?",
-    "What did the attorney general conclude about the county ordinance?",
-    "Which evidence showed the district map diluted the votes of minority voters?",
-    "When may a hotel owner refuse an inspection of guest records without a warrant?",
-    "Is the surety liable on the performance bond after the contractor defaulted?",
-)
+QUESTIONS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +75,22 @@ def documents(count: int, *, seed: int) -> list[tuple[str, str]]:
     return result
 
 
-def _matter(owner: User, count: int) -> tuple[Chat, float]:
-    """A matter of ``count`` documents, inserted in bulk, then their passages made (seconds it took)."""
-    project = Project.objects.create(name=f"Retrieval benchmark, {count} documents", owner=owner)
+def questions(contents: list[str], *, count: int) -> list[str]:
+    """``count`` questions, each the first dozen words of a sentence of one of ``contents``."""
+    rng = random.Random(0)
+    result = []
+    for n in range(count):
+        content = contents[n % len(contents)]
+        start, end = rng.choice(sentence_spans(content))
+        result.append(" ".join(content[start:end].split()[:12]) + "?")
+    return result
+
+
+def _matter(owner: User, made: list[tuple[str, str]]) -> tuple[Chat, float]:
+    """A matter of the documents ``made``, inserted in bulk, then their passages made (seconds it took)."""
+    project = Project.objects.create(name=f"Retrieval benchmark, {len(made)} documents", owner=owner)
     Document.objects.bulk_create(
-        [Document(project=project, title=title, content=content) for title, content in documents(count, seed=count)],
-        batch_size=1000,
+        [Document(project=project, title=title, content=content) for title, content in made], batch_size=1000
     )
     started = time.perf_counter()
     ensure_passages(project_id=project.pk)
@@ -109,10 +116,15 @@ def _before(chat: Chat, question: str) -> float:
 
 def run(*, rounds: int = 5, large: int = LARGE, step: Callable[[str], None] = print) -> RetrievalResult:
     owner = User.objects.create(username=f"retrieval-bench-{time.monotonic_ns()}")
+    small_documents = documents(SMALL, seed=SMALL)
+    asked = questions([content for _, content in small_documents], count=QUESTIONS)
     step(f"10. a matter of {SMALL} documents")
-    small_chat, _ = _matter(owner, SMALL)
-    step(f"10. a matter of {large:,} documents (inserted in bulk, then their passages made)")
-    large_chat, made = _matter(owner, large)
+    small_chat, _ = _matter(owner, small_documents)
+    step(f"10. a matter of {large:,} documents (the same 10 and more; inserted in bulk, then their passages made)")
+    large_chat, made = _matter(owner, small_documents + documents(large - SMALL, seed=large))
+    with connection.cursor() as cursor:
+        # Fresh statistics, as autovacuum gives a settled table: the planner then knows the matters' sizes.
+        cursor.execute("VACUUM ANALYZE documents, document_passages, matter_terms")
 
     def retrieve(chat: Chat, question: str) -> float:
         started = time.perf_counter()
@@ -124,17 +136,17 @@ def run(*, rounds: int = 5, large: int = LARGE, step: Callable[[str], None] = pr
         return elapsed
 
     for chat in (small_chat, large_chat):  # warm-up
-        retrieve(chat, QUESTIONS[0])
-    step(f"10. {rounds} rounds of {len(QUESTIONS)} questions, the two matters alternating")
+        retrieve(chat, asked[0])
+    step(f"10. {rounds} rounds of {len(asked)} questions, the two matters alternating")
     times: dict[int, list[float]] = {SMALL: [], large: []}
     for index in range(rounds):
-        for question in QUESTIONS:
+        for question in asked:
             pairs = ((SMALL, small_chat), (large, large_chat))
             for size, chat in pairs if index % 2 == 0 else tuple(reversed(pairs)):
                 times[size].append(retrieve(chat, question))
     step("10. for the record: splitting the best documents on every turn, once per matter")
-    before_small = _before(small_chat, QUESTIONS[0])
-    before_large = _before(large_chat, QUESTIONS[0])
+    before_small = _before(small_chat, asked[0])
+    before_large = _before(large_chat, asked[0])
     contents = Document.objects.filter(project_id=_project_id(large_chat)).values_list("content", flat=True)
     return RetrievalResult(
         small_s=statistics.median(times[SMALL]),

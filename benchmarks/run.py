@@ -478,7 +478,8 @@ def retrieval_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     ]
     notes = [
         f"Retrieval (10): documents of 2-8 KB cut from the real opinions of chats/data/opinions (the large matter "
-        f"shares the small one's vocabulary); {len(retrieval_bench.QUESTIONS)} questions, 5 rounds, the two "
+        f"is the small one and 9,990 more of the kind); {retrieval_bench.QUESTIONS} questions made of its words, "
+        "5 rounds, the two "
         "matters alternating; the timed call is chats.assistant.extractive.matter_passages (the backends' "
         "retrieval), medians kept.",
     ]

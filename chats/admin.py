@@ -32,6 +32,8 @@ from chats.models import (
     CaselawOpinion,
     Chat,
     Document,
+    DocumentPassage,
+    MatterTerm,
     Message,
     MessageCaseCitation,
     MessageCaselawCitation,
@@ -237,3 +239,21 @@ class MessageCaseCitationAdmin(_ArtifactAdmin):
     joined = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact case-citation, message or opinion id (UUID)."
+
+
+# Derived search data (chats.passages): made from the documents, never edited by hand.
+@admin.register(DocumentPassage)
+class DocumentPassageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("document", "position", "start", "end")
+    list_select_related = ("document",)
+    show_full_result_count = False
+    search_fields = ("=document__id",)
+    search_help_text = "An exact document id (UUID)."
+
+
+@admin.register(MatterTerm)
+class MatterTermAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("lexeme", "passages", "project")
+    list_select_related = ("project",)
+    show_full_result_count = False
+    search_fields = ("=lexeme",)
