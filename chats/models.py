@@ -261,9 +261,13 @@ class Document(CitedTextGuard):
         through here; bulk inserts get theirs on first use."""
         from chats.passages import content_sha256, make_passages
 
+        update_fields = kwargs.get("update_fields")
+        content_saved = "content" not in self.get_deferred_fields() and (
+            update_fields is None or "content" in update_fields
+        )
         with transaction.atomic(using=kwargs.get("using") or self._state.db):
             super().save(*args, **kwargs)
-            if self.passages_sha256 != content_sha256(self.content):
+            if content_saved and self.passages_sha256 != content_sha256(self.content):
                 make_passages(document_ids=[self.pk])
                 self.passages_sha256 = content_sha256(self.content)
 

@@ -23,6 +23,8 @@ CHAT_TABLES = {
     "chats",
     "messages",
     "documents",
+    "document_passages",  # a document's passages, made once (chats.passages)
+    "matter_terms",  # a matter's passages per word (chats.passages)
     "caselaw_opinions",
     "message_citations",
     "message_caselaw_citations",

@@ -70,6 +70,15 @@ def test_saving_other_fields_keeps_the_passages() -> None:
     assert list(document.passages.values_list("id", flat=True)) == ids
 
 
+def test_saving_a_document_loaded_without_its_content_keeps_the_passages() -> None:
+    document = factories.DocumentFactory.create()
+    ids = list(document.passages.values_list("id", flat=True))
+    partial = Document.objects.only("id", "title", "project_id").get(pk=document.pk)
+    partial.title = "Renamed"
+    partial.save(update_fields=["title"])
+    assert list(document.passages.values_list("id", flat=True)) == ids
+
+
 def test_a_content_changed_below_save_gets_new_passages_on_first_use() -> None:
     # Given a document whose content is changed by an UPDATE that save() never sees
     document = factories.DocumentFactory.create()
