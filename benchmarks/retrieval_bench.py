@@ -86,11 +86,12 @@ def questions(contents: list[str], *, count: int) -> list[str]:
     return result
 
 
-def _matter(owner: User, made: list[tuple[str, str]]) -> tuple[Chat, float]:
-    """A matter of the documents ``made``, inserted in bulk, then their passages made (seconds it took)."""
-    project = Project.objects.create(name=f"Retrieval benchmark, {len(made)} documents", owner=owner)
+def _matter(owner: User, contents: list[tuple[str, str]]) -> tuple[Chat, float]:
+    """A matter of the documents ``contents`` (title, content), inserted in bulk, then their passages made
+    (the seconds that took)."""
+    project = Project.objects.create(name=f"Retrieval benchmark, {len(contents)} documents", owner=owner)
     Document.objects.bulk_create(
-        [Document(project=project, title=title, content=content) for title, content in made], batch_size=1000
+        [Document(project=project, title=title, content=content) for title, content in contents], batch_size=1000
     )
     started = time.perf_counter()
     ensure_passages(project_id=project.pk)

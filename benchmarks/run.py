@@ -488,16 +488,21 @@ def retrieval_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
 
 def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     """Item 9: the raw-SQL limit with version 4 against version 7 keys, at each size."""
+    from django.db import connection
+
     from benchmarks import scale_bench
 
     sizes = (*scale_bench.DEFAULT_SIZES, *((scale_bench.LARGE_SIZE,) if args.scale_10m else ()))
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW shared_buffers")
+        shared_buffers = cursor.fetchone()[0]
     runs = scale_bench.run(sizes=sizes, step=step)
     rows = [
         Row(
             "9",
             f"raw SQL into the ledger, {run.rows:,} source rows, {run.keys} keys",
             f"{run.seconds:.1f} s = {run.us_per_row:.1f} us/row; WAL {run.wal_bytes / 1e6:,.0f} MB = "
-            f"{run.wal_per_row:,.0f} B/row",
+            f"{run.wal_per_row:,.0f} B/row; ledger indexes {run.index_bytes / 1e6:,.0f} MB",
             "(for the record)",
             "-",
         )
@@ -538,7 +543,8 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         "caselaw quotes, 30% tool sources, about 4 per turn, 20 per chat, 1,000 per matter) whose messages and "
         "source rows have that kind of key, then one INSERT ... SELECT ... ON CONFLICT DO NOTHING of every "
         "entry into an empty ledger (after a CHECKPOINT) with ids of that kind: gen_random_uuid() or "
-        "uuid_generate_v7(). One run per size and kind, the kinds alternating which goes first; build times: "
+        "uuid_generate_v7(). One run per size and kind, the kinds alternating which goes first; the server's "
+        f"shared_buffers: {shared_buffers}; build times: "
         + ", ".join(f"{r.rows:,} {r.keys} {r.build_seconds:.0f} s" for r in runs)
         + ".",
     ]

@@ -38,6 +38,7 @@ class ScaleRun:
     seconds: float
     wal_bytes: int
     build_seconds: float
+    index_bytes: int  # the ledger's indexes after the insert: against shared_buffers, what stays in memory
 
     @property
     def us_per_row(self) -> float:
@@ -65,8 +66,9 @@ def build(sizes: dataset.Sizes, *, keys: str) -> float:
     return time.perf_counter() - started
 
 
-def time_insert(*, keys: str, rows: int) -> tuple[float, int]:
-    """The raw-SQL limit into an empty ledger with ``keys`` ids: seconds and WAL bytes."""
+def time_insert(*, keys: str, rows: int) -> tuple[float, int, int]:
+    """The raw-SQL limit into an empty ledger with ``keys`` ids: seconds, WAL bytes, and the size of the
+    ledger's indexes afterwards."""
     reset_ledger()  # empty, and a checkpoint: the run starts with no dirty buffers
     wal = wal_position()
     started = time.perf_counter()
@@ -74,8 +76,12 @@ def time_insert(*, keys: str, rows: int) -> tuple[float, int]:
         cursor.execute(RAW_SQL_TEMPLATE.format(new_id=dataset.source_id_sql(keys=keys)))
         written = cursor.rowcount
     seconds = time.perf_counter() - started
+    wal_bytes = wal_position() - wal
     assert written == rows, (written, rows)
-    return seconds, wal_position() - wal
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_indexes_size('citation_ledger_entry')")
+        index_bytes = int(cursor.fetchone()[0])
+    return seconds, wal_bytes, index_bytes
 
 
 def run(*, sizes: tuple[int, ...], step: Callable[[str], None] = print) -> list[ScaleRun]:
@@ -87,8 +93,17 @@ def run(*, sizes: tuple[int, ...], step: Callable[[str], None] = print) -> list[
             step(f"9. {rows:,} source rows with {keys} keys: building")
             build_seconds = build(dataset.Sizes(rows), keys=keys)
             step(f"9. {rows:,} source rows with {keys} keys: INSERT ... SELECT into the ledger")
-            seconds, wal = time_insert(keys=keys, rows=rows)
-            runs.append(ScaleRun(rows=rows, keys=keys, seconds=seconds, wal_bytes=wal, build_seconds=build_seconds))
+            seconds, wal, index_bytes = time_insert(keys=keys, rows=rows)
+            runs.append(
+                ScaleRun(
+                    rows=rows,
+                    keys=keys,
+                    seconds=seconds,
+                    wal_bytes=wal,
+                    build_seconds=build_seconds,
+                    index_bytes=index_bytes,
+                )
+            )
     reset_data()
     return runs
 

@@ -240,7 +240,7 @@ class Document(CitedTextGuard):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     # Hex SHA-256 of the content its passages (DocumentPassage) were made from; empty while they are to be
     # made: a document inserted in bulk or in SQL, or one whose content changed below save() (a trigger of
-    # migration chats.0019 empties it then). Retrieval makes them on first use (chats.passages).
+    # migration chats.0020 empties it then). Retrieval makes them on first use (chats.passages).
     passages_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
 
     class Meta:
@@ -275,7 +275,7 @@ class Document(CitedTextGuard):
 class DocumentPassage(models.Model):
     """A quotable passage of a KB document (``chats.retrieval.passages``): ``document.content[start:end] ==
     text``. Made once per content (``chats.passages.make_passages``) and searched through a full-text index
-    on PostgreSQL (the ``search_vector`` column and GIN index of migration chats.0019, which the model
+    on PostgreSQL (the ``search_vector`` column and GIN index of migration chats.0020, which the model
     state leaves out to stay backend-neutral), so that a turn's retrieval does not read and split every
     document of its matter."""
 

@@ -8,7 +8,7 @@ A turn's retrieval then searches the matter's stored passages instead of reading
 documents:
 
 - on PostgreSQL through the GIN index on ``document_passages.search_vector`` (``to_tsvector('english',
-  text)``, a stored generated column: migration chats.0019), ranked by ``ts_rank``, the same ranking
+  text)``, a stored generated column: migration chats.0020), ranked by ``ts_rank``, the same ranking
   :func:`chats.retrieval.rank_passages` gives. The candidates ranked are the passages holding any of the
   question's words when those hold at most :data:`CANDIDATE_PASSAGES` passages of the matter in all (then
   the result is exactly the exhaustive ranking's); past that, the passages holding its rarer words (by

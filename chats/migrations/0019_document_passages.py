@@ -1,69 +1,9 @@
-"""The passages of KB documents, made once per content and searched through an index (chats.passages).
+"""The passages of KB documents (chats.passages): ``document_passages``, ``documents.passages_sha256`` and
+``matter_terms``. Their full-text column, index, triggers and database cascades: migration 0020."""
 
-PostgreSQL: ``document_passages.search_vector``, a stored generated column ``to_tsvector('english', text)``,
-with a GIN index, for the turn's full-text search; a column of the database only (the ORM never writes it),
-so the model state stays backend-neutral, like the opinions' index of 0002. ``matter_terms`` counts a
-matter's passages per word (kept on PostgreSQL only). Both databases: a trigger
-that empties ``documents.passages_sha256`` when a document's content changes by any UPDATE (``save()``
-makes the new passages at once; ``QuerySet.update()`` and raw SQL leave them to the next turn that needs
-them). Existing documents get theirs on first use (their ``passages_sha256`` starts empty).
-"""
 
 import django.db.models.deletion
 from django.db import migrations, models
-
-from django.db.backends.base.schema import BaseDatabaseSchemaEditor
-from django.db.migrations.state import StateApps
-
-POSTGRES = [
-    "ALTER TABLE document_passages ADD COLUMN search_vector tsvector "
-    "GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED",
-    "CREATE INDEX document_passages_search_idx ON document_passages USING gin (search_vector)",
-    """
-CREATE FUNCTION documents_passages_stale() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.passages_sha256 := '';
-    RETURN NEW;
-END
-$$
-""",
-    """
-CREATE TRIGGER documents_passages_stale
-    BEFORE UPDATE OF content ON documents
-    FOR EACH ROW WHEN (OLD.content IS DISTINCT FROM NEW.content)
-    EXECUTE FUNCTION documents_passages_stale()
-""",
-]
-POSTGRES_REVERSE = [
-    "DROP TRIGGER IF EXISTS documents_passages_stale ON documents",
-    "DROP FUNCTION IF EXISTS documents_passages_stale()",
-    "DROP INDEX IF EXISTS document_passages_search_idx",
-    "ALTER TABLE document_passages DROP COLUMN IF EXISTS search_vector",
-]
-SQLITE = [
-    """
-CREATE TRIGGER documents_passages_stale
-    AFTER UPDATE OF content ON documents
-    FOR EACH ROW WHEN OLD.content IS NOT NEW.content
-BEGIN
-    UPDATE documents SET passages_sha256 = '' WHERE id = NEW.id;
-END
-""",
-]
-SQLITE_REVERSE = ["DROP TRIGGER IF EXISTS documents_passages_stale"]
-
-
-def forwards(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
-    vendor = schema_editor.connection.vendor
-    for statement in POSTGRES if vendor == "postgresql" else SQLITE if vendor == "sqlite" else []:
-        schema_editor.execute(statement)
-
-
-def backwards(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
-    vendor = schema_editor.connection.vendor
-    for statement in POSTGRES_REVERSE if vendor == "postgresql" else SQLITE_REVERSE if vendor == "sqlite" else []:
-        schema_editor.execute(statement)
-
 
 class Migration(migrations.Migration):
 
@@ -131,5 +71,4 @@ class Migration(migrations.Migration):
             },
         ),
     
-        migrations.RunPython(forwards, backwards, elidable=False),
     ]
