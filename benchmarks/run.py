@@ -97,7 +97,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--scale-10m",
         action="store_true",
-        help="item 9 at 10,000,000 source rows too (about an hour and 100 GB of WAL: an idle server only)",
+        help="item 9 at 10,000,000 source rows too (over an hour and 100 GB of WAL: an idle server only)",
     )
     args = parser.parse_args(argv)
     if args.rows < 1_000 or args.repeats < 1 or args.turns < 1:
@@ -514,13 +514,19 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
             time_goal = scale_bench.TIME_GROWTH_GOAL * factor / 10
             time_growth = larger.seconds / smaller.seconds
             wal_growth = larger.wal_per_row / smaller.wal_per_row
-            judged = keys == "v7"
+            # The goal is stated from 1M to 10M, both past memory; from 100k (in shared_buffers) to 1M (not)
+            # the step into eviction dominates: shown, not judged.
+            judged = keys == "v7" and smaller.rows >= scale_bench.JUDGED_FROM
             rows.append(
                 Row(
                     "9",
                     f"{keys} keys, {smaller.rows:,} -> {larger.rows:,} rows ({factor:.0f} x): time, WAL per row",
                     f"time {time_growth:.1f} x; WAL per row {wal_growth:.2f} x",
-                    f"<= {time_goal:.0f} x; <= {scale_bench.WAL_FLATNESS_GOAL} x" if judged else "(for the record)",
+                    f"<= {time_goal:.0f} x; <= {scale_bench.WAL_FLATNESS_GOAL} x"
+                    if judged
+                    else "(for the record: the goal is from 1M to 10M, --scale-10m)"
+                    if keys == "v7"
+                    else "(for the record)",
                     _verdict(time_growth <= time_goal and wal_growth <= scale_bench.WAL_FLATNESS_GOAL)
                     if judged
                     else "-",

@@ -280,9 +280,11 @@ class DocumentPassage(models.Model):
     document of its matter."""
 
     id = models.BigAutoField(primary_key=True)
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="passages", db_index=False)
+    # Indexed: a document's passages are replaced and deleted by document.
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="passages")
     # The document's matter, copied: a matter's passages are searched with no join, and a distributed
-    # database keeps them on the matter's node with its documents (docs/scale.md). Indexed below.
+    # database keeps them on the matter's node with its documents (docs/scale.md). Indexed by the unique
+    # constraint below.
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
     # The passage's place in its document, from 0.
     position = models.PositiveIntegerField()
@@ -293,14 +295,15 @@ class DocumentPassage(models.Model):
     class Meta:
         db_table = "document_passages"
         ordering = ["document", "position"]
-        indexes = [
-            # A small matter's search reads its passages through this index (the planner's choice by size).
-            models.Index(fields=["project", "document", "position"], name="document_passages_project_idx"),
-        ]
         constraints = [
-            # A passage is made once per content: two making it at once cannot both insert it. Also the
-            # index of a document's passages (deletes cascade through it).
-            models.UniqueConstraint(fields=["document", "position"], name="document_passages_position_uniq"),
+            # A passage is made once per content: two making it at once cannot both insert it. The matter
+            # first: a small matter's search reads its passages through this index (the planner's choice by
+            # size), and a database distributed by matter requires it in every unique key (docs/scale.md).
+            models.UniqueConstraint(
+                fields=["project", "document", "position"],
+                name="document_passages_position_uniq",
+                violation_error_message="A document has one passage at each position.",
+            ),
             # A passage is a non-empty span of its document.
             models.CheckConstraint(
                 condition=Q(start__lt=models.F("end")),

@@ -1,9 +1,9 @@
 """The passages of KB documents (chats.passages): ``document_passages``, ``documents.passages_sha256`` and
 ``matter_terms``. Their full-text column, index, triggers and database cascades: migration 0020."""
 
-
 import django.db.models.deletion
 from django.db import migrations, models
+
 
 class Migration(migrations.Migration):
 
@@ -26,6 +26,17 @@ class Migration(migrations.Migration):
                 'ordering': ['document', 'position'],
             },
         ),
+        migrations.CreateModel(
+            name='MatterTerm',
+            fields=[
+                ('id', models.BigAutoField(primary_key=True, serialize=False)),
+                ('lexeme', models.TextField()),
+                ('passages', models.IntegerField()),
+            ],
+            options={
+                'db_table': 'matter_terms',
+            },
+        ),
         migrations.AddField(
             model_name='document',
             name='passages_sha256',
@@ -38,37 +49,28 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='documentpassage',
             name='document',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='passages', to='chats.document'),
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='passages', to='chats.document'),
         ),
         migrations.AddField(
             model_name='documentpassage',
             name='project',
             field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='chats.project'),
         ),
-        migrations.AddIndex(
-            model_name='documentpassage',
-            index=models.Index(fields=['project', 'document', 'position'], name='document_passages_project_idx'),
+        migrations.AddField(
+            model_name='matterterm',
+            name='project',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='chats.project'),
         ),
         migrations.AddConstraint(
             model_name='documentpassage',
-            constraint=models.UniqueConstraint(fields=('document', 'position'), name='document_passages_position_uniq'),
+            constraint=models.UniqueConstraint(fields=('project', 'document', 'position'), name='document_passages_position_uniq', violation_error_message='A document has one passage at each position.'),
         ),
         migrations.AddConstraint(
             model_name='documentpassage',
             constraint=models.CheckConstraint(condition=models.Q(('start__lt', models.F('end'))), name='document_passages_span_not_empty', violation_error_message="A passage's start must be before its end."),
         ),
-        migrations.CreateModel(
-            name='MatterTerm',
-            fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('lexeme', models.TextField()),
-                ('passages', models.IntegerField()),
-                ('project', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='chats.project')),
-            ],
-            options={
-                'db_table': 'matter_terms',
-                'constraints': [models.UniqueConstraint(fields=('project', 'lexeme'), name='matter_terms_project_lexeme_uniq')],
-            },
+        migrations.AddConstraint(
+            model_name='matterterm',
+            constraint=models.UniqueConstraint(fields=('project', 'lexeme'), name='matter_terms_project_lexeme_uniq'),
         ),
-    
     ]
