@@ -87,10 +87,11 @@ class Stream:
 
 @dataclass(frozen=True)
 class Status:
-    """An error response (e.g. 429 with ``Retry-After``, 500)."""
+    """An error response (e.g. 429 with ``Retry-After``, 500); by default it asks for a retry after 5 ms, so that
+    the client's retries are quick in tests."""
 
     code: int
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=lambda: {"retry-after-ms": "5"})
     message: str = "error"
 
 

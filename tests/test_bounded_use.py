@@ -394,13 +394,22 @@ def test_the_schema_says_the_messages_are_cursor_paginated(api_client: APIClient
 
 
 class GatedBackend:
-    """Says a first sentence, then is silent until the test opens the gate (at most 10 s), then finishes."""
+    """Says a first sentence, then is silent until the test opens the gate or the run cancels it (at most
+    10 s), then finishes."""
 
     gate = threading.Event()
 
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
     def respond(self, turn: Turn) -> Iterator[AssistantEvent]:
         yield TextDelta("Thinking. ")
-        GatedBackend.gate.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while not (GatedBackend.gate.is_set() or self.cancelled.is_set()) and time.monotonic() < deadline:
+            time.sleep(0.01)
         yield TextDelta("Done.")
         yield FinalAnswer()
 

@@ -7,7 +7,7 @@ tool calls and their results, and one :class:`FinalAnswer` carrying the quotes i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,8 @@ class Turn:
     tools: Mapping[str, Tool] = field(default_factory=dict)
     # On a resume: the content already produced; the backend continues after it.
     partial: str = ""
+    # Tells the run that it is alive: a backend calls it while it waits (e.g. at each attempt of a request).
+    progress: Callable[[], None] = field(default=lambda: None, compare=False, repr=False)
 
     @property
     def question(self) -> str:
