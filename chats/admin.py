@@ -38,6 +38,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    TurnRateCount,
 )
 
 
@@ -237,3 +238,12 @@ class MessageCaseCitationAdmin(_ArtifactAdmin):
     joined = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact case-citation, message or opinion id (UUID)."
+
+
+@admin.register(TurnRateCount)
+class TurnRateCountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The turn-rate counts (chats.throttles), for an operator asking why a user gets 429: read-only."""
+
+    list_display = ["user", "window_start", "turns"]
+    list_select_related = ["user"]
+    show_full_result_count = False

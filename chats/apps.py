@@ -10,6 +10,8 @@ class ChatsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from chats import checks  # noqa: F401  # registers the system checks
+
         check_assistant_backend()
 
 

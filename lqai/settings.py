@@ -269,18 +269,9 @@ if _turn_rate not in {"", "0", "off", "none"} and not re.fullmatch(
 ):
     raise ImproperlyConfigured(f"LQAI_THROTTLE_TURNS={_turn_rate!r} is not a rate: use e.g. 30/min, 500/hour or off.")
 LQAI_THROTTLE_TURNS: str | None = None if _turn_rate in {"", "0", "off", "none"} else _turn_rate
-# Where the rate counts live: a table of the database (created by chats' migration 0013), so that every server
-# process and host counts a user's turns together; a per-process cache would let each worker allow the rate.
-# One entry per user active within the rate's period; past MAX_ENTRIES the cache would drop live counts (after
-# the expired ones), so it is set far above the users a deployment has at once.
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "throttle": {
-        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-        "LOCATION": "lqai_throttle_cache",
-        "OPTIONS": {"MAX_ENTRIES": 100_000},
-    },
-}
+# The rate counts live in a table of the database (chats.throttles), so that every server process and host
+# counts a user's turns together.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Streams (streamed and resumed turns) one user may have open at once, counted in the database: then 429.
 LQAI_MAX_CONCURRENT_STREAMS = env_int("LQAI_MAX_CONCURRENT_STREAMS", default=3)
 # A stream still running after this many seconds ends `interrupted` (resumable).
