@@ -3,10 +3,10 @@
 
 :func:`check_stale_turn_window`: a ``pending``/``streaming`` turn without progress for
 ``LQAI_STALE_TURN_SECONDS`` may be taken over by a resume. A single-shot run records its progress
-between the backend's events and at each attempt of a request, so the longest it can go without
-recording any is one request of the backend at its worst (every attempt timing out, the longest
-wait between two). The window must be longer, or a live run could look stale and be resumed while it
-still runs.
+at each attempt of a request and at its events (at most every quarter of the window), so the longest
+it can go without recording any is one request of the backend at its worst (every attempt timing
+out, the longest wait between two) plus that quarter. The window must be longer, or a live run could
+look stale and be resumed while it still runs.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ STALE_WINDOW_ERROR = "chats.E001"
 
 @checks.register(checks.Tags.compatibility)
 def check_stale_turn_window(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """An error if the configured backend's worst-case request (``worst_case_wait_seconds()``, a backend
-    without one waits on nothing) is not shorter than ``LQAI_STALE_TURN_SECONDS``."""
+    """An error if the configured backend's worst-case request (``worst_case_wait_seconds()``; a backend
+    without one waits on nothing), plus the progress interval (a quarter of the window), is not shorter
+    than ``LQAI_STALE_TURN_SECONDS``."""
     try:
         backend = import_string(settings.LQAI_ASSISTANT_BACKEND)
         worst_case = getattr(backend, "worst_case_wait_seconds", None)
@@ -32,14 +33,16 @@ def check_stale_turn_window(app_configs: Any = None, **kwargs: Any) -> list[chec
     except (ImportError, ImproperlyConfigured):
         return []  # refused at start-up by chats.apps.check_assistant_backend, with its own message
     window = settings.LQAI_STALE_TURN_SECONDS
-    if window > wait:
+    if wait == 0 or window > wait + window / 4:
         return []
+    needed = wait * 4 / 3
     return [
         checks.Error(
-            f"LQAI_STALE_TURN_SECONDS={window} is not longer than the model backend's worst-case request "
+            f"LQAI_STALE_TURN_SECONDS={window} is too short for the model backend's worst-case request "
             f"({wait:g} s: LQAI_OPENAI_TIMEOUT x (LQAI_OPENAI_MAX_RETRIES + 1) plus the longest wait between "
-            "retries), so a run waiting on the model could look stale and be resumed while it still runs.",
-            hint=f"Set LQAI_STALE_TURN_SECONDS above {wait:g}, or lower LQAI_OPENAI_TIMEOUT or "
+            "retries) and the progress interval (a quarter of the window): a run waiting on the model could "
+            "look stale and be resumed while it still runs.",
+            hint=f"Set LQAI_STALE_TURN_SECONDS above {needed:g}, or lower LQAI_OPENAI_TIMEOUT or "
             "LQAI_OPENAI_MAX_RETRIES.",
             id=STALE_WINDOW_ERROR,
         )

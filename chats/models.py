@@ -355,7 +355,8 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
         models.CheckConstraint(
             condition=Q(answer_offset_start__isnull=True, answer_offset_end__isnull=True)
             | (
-                Q(answer_offset_start__isnull=False, answer_offset_end__gte=F("answer_offset_start"))
+                Q(answer_offset_start__isnull=False, answer_offset_end__isnull=False)
+                & Q(answer_offset_end__gte=F("answer_offset_start"))
                 & Q(answer_unplaced_reason="")
             ),
             name=f"{table}_answer_span_shape",

@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,24 +35,6 @@ ROOT = Path(__file__).resolve().parent.parent
 KB_QUOTE = "The Equal Protection Clause requires that a racial classification survive strict scrutiny."
 OPINION_QUOTE = "Strict scrutiny is a searching examination"
 NOT_IN_KB = "The Equal Protection Clause forbids every racial classification."
-
-
-@pytest.fixture
-def fake_openai(settings: LazySettings) -> Iterator[FakeOpenAIServer]:
-    """A fake server, and settings selecting the backend against it (fast retries, a short timeout)."""
-    server = FakeOpenAIServer().start()
-    settings.LQAI_ASSISTANT_BACKEND = "chats.assistant.OpenAICompatibleBackend"
-    settings.LQAI_OPENAI_BASE_URL = server.base_url
-    settings.LQAI_OPENAI_API_KEY = ""
-    settings.LQAI_OPENAI_MODEL = MODEL
-    settings.LQAI_OPENAI_TIMEOUT = 2.0
-    settings.LQAI_OPENAI_MAX_RETRIES = 2
-    settings.LQAI_OPENAI_MAX_TOOL_ROUNDS = 6
-    try:
-        yield server
-    finally:
-        server.stop()
-        _client.cache_clear()
 
 
 def streamed(client: APIClient, chat: Chat, content: str = QUESTION) -> list[Event]:

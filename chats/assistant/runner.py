@@ -285,7 +285,7 @@ class TurnRun:
             history=turn_history(message),
             tools=tools,
             partial=message.content,
-            progress=self._progress,
+            progress=lambda: self._progress(force=True),  # a backend's call: it is waiting, record it
         )
         self._usage: TurnUsage | None = None
         self.failure: str | None = None
