@@ -9,10 +9,10 @@ The streamed views answer with server-sent events (``text/event-stream``), one f
     event: <name>
     data: <json>
 
-``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend failed, or
-the stream reached ``LQAI_MAX_STREAM_SECONDS``), then after finalize one ``citation`` per verified quote
-and ``done`` (status and unverified quotes). While the assistant is silent, a ``: keepalive`` comment
-every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
+``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend or finalize
+failed, or the stream reached ``LQAI_MAX_STREAM_SECONDS``), then after finalize one ``citation`` per verified
+quote and ``done`` (status and unverified quotes), each quote with its span in the answer. While the
+assistant is silent, a ``: keepalive`` comment every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
 
 Turns are bounded per user: :class:`chats.throttles.TurnRateThrottle` (429 with ``Retry-After``) and
 ``LQAI_MAX_CONCURRENT_STREAMS`` (429). A chat's messages are read page by page (cursor pagination).
@@ -77,7 +77,8 @@ STREAM_DESCRIPTION = (
     "A `text/event-stream` of server-sent events, each `event: <name>` and `data: <json>`: "
     "`start` {message_id}, `delta` {text}, `tool_call` {call_id, tool, arguments}, "
     "`tool_result` {call_id, tool, result, sources}, `error` {code, detail} if the assistant fails, "
-    "then one `citation` per verified quote (a KB or caselaw citation) and `done` "
+    "then one `citation` per verified quote (a KB or caselaw citation, with its span in the answer: "
+    "`answer_start`, `answer_end`) and `done` "
     "{message_id, status, verdict, case_citations, citation_count, unverified_count, unverified}. "
     "If the client disconnects, "
     "the turn is saved as `interrupted` with what was produced so far; resume it with `.../resume/`. "
