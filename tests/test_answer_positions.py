@@ -31,7 +31,7 @@ def test_an_exact_quote_is_placed_where_the_answer_says_it() -> None:
 
     (span,) = place_quotes(answer, [QUOTE])
 
-    assert answer[span.start : span.end] == QUOTE  # type: ignore[misc]
+    assert answer[span.start : span.end] == QUOTE
     assert span.reason == ""
 
 
@@ -95,7 +95,7 @@ def test_a_turn_stores_and_shows_the_span_of_each_quote_and_failed_claim(
     assert [u["answer_unplaced_reason"] for u in body["unverified"]] == [None, NOT_IN_ANSWER]
     message = Message.objects.get(pk=body["message"]["id"])
     row = MessageCaselawCitation.objects.get(message=message)
-    assert message.content[row.answer_offset_start : row.answer_offset_end] == opinion_quote  # type: ignore[misc]
+    assert message.content[row.answer_offset_start : row.answer_offset_end] == opinion_quote
 
 
 def test_the_trace_shows_the_answer_span_of_quotes_failed_claims_and_case_citations(
@@ -146,6 +146,7 @@ def test_the_trace_shows_the_answer_span_of_quotes_failed_claims_and_case_citati
 )
 def test_a_quote_row_has_a_whole_span_and_no_reason_or_no_span(span: dict[str, object]) -> None:
     row = factories.MessageCitationFactory.build(message=factories.MessageFactory.create(), **span)
+    assert row.document is not None
     row.document.save()
 
     with pytest.raises(ValidationError):
