@@ -206,3 +206,15 @@ def test_the_worst_case_of_one_request_counts_every_attempt_and_the_longest_wait
 
     assert wait >= 10.0 * 3 + 2 * openai._constants.MAX_RETRY_AFTER_DELAY
     assert json.dumps(wait)  # a plain number, for the start-up check's message
+
+
+def test_a_server_asking_to_wait_longer_than_the_package_honours_fails_at_once_and_says_so(
+    api_client: APIClient, matter_chat: Chat, fake_openai: FakeOpenAIServer
+) -> None:
+    # The package does not retry a Retry-After above its bound: the error counts the one attempt made.
+    fake_openai.respond(Status(429, {"retry-after": "3600"}), answer("never sent"))
+
+    events = streamed(api_client, matter_chat)
+
+    assert "failed 1 time(s): HTTP 429" in events[1][1]["detail"]
+    assert len(fake_openai.requests) == 1

@@ -77,7 +77,7 @@ CITE_TOOL = "cite"
 # The longest ``Retry-After`` the ``openai`` package honours before a retry (it does not retry a server asking
 # for more); its own backoff, without that header, is shorter. Used for the worst case of one request.
 SDK_MAX_RETRY_WAIT = 120.0
-# Status codes the package retries (408, 409, 429 and 5xx): a failure after them names the attempts made.
+# Status codes the package retries besides 5xx: a failure with one of them names the attempts made.
 RETRIED_STATUSES = frozenset({408, 409, 429})
 
 # Called at each attempt of a request (see ``_on_attempt``): the running turn's ``progress``, per thread.
@@ -462,7 +462,14 @@ class OpenAICompatibleBackend:
             raise BackendInterrupted("the turn was stopped")
         config = self.config
         options: dict[str, Any] = {"stream_options": {"include_usage": True}} if config.stream else {}
-        token = _attempt_callback.set(turn.progress)
+        attempts = 0
+
+        def attempt() -> None:
+            nonlocal attempts
+            attempts += 1
+            turn.progress()
+
+        token = _attempt_callback.set(attempt)
         try:
             response = _client(config).chat.completions.create(
                 model=config.model,
@@ -475,13 +482,11 @@ class OpenAICompatibleBackend:
             )
         except openai.APIStatusError as exc:
             if exc.status_code in RETRIED_STATUSES or exc.status_code >= 500:
-                raise BackendError(
-                    f"the model server failed {config.max_retries + 1} time(s): HTTP {exc.status_code}"
-                ) from exc
+                raise BackendError(f"the model server failed {attempts} time(s): HTTP {exc.status_code}") from exc
             raise BackendError(f"the model server refused the request: HTTP {exc.status_code}") from exc
         except openai.APIConnectionError as exc:
             cause = "timed out" if isinstance(exc, openai.APITimeoutError) else "could not connect"
-            raise BackendError(f"the model server failed {config.max_retries + 1} time(s): {cause}") from exc
+            raise BackendError(f"the model server failed {attempts} time(s): {cause}") from exc
         except openai.APIError as exc:
             raise BackendError(f"the model server answered with something that is not a completion: {exc}") from exc
         finally:
