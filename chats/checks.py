@@ -7,6 +7,9 @@ at each attempt of a request and at its events (at most every quarter of the win
 it can go without recording any is one request of the backend at its worst (every attempt timing
 out, the longest wait between two) plus that quarter. The window must be longer, or a live run could
 look stale and be resumed while it still runs.
+
+:func:`check_turn_limits`: the history's budget, the answer's maximum size and the wait for a backend's
+thread to stop must leave room (docs/architecture-turns.md, "Configuration").
 """
 
 from __future__ import annotations
@@ -46,4 +49,23 @@ def check_stale_turn_window(app_configs: Any = None, **kwargs: Any) -> list[chec
             "LQAI_OPENAI_MAX_RETRIES.",
             id=STALE_WINDOW_ERROR,
         )
+    ]
+
+
+TURN_LIMIT_ERROR = "chats.E002"
+
+
+@checks.register(checks.Tags.compatibility)
+def check_turn_limits(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """An error for each turn limit that would leave no room: the history's budget and the answer's maximum
+    size are at least one character, and the wait for a backend's thread to stop is positive."""
+    limits = {
+        "LQAI_HISTORY_MAX_CHARS": (settings.LQAI_HISTORY_MAX_CHARS, 1, "characters"),
+        "LQAI_MAX_ANSWER_CHARS": (settings.LQAI_MAX_ANSWER_CHARS, 1, "characters"),
+        "LQAI_BACKEND_STOP_SECONDS": (settings.LQAI_BACKEND_STOP_SECONDS, 0.001, "seconds"),
+    }
+    return [
+        checks.Error(f"{name}={value} must be a positive number of {unit}.", id=TURN_LIMIT_ERROR)
+        for name, (value, least, unit) in limits.items()
+        if not value >= least
     ]

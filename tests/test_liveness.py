@@ -20,7 +20,7 @@ from django.utils import timezone
 from chats.assistant import AssistantEvent, FinalAnswer, Script, ScriptedBackend, TextDelta, Turn, TurnRun
 from chats.assistant import runner as runner_module
 from chats.assistant.runner import BackendPump
-from chats.checks import STALE_WINDOW_ERROR, check_stale_turn_window
+from chats.checks import STALE_WINDOW_ERROR, check_stale_turn_window, check_turn_limits
 from chats.models import Chat, Message
 from chats.services import reopen_interrupted_turn, start_turn
 
@@ -176,3 +176,20 @@ def test_a_backend_that_cannot_be_cancelled_is_waited_for_at_most_the_bound(
     assert not ended
     assert 0.2 <= waited < 2
     assert "did not stop within 0.2 s" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("LQAI_HISTORY_MAX_CHARS", 0), ("LQAI_MAX_ANSWER_CHARS", -5), ("LQAI_BACKEND_STOP_SECONDS", 0)],
+)
+def test_a_turn_limit_that_leaves_no_room_is_refused_at_start_up(settings: LazySettings, name: str, value: int) -> None:
+    setattr(settings, name, value)
+
+    (error,) = check_turn_limits()
+
+    assert error.id == "chats.E002"
+    assert f"{name}={value}" in error.msg
+
+
+def test_the_default_turn_limits_pass() -> None:
+    assert check_turn_limits() == []
