@@ -54,7 +54,7 @@ from chats.assistant import (
     TurnTimedOut,
     load_backend,
 )
-from chats.assistant.runner import RunEvent
+from chats.assistant.runner import RunEvent, TurnNotSaved
 from chats.models import Chat, Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation
 from chats.selectors import chats_visible_to
 from chats.serializers import (
@@ -286,6 +286,9 @@ class MessageCreateView(generics.ListAPIView[Message]):
             404: NOT_FOUND,
             429: THROTTLED,
             502: OpenApiResponse(TurnErrorSerializer, description="The assistant failed; the turn is saved as failed."),
+            503: OpenApiResponse(
+                TurnErrorSerializer, description="The turn could not be saved (the database is unavailable)."
+            ),
         },
     )
     def post(self, request: Request, chat_id: UUID) -> Response:
@@ -294,7 +297,11 @@ class MessageCreateView(generics.ListAPIView[Message]):
         backend = load_backend()
         user_message, assistant_message = start_turn(chat=chat, content=content, author=_author(request))
         run = TurnRun(message=assistant_message, backend=backend, tools={})
-        result = run.run_to_end()
+        try:
+            result = run.run_to_end()
+        except TurnNotSaved as exc:
+            error = {"detail": str(exc), "code": "not_saved", "message_id": assistant_message.pk}
+            return Response(TurnErrorSerializer(error).data, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         if run.failure is not None:
             error = {"detail": run.failure, "code": "backend_error", "message_id": assistant_message.pk}
             return Response(TurnErrorSerializer(error).data, status=status.HTTP_502_BAD_GATEWAY)

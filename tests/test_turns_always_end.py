@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from chats.assistant import FinalAnswer, Script, ScriptedBackend, TextDelta, ToolResult, TurnRun
 from chats.assistant import runner as runner_module
-from chats.assistant.runner import ANSWER_LIMIT_NOTE, FINALIZE_FAILED, clean_text, turn_history
+from chats.assistant.runner import ANSWER_LIMIT_NOTE, FINALIZE_FAILED, NOT_SAVED, clean_text, turn_history
 from chats.models import Chat, Message, MessageCitation, MessageToolSource
 from chats.services import ClaimedCitation, ConsultedSource, start_turn
 from tests import factories
@@ -220,3 +220,43 @@ def test_an_answer_reaching_its_maximum_size_is_cut_there_with_a_note_and_the_ba
     assert message.content == "ten chars ten chars ten c" + ANSWER_LIMIT_NOTE
     assert message.status == Message.Status.COMPLETE
     assert len(script.turns) == 1
+
+
+@pytest.fixture
+def database_gone_at_finalize(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From finalize on, every write of the turn fails as if the database were down."""
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError("could not connect to server")
+
+    monkeypatch.setattr(runner_module, "finalize_turn", gone)
+    monkeypatch.setattr(Message, "refresh_from_db", gone)
+
+
+def test_when_not_even_a_failed_turn_can_be_saved_the_single_shot_answers_503_not_500(
+    api_client: APIClient,
+    matter_chat: Chat,
+    scripted_backend: Callable[..., Script],
+    database_gone_at_finalize: None,
+) -> None:
+    scripted_backend(TextDelta("An answer."), FinalAnswer())
+
+    response = _single_shot(api_client, matter_chat)
+
+    assert response.status_code == 503
+    assert response.json()["code"] == "not_saved"
+    assert response.json()["detail"] == NOT_SAVED
+
+
+def test_when_not_even_a_failed_turn_can_be_saved_the_stream_ends_with_an_error_event(
+    api_client: APIClient,
+    matter_chat: Chat,
+    scripted_backend: Callable[..., Script],
+    database_gone_at_finalize: None,
+) -> None:
+    scripted_backend(TextDelta("An answer."), FinalAnswer())
+
+    events = list(sse_events(stream(api_client, matter_chat).streaming_content))  # type: ignore[arg-type]
+
+    assert names(events) == ["start", "delta", "error"]
+    assert events[-1][1] == {"code": "backend_error", "detail": NOT_SAVED}

@@ -30,7 +30,9 @@ Turns always end: text and claims are sanitized as they leave the backend (:func
 reaching ``LQAI_MAX_ANSWER_CHARS`` is cut there with a note (:data:`ANSWER_LIMIT_NOTE`) and the backend
 stopped; a database error while recording progress is logged and the run goes on; and if finalize itself
 raises, it is retried once on a fresh connection (a database error) and otherwise the turn is finalized
-``failed`` with :data:`FINALIZE_FAILED` (a :class:`TurnFailed` event says so).
+``failed`` with :data:`FINALIZE_FAILED` (a :class:`TurnFailed` event says so). If not even that can be
+written (the database is gone), the run ends with :class:`TurnFailed` (:data:`NOT_SAVED`) and no
+:class:`TurnFinalized`, and :meth:`TurnRun.run_to_end` raises :class:`TurnNotSaved`.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ logger = logging.getLogger(__name__)
 
 BACKEND_FAILED = "The assistant failed while answering. The turn was saved as failed; please ask again."
 FINALIZE_FAILED = "The answer could not be recorded as given. The turn was saved as failed; please ask again."
+NOT_SAVED = "The answer could not be saved: the database is unavailable. The turn stays unfinished; resume it later."
 ANSWER_LIMIT_NOTE = "\n\n[The answer reached the maximum length (LQAI_MAX_ANSWER_CHARS) and was cut here.]"
 
 # Code points a stored text cannot hold: NUL (PostgreSQL refuses it) and lone surrogates (not encodable).
@@ -100,6 +103,11 @@ class TurnTimedOut:
     """The run reached ``max_seconds``: the turn ends ``interrupted`` and can be resumed."""
 
     detail: str
+
+
+class TurnNotSaved(Exception):
+    """Not even a ``failed`` turn could be written (the database is unavailable): the turn stays unfinished,
+    and becomes resumable once its progress is stale."""
 
 
 RunEvent = TextDelta | ToolCall | ToolResult | Heartbeat | TurnFailed | TurnTimedOut | TurnFinalized
@@ -306,9 +314,11 @@ class TurnRun:
         self._finalize(Message.Status.INTERRUPTED)
 
     def run_to_end(self) -> FinalizedTurn:
+        """Run the turn to its end; :class:`TurnNotSaved` if it could not be written at all."""
         for _ in self:
             pass
-        assert self.result is not None  # noqa: S101 - _generate always finalizes before it ends
+        if self.result is None:
+            raise TurnNotSaved(self.failure or NOT_SAVED)
         return self.result
 
     def _progress(self, *, force: bool = False) -> None:
@@ -391,11 +401,12 @@ class TurnRun:
             self._finalize(status)
         if self.failure is not None:
             yield TurnFailed(self.failure)
+        if self.result is None:
+            return  # nothing was saved: no `done`
         if self.timed_out:
             yield TurnTimedOut(
                 f"The answer took longer than {self.max_seconds:g} s and was saved as interrupted; resume it to go on."
             )
-        assert self.result is not None  # noqa: S101 - set by _finalize just above
         yield TurnFinalized(self.result)
 
     def _record(self, event: object) -> RunEvent | None:
@@ -458,8 +469,12 @@ class TurnRun:
         except Exception:
             logger.exception("turn %s: finalize failed; saving the turn as failed", self.message.pk)
         self.failure = FINALIZE_FAILED
-        self.message.refresh_from_db()
-        self.result = self._finalize_as(Message.Status.FAILED, content, claims=(), sources=())
+        try:
+            self.message.refresh_from_db()
+            self.result = self._finalize_as(Message.Status.FAILED, content, claims=(), sources=())
+        except Exception:
+            logger.exception("turn %s: not even a failed turn could be saved; it stays unfinished", self.message.pk)
+            self.failure = NOT_SAVED
 
     def _finalize_as(
         self, status: str, content: str, *, claims: Sequence[ClaimedCitation], sources: Sequence[ConsultedSource]
