@@ -9,6 +9,8 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from django.conf import LazySettings
@@ -19,6 +21,7 @@ from chats.assistant.events import HistoryEntry, TextDelta, Turn
 from chats.assistant.openai_compatible import _client
 from chats.models import Chat, Message, MessageCitation
 from chats.services import start_turn
+from chats.tools import ToolOutput
 from tests.fake_openai import FakeOpenAIServer, Json, Status, Stream, answer, cite, completion, tool_round
 from tests.test_openai_backend import KB_QUOTE, streamed
 from tests.test_streaming import QUESTION, names
@@ -218,3 +221,31 @@ def test_a_server_asking_to_wait_longer_than_the_package_honours_fails_at_once_a
 
     assert "failed 1 time(s): HTTP 429" in events[1][1]["detail"]
     assert len(fake_openai.requests) == 1
+
+
+class ProbeTool:
+    """Records the arguments it is run with."""
+
+    name = "probe"
+    description = "Records its arguments."
+    parameters: Mapping[str, Any] = {"type": "object", "properties": {"query": {"type": "string"}}}
+
+    def __init__(self) -> None:
+        self.received: list[Mapping[str, Any]] = []
+
+    def run(self, arguments: Mapping[str, Any]) -> ToolOutput:
+        self.received.append(arguments)
+        return ToolOutput(payload={"results": []})
+
+
+def test_a_nul_or_lone_surrogate_in_the_models_tool_arguments_never_reaches_the_tool(
+    matter_chat: Chat, fake_openai: FakeOpenAIServer
+) -> None:
+    search = json.dumps({"query": "strict\x00 scrutiny\ud800"})
+    fake_openai.respond(tool_round(("call_1", "probe", search)), answer("Found it."))
+    probe = ProbeTool()
+    turn = Turn(chat=matter_chat, history=(HistoryEntry(role="user", content=QUESTION),), tools={"probe": probe})
+
+    list(OpenAICompatibleBackend().respond(turn))
+
+    assert probe.received == [{"query": "strict scrutiny\ufffd"}]

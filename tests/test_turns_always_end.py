@@ -14,7 +14,7 @@ from django.conf import LazySettings
 from django.db import OperationalError
 from rest_framework.test import APIClient
 
-from chats.assistant import FinalAnswer, Script, ScriptedBackend, TextDelta, ToolResult, TurnRun
+from chats.assistant import FinalAnswer, Script, ScriptedBackend, TextDelta, ToolCall, ToolResult, TurnRun
 from chats.assistant import runner as runner_module
 from chats.assistant.runner import ANSWER_LIMIT_NOTE, FINALIZE_FAILED, NOT_SAVED, clean_text, turn_history
 from chats.models import Chat, Message, MessageCitation, MessageToolSource
@@ -63,14 +63,23 @@ def test_nul_and_lone_surrogates_in_deltas_claims_and_sources_never_break_a_sing
     assert MessageToolSource.objects.get(message=message).label == "Fisher \ufffd"
 
 
-def test_a_stream_sends_sanitized_deltas(
+def test_a_stream_sends_sanitized_deltas_tool_calls_and_results(
     api_client: APIClient, matter_chat: Chat, scripted_backend: Callable[..., Script]
 ) -> None:
-    scripted_backend(TextDelta("a\x00b\udfff"), FinalAnswer())
+    scripted_backend(
+        TextDelta("a\x00b\udfff"),
+        ToolCall(call_id="c1", tool="caselaw_search", arguments={"query": "strict\ud800", "k\x00": ["x\x00"]}),
+        ToolResult(call_id="c1", tool="caselaw_search", payload={"results": [{"title": "Fisher\udc00"}]}),
+        FinalAnswer(),
+    )
 
     events = list(sse_events(stream(api_client, matter_chat).streaming_content))  # type: ignore[arg-type]
 
     assert [data["text"] for name, data in events if name == "delta"] == ["ab\ufffd"]
+    (call,) = [data for name, data in events if name == "tool_call"]
+    assert call["arguments"] == {"query": "strict\ufffd", "k": ["x"]}
+    (result,) = [data for name, data in events if name == "tool_result"]
+    assert result["result"] == {"results": [{"title": "Fisher\ufffd"}]}
     assert events[-1][1]["status"] == "complete"
 
 

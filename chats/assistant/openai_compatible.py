@@ -61,7 +61,15 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from chats.assistant.backends import BackendError, BackendInterrupted
-from chats.assistant.events import AssistantEvent, FinalAnswer, TextDelta, ToolCall, ToolResult, Turn
+from chats.assistant.events import (
+    AssistantEvent,
+    FinalAnswer,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Turn,
+    clean_json,
+)
 from chats.assistant.extractive import matter_passages
 from chats.services import ClaimedCitation, TurnUsage
 
@@ -508,7 +516,7 @@ class OpenAICompatibleBackend:
         """Run one tool call; yields its events, returns the tool message's content for the model."""
         raw = "".join(call.arguments) or "{}"
         try:
-            arguments = json.loads(raw)
+            arguments = clean_json(json.loads(raw))  # the model's words, as the runner cleans the rest
         except ValueError:
             arguments = None
         if not isinstance(arguments, dict):

@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextvars
 import logging
 import queue
-import re
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -54,7 +53,16 @@ from django.db.models import Q
 from django.db.models.functions import Length
 
 from chats.assistant.backends import AssistantBackend, BackendError, BackendInterrupted
-from chats.assistant.events import FinalAnswer, HistoryEntry, TextDelta, ToolCall, ToolResult, Turn
+from chats.assistant.events import (
+    FinalAnswer,
+    HistoryEntry,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Turn,
+    clean_json,
+    clean_text,
+)
 from chats.models import Message, MessageToolSource
 from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, TurnUsage, finalize_turn, record_progress
 
@@ -67,16 +75,6 @@ BACKEND_FAILED = "The assistant failed while answering. The turn was saved as fa
 FINALIZE_FAILED = "The answer could not be recorded as given. The turn was saved as failed; please ask again."
 NOT_SAVED = "The answer could not be saved: the database is unavailable. The turn stays unfinished; resume it later."
 ANSWER_LIMIT_NOTE = "\n\n[The answer reached the maximum length (LQAI_MAX_ANSWER_CHARS) and was cut here.]"
-
-# Code points a stored text cannot hold: NUL (PostgreSQL refuses it) and lone surrogates (not encodable).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def clean_text(text: str) -> str:
-    """``text`` as it can be stored and sent: NUL dropped, each lone surrogate replaced by U+FFFD."""
-    if not _UNSTORABLE.search(text):
-        return text
-    return _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,7 +429,7 @@ class TurnRun:
                 if key not in self._seen:
                     self._seen.add(key)
                     self._sources.append(source)
-            return replace(event, sources=sources)
+            return replace(event, payload=clean_json(event.payload), sources=sources)
         if isinstance(event, FinalAnswer):
             self._claims.extend(
                 replace(claim, quote=clean_text(claim.quote), named_source=clean_text(claim.named_source))
@@ -443,7 +441,7 @@ class TurnRun:
                 )
             return None
         if isinstance(event, ToolCall):
-            return event
+            return replace(event, arguments=clean_json(event.arguments))
         raise TypeError(f"an assistant backend yielded {type(event).__name__}, not an assistant event")
 
     def _finalize(self, status: str) -> None:
