@@ -508,6 +508,9 @@ class OpenAICompatibleBackend:
                     "(for a server that does not stream, set LQAI_OPENAI_STREAM=false)"
                 )
             self._live = response.response
+            if self._cancelled:  # cancelled while the request was on its way: cancel() found no stream to shut
+                response.close()
+                raise BackendInterrupted("the turn was stopped")
         return response
 
     def _dispatch(
