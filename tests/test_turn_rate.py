@@ -10,7 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.conf import LazySettings
+from django.contrib.auth.models import Permission, User
 from django.db import connection
+from django.test import Client
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from chats.assistant import AssistantEvent, FinalAnswer, TextDelta, Turn
@@ -95,3 +98,16 @@ def test_over_the_rate_the_retry_after_is_the_rest_of_the_window(
     assert (first.status_code, second.status_code) == (201, 429)
     left = 3600 - time.time() % 3600
     assert abs(int(second["Retry-After"]) - left) <= 2
+
+
+def test_the_counts_are_shown_read_only_in_the_admin_to_superusers_only(admin_client: Client, user: User) -> None:
+    TurnRateCount.objects.create(user=user, window_start=600, turns=3)
+    staff = User.objects.create_user("staff", password="pw", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_turnratecount"))
+    staff_client = Client()
+    staff_client.force_login(staff)
+    url = reverse("admin:chats_turnratecount_changelist")
+
+    assert admin_client.get(url).status_code == 200
+    assert admin_client.post(reverse("admin:chats_turnratecount_add"), {"turns": 1}).status_code == 403
+    assert staff_client.get(url).status_code == 403
