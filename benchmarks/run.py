@@ -21,8 +21,8 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
 6. quote verification throughput on a 1 MB source (``benchmarks.verification_bench``), for the record;
 7. the OpenAI-compatible backend's own cost per turn (``benchmarks.model_backend_bench``): a turn of
    50 streamed chunks and 5 tool calls against a fake server answering at once, minus the raw HTTP
-   replay of the same requests, in CPU time of the benchmark's process (goal: <= 5 ms; wall time too,
-   for the record, which a busy machine inflates);
+   replay of the same requests, in CPU time of the benchmark's process, and its share of a turn a user
+   waits for (a 1,000-token answer at a model's 40 tokens a second; goal: <= 1%; wall time for the record);
 8. the case-citation check of a 20 KB answer citing 50 times, local store only
    (``benchmarks.case_citations_bench``), against that turn's ``finalize_turn`` (goal: <= 10%); for the
    record, eyecite's tokenization apart from the rest of the extraction, and the check's share of a whole
@@ -376,8 +376,12 @@ def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], l
             f"{model_backend['overhead_cpu_ms']:.2f} ms (turn {model_backend['turn_cpu_ms']:.2f} - replay "
             f"{model_backend['raw_cpu_ms']:.2f}); wall {model_backend['overhead_ms']:.2f} ms "
             f"(turn {model_backend['turn_ms']:.2f} - replay {model_backend['raw_ms']:.2f})",
-            f"<= {model_backend_bench.GOAL_MS:.0f} ms",
-            _verdict(model_backend["overhead_cpu_ms"] <= model_backend_bench.GOAL_MS),
+            f"<= {model_backend_bench.GOAL_SHARE:.0%} of a {model_backend_bench.PACED_TURN_S:.0f} s model-paced turn "
+            f"({model_backend['overhead_cpu_ms'] / 1000 / model_backend_bench.PACED_TURN_S:.3%})",
+            _verdict(
+                model_backend["overhead_cpu_ms"] / 1000
+                <= model_backend_bench.GOAL_SHARE * model_backend_bench.PACED_TURN_S
+            ),
         )
     )
     rows.append(

@@ -40,6 +40,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    TurnRateCount,
 )
 
 
@@ -257,3 +258,19 @@ class MatterTermAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("project",)
     show_full_result_count = False
     search_fields = ("=lexeme",)
+
+
+@admin.register(TurnRateCount)
+class TurnRateCountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The turn-rate counts (chats.throttles), for an operator asking why a user gets 429: read-only, and
+    shown to superusers only (they name users across every matter)."""
+
+    list_display = ["user", "window_start", "turns"]
+    list_select_related = ["user"]
+    show_full_result_count = False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)

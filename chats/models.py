@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
-from django.db.models import Q, Value
+from django.db.models import F, Q, Value
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
@@ -446,6 +446,17 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             violation_error_message="A verified quote needs its source, offsets and confidence and no reason; "
             "an unverified one has no offsets and no confidence, and a reason.",
         ),
+        # A claim is placed in the answer by a whole span (and then needs no reason), or not at all.
+        models.CheckConstraint(
+            condition=Q(answer_offset_start__isnull=True, answer_offset_end__isnull=True)
+            | (
+                Q(answer_offset_start__isnull=False, answer_offset_end__isnull=False)
+                & Q(answer_offset_end__gte=F("answer_offset_start"))
+                & Q(answer_unplaced_reason="")
+            ),
+            name=f"{table}_answer_span_shape",
+            violation_error_message="A claim's answer span has both ends (start <= end) and no reason, or neither.",
+        ),
         # The admin and the trace iterate the alterations: anything but a list cannot be shown.
         models.CheckConstraint(
             condition=Exact(JSONTypeOf("alterations"), Value("array")),
@@ -487,6 +498,12 @@ class ClaimedQuote(models.Model):
     # turn's go on from its first run's), so that a turn's quotes read in the order it claimed them. 0 for
     # rows from before it was recorded (also the database default, for raw SQL writers).
     position = models.PositiveIntegerField(default=0, db_default=0)
+    # Where the claim stands in the answer text (``answer[start:end]``, like a case citation's offsets), found
+    # at finalize (chats.answer_positions); null when it cannot be placed, ``answer_unplaced_reason`` saying
+    # why. Null with no reason for rows stored before positions were recorded (also the database default).
+    answer_offset_start = models.PositiveIntegerField(null=True, blank=True)
+    answer_offset_end = models.PositiveIntegerField(null=True, blank=True)
+    answer_unplaced_reason = models.CharField(max_length=200, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -650,3 +667,28 @@ class MessageCaseCitation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.citation} ({self.status})"
+
+
+class TurnRateCount(models.Model):
+    """How many turns a user started in one window of the turn rate (``LQAI_THROTTLE_TURNS``): counted by
+    one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` per turn (chats.throttles), so that concurrent
+    requests of every server process count one after the other. Rows of past windows are disposable."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # The window's start, in whole seconds since the epoch (a multiple of the rate's period).
+    window_start = models.BigIntegerField()
+    turns = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        db_table = "turn_rate_counts"
+        constraints = [
+            # The conflict target of the count (chats.throttles), and the index its prune of old windows uses.
+            models.UniqueConstraint(
+                fields=["user", "window_start"],
+                name="turn_rate_counts_user_window_uniq",
+                violation_error_message="This user already has a count for this window.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.turns} turn(s) of user {self.user_id} from {self.window_start}"

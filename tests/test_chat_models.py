@@ -30,6 +30,7 @@ CHAT_TABLES = {
     "message_caselaw_citations",
     "message_tool_sources",
     "message_case_citations",
+    "turn_rate_counts",  # the turn rate's counts (chats.throttles)
 }
 
 

@@ -46,7 +46,7 @@ def drop_uuid_generate_v7(apps: StateApps, schema_editor: BaseDatabaseSchemaEdit
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0013_throttle_cache_table'),
+        ('chats', '0017_quote_answer_positions_and_turn_rate_counts'),
     ]
 
     operations = [
