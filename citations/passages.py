@@ -81,7 +81,9 @@ def _marked(context: PassageInContext, start: int, end: int, alterations: list[d
     return segments
 
 
-def segments(context: PassageInContext, alterations: Sequence[dict[str, Any]]) -> list[Segment]:
+def segments(
+    context: PassageInContext, alterations: Sequence[dict[str, Any]], *, offsets: bool = True
+) -> list[Segment]:
     """The context as segments: the text before the passage, the highlight's opening, the passage, its closing,
     the text after, each alteration that lies wholly inside one of the three marked in place (one that
     straddles the passage's edge, overlaps the one before, or is case-only, spanning the whole passage, is
@@ -104,7 +106,7 @@ def segments(context: PassageInContext, alterations: Sequence[dict[str, Any]]) -
         at = b
     return [
         *_marked(context, context.start, span.start, zones[0]),
-        Segment("open", title=f"the verified passage [{span.start}:{span.end}]"),
+        Segment("open", title=f"the verified passage [{span.start}:{span.end}]" if offsets else "the verified passage"),
         *_marked(context, span.start, span.end, zones[1]),
         Segment("close"),
         *_marked(context, span.end, context.end, zones[2]),
@@ -131,7 +133,7 @@ def passage_in_context_html(
             TEMPLATE,
             {
                 "context": context,
-                "segments": segments(context, alterations),
+                "segments": segments(context, alterations, offsets=offsets),
                 "listed": listed,
                 "offsets": offsets,
                 "changed": context.passage.intact is False,
