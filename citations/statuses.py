@@ -73,8 +73,8 @@ class VerdictInWords:
 
 
 _VERDICTS: dict[str, tuple[str, str, str, str]] = {
-    "pass": ("Pass", "every quote verified exactly, every case cited checked out", "\u2713", OK),
-    "supported": ("Supported", "every claim verified; some with formatting differences or alterations", "\u2713", OK),
+    "pass": ("Pass", "every quote verified exactly, and no case cited was found wrong", "\u2713", OK),
+    "supported": ("Supported", "every quote verified, some with formatting differences or alterations", "\u2713", OK),
     "fail": ("Fail", "a claim did not verify, or a cited case does not exist or has another name", "\u2717", FAIL),
     "none": ("No claims", "the answer claims no quote to verify", "\u00b7", INFO),
 }
