@@ -217,8 +217,7 @@ def _turn(message: Message, question: Message | None, boundaries: dict[UUID, lis
     for order, row in enumerate(quotes):
         claim = _quote_claim(row, boundaries)
         claim.order = order
-        span = answer_text.quote_span(content, row.quote, taken=taken.setdefault(row.quote, set()))
-        claim.answer_offset = None if span is None else answer_text.marker_offset(content, span[1])
+        claim.answer_offset = _quote_marker_offset(row, content, taken=taken.setdefault(row.quote, set()))
         claims.append(claim)
     for order, case in enumerate(message.case_citations.all()):
         claim = _case_claim(case)
@@ -239,6 +238,17 @@ def _turn(message: Message, question: Message | None, boundaries: dict[UUID, lis
         parts=answer_text.with_markers(content, placed),
         consulted=list(message.tool_sources.all()),
     )
+
+
+def _quote_marker_offset(row: MessageCitation | MessageCaselawCitation, content: str, *, taken: set[int]) -> int | None:
+    """Where a quote's marker goes in the answer ``content``: after the quote's span of the answer. The one place
+    that places a quote: the span the row records (``answer_end``, once quote rows record it) or else the place
+    the answer writes the quote (:func:`pages.answer.quote_span`); ``None`` when neither is known."""
+    recorded: int | None = getattr(row, "answer_end", None)
+    if recorded is not None and 0 < recorded <= len(content):
+        return answer_text.marker_offset(content, recorded)
+    span = answer_text.quote_span(content, row.quote, taken=taken)
+    return None if span is None else answer_text.marker_offset(content, span[1])
 
 
 def _quote_claim(row: MessageCitation | MessageCaselawCitation, boundaries: dict[UUID, list[tuple[int, int]]]) -> Claim:

@@ -20,7 +20,7 @@ from chats.models import Chat, Message, MessageCaseCitation
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
 from citations.statuses import status_in_words, verdict_in_words
-from pages import answer, page_cites
+from pages import answer, page_cites, selectors
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -389,3 +389,27 @@ def test_every_status_has_words_and_an_unknown_one_needs_review() -> None:
     assert verdict_in_words(None, status="streaming").explanation == "the turn is streaming"
     assert verdict_in_words("fail").title == "Fail"
     assert verdict_in_words("someday").tone == "review"
+
+
+def test_a_quote_s_recorded_place_in_the_answer_comes_before_searching_for_it(chat: Chat) -> None:
+    # Quote rows are to record their span of the answer (answer_start/answer_end): once they do, it is used.
+    row = factories.MessageCitationFactory.build(quote="strict scrutiny")
+    content = "strict scrutiny, and again strict scrutiny"
+    assert selectors._quote_marker_offset(row, content, taken=set()) == len("strict scrutiny")
+    row.answer_end = len(content)  # type: ignore[attr-defined]
+    assert selectors._quote_marker_offset(row, content, taken=set()) == len(content)
+
+
+@pytest.mark.parametrize("chats", [1, 20])
+def test_the_home_page_is_a_constant_number_of_queries(
+    member_client: Client, chat: Chat, chats: int, django_assert_num_queries: AssertNumQueries
+) -> None:
+    _turn(chat)
+    member_client.get("/")
+    with CaptureQueriesContext(connection) as one_chat:
+        member_client.get("/")
+    for _ in range(chats - 1):
+        _turn(factories.ChatFactory.create(project=chat.project, owner=chat.owner))
+    with django_assert_num_queries(len(one_chat.captured_queries)):
+        html = member_client.get("/").content.decode()
+    assert html.count('<td><a href="/chats/') == chats
