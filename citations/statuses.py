@@ -82,6 +82,8 @@ _VERDICTS: dict[str, tuple[str, str, str, str]] = {
 
 def verdict_in_words(code: str | None, *, status: str = "complete") -> VerdictInWords:
     """A turn's verdict in words; a turn not finalized has none yet (``status`` says why)."""
+    if not code and status == "complete":
+        return VerdictInWords("", "No verdict recorded", "the turn was finalized before verdicts were", "\u00b7", INFO)
     if not code:
         return VerdictInWords("", "No verdict yet", f"the turn is {status}", "\u2026", INFO)
     known = _VERDICTS.get(code)

@@ -181,7 +181,8 @@ def chat_turns(chat: Chat, *, answer_id: UUID | None = None) -> list[Turn]:
     if answer_id is not None:
         answer = Message.objects.filter(pk=answer_id, chat=chat).values("reply_to_id")
         messages = messages.filter(pk=answer_id) | messages.filter(pk__in=Subquery(answer))
-    rows = _messages(messages)
+    # A question and its answer stored at the same instant (older turns): the question first.
+    rows = sorted(_messages(messages), key=lambda m: (m.created_at, m.role == Message.Role.ASSISTANT))
     opinions = {
         row.opinion_id
         for message in rows

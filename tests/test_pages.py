@@ -4,7 +4,9 @@ number of queries whatever the number of turns."""
 
 from __future__ import annotations
 
+import datetime
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries as AssertNumQueries
 
 from chats.models import Chat, Message, MessageCaseCitation
@@ -387,6 +390,7 @@ def test_every_status_has_words_and_an_unknown_one_needs_review() -> None:
     assert unknown.needs_review
     assert unknown.words.startswith("pin mismatch")
     assert verdict_in_words(None, status="streaming").explanation == "the turn is streaming"
+    assert verdict_in_words(None, status="complete").title == "No verdict recorded"
     assert verdict_in_words("fail").title == "Fail"
     assert verdict_in_words("someday").tone == "review"
 
@@ -413,3 +417,23 @@ def test_the_home_page_is_a_constant_number_of_queries(
     with django_assert_num_queries(len(one_chat.captured_queries)):
         html = member_client.get("/").content.decode()
     assert html.count('<td><a href="/chats/') == chats
+
+
+def test_an_older_turn_without_reply_to_gets_the_question_asked_with_it(member_client: Client, chat: Chat) -> None:
+    # Turns stored before answers pointed at their question, question and answer at the same instant
+    # (the answer's id sorts before its question's)
+    for n in range(3):
+        when = timezone.now() - datetime.timedelta(days=10 - n)
+        answer_first = factories.MessageFactory.create(
+            chat=chat, id=uuid.UUID(int=2 * n + 1), content=f"Older answer {n}", created_at=when
+        )
+        factories.UserMessageFactory.create(
+            chat=chat, id=uuid.UUID(int=2 * n + 2), content=f"Older question {n}", created_at=when
+        )
+        assert answer_first.reply_to is None
+
+    html = member_client.get(_page(chat)).content.decode()
+
+    questions = re.findall(r'<span class="label">Question</span> (Older question \d)', html)
+    assert questions == ["Older question 0", "Older question 1", "Older question 2"]
+    assert "(no question recorded)" not in html
