@@ -16,12 +16,14 @@ stops (Playwright's event loop runs in this thread); the live server answers fro
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from django.conf import LazySettings
 from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from pytest_django.live_server_helper import LiveServer
@@ -265,3 +267,32 @@ def test_a_non_member_gets_404(live_server: LiveServer) -> None:
         expect(page.locator("h1")).to_have_text("Not found")
         assert demo.WRONG_NAME_ANSWER not in page.content()
         page.close()
+
+
+def test_a_question_the_api_refuses_is_said_on_the_page(live_server: LiveServer, settings: LazySettings) -> None:
+    # Given the demo's chat, then questions of at most 20 characters (the live server reads the same settings)
+    chat, member = _demo_chat()
+    settings.LQAI_MAX_MESSAGE_CHARS = 20
+    member.set_password(PASSWORD)
+    member.save()
+    url = f"/chats/{chat.pk}/"
+    turns_before = Message.objects.filter(chat=chat).count()
+
+    with chromium_browser() as browser:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        _sign_in(page, live_server, member.username, url)
+
+        # When she asks a longer one
+        page.fill("#ask-content", demo.STREAMED_QUESTION)
+        page.click("#ask-submit")
+
+        # Then the page says why, in words, and she can try again
+        expect(page.locator("#ask-status")).to_have_class(re.compile(r"\berror\b"))
+        message = page.locator("#ask-status").inner_text()
+        assert "20" in message
+        expect(page.locator("#ask-submit")).to_be_enabled()
+        expect(page.locator("#ask-content")).to_have_value(demo.STREAMED_QUESTION)
+        page.close()
+
+    assert Message.objects.filter(chat=chat).count() == turns_before  # nothing was stored
