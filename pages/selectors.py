@@ -243,9 +243,9 @@ def _turn(message: Message, question: Message | None, boundaries: dict[UUID, lis
 
 def _quote_marker_offset(row: MessageCitation | MessageCaselawCitation, content: str, *, taken: set[int]) -> int | None:
     """Where a quote's marker goes in the answer ``content``: after the quote's span of the answer. The one place
-    that places a quote: the span the row records (``answer_end``, once quote rows record it) or else the place
-    the answer writes the quote (:func:`pages.answer.quote_span`); ``None`` when neither is known."""
-    recorded: int | None = getattr(row, "answer_end", None)
+    that places a quote: the span the row records (``answer_offset_end``, once quote rows record it) or else the
+    place the answer writes the quote (:func:`pages.answer.quote_span`); ``None`` when neither is known."""
+    recorded: int | None = getattr(row, "answer_offset_end", None)
     if recorded is not None and 0 < recorded <= len(content):
         return answer_text.marker_offset(content, recorded)
     span = answer_text.quote_span(content, row.quote, taken=taken)
