@@ -23,6 +23,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.db.models import Max, Min, Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -298,6 +299,7 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
         "source_kind",
         "cited",
         "source_link",
+        "trace_page_link",
         "status",
         "claimed_quote",
         "passage",
@@ -313,6 +315,7 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
     readonly_fields = (
         "cited",
         "source_link",
+        "trace_page_link",
         "status",
         "claimed_quote",
         "passage",
@@ -389,6 +392,13 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
     @admin.display(description="source")
     def source_link(self, entry: CitationLedgerEntry) -> SafeString | str:
         return source_link(entry)
+
+    @admin.display(description="on the chat's trace page")
+    def trace_page_link(self, entry: CitationLedgerEntry) -> SafeString:
+        # A claim has its card on the chat's page (members of the matter only); a consulted source is listed there.
+        page = reverse("pages:chat", args=[entry.chat_id])
+        anchor = f"turn-{entry.message_id}" if entry.message_tool_source_id else f"claim-{entry.source_row_id}"
+        return format_html('<a href="{}#{}">read it as the matter\'s members do</a>', page, anchor)
 
     @admin.display(description="passage")
     def passage(self, entry: CitationLedgerEntry) -> SafeString | str:

@@ -377,6 +377,7 @@ def test_an_entry_page_names_its_document_and_shows_the_quote_that_failed(
 
     assert '<div class="readonly">Strict scrutiny memo</div>' in html
     assert '<blockquote class="claimed-quote">a quote the memo never says</blockquote>' in html
+    assert f'href="/chats/{message.chat_id}/#claim-{failed.pk}"' in html  # its card on the trace page
     assert "\u2717 not found in the source" in html
 
 

@@ -104,6 +104,11 @@
 
   function setup() {
     focusTarget();
+    var printButton = document.getElementById("print-page");
+    if (printButton) {
+      printButton.hidden = false;
+      printButton.addEventListener("click", function () { window.print(); });
+    }
     var form = document.getElementById("ask-form");
     if (!form || !window.fetch || !window.TextDecoder) return;
     form.hidden = false;
