@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -96,9 +95,6 @@ class Turn:
     @property
     def review_count(self) -> int:
         return sum(claim.status.needs_review for claim in self.claims)
-
-    def needing_review(self) -> list[Claim]:
-        return [claim for claim in self.claims if claim.status.needs_review]
 
 
 @dataclass(frozen=True)
@@ -312,10 +308,6 @@ def _http_only(url: str) -> str:
     return url if url.startswith(("https://", "http://")) else ""
 
 
-def needs_review(turns: list[Turn]) -> int:
+def review_count(turns: list[Turn]) -> int:
+    """How many claims of ``turns`` need review (the filter's count)."""
     return sum(turn.review_count for turn in turns)
-
-
-def as_context(turns: list[Turn], *, review_only: bool) -> dict[str, Any]:
-    """The template context of a chat's turns, filtered to the claims needing review when ``review_only``."""
-    return {"turns": turns, "review_only": review_only, "review_count": needs_review(turns)}

@@ -44,7 +44,9 @@ def chat_page(request: HttpRequest, chat_id: UUID) -> HttpResponse:
     page = reverse("pages:chat", args=[chat.pk])
     context = {
         "chat": chat,
-        **selectors.as_context(turns, review_only=review_only),
+        "turns": turns,
+        "review_only": review_only,
+        "review_count": selectors.review_count(turns),
         "all_url": page,
         "review_url": f"{page}?{REVIEW_PARAMETER}=1",
         "stream_url": reverse("chats:message-stream", args=[chat.pk]),
