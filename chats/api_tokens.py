@@ -62,7 +62,7 @@ class TokenRequestThrottle(AnonRateThrottle):
 
     @property
     def cache(self) -> BaseCache:  # type: ignore[override]
-        return caches["throttle"]
+        return caches["token_requests"]
 
     def get_rate(self) -> str:
         rate: str = settings.LQAI_THROTTLE_TOKEN_REQUESTS

@@ -1,11 +1,12 @@
 """URL configuration: the admin, the chat, token and matters APIs, the ledger trace API, the OpenAPI schema with
-its interactive docs (Swagger UI, served from this server), and the health checks."""
+its interactive docs (Swagger UI, served from this server), the health checks, the login and the trace pages."""
 
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from lqai import health
+from pages.urls import auth_urlpatterns
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -17,6 +18,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    *auth_urlpatterns,
+    path("", include("pages.urls")),
 ]
 
 # Django's own errors answer JSON under /api/ (and its usual pages elsewhere): see chats/errors.py.

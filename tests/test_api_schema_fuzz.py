@@ -68,7 +68,9 @@ def test_no_input_makes_the_new_endpoints_answer_500(owner_and_matter: tuple[Use
         @FUZZ
         @given(case=operation.as_strategy())
         def fuzz(case: Any) -> None:
-            caches["throttle"].clear()  # token requests are throttled: fuzzing must reach the handler, not the 429
+            caches[
+                "token_requests"
+            ].clear()  # token requests are throttled: fuzzing must reach the handler, not the 429
             if "project_id" in (case.path_parameters or {}):
                 case.path_parameters["project_id"] = str(project.pk)
 

@@ -25,7 +25,7 @@ TOKEN_URL = "/api/auth/token/"
 @pytest.fixture(autouse=True)
 def _fresh_counts(db: None, axes_on: None) -> None:
     """Lockouts on, as in production; throttle counts of one test must not leak into the next."""
-    caches["throttle"].clear()
+    caches["token_requests"].clear()
 
 
 def issue(username: str = "alice", password: str = PASSWORD, **extra: Any) -> Any:
@@ -224,7 +224,7 @@ def test_the_token_cap_holds_under_concurrent_requests(settings: LazySettings) -
     settings.REST_KNOX = {**settings.REST_KNOX, "TOKEN_LIMIT_PER_USER": 3}
     settings.LQAI_THROTTLE_TOKEN_REQUESTS = "1000/min"
     factories.UserFactory.create(username="alice")
-    caches["throttle"].clear()
+    caches["token_requests"].clear()
 
     def request_token(_: int) -> int:
         try:

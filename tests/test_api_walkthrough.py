@@ -114,7 +114,7 @@ def jq(value: Any, path: str) -> str:
 @pytest.mark.usefixtures("axes_on")
 def test_the_walkthrough_of_docs_api_md_runs_as_written(tmp_path: Path) -> None:
     # Given the demo login and a colleague's account, as after `make demo` and an administrator's work
-    caches["throttle"].clear()
+    caches["token_requests"].clear()
     User.objects.create_user("demo", password="demo-password")
     factories.UserFactory.create(username="colleague")
     client = Client()

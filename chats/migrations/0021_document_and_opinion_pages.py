@@ -16,10 +16,17 @@ def star_pages_of_stored_opinions(apps, schema_editor):
             CaselawOpinion.objects.filter(pk=opinion.pk).update(pages=pages)
 
 
+def create_cache_tables(apps, schema_editor):
+    """The table of the ``token_requests`` cache (settings.CACHES): createcachetable creates only what is missing."""
+    from django.core.management import call_command
+
+    call_command("createcachetable", database=schema_editor.connection.alias, verbosity=0)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0013_throttle_cache_table'),
+        ('chats', '0020_document_passages_search'),
     ]
 
     operations = [
@@ -42,4 +49,6 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(chats.db_functions.JSONTypeOf('pages'), models.Value('array')), name='documents_pages_array', violation_error_message='pages must be a JSON array.'),
         ),
         migrations.RunPython(star_pages_of_stored_opinions, migrations.RunPython.noop, elidable=True),
+        # Kept on a rollback: the counts are disposable, and the table is harmless.
+        migrations.RunPython(create_cache_tables, migrations.RunPython.noop, elidable=False),
     ]
