@@ -23,6 +23,18 @@ def create_cache_tables(apps, schema_editor):
     call_command("createcachetable", database=schema_editor.connection.alias, verbosity=0)
 
 
+def restore_sqlite_triggers(apps, schema_editor):
+    """SQLite adds these columns and checks by rebuilding the tables, which drops their triggers: the documents'
+    passages trigger of 0020 is made again (PostgreSQL alters the table in place and keeps it)."""
+    import importlib
+
+    if schema_editor.connection.vendor != "sqlite":
+        return
+    passages = importlib.import_module("chats.migrations.0020_document_passages_search")
+    for statement in [*passages.SQLITE_REVERSE, *passages.SQLITE]:
+        schema_editor.execute(statement, params=None)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -48,6 +60,7 @@ class Migration(migrations.Migration):
             model_name='document',
             constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(chats.db_functions.JSONTypeOf('pages'), models.Value('array')), name='documents_pages_array', violation_error_message='pages must be a JSON array.'),
         ),
+        migrations.RunPython(restore_sqlite_triggers, migrations.RunPython.noop, elidable=False),
         migrations.RunPython(star_pages_of_stored_opinions, migrations.RunPython.noop, elidable=True),
         # Kept on a rollback: the counts are disposable, and the table is harmless.
         migrations.RunPython(create_cache_tables, migrations.RunPython.noop, elidable=False),
