@@ -11,6 +11,10 @@ class ChatsConfig(AppConfig):
 
     def ready(self) -> None:
         check_assistant_backend()
+        # After the admin's autodiscovery (django.contrib.admin comes first in INSTALLED_APPS).
+        from chats.admin import unregister_token_admins
+
+        unregister_token_admins()
 
 
 def check_assistant_backend() -> None:

@@ -1,4 +1,6 @@
-"""Admin of the citation ledger: read-only for everyone, superusers included.
+"""Admin of the citation ledger: read-only for everyone, superusers included; a staff user who is not a
+superuser sees only the entries of the matters (and own matter-less chats) they belong to
+(``chats.admin.MatterScopedAdmin``).
 
 Entries are written only by ``citations.ledger`` (``assemble`` and the backfill); the admin shows
 them, links each to the row it indexes and to its message and chat, and shows a message's
@@ -27,7 +29,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import capfirst
 
-from chats.admin import MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
+from chats.admin import MatterScopedAdmin, MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
 from chats.models import (
     UNVERIFIED,
     Chat,
@@ -310,7 +312,8 @@ class ProviderFilter(_FixedValuesFilter):
 
 
 @admin.register(CitationLedgerEntry)
-class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
+class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin):
+    matter_scope = ("chat", "chat")
     list_display = (
         "created_at",
         "source_kind",
@@ -384,7 +387,7 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
         return admin_link(Message, entry.message_id, f"{entry.message.role} {str(entry.message_id)[:8]}…")
 
 
-class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
+class LedgerEntryInline(MatterScopedAdmin, ReadOnlyAdminMixin, admin.TabularInline):
     """A message's ledger entries, each with the passage it points at, on the message's page."""
 
     model = CitationLedgerEntry
@@ -395,6 +398,7 @@ class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
     can_delete = False
     show_change_link = True
     verbose_name_plural = "citation ledger entries"
+    matter_scope = ("chat", "chat")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CitationLedgerEntry]:
         # Source rows and passages in the same query: no query per entry; in the order of the turn.

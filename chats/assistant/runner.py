@@ -10,7 +10,9 @@ claimed quotes, and always ends in :func:`chats.services.finalize_turn`:
 - the consumer stopped early (the client disconnected, the run was closed, even before its
   first event): ``interrupted``, with the content and sources produced so far.
 
-It then yields :class:`TurnFinalized` with the verified and unverified quotes. A run on an
+It then yields :class:`TurnFinalized` with the verified and unverified quotes, or, if the turn is no
+longer this run's (a resume took it over, or another finalize ended it first: see ``finalize_turn``'s
+attempt), :class:`RunSuperseded`, having written nothing. A run on an
 ``interrupted`` message (a resume) continues after its content, and never records a tool
 source the message already has.
 
@@ -40,7 +42,15 @@ from django.db.models import Q
 from chats.assistant.backends import AssistantBackend, BackendError, BackendInterrupted
 from chats.assistant.events import FinalAnswer, HistoryEntry, TextDelta, ToolCall, ToolResult, Turn
 from chats.models import Message, MessageToolSource
-from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, TurnUsage, finalize_turn, record_progress
+from chats.services import (
+    ClaimedCitation,
+    ConsultedSource,
+    FinalizedTurn,
+    TurnSuperseded,
+    TurnUsage,
+    finalize_turn,
+    record_progress,
+)
 
 if TYPE_CHECKING:
     from chats.tools import Tool
@@ -76,7 +86,15 @@ class TurnTimedOut:
     detail: str
 
 
-RunEvent = TextDelta | ToolCall | ToolResult | Heartbeat | TurnFailed | TurnTimedOut | TurnFinalized
+@dataclass(frozen=True, slots=True)
+class RunSuperseded:
+    """The run's finalize was refused: the turn is another run's now (or already final); nothing of this
+    run was written and the turn's current answer stands."""
+
+    detail: str
+
+
+RunEvent = TextDelta | ToolCall | ToolResult | Heartbeat | TurnFailed | TurnTimedOut | TurnFinalized | RunSuperseded
 
 _DONE = object()
 
@@ -208,6 +226,9 @@ class TurnRun:
         docstring); the turn's progress is recorded at each heartbeat, and at an event if ``progress_every``
         seconds (by default a quarter of ``LQAI_STALE_TURN_SECONDS``) have passed since the last time."""
         self.message = message
+        # The claim this run holds on the turn (see finalize_turn): taken before the run starts.
+        self.attempt = message.attempt
+        self.superseded: TurnSuperseded | None = None
         self.backend = backend
         self.heartbeat_seconds = heartbeat_seconds
         self.max_seconds = max_seconds
@@ -242,8 +263,11 @@ class TurnRun:
         self._finalize(Message.Status.INTERRUPTED)
 
     def run_to_end(self) -> FinalizedTurn:
+        """Run the turn through; raises :class:`~chats.services.TurnSuperseded` if its finalize was refused."""
         for _ in self:
             pass
+        if self.superseded is not None:
+            raise self.superseded
         assert self.result is not None  # noqa: S101 - _generate always finalizes before it ends
         return self.result
 
@@ -312,6 +336,9 @@ class TurnRun:
         finally:
             # Runs on completion, on a backend error and on GeneratorExit (the consumer went away).
             self._finalize(status)
+        if self.superseded is not None:
+            yield RunSuperseded(str(self.superseded))
+            return
         if self.failure is not None:
             yield TurnFailed(self.failure)
         if self.timed_out:
@@ -340,13 +367,17 @@ class TurnRun:
             raise TypeError(f"an assistant backend yielded {type(event).__name__}, not an assistant event")
 
     def _finalize(self, status: str) -> None:
-        if self.result is not None:
+        if self.result is not None or self.superseded is not None:
             return
-        self.result = finalize_turn(
-            message=self.message,
-            content="".join(self._content),
-            status=status,
-            claimed_citations=self._claims,
-            tool_sources=self._sources,
-            usage=self._usage,
-        )
+        try:
+            self.result = finalize_turn(
+                message=self.message,
+                content="".join(self._content),
+                status=status,
+                claimed_citations=self._claims,
+                tool_sources=self._sources,
+                usage=self._usage,
+                attempt=self.attempt,
+            )
+        except TurnSuperseded as exc:  # logged by finalize_turn; this run's answer is dropped
+            self.superseded = exc
