@@ -43,7 +43,7 @@ from chats.models import (
 from chats.verification import EXACT_MATCH, TOLERANT_MATCH
 from chats.verification.results import CASE, ELLIPSIS
 from citations import selectors
-from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
+from citations.models import PROVENANCE, CitationLedgerEntry, MatterPurge, SourceKind
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).
 _SOURCES: tuple[tuple[str, type[Model], str], ...] = (
@@ -385,6 +385,21 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
     def message_column(self, entry: CitationLedgerEntry) -> SafeString:
         # A narrow column: the role and the id's first block (the whole id is the search key, and the link).
         return admin_link(Message, entry.message_id, f"{entry.message.role} {str(entry.message_id)[:8]}…")
+
+
+@admin.register(MatterPurge)
+class MatterPurgeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The tombstones of purged matters (``manage.py purge_matter``): read-only, and for superusers only
+    (a purged matter has no members left to scope them by)."""
+
+    list_display = ("project_name", "project_id", "purged_by", "purged_at", "chats", "messages", "ledger_entries")
+    search_fields = ("project_name",)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
 
 
 class LedgerEntryInline(MatterScopedAdmin, ReadOnlyAdminMixin, admin.TabularInline):

@@ -10,6 +10,7 @@ On PostgreSQL, triggers refuse, whatever the client (the ORM, ``QuerySet.update(
   streaming -> final), a change of its chat, role, author or ``reply_to``, content that does not continue
   the stored content, a verdict that gets better (or goes), usage that shrinks, a return to ``pending``
   or to unfinalized; a change of a cited document's matter.
+  A chat holding messages is deleted only in its matter's purge too.
 - ``lqai_legal_hold``: a DELETE of a matter on hold, of one of its chats or of one of its messages.
 
 Each refusal is SQLSTATE 23001 (``restrict_violation``), so Django raises ``IntegrityError``, whose
@@ -24,21 +25,32 @@ from django.db import migrations, models
 
 PostgresOnlyRunSQL = importlib.import_module("chats.migrations.0007_cited_text_immutable").PostgresOnlyRunSQL
 
-# Whether this transaction is purging ``matter`` (see chats.record.purging).
+# Whether this transaction is purging ``matter`` (see chats.record.purging); and whether it is purging any.
+# A row whose parent is already gone is accepted in any purge: its parent (a message, a chat) could only go
+# in its own matter's purge, and the row must go with it (the foreign keys refuse the commit otherwise),
+# whatever order the cascade deletes in.
 PURGING_FUNCTION = """
 CREATE FUNCTION lqai_purging(matter uuid) RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT COALESCE(matter IS NOT NULL AND current_setting('lqai.purge', true) = matter::text, false)
 $$
 """
+PURGE_IN_PROGRESS_FUNCTION = """
+CREATE FUNCTION lqai_purge_in_progress() RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT COALESCE(current_setting('lqai.purge', true), '') <> ''
+$$
+"""
 
 TURN_ROW_FUNCTION = """
 CREATE FUNCTION lqai_turn_row_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    matter uuid;
 BEGIN
     IF TG_OP = 'UPDATE' THEN
         RAISE EXCEPTION 'lqai_append_only: % rows cannot be updated', TG_TABLE_NAME
             USING ERRCODE = 'restrict_violation', HINT = 'A turn''s rows are its permanent record.';
     END IF;
-    IF lqai_purging((SELECT c.project_id FROM messages m JOIN chats c ON c.id = m.chat_id WHERE m.id = OLD.message_id)) THEN
+    SELECT c.project_id INTO matter FROM messages m JOIN chats c ON c.id = m.chat_id WHERE m.id = OLD.message_id;
+    IF lqai_purging(matter) OR (NOT FOUND AND lqai_purge_in_progress()) THEN
         RETURN OLD;
     END IF;
     RAISE EXCEPTION 'lqai_append_only: % rows cannot be deleted (only a matter purge removes them)', TG_TABLE_NAME
@@ -60,13 +72,13 @@ DECLARE
     verdicts text[] := ARRAY['none', 'pass', 'supported', 'fail'];
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        SELECT p.id, p.legal_hold INTO matter, held
+        SELECT c.project_id, p.legal_hold INTO matter, held
             FROM chats c LEFT JOIN projects p ON p.id = c.project_id WHERE c.id = OLD.chat_id;
         IF held THEN
             RAISE EXCEPTION 'lqai_legal_hold: matter % is on legal hold: its messages cannot be deleted', matter
                 USING ERRCODE = 'restrict_violation';
         END IF;
-        IF lqai_purging(matter) THEN
+        IF lqai_purging(matter) OR (NOT FOUND AND lqai_purge_in_progress()) THEN
             RETURN OLD;
         END IF;
         RAISE EXCEPTION 'lqai_append_only: messages rows cannot be deleted (only a matter purge removes them)'
@@ -127,9 +139,15 @@ BEGIN
             RAISE EXCEPTION 'lqai_legal_hold: matter % is on legal hold: it cannot be deleted', OLD.id
                 USING ERRCODE = 'restrict_violation', HINT = 'Its owner or an operator lifts the hold first.';
         END IF;
-    ELSIF EXISTS (SELECT 1 FROM projects p WHERE p.id = OLD.project_id AND p.legal_hold) THEN
-        RAISE EXCEPTION 'lqai_legal_hold: matter % is on legal hold: its % rows cannot be deleted', OLD.project_id, TG_TABLE_NAME
-            USING ERRCODE = 'restrict_violation', HINT = 'Its owner or an operator lifts the hold first.';
+    ELSE
+        IF EXISTS (SELECT 1 FROM projects p WHERE p.id = OLD.project_id AND p.legal_hold) THEN
+            RAISE EXCEPTION 'lqai_legal_hold: matter % is on legal hold: its chats cannot be deleted', OLD.project_id
+                USING ERRCODE = 'restrict_violation', HINT = 'Its owner or an operator lifts the hold first.';
+        END IF;
+        IF NOT lqai_purging(OLD.project_id) AND EXISTS (SELECT 1 FROM messages m WHERE m.chat_id = OLD.id) THEN
+            RAISE EXCEPTION 'lqai_append_only: chats rows holding messages cannot be deleted (only a matter purge removes them)'
+                USING ERRCODE = 'restrict_violation', HINT = 'Run manage.py purge_matter to remove a whole matter.';
+        END IF;
     END IF;
     RETURN OLD;
 END
@@ -160,6 +178,7 @@ CREATE TRIGGER documents_cited_project_immutable BEFORE UPDATE OF project_id ON 
 PERMANENT_RECORD = PostgresOnlyRunSQL(
     sql=[
         PURGING_FUNCTION,
+        PURGE_IN_PROGRESS_FUNCTION,
         TURN_ROW_FUNCTION,
         *(TURN_ROW_TRIGGER % {"table": table} for table in TURN_TABLES),
         MESSAGES_FUNCTION,
@@ -178,6 +197,7 @@ PERMANENT_RECORD = PostgresOnlyRunSQL(
         "DROP FUNCTION IF EXISTS lqai_messages_permanent()",
         *(f"DROP TRIGGER IF EXISTS {table}_append_only ON {table}" for table in TURN_TABLES),
         "DROP FUNCTION IF EXISTS lqai_turn_row_append_only()",
+        "DROP FUNCTION IF EXISTS lqai_purge_in_progress()",
         "DROP FUNCTION IF EXISTS lqai_purging(uuid)",
     ],
 )

@@ -18,9 +18,12 @@ LEDGER_FUNCTION = """
 CREATE FUNCTION citation_ledger_entry_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     candidate citation_ledger_entry%ROWTYPE;
+    matter uuid;
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        IF lqai_purging(COALESCE(OLD.project_id, (SELECT c.project_id FROM chats c WHERE c.id = OLD.chat_id))) THEN
+        SELECT c.project_id INTO matter FROM chats c WHERE c.id = OLD.chat_id;
+        -- A chat already gone went in its own matter's purge (see chats.0014): the entry goes with it.
+        IF lqai_purging(COALESCE(OLD.project_id, matter)) OR (NOT FOUND AND lqai_purge_in_progress()) THEN
             RETURN OLD;
         END IF;
         RAISE EXCEPTION 'lqai_append_only: citation_ledger_entry rows cannot be deleted (only a matter purge removes them)'
