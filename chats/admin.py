@@ -145,7 +145,11 @@ class PermanentRecordDeleteAdmin(admin.ModelAdmin):
         self, objs: Sequence[Any] | QuerySet[Any], request: HttpRequest
     ) -> tuple[Any, Any, Any, Any]:
         to_delete, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
-        return to_delete, model_count, perms_needed, [*protected, *self.deletion_refusals(list(objs))]
+        refusals = self.deletion_refusals(list(objs))
+        if refusals:
+            # Said instead of "no permission to delete messages" (the record is read-only): the reason itself.
+            return to_delete, model_count, set(), [*protected, *refusals]
+        return to_delete, model_count, perms_needed, protected
 
 
 @admin.register(Project)

@@ -78,9 +78,17 @@ def purging(project_id: UUID) -> Iterator[None]:
         yield
     finally:
         _purging.reset(token)
-        if connection.vendor == "postgresql" and transaction.get_connection().in_atomic_block:
+        if connection.vendor == "postgresql" and not _transaction_failed():
             with connection.cursor() as cursor:
                 cursor.execute("SELECT set_config(%(name)s, '', true)", {"name": PURGE_SETTING})
+
+
+def _transaction_failed() -> bool:
+    """Whether PostgreSQL aborted the current transaction (a statement failed): it then only rolls back,
+    which ends the transaction-local purge setting with it."""
+    from psycopg.pq import TransactionStatus
+
+    return bool(connection.connection.info.transaction_status == TransactionStatus.INERROR)
 
 
 _Model = TypeVar("_Model", bound=models.Model)
