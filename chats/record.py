@@ -59,13 +59,16 @@ def purge_in_progress() -> UUID | None:
 
 
 @contextmanager
-def purging(project_id: UUID) -> Iterator[None]:
+def purging(project_id: UUID | None) -> Iterator[None]:
     """Mark the current transaction as the purge of matter ``project_id``: inside it, that matter's
     per-turn rows, ledger entries and messages may be deleted (and only that matter's).
 
     Must be entered inside ``transaction.atomic()``: the PostgreSQL setting is transaction-local
-    (``set_config(..., true)``), so it ends with the transaction, committed or not.
+    (``set_config(..., true)``), so it ends with the transaction, committed or not. A matter-less chat's
+    record (``project_id`` None) has no purge.
     """
+    if project_id is None:
+        raise ValueError("only a matter's record is purged: this chat has no matter")
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("purging() must run inside transaction.atomic()")
     if connection.vendor == "postgresql":

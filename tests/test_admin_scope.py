@@ -67,6 +67,7 @@ def _matter_turn(owner: User) -> Message:
 
 
 def _row_of(model: type[Model], message: Message) -> Model:
+    assert message.chat.project_id is not None
     if model is Project:
         return Project.objects.get(pk=message.chat.project_id)
     if model is Chat:
@@ -75,7 +76,9 @@ def _row_of(model: type[Model], message: Message) -> Model:
         return message
     if model is Document:
         return Document.objects.get(project_id=message.chat.project_id)
-    return model._default_manager.filter(message=message).order_by("pk").first()  # type: ignore[attr-defined,no-any-return]
+    row = model._default_manager.filter(message=message).order_by("pk").first()
+    assert row is not None
+    return row
 
 
 @pytest.fixture
@@ -110,7 +113,8 @@ def test_a_staff_member_of_matter_a_sees_nothing_of_matter_b(
 def test_a_membership_counts_and_is_read_each_time(two_matters: tuple[Client, Message, Message]) -> None:
     client, _, turn_b = two_matters
     anne = User.objects.get(username="anne")
-    matter_b = Project.objects.get(pk=turn_b.chat.project_id)
+    matter_b = turn_b.chat.project
+    assert matter_b is not None
     url = _url(Message, "change", turn_b.pk)
     assert client.get(url).status_code == 302
 
@@ -169,6 +173,7 @@ def test_nothing_of_a_finalized_turn_can_be_changed_in_the_admin(admin_client: C
 
 def test_a_cited_documents_text_and_matter_are_read_only_in_the_admin(admin_client: Client) -> None:
     turn = _matter_turn(factories.UserFactory.create())
+    assert turn.chat.project_id is not None
     document = Document.objects.get(project_id=turn.chat.project_id)
     elsewhere = factories.ProjectFactory.create()
 
@@ -195,11 +200,11 @@ def test_no_api_token_of_any_kind_is_registered_in_the_admin(admin_client: Clien
     tokens = [
         model
         for model in apps.get_models(include_auto_created=True)
-        if "token" in model._meta.model_name or model._meta.app_label in {"authtoken", "knox"}
+        if "token" in (model._meta.model_name or "") or model._meta.app_label in {"authtoken", "knox"}
     ]
     assert tokens, "no token model is installed: this test would prove nothing"
     assert not [model for model in tokens if admin.site.is_registered(model)]
-    assert not [model for model in admin.site._registry if "token" in model._meta.model_name]
+    assert not [model for model in admin.site._registry if "token" in (model._meta.model_name or "")]
     index = admin_client.get(reverse("admin:index")).content.decode()
     assert "authtoken" not in index
     assert "Tokens" not in index

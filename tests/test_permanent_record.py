@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import uuid
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -68,7 +69,7 @@ def _row_id(table: str, message: Message) -> uuid.UUID:
     return uuid.UUID(str(row[0]))
 
 
-def _raw(sql: str, params: list[object]) -> None:
+def _raw(sql: str, params: list[Any]) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql, params)
 
@@ -236,7 +237,7 @@ def test_a_tombstone_cannot_be_updated_or_deleted_below_the_application(turn: Me
 @pytest.mark.parametrize("table", ["projects", "chats", "messages"])
 def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_in_sql(table: str, turn: Message) -> None:
     chat = turn.chat
-    Project.objects.filter(pk=chat.project_id).update(legal_hold=True)
+    Project.objects.filter(chats=chat).update(legal_hold=True)
     target = {"projects": chat.project_id, "chats": chat.pk, "messages": turn.pk}[table]
 
     # even inside the matter's purge
@@ -320,7 +321,7 @@ def test_a_matter_or_chat_with_turns_is_deleted_only_by_its_purge(turn: Message)
     with pytest.raises(AppendOnlyError, match=r"only `manage\.py purge_matter` removes"):
         chat.delete()
     with pytest.raises(AppendOnlyError, match=r"only `manage\.py purge_matter` removes"):
-        Project.objects.filter(pk=chat.project_id).delete()
+        Project.objects.filter(chats=chat).delete()
     with pytest.raises(AppendOnlyError):
         Chat.objects.filter(pk=chat.pk).delete()
     assert CitationLedgerEntry.objects.filter(message=turn).count() == 4
@@ -338,7 +339,7 @@ def test_a_matter_without_turns_can_still_be_deleted() -> None:
 
 def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_by_the_orm(turn: Message) -> None:
     chat = turn.chat
-    project = Project.objects.get(pk=chat.project_id)
+    project = Project.objects.get(chats=chat)
     project.legal_hold = True
     project.save()
 
@@ -362,7 +363,7 @@ def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_by_the_orm(turn:
 def test_deleting_a_user_removes_no_matter_chat_message_or_entry(turn: Message) -> None:
     owner = turn.chat.owner
     asker = factories.UserFactory.create()
-    Project.objects.get(pk=turn.chat.project_id).members.add(asker)
+    Project.objects.get(chats=turn.chat).members.add(asker)
     factories.UserMessageFactory.create(chat=turn.chat, author=asker)
     counts = (
         Project.objects.count(),
@@ -399,7 +400,7 @@ def _purge(*args: str) -> str:
 @pytest.fixture
 def two_matters(turn: Message) -> tuple[Project, Project]:
     kept = factories.assembled_turn()
-    return Project.objects.get(pk=turn.chat.project_id), Project.objects.get(pk=kept.chat.project_id)
+    return Project.objects.get(chats=turn.chat), Project.objects.get(chats=kept.chat)
 
 
 def test_purge_matter_without_confirm_says_what_would_go_and_writes_nothing(
@@ -528,7 +529,7 @@ def test_the_owner_sets_and_lifts_a_legal_hold_through_the_api(user: User, other
 def test_an_operator_holds_a_matter_in_the_admin_and_its_delete_page_refuses(
     admin_client: Client, turn: Message
 ) -> None:
-    project = Project.objects.get(pk=turn.chat.project_id)
+    project = Project.objects.get(chats=turn.chat)
     change = reverse("admin:chats_project_change", args=[project.pk])
     form = {"name": project.name, "owner": project.owner_id, "legal_hold": "on"}
 
