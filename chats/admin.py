@@ -31,6 +31,8 @@ from typing import Any, ClassVar
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import BaseModelAdmin
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
 from django.db.models import ForeignKey, Model, Q, QuerySet, URLField
 from django.forms import ModelChoiceField
 from django.http import HttpRequest
@@ -323,6 +325,26 @@ class MessageCaseCitationAdmin(_ArtifactAdmin):
     joined = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact case-citation, message or opinion id (UUID)."
+
+
+# A user who owns a matter or a chat, or asked anything, is protected (never deleted with the record): the
+# user's delete page says what to do instead.
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class RecordKeepingUserAdmin(UserAdmin):
+    def get_deleted_objects(
+        self, objs: Sequence[Any] | QuerySet[Any], request: HttpRequest
+    ) -> tuple[Any, Any, Any, Any]:
+        to_delete, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        if protected:
+            protected = [
+                *protected,
+                "Deactivate the account instead (untick Active): a user's matters, chats and questions are a "
+                "permanent record and never go with the user.",
+            ]
+        return to_delete, model_count, perms_needed, protected
 
 
 def unregister_token_admins(site: admin.AdminSite = admin.site) -> None:

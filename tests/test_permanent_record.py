@@ -388,6 +388,20 @@ def test_deleting_a_user_removes_no_matter_chat_message_or_entry(turn: Message) 
     assert counts_after == counts
 
 
+def test_the_admin_refuses_to_delete_a_user_with_a_record_and_says_to_deactivate(
+    admin_client: Client, turn: Message
+) -> None:
+    owner = turn.chat.owner
+    delete = reverse("admin:auth_user_delete", args=[owner.pk])
+
+    page = admin_client.get(delete).content.decode()
+    admin_client.post(delete, {"post": "yes"})
+
+    assert "Deactivate the account instead (untick Active)" in page
+    assert User.objects.filter(pk=owner.pk).exists()
+    assert Message.objects.filter(pk=turn.pk).exists()
+
+
 # --- purge_matter ---------------------------------------------------------------------------------------------------
 
 
