@@ -7,6 +7,8 @@ citations written in the answer (``chats.case_citations``), persists the
 assistant message and its per-turn rows in one transaction, and sends
 :data:`chats.signals.post_finalize` inside that transaction, after the rows are
 written, so that records built on top (the citation ledger) commit with the turn.
+A turn is finalized exactly once: each run holds an attempt number, and the finalize checks it with the
+message's row locked (:class:`TurnSuperseded` for a run that is no longer the turn's).
 """
 
 from __future__ import annotations
