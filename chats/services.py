@@ -213,8 +213,8 @@ def reopen_interrupted_turn(*, message: Message, resumed_by: AbstractBaseUser | 
     A conditional update, so that of two concurrent resumes exactly one wins; returns False
     (and changes nothing) if the message is not resumable (any more). The winner takes the next attempt
     number (``message.attempt`` is set to it): the run it starts is then the only one whose finalize is
-    accepted, and a superseded run writes nothing. A finalize in progress holds the message's row lock,
-    so a resume waits for it and is then refused (the turn is final). The resumed stream counts against
+    accepted, and a superseded run writes nothing. A finalize's transaction holds the message's row lock,
+    so a resume arriving then waits for it and is refused (the turn is final). The resumed stream counts against
     ``resumed_by``'s concurrent streams (:class:`TooManyStreams`).
     """
     resumable = Q(status=Message.Status.INTERRUPTED) | Q(
@@ -507,7 +507,9 @@ def finalize_turn(
     it (``interrupted``), nothing is written, the refusal is logged with the message id and
     :class:`TurnSuperseded` is raised. Without ``attempt`` (a direct call), the attempt of ``message`` as
     the caller loaded it is the claim, and an ``interrupted`` message may be finalized again. A resume
-    that arrives while a finalize holds the lock waits for it and is then refused.
+    that arrives during the transaction waits for the lock and is then refused (the turn is final); one
+    that arrives before it (during the case-citation check) on a turn that looks stopped takes the turn
+    over, and this finalize then writes nothing.
     """
     if status not in FINAL_STATUSES:
         raise ValueError(f"finalize_turn needs a final status, not {status!r}")
