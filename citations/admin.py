@@ -1,4 +1,6 @@
-"""Admin of the citation ledger: read-only for everyone, superusers included.
+"""Admin of the citation ledger: read-only for everyone, superusers included; a staff user who is not a
+superuser sees only the entries of the matters (and own matter-less chats) they belong to
+(``chats.admin.MatterScopedAdmin``).
 
 Entries are written only by ``citations.ledger`` (``assemble`` and the backfill); the admin shows
 them, links each to the row it indexes and to its message and chat, and shows a message's
@@ -29,7 +31,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
-from chats.admin import MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
+from chats.admin import MatterScopedAdmin, MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
 from chats.models import (
     UNVERIFIED,
     CaselawOpinion,
@@ -44,7 +46,7 @@ from chats.models import (
 )
 from chats.verification import EXACT_MATCH, TOLERANT_MATCH
 from citations import passages, selectors
-from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
+from citations.models import PROVENANCE, CitationLedgerEntry, MatterPurge, SourceKind
 from citations.statuses import StatusInWords, status_in_words
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).
@@ -271,7 +273,8 @@ _CITED_TEXT_COLUMNS = (
 
 
 @admin.register(CitationLedgerEntry)
-class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
+class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin):
+    matter_scope = ("chat", "chat")
     list_display = (
         "created_at",
         "cited",
@@ -431,7 +434,22 @@ def _is_uuid(term: str) -> bool:
     return True
 
 
-class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
+@admin.register(MatterPurge)
+class MatterPurgeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The tombstones of purged matters (``manage.py purge_matter``): read-only, and for superusers only
+    (a purged matter has no members left to scope them by)."""
+
+    list_display = ("project_name", "project_id", "purged_by", "purged_at", "chats", "messages", "ledger_entries")
+    search_fields = ("project_name",)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+
+class LedgerEntryInline(MatterScopedAdmin, ReadOnlyAdminMixin, admin.TabularInline):
     """A message's ledger entries, each with the passage it points at, on the message's page."""
 
     model = CitationLedgerEntry
@@ -442,6 +460,7 @@ class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
     can_delete = False
     show_change_link = True
     verbose_name_plural = "citation ledger entries"
+    matter_scope = ("chat", "chat")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CitationLedgerEntry]:
         # Source rows and passages in the same query: no query per entry; in the order of the turn.

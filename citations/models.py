@@ -17,6 +17,7 @@ from __future__ import annotations
 import operator
 import uuid
 from functools import reduce
+from typing import Any, ClassVar
 
 from django.db import models
 from django.db.models import Q
@@ -33,6 +34,7 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
+from chats.record import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
 
 PROVENANCE = "provenance"
 # A checked case citation's status is the check's outcome (verified, name_mismatch, not_found, ...).
@@ -57,7 +59,23 @@ _exactly_one_source = reduce(
 )
 
 
-class CitationLedgerEntry(models.Model):
+class LedgerQuerySet(AppendOnlyQuerySet["CitationLedgerEntry"]):
+    """Entries are never updated, except that the reserved ``treatment_id`` may be set once, from NULL."""
+
+    def update(self, **kwargs: Any) -> int:
+        if set(kwargs) == {"treatment_id"} and kwargs["treatment_id"] is not None:
+            if self.filter(treatment_id__isnull=False).exists():
+                raise AppendOnlyError("citation_ledger_entry.treatment_id is set once only")
+            return models.QuerySet.update(self, **kwargs)
+        return super().update(**kwargs)
+
+
+class CitationLedgerEntry(AppendOnlyModel):
+    """An entry of the ledger. Append-only (``chats.record``): never updated but for ``treatment_id``,
+    set once from NULL; deleted only by a matter purge (on PostgreSQL, by trigger too)."""
+
+    settable_once: ClassVar[tuple[str, ...]] = ("treatment_id",)
+
     # Time-ordered (chats.ids): new entries append to the right edge of every index (docs/scale.md).
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # Deleting a matter deletes its chats and so their entries; cascading here
@@ -88,6 +106,8 @@ class CitationLedgerEntry(models.Model):
     # Reserved for a later treatment layer (how a later court treated the authority); always null for now.
     treatment_id = models.UUIDField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = LedgerQuerySet.as_manager()
 
     class Meta:
         db_table = "citation_ledger_entry"
@@ -202,3 +222,46 @@ class CitationLedgerEntry(models.Model):
             or self.message_tool_source_id
             or self.message_case_citation_id
         )
+
+
+class TombstoneQuerySet(AppendOnlyQuerySet["MatterPurge"]):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("matter_purges rows cannot be deleted")
+
+
+class MatterPurge(AppendOnlyModel):
+    """The tombstone of a purged matter (``manage.py purge_matter``): which matter went, who purged it,
+    when, and how much of its record went with it. Append-only, with no purge exception: a tombstone is
+    never updated nor deleted (on PostgreSQL, by trigger too). It keeps the matter's id and name only,
+    no content, and no foreign key (the matter is gone)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project_id = models.UUIDField()
+    project_name = models.CharField(max_length=200)
+    # The username given to the command (--by), or the operating-system user who ran it.
+    purged_by = models.CharField(max_length=150)
+    purged_at = models.DateTimeField(default=timezone.now)
+    chats = models.PositiveIntegerField()
+    messages = models.PositiveIntegerField()
+    ledger_entries = models.PositiveIntegerField()
+    documents = models.PositiveIntegerField()
+
+    objects = TombstoneQuerySet.as_manager()
+
+    class Meta:
+        db_table = "matter_purges"
+        ordering = ["-purged_at"]
+        constraints = [
+            # A matter is purged once: its tombstone is the one record that it existed.
+            models.UniqueConstraint(
+                fields=["project_id"],
+                name="matter_purges_project_uniq",
+                violation_error_message="This matter already has a tombstone.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"purge of {self.project_name} ({self.project_id})"
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("matter_purges rows cannot be deleted")

@@ -6,8 +6,9 @@ public-domain opinions), runs real chat turns through the HTTP API in-process
 creates a few older turns whose ledger entries are missing and repairs them
 with ``backfill_ledger``, and prints each turn's ledger entries.
 
-Re-runnable: seeding is get-or-create, and the previous run's demo chats are
-replaced, so a second run neither fails nor duplicates anything.
+Re-runnable: the previous run's demo matter is purged (``citations.purge``, the one way a matter's
+permanent record goes, leaving a tombstone) and seeded afresh, so a second run neither fails nor
+duplicates anything.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from chats.models import (
     Project,
 )
 from chats.verification import verify_quote
-from citations.models import CitationLedgerEntry
+from citations.models import CitationLedgerEntry, MatterPurge
+from citations.purge import purge_matter
 
 OPINIONS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 
@@ -144,10 +146,13 @@ def seed() -> DemoMatter:
     return DemoMatter(user=user, token=token.key, project=project)
 
 
-def reset_demo_chats(matter: DemoMatter) -> int:
-    """Delete the previous run's demo chats (their turns and ledger entries cascade)."""
-    deleted, _ = Chat.objects.filter(project=matter.project, owner=matter.user).delete()
-    return deleted
+def purge_previous_run() -> MatterPurge | None:
+    """Purge the previous run's demo matter, if there is one with chats: its turns are a permanent record,
+    so they go only with their matter, through the purge, which leaves a tombstone."""
+    previous = Project.objects.filter(name=DEMO_PROJECT, owner__username=DEMO_USERNAME, chats__isnull=False).first()
+    if previous is None:
+        return None
+    return purge_matter(project_id=previous.pk, purged_by=DEMO_USERNAME)
 
 
 # --- talking to the API in-process -------------------------------------------------------------

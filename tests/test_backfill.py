@@ -12,7 +12,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
@@ -131,9 +132,11 @@ def test_backfill_writes_the_same_entries_as_assemble() -> None:
     factories.MessageToolSourceFactory.create(message=matterless, source_kind="mcp", provider="acme")
     messages = [first, make_turn(), matterless]
     # When assemble() writes their entries, and then, from scratch, the backfill does
-    assert sum(ledger.assemble(m) for m in messages) == len(source_ids())
-    assembled = entries_by_source()
-    CitationLedgerEntry.objects.all().delete()
+    # (assemble()'s entries are read in a savepoint rolled back: entries are never deleted)
+    with rolled_back():
+        assert sum(ledger.assemble(m) for m in messages) == len(source_ids())
+        assembled = entries_by_source()
+    assert not CitationLedgerEntry.objects.exists()
     out, _ = run_command()
     # Then both paths wrote identical entries (every column but id and created_at)
     assert entries_by_source() == assembled
@@ -249,6 +252,21 @@ def test_window_sizes() -> None:
     assert backfill._messages_for(10, messages=10_000, rows=0) == 10 * backfill.MAX_MESSAGES_PER_ROW
 
 
+@contextmanager
+def rolled_back() -> Iterator[None]:
+    """Run the block in a savepoint that is rolled back: what it wrote is gone, nothing was deleted."""
+
+    class Rollback(Exception):
+        pass
+
+    try:
+        with transaction.atomic():
+            yield
+            raise Rollback
+    except Rollback:
+        pass
+
+
 def _queries_per_batch(turns: int) -> list[int]:
     """Backfill ``turns`` new turns; the number of queries each batch ran."""
     for _ in range(turns):
@@ -266,10 +284,10 @@ def _queries_per_batch(turns: int) -> list[int]:
 
 
 def test_queries_per_batch_do_not_grow_with_rows() -> None:
-    # Given a backfill of 2 turns (8 rows), then one of 20 turns (80 rows)
-    small = _queries_per_batch(2)
-    CitationLedgerEntry.objects.all().delete()
-    large = _queries_per_batch(18)
+    # Given a backfill of 2 turns (8 rows) (rolled back: entries are never deleted), then one of 20 turns (80 rows)
+    with rolled_back():
+        small = _queries_per_batch(2)
+    large = _queries_per_batch(20)
     # Then no batch ran more queries for 80 rows than for 8: set-based, no per-row or per-message query
     assert max(large) == max(small)
     assert CitationLedgerEntry.objects.count() == 80

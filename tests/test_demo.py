@@ -9,6 +9,7 @@ from django.conf import LazySettings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db.models import ProtectedError
 
 from chats.models import (
     CaselawOpinion,
@@ -21,7 +22,7 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
-from citations.models import CitationLedgerEntry
+from citations.models import CitationLedgerEntry, MatterPurge
 
 
 def _run_demo() -> str:
@@ -83,6 +84,25 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     _entries_match_rows()
     # The output is the same but for ids and times.
     assert second.count("\n") == first.count("\n") + 1  # the "replaced" line only in the second
+    # The previous run's matter went through the purge, which left its tombstone
+    assert MatterPurge.objects.filter(project_name="Election law research (demo)", purged_by="demo").count() == 1
+
+    # Deleting the demo user removes no matter, chat, message or ledger entry: it is refused (deactivate instead)
+    record = (
+        Project.objects.count(),
+        Chat.objects.count(),
+        Message.objects.count(),
+        CitationLedgerEntry.objects.count(),
+    )
+    with pytest.raises(ProtectedError):
+        User.objects.get(username="demo").delete()
+    assert (
+        Project.objects.count(),
+        Chat.objects.count(),
+        Message.objects.count(),
+        CitationLedgerEntry.objects.count(),
+    ) == record
+    assert record[3] > 0
 
 
 def test_the_demo_refuses_to_run_without_debug_and_creates_nothing(settings: LazySettings, db: None) -> None:
