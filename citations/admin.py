@@ -422,8 +422,9 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
 
     @admin.display(description="message")
     def message_column(self, entry: CitationLedgerEntry) -> SafeString:
-        # A narrow column: the role and the id's first block (the whole id is the search key, and the link).
-        return admin_link(Message, entry.message_id, f"{entry.message.role} {str(entry.message_id)[:8]}…")
+        # A narrow column: the role and the id's last block (time-ordered ids share their first blocks; the whole
+        # id is the search key, and the link).
+        return admin_link(Message, entry.message_id, f"{entry.message.role} …{str(entry.message_id)[-8:]}")
 
 
 def _is_uuid(term: str) -> bool:
