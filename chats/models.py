@@ -280,15 +280,26 @@ class CaselawOpinion(CitedTextGuard):
 
 class VerificationMethod(models.TextChoices):
     """How a claimed quote fared against its source (``chats.verification``); the ledger copies it as the
-    entry's status. ``unverified``: the claim did not hold (or named no source this turn may quote)."""
+    entry's status. ``exact_match``: the characters match and nothing next to the passage limits it;
+    ``tolerant_match``: formatting only, and alterations that cannot change the meaning; ``altered``: found,
+    but an alteration, an omission or the quote's edges may change what the source says (confidence at
+    most :data:`ALTERED_MAX_CONFIDENCE`, the turn at best ``supported``); ``unverified``: the claim did not
+    hold (or named no source this turn may quote)."""
 
     EXACT_MATCH = "exact_match"
     TOLERANT_MATCH = "tolerant_match"
+    ALTERED = "altered"
     UNVERIFIED = "unverified"
 
 
 UNVERIFIED = VerificationMethod.UNVERIFIED.value
-VERIFIED_METHODS = (VerificationMethod.EXACT_MATCH.value, VerificationMethod.TOLERANT_MATCH.value)
+VERIFIED_METHODS = (
+    VerificationMethod.EXACT_MATCH.value,
+    VerificationMethod.TOLERANT_MATCH.value,
+    VerificationMethod.ALTERED.value,
+)
+#: The highest confidence an ``altered`` quote may have (``chats.verification.ALTERED_MAX_CONFIDENCE``).
+ALTERED_MAX_CONFIDENCE = 0.6
 
 
 def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
@@ -357,11 +368,32 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             name=f"{table}_alterations_array",
             violation_error_message="alterations must be a JSON array.",
         ),
-        # An exact quote altered nothing and a failed claim matched nothing: only a tolerant match lists any.
+        # An exact quote altered nothing and a failed claim matched nothing: only a tolerant or altered match
+        # lists any.
         models.CheckConstraint(
-            condition=Q(verification_method=VerificationMethod.TOLERANT_MATCH) | Q(alterations=[]),
+            condition=Q(verification_method__in=[VerificationMethod.TOLERANT_MATCH, VerificationMethod.ALTERED])
+            | Q(alterations=[]),
             name=f"{table}_alterations_only_tolerant",
-            violation_error_message="Only a tolerant match has alterations.",
+            violation_error_message="Only a tolerant or altered match has alterations.",
+        ),
+        # What the verifier cannot vouch for is never scored like what it can.
+        models.CheckConstraint(
+            condition=~Q(verification_method=VerificationMethod.ALTERED)
+            | Q(verification_confidence__lte=ALTERED_MAX_CONFIDENCE),
+            name=f"{table}_altered_confidence_capped",
+            violation_error_message=f"An altered quote's confidence must be at most {ALTERED_MAX_CONFIDENCE}.",
+        ),
+        # The admin and the trace iterate the context flags: anything but a list cannot be shown.
+        models.CheckConstraint(
+            condition=Exact(JSONTypeOf("context_flags"), Value("array")),
+            name=f"{table}_context_flags_array",
+            violation_error_message="context_flags must be a JSON array.",
+        ),
+        # A flagged edge means the passage may mislead: such a quote is altered, never exact or tolerant.
+        models.CheckConstraint(
+            condition=Q(verification_method=VerificationMethod.ALTERED) | Q(context_flags=[]),
+            name=f"{table}_context_flags_only_altered",
+            violation_error_message="Only an altered match has context flags.",
         ),
     ]
 
@@ -388,6 +420,11 @@ class ClaimedQuote(models.Model):
     # {"kind", "detail", "quote_text", "source_start", "source_end"} (offsets into the source, like the
     # passage's). Empty for an exact match and a failed claim (also the database default, for raw SQL writers).
     alterations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
+    # What the source says right next to the passage that may limit it, as ``chats.verification`` found it:
+    # {"flag", "source_start", "source_end"} (the limiting source text; flags in ``chats.verification``:
+    # ``limited_after``, ``negated_before``, ``limited_before``). Only an ``altered`` match has any (also the
+    # database default, for raw SQL writers).
+    context_flags = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     # The claim's place among the claims its turn made (KB and caselaw claims numbered together; a resumed
     # turn's go on from its first run's), so that a turn's quotes read in the order it claimed them. 0 for
     # rows from before it was recorded (also the database default, for raw SQL writers).

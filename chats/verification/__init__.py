@@ -49,17 +49,35 @@ is ``str.find``/``str.rfind`` over the canonical string; a per-quote search budg
 """
 
 from chats.verification.engine import NormalizedSource, explain_failure, verify_quote, verify_quote_detailed
-from chats.verification.policy import MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFIDENCE
-from chats.verification.results import EXACT_MATCH, TOLERANT_MATCH, Alteration, QuoteMatch
+from chats.verification.policy import ALTERED_MAX_CONFIDENCE, MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFIDENCE
+from chats.verification.results import (
+    ALTERED,
+    CONTEXT_FLAGS,
+    EXACT_MATCH,
+    LIMITED_AFTER,
+    LIMITED_BEFORE,
+    NEGATED_BEFORE,
+    TOLERANT_MATCH,
+    Alteration,
+    ContextFlag,
+    QuoteMatch,
+)
 from chats.verification.search import MAX_ELLIPSIS_GAP
 
 __all__ = [
+    "ALTERED",
+    "ALTERED_MAX_CONFIDENCE",
+    "CONTEXT_FLAGS",
     "EXACT_MATCH",
+    "LIMITED_AFTER",
+    "LIMITED_BEFORE",
+    "NEGATED_BEFORE",
     "MAX_BRACKET_WORDS",
     "MAX_ELLIPSIS_GAP",
     "SUBSTITUTION_MAX_CONFIDENCE",
     "TOLERANT_MATCH",
     "Alteration",
+    "ContextFlag",
     "NormalizedSource",
     "QuoteMatch",
     "explain_failure",

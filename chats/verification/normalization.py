@@ -71,6 +71,10 @@ _PATTERN_HEAD = re.compile(
     re.VERBOSE,
 )
 _EDGE_PAGE_NUMBER = re.compile(r"^\d{1,4} +| +\d{1,4}$")
+# Layout inside a line: star paging as case law converted from HTML gives it (`*1047the`, `[*1047]`, `*861`) and
+# footnote calls (`(FN3)`, `[FN3]`). A `*` after a letter or a digit is no star page (`5*3`), nor is a pin cite's
+# `at *3` to an unpaged database.
+_INLINE_LAYOUT = re.compile(r"\[\*\d{2,5}\]|(?<![\w*])(?<!at )\*\d{2,5}(?![\d.,*])|\(FN\d{1,3}\)|\[FN\d{1,3}\]")
 
 
 def _fold(text: str) -> str:
@@ -393,6 +397,22 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
     for line in text.splitlines(keepends=True):
         yield pos, line
         pos += len(line)
+
+
+def find_layout(text: str) -> list[tuple[int, int]]:
+    """Original (start, end) ranges of a source's layout, sorted: running-head lines, and star paging and footnote
+    calls inside lines (skipped like a line break, so `of *1047the` reads `of the`)."""
+    heads = _find_running_heads(text)
+    if "*" not in text and "FN" not in text:
+        return heads
+    inline = [m.span() for m in _INLINE_LAYOUT.finditer(text)]
+    if not inline:
+        return heads
+    starts = [start for start, _ in heads]
+    kept = [
+        span for span in inline if not ((k := bisect_right(starts, span[0]) - 1) >= 0 and heads[k][1] > span[0])
+    ]
+    return sorted(heads + kept)
 
 
 def _find_running_heads(text: str) -> list[tuple[int, int]]:
