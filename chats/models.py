@@ -525,9 +525,20 @@ class MessageCaseCitation(models.Model):
     class Status(models.TextChoices):
         VERIFIED = "verified"
         NAME_MISMATCH = "name_mismatch"
+        # The case exists and is named right, but the pin cite is a page outside the opinion.
+        PIN_MISMATCH = "pin_mismatch"
         NOT_FOUND = "not_found"
         AMBIGUOUS = "ambiguous"
         UNCHECKED = "unchecked"
+
+    class PinStatus(models.TextChoices):
+        """How the pin cite (``at 311``) fared against the cited opinion's page range; empty when the citation
+        has no pin cite."""
+
+        NONE = "", "no pin cite"
+        WITHIN = "within", "within the opinion's pages"
+        OUTSIDE = "outside", "outside the opinion's pages"
+        UNCHECKED = "unchecked", "not checked (the opinion's last page is unknown)"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="case_citations")
@@ -544,6 +555,10 @@ class MessageCaseCitation(models.Model):
         CaselawOpinion, on_delete=models.RESTRICT, null=True, blank=True, related_name="case_citations"
     )
     provider = models.CharField(max_length=50, blank=True)  # where the citation was looked up
+    # The pin cite as written (`311`, `311-12`), and how it fared (also the database defaults, for raw SQL
+    # writers and rows from before it was checked).
+    pin = models.CharField(max_length=40, blank=True, default="", db_default="")
+    pin_status = models.CharField(max_length=16, blank=True, choices=PinStatus.choices, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -552,10 +567,18 @@ class MessageCaseCitation(models.Model):
         constraints = [
             # Only the statuses the checker gives: the verdict and the ledger read them.
             models.CheckConstraint(
-                condition=Q(status__in=["verified", "name_mismatch", "not_found", "ambiguous", "unchecked"]),
+                condition=Q(status__in=["verified", "name_mismatch", "pin_mismatch", "not_found", "ambiguous", "unchecked"]),
                 name="message_case_citations_status_valid",
-                violation_error_message="status must be one of verified, name_mismatch, not_found, ambiguous, "
-                "unchecked.",
+                violation_error_message="status must be one of verified, name_mismatch, pin_mismatch, not_found, "
+                "ambiguous, unchecked.",
+            ),
+            # Only the pin outcomes the checker gives; a pin outside the opinion is a pin_mismatch, and back.
+            models.CheckConstraint(
+                condition=Q(pin_status__in=["", "within", "outside", "unchecked"])
+                & (Q(pin_status="outside", status="pin_mismatch") | (~Q(pin_status="outside") & ~Q(status="pin_mismatch"))),
+                name="message_case_citations_pin_status_valid",
+                violation_error_message="pin_status must be one of within, outside, unchecked (or empty); "
+                "an outside pin is exactly a pin_mismatch.",
             ),
             # Only the kinds the checker gives.
             models.CheckConstraint(
@@ -575,12 +598,14 @@ class MessageCaseCitation(models.Model):
                 name="message_case_citations_offsets_ordered",
                 violation_error_message="answer_offset_end must be > answer_offset_start.",
             ),
-            # Verified and name_mismatch are statements about a case: they name it; the others have none.
+            # Verified, name_mismatch and pin_mismatch are statements about a case: they name it; the others
+            # have none.
             models.CheckConstraint(
-                condition=(Q(status__in=["verified", "name_mismatch"]) & Q(opinion__isnull=False))
-                | (~Q(status__in=["verified", "name_mismatch"]) & Q(opinion__isnull=True)),
+                condition=(Q(status__in=["verified", "name_mismatch", "pin_mismatch"]) & Q(opinion__isnull=False))
+                | (~Q(status__in=["verified", "name_mismatch", "pin_mismatch"]) & Q(opinion__isnull=True)),
                 name="message_case_citations_opinion_iff_resolved",
-                violation_error_message="verified and name_mismatch need the opinion; other statuses have none.",
+                violation_error_message="verified, name_mismatch and pin_mismatch need the opinion; other statuses "
+                "have none.",
             ),
             # One row per citation span: a resumed turn adds only the spans it did not have.
             models.UniqueConstraint(

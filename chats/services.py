@@ -284,6 +284,7 @@ def _verify_claims(
             verification_confidence=match.confidence,
             passage_sha256=passage_sha256(text[match.start : match.end]),
             alterations=alterations_record(match),
+            context_flags=context_flags_record(match),
             created_at=now,
             **source,
         )
@@ -337,8 +338,8 @@ def _verify_claims(
 
 def alterations_record(match: QuoteMatch) -> list[dict[str, str | int]]:
     """What a quote row stores of a match's alterations and omissions (its ``alterations`` column): one
-    ``{"kind", "detail", "quote_text", "source_start", "source_end"}`` per alteration, in quote order; none for
-    an exact match."""
+    ``{"kind", "detail", "quote_text", "source_start", "source_end", "alters"}`` per alteration, in quote
+    order (``alters``: why it may change what the source says, "" if it cannot); none for an exact match."""
     return [
         {
             "kind": a.kind,
@@ -346,9 +347,16 @@ def alterations_record(match: QuoteMatch) -> list[dict[str, str | int]]:
             "quote_text": a.quote_text,
             "source_start": a.source_start,
             "source_end": a.source_end,
+            "alters": a.alters,
         }
         for a in match.alterations
     ]
+
+
+def context_flags_record(match: QuoteMatch) -> list[dict[str, str | int]]:
+    """What a quote row stores of the limiting context next to its passage (its ``context_flags`` column): one
+    ``{"flag", "source_start", "source_end"}`` per flag; none unless the match is ``altered``."""
+    return [{"flag": f.flag, "source_start": f.source_start, "source_end": f.source_end} for f in match.flags]
 
 
 def _reason(why: str, source: str) -> str:
@@ -360,12 +368,18 @@ def _verdict(
     rows: Sequence[MessageCitation | MessageCaselawCitation], case_citations: Sequence[MessageCaseCitation] = ()
 ) -> str:
     """The gate verdict of one finalize's quote rows and case citations (see :class:`chats.models.Verdict`):
-    a failed quote, a case that does not exist or a case cited under another name fails the turn."""
+    a failed quote, a case that does not exist, a case cited under another name or to a page it does not have
+    fails the turn; a quote the
+    verifier cannot vouch for (``altered``) leaves it at best ``supported``."""
     methods = {row.verification_method for row in rows}
-    wrong_cases = {MessageCaseCitation.Status.NOT_FOUND, MessageCaseCitation.Status.NAME_MISMATCH}
+    wrong_cases = {
+        MessageCaseCitation.Status.NOT_FOUND,
+        MessageCaseCitation.Status.NAME_MISMATCH,
+        MessageCaseCitation.Status.PIN_MISMATCH,
+    }
     if UNVERIFIED in methods or any(case.status in wrong_cases for case in case_citations):
         return Verdict.FAIL
-    if VerificationMethod.TOLERANT_MATCH in methods:
+    if VerificationMethod.TOLERANT_MATCH in methods or VerificationMethod.ALTERED in methods:
         return Verdict.SUPPORTED
     return Verdict.PASS if methods else Verdict.NONE
 
@@ -429,6 +443,8 @@ def _case_citation_rows(
             detail=citation.detail[:1000],
             opinion=citation.opinion,
             provider=citation.provider[:50],
+            pin=citation.pin[:40],
+            pin_status=citation.pin_status,
             created_at=now,
         )
         for citation in checked

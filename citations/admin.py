@@ -38,7 +38,7 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
-from chats.verification import EXACT_MATCH, TOLERANT_MATCH
+from chats.verification import ALTERED, EXACT_MATCH, LIMITED_AFTER, LIMITED_BEFORE, NEGATED_BEFORE, TOLERANT_MATCH
 from chats.verification.results import CASE, ELLIPSIS
 from citations import selectors
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
@@ -152,9 +152,23 @@ def passage_html(entry: CitationLedgerEntry) -> SafeString | str:
     return format_html("{} {}", source.label, source.url)
 
 
+# A context flag in words (see ``chats.verification``): what the source says next to the passage.
+CONTEXT_FLAG_WORDS = {
+    LIMITED_AFTER: "the source goes on with a limiting continuation",
+    NEGATED_BEFORE: "the passage starts after a negation of its clause",
+    LIMITED_BEFORE: "the passage starts after a limiting word of its clause",
+}
+
+
 def _describe(alteration: dict[str, Any], replaced: str) -> str:
     """An alteration in words: its kind (and detail), what the quote wrote, the source text ``replaced`` it
     stands for or omits."""
+    described = _described(alteration, replaced)
+    alters = alteration.get("alters") or ""  # rows stored before it was recorded have none
+    return f"{described} \u2014 may change what the source says: {alters}" if alters else described
+
+
+def _described(alteration: dict[str, Any], replaced: str) -> str:
     kind = alteration["kind"] + (f" ({alteration['detail']})" if alteration["detail"] else "")
     if alteration["kind"] == ELLIPSIS:
         return f"omission: the quote's \u201c{alteration['quote_text']}\u201d omits \u201c{replaced}\u201d"
@@ -230,9 +244,23 @@ def passage_in_context_html(entry: CitationLedgerEntry, context: selectors.Passa
             for a in alterations
         ),
     )
+    flags = format_html_join(
+        "",
+        '<li data-flag="{}">{}: \u201c{}\u201d <small>[{}:{}]</small></li>',
+        (
+            (
+                f["flag"],
+                CONTEXT_FLAG_WORDS.get(f["flag"], f["flag"]),
+                context.slice(f["source_start"], f["source_end"]),
+                f["source_start"],
+                f["source_end"],
+            )
+            for f in quote.context_flags
+        ),
+    )
     return format_html(
         '<div class="passage-in-context" style="white-space: pre-wrap">{}{}<mark title="{}">{}</mark>{}{}</div>'
-        "<small>passage [{}:{}] of the source, with the text around it</small>{}{}",
+        "<small>passage [{}:{}] of the source, with the text around it</small>{}{}{}",
         "\u2026 " if context.more_before else "",
         mark_safe(_marked(context, context.start, span.start, segments[0])),  # noqa: S308 - escaped by _marked
         f"the verified passage [{span.start}:{span.end}]",
@@ -243,6 +271,7 @@ def passage_in_context_html(entry: CitationLedgerEntry, context: selectors.Passa
         span.end,
         _changed_flag(span),
         format_html('<ol class="alterations">{}</ol>', listed) if alterations else "",
+        format_html('<ul class="context-flags">{}</ul>', flags) if quote.context_flags else "",
     )
 
 
@@ -274,6 +303,7 @@ class VerificationStatusFilter(_FixedValuesFilter):
     known = (
         (EXACT_MATCH, "exact match"),
         (TOLERANT_MATCH, "tolerant match"),
+        (ALTERED, "altered (found, but may change what the source says)"),
         (UNVERIFIED, "unverified (a claim that did not verify)"),
         ("verified", "case citation verified"),
         ("name_mismatch", "case citation under another case's name"),

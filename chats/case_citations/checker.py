@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 class Status(StrEnum):
     VERIFIED = "verified"
     NAME_MISMATCH = "name_mismatch"
+    PIN_MISMATCH = "pin_mismatch"
     NOT_FOUND = "not_found"
     AMBIGUOUS = "ambiguous"
     UNCHECKED = "unchecked"
@@ -67,6 +68,8 @@ class CheckedCitation:
     candidates: tuple[CaselawOpinion, ...] = ()
     provider: str = ""
     antecedent: int | None = None
+    pin: str = ""  # the pin cite as written (`311`, `311-12`), "" if none
+    pin_status: str = ""  # "" (no pin) | "within" | "outside" | "unchecked"
 
 
 NOT_CHECKED_LOCALLY = (
