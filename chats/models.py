@@ -567,7 +567,9 @@ class MessageCaseCitation(models.Model):
         constraints = [
             # Only the statuses the checker gives: the verdict and the ledger read them.
             models.CheckConstraint(
-                condition=Q(status__in=["verified", "name_mismatch", "pin_mismatch", "not_found", "ambiguous", "unchecked"]),
+                condition=Q(
+                    status__in=["verified", "name_mismatch", "pin_mismatch", "not_found", "ambiguous", "unchecked"]
+                ),
                 name="message_case_citations_status_valid",
                 violation_error_message="status must be one of verified, name_mismatch, pin_mismatch, not_found, "
                 "ambiguous, unchecked.",
@@ -575,7 +577,10 @@ class MessageCaseCitation(models.Model):
             # Only the pin outcomes the checker gives; a pin outside the opinion is a pin_mismatch, and back.
             models.CheckConstraint(
                 condition=Q(pin_status__in=["", "within", "outside", "unchecked"])
-                & (Q(pin_status="outside", status="pin_mismatch") | (~Q(pin_status="outside") & ~Q(status="pin_mismatch"))),
+                & (
+                    Q(pin_status="outside", status="pin_mismatch")
+                    | (~Q(pin_status="outside") & ~Q(status="pin_mismatch"))
+                ),
                 name="message_case_citations_pin_status_valid",
                 violation_error_message="pin_status must be one of within, outside, unchecked (or empty); "
                 "an outside pin is exactly a pin_mismatch.",

@@ -246,9 +246,13 @@ def _verify_claims(
     document is unverified, never a citation, and the failed row does not name the document. A claim naming
     no source, or both kinds, is recorded as a failed KB claim. Each verified quote carries the digest of
     ``source[start:end]`` as verified here (:func:`passage_sha256`). Rows are numbered in claim order from
-    ``first_position`` (KB and caselaw claims together). Runs inside the turn's transaction: the sources'
-    texts are read under :func:`_hold_source_texts`.
+    ``first_position`` (KB and caselaw claims together). At most ``LQAI_MAX_CLAIMS_PER_TURN`` claims are
+    verified; the rest are recorded as one failed claim (the first of them) saying how many were dropped.
+    Runs inside the turn's transaction: the sources' texts are read under :func:`_hold_source_texts`.
     """
+    limit = max(settings.LQAI_MAX_CLAIMS_PER_TURN, 0)
+    dropped = claims[limit:]
+    claims = claims[:limit]
     document_ids = {c.document_id for c in claims if c.document_id is not None}
     opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
     _hold_source_texts(document_ids=document_ids, opinion_ids=opinion_ids)
@@ -333,6 +337,14 @@ def _verify_claims(
             caselaw.append(row)
         else:
             kb.append(row)
+    if dropped:
+        reason = (
+            f"{len(dropped)} claimed quote(s) from here on were not verified: a turn verifies at most {limit} "
+            "(LQAI_MAX_CLAIMS_PER_TURN)"
+        )
+        row = failed(MessageCitation, dropped[0], reason)
+        row.position = first_position + len(claims)
+        kb.append(row)
     return kb, caselaw
 
 

@@ -144,7 +144,11 @@ def test_valid_rows_pass_full_clean() -> None:
         (_caselaw_citation, {"alterations": [ELLIPSIS]}, "Only a tolerant or altered match has alterations."),
         (_kb_citation, {**TOLERANT, "context_flags": {"flag": "limited_after"}}, "context_flags must be a JSON array."),
         (_caselaw_citation, {**TOLERANT, "context_flags": [FLAG]}, "Only an altered match has context flags."),
-        (_kb_citation, {**ALTERED_ROW, "verification_confidence": 0.9}, "An altered quote's confidence must be at most 0.6."),
+        (
+            _kb_citation,
+            {**ALTERED_ROW, "verification_confidence": 0.9},
+            "An altered quote's confidence must be at most 0.6.",
+        ),
     ],
 )
 def test_full_clean_names_the_alterations_rule(build: Callable[..., Model], overrides: Any, message: str) -> None:

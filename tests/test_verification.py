@@ -156,10 +156,10 @@ def test_any_substring_verifies_exactly_or_only_at_token_boundaries(data: st.Dat
     match = verify(name, quote)
 
     if boundary(text, stripped_start) and boundary(text, stripped_start + len(quote.strip())):
-        assert_exact(match)
-        assert text[match.start : match.end] == quote.strip()
+        exact = assert_exact(match)
+        assert text[exact.start : exact.end] == quote.strip()
         # str.find returns the first occurrence, which may precede the one the substring was cut from.
-        assert match.start <= stripped_start
+        assert exact.start <= stripped_start
     if match is not None and (match.method == EXACT_MATCH or (flagged_only(match) and not match.alterations)):
         # A quote never starts or ends inside a word or number of the source, wherever it is found.
         assert is_token_boundary(text, match.start)
@@ -596,10 +596,10 @@ def test_leading_and_trailing_alterations() -> None:
     assert passage(FISHER, match).startswith("considers race")
     # A bracket that shortens "The University of Texas at Austin" drops what names the actor: `altered`, and the
     # passage includes the words it stands for.
-    match = verify(FISHER, "[The University] considers race as one of various factors ...")
-    assert match is not None
-    assert match.method == ALTERED
-    assert passage(FISHER, match).startswith("The University of Texas at Austin considers race")
+    shortened = verify(FISHER, "[The University] considers race as one of various factors ...")
+    assert shortened is not None
+    assert shortened.method == ALTERED
+    assert passage(FISHER, shortened).startswith("The University of Texas at Austin considers race")
 
 
 # --- Case ----------------------------------------------------------------------------------------------------------

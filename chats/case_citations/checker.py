@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from django.conf import settings
+
 from chats import courtlistener
 from chats.case_citations.extraction import CitationKey, FoundCitation, Kind, extract_citations
 from chats.case_citations.lookup import Lookup, Outcome, find_local, lookup_courtlistener
@@ -79,7 +81,11 @@ NOT_CHECKED_LOCALLY = (
 
 
 def check_case_citations(
-    answer_text: str, *, courtlistener_client: CourtListener | None = None, use_courtlistener: bool = True
+    answer_text: str,
+    *,
+    courtlistener_client: CourtListener | None = None,
+    use_courtlistener: bool = True,
+    max_chars: int | None = None,
 ) -> list[CheckedCitation]:
     """Check every citation of ``answer_text`` (see the module docstring).
 
@@ -87,7 +93,43 @@ def check_case_citations(
     through ``courtlistener_client`` or, when none is given, the client of the settings' token (none when
     ``COURTLISTENER_API_TOKEN`` is unset); ``use_courtlistener=False`` checks against the local store only.
     Materializes the opinions CourtListener returns (each in a savepoint).
+
+    Only the first ``max_chars`` characters (default ``LQAI_CASE_CITATION_MAX_CHARS``), cut at a line or word
+    break, are read: the rest of a longer answer is one ``unchecked`` entry that says so.
     """
+    limit = settings.LQAI_CASE_CITATION_MAX_CHARS if max_chars is None else max_chars
+    rest: CheckedCitation | None = None
+    if len(answer_text) > limit:
+        cut = _cut_before(answer_text, limit)
+        rest = CheckedCitation(
+            start=cut,
+            end=len(answer_text),
+            kind=Kind.OTHER,
+            text="",
+            citation="(the rest of the answer)",
+            case_name="",
+            status=Status.UNCHECKED,
+            detail=f"the answer's last {len(answer_text) - cut} characters were not checked for case citations: "
+            f"the check reads at most {limit} characters of an answer (LQAI_CASE_CITATION_MAX_CHARS)",
+        )
+        answer_text = answer_text[:cut]
+    checked = _check_text(answer_text, courtlistener_client=courtlistener_client, use_courtlistener=use_courtlistener)
+    return [*checked, rest] if rest is not None else checked
+
+
+def _cut_before(text: str, limit: int) -> int:
+    """Where to stop reading ``text`` at most ``limit`` characters in: at its last paragraph, line or word break
+    before the limit (a citation is never cut in two), or at the limit."""
+    for separator in ("\n\n", "\n", " "):
+        at = text.rfind(separator, max(0, limit - 2000), limit)
+        if at > 0:
+            return at
+    return limit
+
+
+def _check_text(
+    answer_text: str, *, courtlistener_client: CourtListener | None, use_courtlistener: bool
+) -> list[CheckedCitation]:
     found = extract_citations(answer_text)
     keys = list(dict.fromkeys(f.key for f in found if f.kind is Kind.FULL and f.key is not None))
     lookups = find_local(keys)

@@ -6,19 +6,15 @@ of the text: full case citations with their normalized volume/reporter/page (``5
 ``supra`` and references by name linked to the full citation eyecite resolves them to; statutes and
 anything else as what they are, so that the caller can list them as unchecked.
 
-eyecite is imported on first use, not at start-up. Its court lookup (``eyecite.helpers.get_court_by_paren``,
-a scan of every court in courts-db for each parenthetical) is replaced on that first use by the lookup of
-:func:`court_index`, which returns the same answers from an index built once, and its tokenizer by
-:func:`tokenizer`, which selects the same extractors faster.
+eyecite is imported on first use, not at start-up, and used through its public API as published: the only
+thing passed to it is a tokenizer (:func:`tokenizer`), which selects the same extractors as its default one.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -67,18 +63,10 @@ class FoundCitation:
     antecedent: int | None = None
 
 
-# eyecite's own court lookup, kept when it is replaced (the tests compare the two).
-EYECITE_COURT_LOOKUP: dict[str, Callable[[str], str | None]] = {}
-
-
 @functools.cache
 def _eyecite() -> Any:
     import eyecite
-    import eyecite.helpers
-    from courts_db import courts
 
-    EYECITE_COURT_LOOKUP.setdefault("original", eyecite.helpers.get_court_by_paren)  # once, whatever the threads
-    eyecite.helpers.get_court_by_paren = court_index(courts)  # type: ignore[assignment]
     # eyecite warns of each overlap of its own full spans (any pin cite makes one), quoting the answer's
     # citations: noise in the logs, and the client's text in them. The spans are not used here.
     logging.getLogger("eyecite.helpers").addFilter(_not_an_overlap_warning)
@@ -107,39 +95,6 @@ def tokenizer() -> Any:
             return selected.values()
 
     return Tokenizer()
-
-
-def court_index(courts: Iterable[Mapping[str, Any]]) -> Callable[[str], str | None]:
-    """``eyecite.helpers.get_court_by_paren`` over ``courts``, indexed: the first court whose citation string
-    equals the parenthetical (both stripped of non-word characters, lowercased), else the last court (in
-    courts-db order) whose citation string starts with it, else ``None``."""
-    import regex
-
-    exact: dict[str, str] = {}
-    prefixed: list[tuple[str, int, str]] = []
-    for position, court in enumerate(courts):
-        normalized = regex.sub(r"[^\w]", "", court["citation_string"]).lower()
-        exact.setdefault(normalized, str(court["id"]))
-        prefixed.append((normalized, position, court["id"]))
-    prefixed.sort()
-    strings = [entry[0] for entry in prefixed]
-
-    @functools.lru_cache(maxsize=4096)
-    def court_by_paren(paren_string: str) -> str | None:
-        court_str = regex.sub(r"[^\w]", "", paren_string).lower()
-        if not court_str:
-            return None
-        if court_str in exact:
-            return exact[court_str]
-        best: tuple[str, int, str] | None = None
-        at = bisect.bisect_left(strings, court_str)
-        while at < len(strings) and strings[at].startswith(court_str):
-            if best is None or prefixed[at][1] > best[1]:
-                best = prefixed[at]
-            at += 1
-        return best[2] if best else None
-
-    return court_by_paren
 
 
 def normalize_citation(text: str) -> list[CitationKey]:

@@ -253,10 +253,10 @@ class NormalizedSource:
                 return None, REASON_NO_WORDS
             match, _ = _exact(self.source, cleaned)
             if match is not None:
-                marks = tuple(
-                    Alteration(kind, text, match.start + s, match.start + e) for kind, text, s, e in markup
-                )
-                return _judged(self.source, QuoteMatch(TOLERANT_MATCH, _CONF_TOLERANT, match.start, match.end, marks)), ""
+                marks = tuple(Alteration(kind, text, match.start + s, match.start + e) for kind, text, s, e in markup)
+                return _judged(
+                    self.source, QuoteMatch(TOLERANT_MATCH, _CONF_TOLERANT, match.start, match.end, marks)
+                ), ""
             needle = cleaned
         match, reason = self._tolerant(needle)
         if match is None:

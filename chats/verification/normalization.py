@@ -409,9 +409,7 @@ def find_layout(text: str) -> list[tuple[int, int]]:
     if not inline:
         return heads
     starts = [start for start, _ in heads]
-    kept = [
-        span for span in inline if not ((k := bisect_right(starts, span[0]) - 1) >= 0 and heads[k][1] > span[0])
-    ]
+    kept = [span for span in inline if not ((k := bisect_right(starts, span[0]) - 1) >= 0 and heads[k][1] > span[0])]
     return sorted(heads + kept)
 
 

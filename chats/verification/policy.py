@@ -375,12 +375,14 @@ def _caption_settles(
 
 _CAPTION_ROLE = re.compile(
     r"^(?P<names>[^\n]{2,600}?),\s*(?P<role>Plaintiffs?|Defendants?|Petitioners?|Respondents?|Appellants?|Appellees?)"
-    r"(?:\s*[-\u2010\u2011\u2013\u2014]\s*(?P<second>Appellants?|Appellees?|Petitioners?|Respondents?))?[ \t]*[.,;]?[ \t]*$",
+    r"(?:\s*[-\u2010\u2011\u2013\u2014]\s*(?P<second>Appellants?|Appellees?|Petitioners?|Respondents?))?"
+    r"[ \t]*[.,;]?[ \t]*$",
     re.IGNORECASE | re.MULTILINE,
 )
 # A Supreme Court caption on one line: `ABIGAIL NOEL FISHER, PETITIONER v. UNIVERSITY OF TEXAS AT AUSTIN ET AL.`
 _CAPTION_LINE = re.compile(
-    r"^\s*(?P<first>[^\n,]{2,200}?),\s*(?P<role>PETITIONERS?|APPELLANTS?)\s+v\.\s+(?P<second>[^\n]{2,200}?(?:\n[ \t]*[A-Z][A-Z .,'&-]{1,100})?)[ \t]*$",
+    r"^\s*(?P<first>[^\n,]{2,200}?),\s*(?P<role>PETITIONERS?|APPELLANTS?)\s+v\.\s+"
+    r"(?P<second>[^\n]{2,200}?(?:\n[ \t]*[A-Z][A-Z .,'&-]{1,100})?)[ \t]*$",
     re.MULTILINE,
 )
 _SECOND_ROLE = {"petitioner": "respondent", "appellant": "appellee"}

@@ -400,7 +400,9 @@ class Search:
             if reason is not None:
                 self._refuse(reason)
                 return None
-            return GapFinding(gap, start, end, "", alters=policy.omission_alters(before, omitted, after) if final else "")
+            return GapFinding(
+                gap, start, end, "", alters=policy.omission_alters(before, omitted, after) if final else ""
+            )
         if gap.kind == GAP_SIC:
             if omitted.strip():
                 self._refuse("[sic] stands for source words")
