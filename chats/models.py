@@ -574,16 +574,13 @@ class MessageCaseCitation(models.Model):
                 violation_error_message="status must be one of verified, name_mismatch, pin_mismatch, not_found, "
                 "ambiguous, unchecked.",
             ),
-            # Only the pin outcomes the checker gives; a pin outside the opinion is a pin_mismatch, and back.
+            # Only the pin outcomes the checker gives; a pin_mismatch is a pin outside the opinion.
             models.CheckConstraint(
                 condition=Q(pin_status__in=["", "within", "outside", "unchecked"])
-                & (
-                    Q(pin_status="outside", status="pin_mismatch")
-                    | (~Q(pin_status="outside") & ~Q(status="pin_mismatch"))
-                ),
+                & (~Q(status="pin_mismatch") | Q(pin_status="outside")),
                 name="message_case_citations_pin_status_valid",
                 violation_error_message="pin_status must be one of within, outside, unchecked (or empty); "
-                "an outside pin is exactly a pin_mismatch.",
+                "a pin_mismatch has its pin outside.",
             ),
             # Only the kinds the checker gives.
             models.CheckConstraint(

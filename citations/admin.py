@@ -307,6 +307,7 @@ class VerificationStatusFilter(_FixedValuesFilter):
         (UNVERIFIED, "unverified (a claim that did not verify)"),
         ("verified", "case citation verified"),
         ("name_mismatch", "case citation under another case's name"),
+        ("pin_mismatch", "case citation to a page the case does not have"),
         ("not_found", "case citation to no case"),
         ("ambiguous", "case citation matching several cases"),
         ("unchecked", "case citation not checked"),
