@@ -74,7 +74,7 @@ _EDGE_PAGE_NUMBER = re.compile(r"^\d{1,4} +| +\d{1,4}$")
 # Layout inside a line: star paging as case law converted from HTML gives it (`*1047the`, `[*1047]`, `*861`) and
 # footnote calls (`(FN3)`, `[FN3]`). A `*` after a letter or a digit is no star page (`5*3`), nor is a pin cite's
 # `at *3` to an unpaged database.
-_INLINE_LAYOUT = re.compile(r"\[\*\d{2,5}\]|(?<![\w*])(?<!at )\*\d{2,5}(?![\d.,*])|\(FN\d{1,3}\)|\[FN\d{1,3}\]")
+_INLINE_LAYOUT = re.compile(r"\[\*\d{2,5}\]|(?<![\w*])(?<!\bat )\*\d{2,5}(?![\d.,*])|\(FN\d{1,3}\)|\[FN\d{1,3}\]")
 
 
 def _fold(text: str) -> str:

@@ -298,8 +298,9 @@ _HOLDING_WORDS = NEGATIONS | _set(
     vacate vacates vacated decline declines declined hold holds held holding conclude concludes concluded
     however nevertheless nonetheless but although"""
 )
-# A sentence end inside canonical text (whitespace after punctuation is dropped there): `alimony.The`.
-_INNER_SENTENCE_END = re.compile(r"""[^\W\d_]{2}[.?!;]['")\]]*(?=['"(]*[A-Z])""")
+# A sentence end inside canonical text (whitespace after punctuation is dropped there): `alimony.The`,
+# `S.J.S.At` (an initial before a capitalized word; `U.S.` before a number or `J.S` is none).
+_INNER_SENTENCE_END = re.compile(r"""[^\W_][.?!;]['")\]]*(?=['"(]*[A-Z][a-z])""")
 
 
 def bracket_alters(
