@@ -102,13 +102,12 @@ def test_an_omission_that_joins_one_sentences_subject_to_anothers_predicate_is_a
     match = altered(verify(SJS, "He . . . owed back child support of over $88,800.00"))
     [gap] = omitted(SJS, match)
     assert "At the time of the hearing, father" in gap
-    assert (
+    altered(
         verify_quote(
             "The wife . . . was ordered to pay child support",
             "The wife sought alimony. The husband was ordered to pay child support.",
-        ).method
-        == ALTERED
-    )  # type: ignore[union-attr]
+        )
+    )
 
 
 def test_omitted_whole_sentences_that_disagree_are_altered_and_shown() -> None:
