@@ -137,7 +137,10 @@ def _judged(source: str, match: QuoteMatch) -> QuoteMatch:
             if source[match.end : end].strip(" \t\n.") == "":
                 end = _sentence_end(source, end)
             why = "a trailing omission drops a limiting continuation" if after is not None else ""
-            alterations[i] = replace(a, source_start=match.end, source_end=end, alters=why)
+            begin = match.end
+            while begin < end and source[begin].isspace():
+                begin += 1
+            alterations[i] = replace(a, source_start=begin, source_end=end, alters=why)
         elif a.source_start <= match.start:
             why = "a leading omission drops a negation or a limiting word" if before is not None else ""
             alterations[i] = replace(a, source_start=_sentence_start(source, match.start), alters=why)
