@@ -257,7 +257,9 @@ def test_star_paging_inside_a_passage_never_stops_it_verifying(data: st.DataObje
     name, first, _ = data.draw(st.sampled_from(sentence_pairs()))
     words = first.split(" ")
     at = data.draw(st.integers(1, len(words) - 1))
-    glued = data.draw(st.booleans())
+    # Glued to the next word as HTML conversion leaves it (`*676in 1993`); a page glued to a number would be
+    # another number.
+    glued = data.draw(st.booleans()) and words[at][:1].isalpha()
     paged = " ".join(words[:at]) + (f" *{page}" if glued else f" *{page} ") + " ".join(words[at:]).lstrip()
     paged_source = text(name).replace(first, paged, 1)
 
