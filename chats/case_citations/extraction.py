@@ -270,7 +270,7 @@ def extract_citations(text: str) -> list[FoundCitation]:
         common = {"start": start, "end": end, "text": original[start:end], "citation": citation.corrected_citation()}
         if isinstance(citation, FullCaseCitation):
             key = _key(citation)
-            pin, year, court = _pin_and_parenthetical(text, end, eyecite)
+            pin, year, court = _pin_and_parenthetical(text, end, citation.metadata)
             found.append(
                 FoundCitation(
                     kind=Kind.FULL,
@@ -322,9 +322,10 @@ def extract_citations(text: str) -> list[FoundCitation]:
     return _with_dockets(original, found)
 
 
-def _pin_and_parenthetical(text: str, end: int, eyecite: Any) -> tuple[str, str, str]:
+def _pin_and_parenthetical(text: str, end: int, metadata: Any) -> tuple[str, str, str]:
     """The pin cite, the year and the court (courts-db id) written right after a full citation ending at
-    ``end``: ``("311-12", "2013", "")`` for `570 U.S. 297, 311\u201312 (2013)`."""
+    ``end``: ``("311-12", "2013", "")`` for `570 U.S. 297, 311\u201312 (2013)`. The court is eyecite's
+    reading (``metadata``) where eyecite read this parenthetical, else eyecite's lookup of it."""
     pin = ""
     at = end
     if (m := _PIN.match(text, at)) is not None:
@@ -339,10 +340,17 @@ def _pin_and_parenthetical(text: str, end: int, eyecite: Any) -> tuple[str, str,
     court_text = _DATE_WORDS.sub("", written).strip(" ,") if year else ""
     court = ""
     if court_text:
-        from eyecite.helpers import get_court_by_paren
-
-        court = get_court_by_paren(court_text) or ""
+        same = str(getattr(metadata, "year", "") or "") == year
+        court = (getattr(metadata, "court", None) or "") if same else _court_by_paren(court_text)
     return pin, year, court
+
+
+@functools.lru_cache(maxsize=1024)
+def _court_by_paren(court_text: str) -> str:
+    """eyecite's court lookup (a scan of every court in courts-db), called once per distinct parenthetical."""
+    from eyecite.helpers import get_court_by_paren
+
+    return get_court_by_paren(court_text) or ""
 
 
 def _with_dockets(text: str, found: list[FoundCitation]) -> list[FoundCitation]:

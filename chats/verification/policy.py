@@ -447,7 +447,7 @@ _LIMITING_AFTER = re.compile(
 _LIMITING_BEFORE = _set("only solely exclusively merely except unless")
 # How many words of its clause before a passage may hold the negation or limiting word that governs it.
 _WORDS_BEFORE = 5
-_ORIGINAL_CLAUSE_MARK = re.compile(r"""[;!?()"\u201c\u201d]|[.,:](?!\d)|\n\s*\n""")
+_UP_TO_LAST_CLAUSE_MARK = re.compile(r""".*(?:[;!?()"\u201c\u201d]|[.,:](?!\d)|\n\s*\n)""", re.DOTALL)
 _SENTENCE_CLOSE = re.compile(r"""[.?!]['"\u201d\u2019)\]]*\s*$""")
 
 
@@ -460,19 +460,20 @@ def limits_after(source: str, end: int) -> tuple[int, int] | None:
     return None if m is None else m.span("words")
 
 
-def limits_before(source: str, start: int, window: int = 300) -> tuple[str, int, int] | None:
+def limits_before(source: str, start: int, window: int = 60) -> tuple[str, int, int] | None:
     """``(flag, start, end)`` of a negation (``negated_before``) or a limiting word (``limited_before``) among the
     last few words of the clause of ``source`` that the passage starting at ``start`` continues, or None."""
     lo = max(0, start - window)
-    last = None
-    for last in _ORIGINAL_CLAUSE_MARK.finditer(source, lo, start):  # noqa: B007 - the last mark is the one wanted
-        pass
-    offset = last.end() if last is not None else lo
+    tail = source[lo:start]
+    if not tail.strip() or tail.rstrip()[-1:] in '.;:!?()"\u201c\u201d':
+        return None  # the passage starts its clause: nothing of it comes before
+    last = _UP_TO_LAST_CLAUSE_MARK.match(tail)  # one pass: `.*` backs off to the last mark
+    offset = lo + (last.end() if last is not None else 0)
     clause = source[offset:start].lower().replace("\u2019", "'")  # same length: offsets still hold
     found: tuple[str, int, int] | None = None
     # The words right before the passage: a negation further back in a long clause governs another verb
     # (`did not hold the University to the demanding burden of` before "strict scrutiny").
-    for m in list(WORD.finditer(clause))[-_WORDS_BEFORE:]:
+    for m in [*WORD.finditer(clause)][-_WORDS_BEFORE:]:
         w = m.group()
         if w in NEGATIONS or w == "cannot" or w.endswith("n't"):
             return NEGATED_BEFORE, offset + m.start(), offset + m.end()
