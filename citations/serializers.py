@@ -61,7 +61,19 @@ class CaseCitationRefSerializer(serializers.ModelSerializer[MessageCaseCitation]
 
     class Meta:
         model = MessageCaseCitation
-        fields = ("id", "kind", "citation", "case_name", "status", "detail", "answer_start", "answer_end", "opinion")
+        fields = (
+            "id",
+            "kind",
+            "citation",
+            "case_name",
+            "status",
+            "detail",
+            "pin",
+            "pin_status",
+            "answer_start",
+            "answer_end",
+            "opinion",
+        )
         read_only_fields = fields
 
 
