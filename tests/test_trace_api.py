@@ -354,6 +354,8 @@ def test_a_checked_case_citation_is_traced_with_its_status_and_the_case_it_reall
         "case_name": "Smith v. Jones",
         "status": "name_mismatch",
         "detail": "other",
+        "pin": "",
+        "pin_status": "",
         "answer_start": 16,
         "answer_end": 28,
         "opinion": {
