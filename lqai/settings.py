@@ -158,6 +158,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "chats.apps.ChatsConfig",
     "citations.apps.CitationsConfig",
+    "pages.apps.PagesConfig",
     "demo.apps.DemoConfig",
 ]
 
