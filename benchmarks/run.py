@@ -27,6 +27,10 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
    (``benchmarks.case_citations_bench``), against that turn's ``finalize_turn`` (goal: <= 10%); for the
    record, eyecite's tokenization apart from the rest of the extraction, and the check's share of a whole
    API turn answering that text;
+9. the case-citation check in a turn streamed at a model's pace (``benchmarks.case_citation_turn_bench``):
+   its share of the whole turn (goal: <= 3%) and its growth of the time from the last token to ``done``
+   (goal: <= +50%); how the check grows with the answer's size up to its bound; what the pin-cite and
+   short-form volume checks add to the check (goal: <= 10%);
 
 plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BATCH_SIZE``;
 
@@ -295,6 +299,11 @@ def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], l
 
     case_citations = case_citations_bench.run()
 
+    step("9. the case-citation check in a streamed turn at a model's pace")
+    from benchmarks import case_citation_turn_bench
+
+    paced = case_citation_turn_bench.run()
+
     raw = ledger_bench.median([r.seconds for r in raw_runs])
     raw_wal = ledger_bench.median([r.wal_bytes for r in raw_runs]) / 1e6
     backfill_wal = ledger_bench.median([r.wal_bytes for r in backfill_runs]) / 1e6
@@ -419,6 +428,44 @@ def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], l
             f"{case_citations['turn_off_s'] * 1000:.1f} ms)",
             "(for the record)",
             "-",
+        )
+    )
+    rows.append(
+        Row(
+            "9",
+            f"the check's share of a whole streamed turn (OpenAI-compatible backend, fake server, "
+            f"{paced['tokens']} tokens at {paced['tokens_per_second']:.0f}/s citing "
+            f"{case_citation_turn_bench.CITED_CASES} cases), check on vs off",
+            f"+{paced['turn_share']:.1%} ({paced['turn_on_s']:.2f} s vs {paced['turn_off_s']:.2f} s)",
+            f"<= {case_citation_turn_bench.TURN_SHARE_GOAL:.0%}",
+            "PASS" if paced["turn_share"] <= case_citation_turn_bench.TURN_SHARE_GOAL else "FAIL",
+        )
+    )
+    rows.append(
+        Row(
+            "9",
+            "last token to the end of finalize (the done event), check on vs off",
+            f"+{paced['tail_growth']:.0%} ({paced['tail_on_s'] * 1000:.0f} ms vs {paced['tail_off_s'] * 1000:.0f} ms)",
+            f"<= +{case_citation_turn_bench.TAIL_GROWTH_GOAL:.0%}",
+            "PASS" if paced["tail_growth"] <= case_citation_turn_bench.TAIL_GROWTH_GOAL else "FAIL",
+        )
+    )
+    rows.append(
+        Row(
+            "9 detail",
+            "the check by answer size, 25 cases (whole text; bound LQAI_CASE_CITATION_MAX_CHARS)",
+            "; ".join(f"{kb} KB {seconds * 1000:.0f} ms" for kb, seconds in paced["growth_s"].items()),
+            "(for the record)",
+            "-",
+        )
+    )
+    rows.append(
+        Row(
+            "9 detail",
+            "pin-cite and short-form volume checks, share of the check of a 20 KB answer citing 50 times",
+            f"{paced['pin_volume_share']:+.1%}",
+            "<= +10%",
+            "PASS" if paced["pin_volume_share"] <= 0.10 else "FAIL",
         )
     )
     for size, run in tuning:

@@ -509,15 +509,26 @@ class CaselawOpinion(CitedTextGuard):
 
 class VerificationMethod(models.TextChoices):
     """How a claimed quote fared against its source (``chats.verification``); the ledger copies it as the
-    entry's status. ``unverified``: the claim did not hold (or named no source this turn may quote)."""
+    entry's status. ``exact_match``: the characters match and nothing next to the passage limits it;
+    ``tolerant_match``: formatting only, and alterations that cannot change the meaning; ``altered``: found,
+    but an alteration, an omission or the quote's edges may change what the source says (confidence at
+    most :data:`ALTERED_MAX_CONFIDENCE`, the turn at best ``supported``); ``unverified``: the claim did not
+    hold (or named no source this turn may quote)."""
 
     EXACT_MATCH = "exact_match"
     TOLERANT_MATCH = "tolerant_match"
+    ALTERED = "altered"
     UNVERIFIED = "unverified"
 
 
 UNVERIFIED = VerificationMethod.UNVERIFIED.value
-VERIFIED_METHODS = (VerificationMethod.EXACT_MATCH.value, VerificationMethod.TOLERANT_MATCH.value)
+VERIFIED_METHODS = (
+    VerificationMethod.EXACT_MATCH.value,
+    VerificationMethod.TOLERANT_MATCH.value,
+    VerificationMethod.ALTERED.value,
+)
+#: The highest confidence an ``altered`` quote may have (``chats.verification.ALTERED_MAX_CONFIDENCE``).
+ALTERED_MAX_CONFIDENCE = 0.6
 
 
 def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
@@ -597,11 +608,32 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             name=f"{table}_alterations_array",
             violation_error_message="alterations must be a JSON array.",
         ),
-        # An exact quote altered nothing and a failed claim matched nothing: only a tolerant match lists any.
+        # An exact quote altered nothing and a failed claim matched nothing: only a tolerant or altered match
+        # lists any.
         models.CheckConstraint(
-            condition=Q(verification_method=VerificationMethod.TOLERANT_MATCH) | Q(alterations=[]),
+            condition=Q(verification_method__in=[VerificationMethod.TOLERANT_MATCH, VerificationMethod.ALTERED])
+            | Q(alterations=[]),
             name=f"{table}_alterations_only_tolerant",
-            violation_error_message="Only a tolerant match has alterations.",
+            violation_error_message="Only a tolerant or altered match has alterations.",
+        ),
+        # What the verifier cannot vouch for is never scored like what it can.
+        models.CheckConstraint(
+            condition=~Q(verification_method=VerificationMethod.ALTERED)
+            | Q(verification_confidence__lte=ALTERED_MAX_CONFIDENCE),
+            name=f"{table}_altered_confidence_capped",
+            violation_error_message=f"An altered quote's confidence must be at most {ALTERED_MAX_CONFIDENCE}.",
+        ),
+        # The admin and the trace iterate the context flags: anything but a list cannot be shown.
+        models.CheckConstraint(
+            condition=Exact(JSONTypeOf("context_flags"), Value("array")),
+            name=f"{table}_context_flags_array",
+            violation_error_message="context_flags must be a JSON array.",
+        ),
+        # A flagged edge means the passage may mislead: such a quote is altered, never exact or tolerant.
+        models.CheckConstraint(
+            condition=Q(verification_method=VerificationMethod.ALTERED) | Q(context_flags=[]),
+            name=f"{table}_context_flags_only_altered",
+            violation_error_message="Only an altered match has context flags.",
         ),
     ]
 
@@ -628,6 +660,11 @@ class ClaimedQuote(AppendOnlyModel):
     # {"kind", "detail", "quote_text", "source_start", "source_end"} (offsets into the source, like the
     # passage's). Empty for an exact match and a failed claim (also the database default, for raw SQL writers).
     alterations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
+    # What the source says right next to the passage that may limit it, as ``chats.verification`` found it:
+    # {"flag", "source_start", "source_end"} (the limiting source text; flags in ``chats.verification``:
+    # ``limited_after``, ``negated_before``, ``limited_before``). Only an ``altered`` match has any (also the
+    # database default, for raw SQL writers).
+    context_flags = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     # The claim's place among the claims its turn made (KB and caselaw claims numbered together; a resumed
     # turn's go on from its first run's), so that a turn's quotes read in the order it claimed them. 0 for
     # rows from before it was recorded (also the database default, for raw SQL writers).
@@ -739,9 +776,20 @@ class MessageCaseCitation(AppendOnlyModel):
     class Status(models.TextChoices):
         VERIFIED = "verified"
         NAME_MISMATCH = "name_mismatch"
+        # The case exists and is named right, but the pin cite is a page outside the opinion.
+        PIN_MISMATCH = "pin_mismatch"
         NOT_FOUND = "not_found"
         AMBIGUOUS = "ambiguous"
         UNCHECKED = "unchecked"
+
+    class PinStatus(models.TextChoices):
+        """How the pin cite (``at 311``) fared against the cited opinion's page range; empty when the citation
+        has no pin cite."""
+
+        NONE = "", "no pin cite"
+        WITHIN = "within", "within the opinion's pages"
+        OUTSIDE = "outside", "outside the opinion's pages"
+        UNCHECKED = "unchecked", "not checked (the opinion's last page is unknown)"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="case_citations")
@@ -758,6 +806,10 @@ class MessageCaseCitation(AppendOnlyModel):
         CaselawOpinion, on_delete=models.RESTRICT, null=True, blank=True, related_name="case_citations"
     )
     provider = models.CharField(max_length=50, blank=True)  # where the citation was looked up
+    # The pin cite as written (`311`, `311-12`), and how it fared (also the database defaults, for raw SQL
+    # writers and rows from before it was checked).
+    pin = models.CharField(max_length=40, blank=True, default="", db_default="")
+    pin_status = models.CharField(max_length=16, blank=True, choices=PinStatus.choices, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     objects = AppendOnlyQuerySet.as_manager()  # append-only: see chats.record
@@ -768,10 +820,20 @@ class MessageCaseCitation(AppendOnlyModel):
         constraints = [
             # Only the statuses the checker gives: the verdict and the ledger read them.
             models.CheckConstraint(
-                condition=Q(status__in=["verified", "name_mismatch", "not_found", "ambiguous", "unchecked"]),
+                condition=Q(
+                    status__in=["verified", "name_mismatch", "pin_mismatch", "not_found", "ambiguous", "unchecked"]
+                ),
                 name="message_case_citations_status_valid",
-                violation_error_message="status must be one of verified, name_mismatch, not_found, ambiguous, "
-                "unchecked.",
+                violation_error_message="status must be one of verified, name_mismatch, pin_mismatch, not_found, "
+                "ambiguous, unchecked.",
+            ),
+            # Only the pin outcomes the checker gives; a pin_mismatch is a pin outside the opinion.
+            models.CheckConstraint(
+                condition=Q(pin_status__in=["", "within", "outside", "unchecked"])
+                & (~Q(status="pin_mismatch") | Q(pin_status="outside")),
+                name="message_case_citations_pin_status_valid",
+                violation_error_message="pin_status must be one of within, outside, unchecked (or empty); "
+                "a pin_mismatch has its pin outside.",
             ),
             # Only the kinds the checker gives.
             models.CheckConstraint(
@@ -791,12 +853,14 @@ class MessageCaseCitation(AppendOnlyModel):
                 name="message_case_citations_offsets_ordered",
                 violation_error_message="answer_offset_end must be > answer_offset_start.",
             ),
-            # Verified and name_mismatch are statements about a case: they name it; the others have none.
+            # Verified, name_mismatch and pin_mismatch are statements about a case: they name it; the others
+            # have none.
             models.CheckConstraint(
-                condition=(Q(status__in=["verified", "name_mismatch"]) & Q(opinion__isnull=False))
-                | (~Q(status__in=["verified", "name_mismatch"]) & Q(opinion__isnull=True)),
+                condition=(Q(status__in=["verified", "name_mismatch", "pin_mismatch"]) & Q(opinion__isnull=False))
+                | (~Q(status__in=["verified", "name_mismatch", "pin_mismatch"]) & Q(opinion__isnull=True)),
                 name="message_case_citations_opinion_iff_resolved",
-                violation_error_message="verified and name_mismatch need the opinion; other statuses have none.",
+                violation_error_message="verified, name_mismatch and pin_mismatch need the opinion; other statuses "
+                "have none.",
             ),
             # One row per citation span: a resumed turn adds only the spans it did not have.
             models.UniqueConstraint(

@@ -287,9 +287,13 @@ def _verify_claims(
     document is unverified, never a citation, and the failed row does not name the document. A claim naming
     no source, or both kinds, is recorded as a failed KB claim. Each verified quote carries the digest of
     ``source[start:end]`` as verified here (:func:`passage_sha256`). Rows are numbered in claim order from
-    ``first_position`` (KB and caselaw claims together). Runs inside the turn's transaction: the sources'
-    texts are read under :func:`_hold_source_texts`.
+    ``first_position`` (KB and caselaw claims together). At most ``LQAI_MAX_CLAIMS_PER_TURN`` claims are
+    verified; the rest are recorded as one failed claim (the first of them) saying how many were dropped.
+    Runs inside the turn's transaction: the sources' texts are read under :func:`_hold_source_texts`.
     """
+    limit = max(settings.LQAI_MAX_CLAIMS_PER_TURN, 0)
+    dropped = claims[limit:]
+    claims = claims[:limit]
     document_ids = {c.document_id for c in claims if c.document_id is not None}
     opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
     _hold_source_texts(document_ids=document_ids, opinion_ids=opinion_ids)
@@ -325,6 +329,7 @@ def _verify_claims(
             verification_confidence=match.confidence,
             passage_sha256=passage_sha256(text[match.start : match.end]),
             alterations=alterations_record(match),
+            context_flags=context_flags_record(match),
             created_at=now,
             **source,
         )
@@ -373,13 +378,21 @@ def _verify_claims(
             caselaw.append(row)
         else:
             kb.append(row)
+    if dropped:
+        reason = (
+            f"{len(dropped)} claimed quote(s) from here on were not verified: a turn verifies at most {limit} "
+            "(LQAI_MAX_CLAIMS_PER_TURN)"
+        )
+        row = failed(MessageCitation, dropped[0], reason)
+        row.position = first_position + len(claims)
+        kb.append(row)
     return kb, caselaw
 
 
 def alterations_record(match: QuoteMatch) -> list[dict[str, str | int]]:
     """What a quote row stores of a match's alterations and omissions (its ``alterations`` column): one
-    ``{"kind", "detail", "quote_text", "source_start", "source_end"}`` per alteration, in quote order; none for
-    an exact match."""
+    ``{"kind", "detail", "quote_text", "source_start", "source_end", "alters"}`` per alteration, in quote
+    order (``alters``: why it may change what the source says, "" if it cannot); none for an exact match."""
     return [
         {
             "kind": a.kind,
@@ -387,9 +400,16 @@ def alterations_record(match: QuoteMatch) -> list[dict[str, str | int]]:
             "quote_text": a.quote_text,
             "source_start": a.source_start,
             "source_end": a.source_end,
+            "alters": a.alters,
         }
         for a in match.alterations
     ]
+
+
+def context_flags_record(match: QuoteMatch) -> list[dict[str, str | int]]:
+    """What a quote row stores of the limiting context next to its passage (its ``context_flags`` column): one
+    ``{"flag", "source_start", "source_end"}`` per flag; none unless the match is ``altered``."""
+    return [{"flag": f.flag, "source_start": f.source_start, "source_end": f.source_end} for f in match.flags]
 
 
 def _reason(why: str, source: str) -> str:
@@ -401,12 +421,18 @@ def _verdict(
     rows: Sequence[MessageCitation | MessageCaselawCitation], case_citations: Sequence[MessageCaseCitation] = ()
 ) -> str:
     """The gate verdict of one finalize's quote rows and case citations (see :class:`chats.models.Verdict`):
-    a failed quote, a case that does not exist or a case cited under another name fails the turn."""
+    a failed quote, a case that does not exist, a case cited under another name or to a page it does not have
+    fails the turn; a quote the
+    verifier cannot vouch for (``altered``) leaves it at best ``supported``."""
     methods = {row.verification_method for row in rows}
-    wrong_cases = {MessageCaseCitation.Status.NOT_FOUND, MessageCaseCitation.Status.NAME_MISMATCH}
+    wrong_cases = {
+        MessageCaseCitation.Status.NOT_FOUND,
+        MessageCaseCitation.Status.NAME_MISMATCH,
+        MessageCaseCitation.Status.PIN_MISMATCH,
+    }
     if UNVERIFIED in methods or any(case.status in wrong_cases for case in case_citations):
         return Verdict.FAIL
-    if VerificationMethod.TOLERANT_MATCH in methods:
+    if VerificationMethod.TOLERANT_MATCH in methods or VerificationMethod.ALTERED in methods:
         return Verdict.SUPPORTED
     return Verdict.PASS if methods else Verdict.NONE
 
@@ -470,6 +496,8 @@ def _case_citation_rows(
             detail=citation.detail[:1000],
             opinion=citation.opinion,
             provider=citation.provider[:50],
+            pin=citation.pin[:40],
+            pin_status=citation.pin_status,
             created_at=now,
         )
         for citation in checked

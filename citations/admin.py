@@ -44,7 +44,7 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
-from chats.verification import EXACT_MATCH, TOLERANT_MATCH
+from chats.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 from citations import passages, selectors
 from citations.models import PROVENANCE, CitationLedgerEntry, MatterPurge, SourceKind
 from citations.statuses import StatusInWords, status_in_words
@@ -165,7 +165,7 @@ def passage_in_context_html(entry: CitationLedgerEntry, context: selectors.Passa
     quote = entry.message_citation or entry.message_caselaw_citation
     if context is None or quote is None:
         return passage_html(entry)
-    return passages.passage_in_context_html(context, quote.alterations)
+    return passages.passage_in_context_html(context, quote.alterations, context_flags=quote.context_flags)
 
 
 def cited_label(entry: CitationLedgerEntry) -> str:
@@ -220,9 +220,11 @@ class VerificationStatusFilter(_FixedValuesFilter):
     known = (
         (EXACT_MATCH, "exact match"),
         (TOLERANT_MATCH, "tolerant match"),
+        (ALTERED, "altered (found, but may change what the source says)"),
         (UNVERIFIED, "unverified (a claim that did not verify)"),
         ("verified", "case citation verified"),
         ("name_mismatch", "case citation under another case's name"),
+        ("pin_mismatch", "case citation to a page the case does not have"),
         ("not_found", "case citation to no case"),
         ("ambiguous", "case citation matching several cases"),
         ("unchecked", "case citation not checked"),

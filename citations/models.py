@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from chats.ids import uuid7
 from chats.models import (
+    ALTERED_MAX_CONFIDENCE,
     UNVERIFIED,
     Chat,
     Message,
@@ -33,6 +34,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    VerificationMethod,
 )
 from chats.record import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
 
@@ -42,6 +44,8 @@ CASE_CITATION_STATUSES = tuple(MessageCaseCitation.Status.values)
 # The statuses without a verification score: a consulted source (not quoted), a claim that did not hold,
 # and the outcomes of a case-citation check (a lookup, not a scored match).
 UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED, *CASE_CITATION_STATUSES)
+# A quote's status is how it fared against its source (exact_match, tolerant_match, altered, unverified).
+QUOTE_STATUSES = tuple(VerificationMethod.values)
 
 
 class SourceKind(models.TextChoices):
@@ -166,6 +170,20 @@ class CitationLedgerEntry(AppendOnlyModel):
                 violation_error_message="A case-citation entry has the check's status ("
                 + ", ".join(CASE_CITATION_STATUSES)
                 + "), and only a case-citation entry has one.",
+            ),
+            # A quote's entry says how the quote fared, by a method the reviewers know (a copy of its row's).
+            models.CheckConstraint(
+                condition=(Q(message_citation__isnull=True) & Q(message_caselaw_citation__isnull=True))
+                | Q(verification_status__in=QUOTE_STATUSES),
+                name="citation_ledger_entry_quote_status_known",
+                violation_error_message="A quote's entry has a quote's status (" + ", ".join(QUOTE_STATUSES) + ").",
+            ),
+            # What the verifier cannot vouch for is never scored like what it can (as on the quote rows).
+            models.CheckConstraint(
+                condition=~Q(verification_status=VerificationMethod.ALTERED)
+                | Q(confidence__lte=ALTERED_MAX_CONFIDENCE),
+                name="citation_ledger_entry_altered_confidence_capped",
+                violation_error_message=f"An altered quote's confidence must be at most {ALTERED_MAX_CONFIDENCE}.",
             ),
             # A consulted source was not quoted: it is provenance.
             models.CheckConstraint(

@@ -40,6 +40,7 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
+from chats.services import ClaimedCitation
 from chats.verification import verify_quote
 from citations.models import CitationLedgerEntry, MatterPurge
 from citations.purge import purge_matter
@@ -106,6 +107,12 @@ WRONG_NAME_ANSWER = (
     "Strict scrutiny requires a searching examination of a race-conscious admissions plan: "
     "Grutter v. Bollinger, 570 U.S. 297 (2013)."
 )
+
+ALTERED_QUESTION = "When is there a vacancy in a party's nomination?"
+# A scripted answer quoting the Alabama opinion with a trailing omission that drops its limiting "only if ...":
+# the quote is found, but the verifier cannot vouch for it (altered), and the omitted text is shown.
+ALTERED_QUOTE = "a vacancy in the nomination can occur . . . ."
+ALTERED_ANSWER = f"The Attorney General notes that \u201c{ALTERED_QUOTE}\u201d"
 
 
 @dataclass(frozen=True)
@@ -391,6 +398,24 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             wrong["unverified_count"],
         )
     )
+
+    # An answer whose quote omits the limiting clause that follows it: altered, and the turn at best supported.
+    alabama = Document.objects.get(project=matter.project, title__startswith="Alabama AGO 2018-046")
+    claim = ClaimedCitation(quote=ALTERED_QUOTE, document_id=alabama.pk)
+    with (
+        override_settings(LQAI_ASSISTANT_BACKEND="chats.assistant.ScriptedBackend"),
+        ScriptedBackend.scripted(TextDelta(ALTERED_ANSWER), FinalAnswer(citations=(claim,))),
+    ):
+        altered = post_json(client, base, {"content": ALTERED_QUESTION})
+    turns.append(
+        DemoTurn(
+            "single-shot, a scripted answer whose quote drops a limiting clause",
+            ALTERED_QUESTION,
+            altered["message"]["id"],
+            [],
+            altered["unverified_count"],
+        )
+    )
     return turns, Chat.objects.get(pk=chat["id"])
 
 
@@ -422,6 +447,17 @@ def describe_turn(turn: DemoTurn) -> list[str]:
     ]
     if turn.events:
         lines.append(f"  events: {' '.join(_compress(turn.events))}")
+    for quote in MessageCitation.objects.filter(message=message, verification_method="altered").select_related(
+        "document"
+    ):
+        content = quote.document.content if quote.document is not None else ""
+        for alteration in quote.alterations:
+            if alteration.get("alters"):
+                omits = content[alteration["source_start"] : alteration["source_end"]]
+                lines.append(
+                    f"  altered quote {quote.quote!r}: {alteration['quote_text']!r} omits {omits!r} "
+                    f"({alteration['alters']})"
+                )
     for case in MessageCaseCitation.objects.filter(message=message).select_related("opinion"):
         lines.append(f"  case citation {case.citation!r} written as {case.case_name!r}: {case.status} ({case.detail})")
     lines.append("  ledger:")

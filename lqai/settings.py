@@ -294,6 +294,11 @@ LQAI_MESSAGES_PAGE_SIZE = env_int("LQAI_MESSAGES_PAGE_SIZE", default=50)
 # How long (seconds) a turn's ledger write may wait on locks and run, inside the turn's transaction,
 # before it is given up as a ledger failure (logged; the turn commits; backfill_ledger repairs it).
 LQAI_LEDGER_TIMEOUT = env_float("LQAI_LEDGER_TIMEOUT", default=2.0)
+# Bounds of the checks of one turn (docs/verification.md), so that no answer holds a turn for long: the claimed
+# quotes verified (the rest are recorded as one failed claim saying how many were dropped), and the characters of
+# the answer searched for case citations (citations beyond are not seen; the check says so).
+LQAI_MAX_CLAIMS_PER_TURN = env_int("LQAI_MAX_CLAIMS_PER_TURN", default=300)
+LQAI_CASE_CITATION_MAX_CHARS = env_int("LQAI_CASE_CITATION_MAX_CHARS", default=100_000)
 if LQAI_LEDGER_TIMEOUT <= 0:
     raise ImproperlyConfigured(f"LQAI_LEDGER_TIMEOUT={LQAI_LEDGER_TIMEOUT} must be a positive number of seconds.")
 

@@ -655,3 +655,37 @@ def test_a_case_citation_entry_shows_the_check_and_links_to_its_row(admin_client
     assert "<strong>name_mismatch</strong>: Smith v. Jones, 570 U.S. 297 &mdash; x" in page
     assert _url(MessageCaseCitation, "change", case.pk) in page
     assert shown.pk == entry.pk
+
+
+def test_an_entry_page_shows_an_altered_quotes_context_flags_and_why_its_alterations_may_mislead(
+    admin_client: Client,
+) -> None:
+    # Given an altered quote of a KB document: an exact passage that the source goes on to limit
+    source = "The motion is granted in part and denied in part."
+    project = factories.ProjectFactory.create()
+    message = factories.MessageFactory.create(chat__project=project)
+    document = factories.DocumentFactory.create(project=project, content=source)
+    omission = {"kind": "ellipsis", "detail": "", "quote_text": "....", "source_start": 22, "source_end": 49}
+    factories.MessageCitationFactory.create(
+        message=message,
+        document=document,
+        quote="The motion is granted . . . .",
+        source_offset_start=0,
+        source_offset_end=21,
+        verification_method="altered",
+        verification_confidence=0.6,
+        alterations=[omission | {"alters": "a trailing omission drops a limiting continuation"}],
+        context_flags=[{"flag": "limited_after", "source_start": 22, "source_end": 29}],
+    )
+    ledger.assemble(message)
+    entry = CitationLedgerEntry.objects.get(message=message)
+
+    html = admin_client.get(_url(CitationLedgerEntry, "change", entry.pk)).content.decode()
+
+    # Then the flag is listed with the limiting source text, and the omission says why it may mislead
+    assert '<ul class="context-flags"><li data-flag="limited_after">' in html
+    assert "the source goes on with a limiting continuation: \u201cin part\u201d <small>[22:29]</small>" in html
+    assert "may change what the source says: a trailing omission drops a limiting continuation" in html
+    # ... and the status filter offers the altered status
+    changelist = admin_client.get(_url(CitationLedgerEntry, "changelist")).content.decode()
+    assert "altered (found, but may change what the source says)" in changelist

@@ -379,6 +379,33 @@ def test_check_exits_1_with_counts_by_kind_on_gaps_and_0_after_a_backfill(two_tu
     assert "every source row in scope has its ledger entry (8 present)" in out_after
 
 
+def test_altered_quotes_and_pin_mismatches_are_backfilled_and_checked_like_any_other() -> None:
+    # Given a turn whose quotes are altered (one with a context flag) and whose case citation has a wrong pin
+    turn = make_turn(kb=0, caselaw=0, tool_kinds=())
+    flag = {"flag": "limited_after", "source_start": 30, "source_end": 36}
+    kb = factories.MessageCitationFactory.create(
+        message=turn, verification_method="altered", verification_confidence=0.6, context_flags=[flag]
+    )
+    caselaw = factories.MessageCaselawCitationFactory.create(
+        message=turn, verification_method="altered", verification_confidence=0.55
+    )
+    case = factories.MessageCaseCitationFactory.create(
+        message=turn, status="pin_mismatch", pin="9000", pin_status="outside"
+    )
+    out = StringIO()
+    with pytest.raises(SystemExit) as exited:
+        call_command("backfill_ledger", "--check", stdout=out, stderr=StringIO())
+    # Then --check counts them as gaps, the backfill writes their entries with their statuses, and --check passes
+    assert exited.value.code == 1
+    assert "3 source rows lack their ledger entry" in out.getvalue()
+    run_command()
+    assert CitationLedgerEntry.objects.get(message_citation=kb).verification_status == "altered"
+    assert CitationLedgerEntry.objects.get(message_caselaw_citation=caselaw).confidence == 0.55
+    assert CitationLedgerEntry.objects.get(message_case_citation=case).verification_status == "pin_mismatch"
+    out_after, _ = run_command("--check")
+    assert "every source row in scope has its ledger entry (3 present)" in out_after
+
+
 def test_check_and_dry_run_are_exclusive() -> None:
     with pytest.raises(CommandError, match="not allowed with argument"):
         run_command("--check", "--dry-run")

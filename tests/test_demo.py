@@ -66,6 +66,13 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     ) in first
     assert "verdict=fail" in first
     assert "name_mismatch  -           local     cited: Grutter v. Bollinger, 570 U.S. 297" in first
+    # A quote that drops its limiting "only if ...": altered, with the omitted text, and the turn at best supported
+    assert "Turn: single-shot, a scripted answer whose quote drops a limiting clause" in first
+    assert (
+        "altered quote 'a vacancy in the nomination can occur . . . .': '....' omits 'only if the candidate is "
+        "legally qualified for the office.' (a trailing omission drops a limiting continuation)"
+    ) in first
+    assert "verdict=supported" in first
     _entries_match_rows()
     # ... and the address of the demo chat's trace page, to read it in a browser
     api_chat = Chat.objects.get(title="Demo: ballots and candidates")

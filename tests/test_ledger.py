@@ -317,7 +317,8 @@ CONFIDENCE_EXACTLY_WHEN_VERIFIED = (
     "verified quote."
 )
 CASE_STATUS = (
-    "A case-citation entry has the check's status (verified, name_mismatch, not_found, ambiguous, unchecked), "
+    "A case-citation entry has the check's status (verified, name_mismatch, pin_mismatch, not_found, ambiguous, "
+    "unchecked), "
     "and only a case-citation entry has one."
 )
 
@@ -409,6 +410,16 @@ INVALID: dict[str, Invalid] = {
         lambda: _caselaw_entry(verification_status="name_mismatch", confidence=None),
         "citation_ledger_entry_case_citation_status",
         CASE_STATUS,
+    ),
+    "quote_with_an_unknown_status": Invalid(
+        lambda: _kb_entry(verification_status="paraphrased", confidence=0.5),
+        "citation_ledger_entry_quote_status_known",
+        "A quote's entry has a quote's status (exact_match, tolerant_match, altered, unverified).",
+    ),
+    "altered_quote_scored_above_its_cap": Invalid(
+        lambda: _caselaw_entry(verification_status="altered", confidence=0.9),
+        "citation_ledger_entry_altered_confidence_capped",
+        "An altered quote's confidence must be at most 0.6.",
     ),
     "case_citation_with_confidence": Invalid(
         lambda: _case_entry(confidence=0.9),
