@@ -53,12 +53,17 @@ from chats.verification.policy import MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFID
 from chats.verification.results import EXACT_MATCH, TOLERANT_MATCH, Alteration, QuoteMatch
 from chats.verification.search import MAX_ELLIPSIS_GAP
 
+# The version of these rules, sealed with every turn's facts: a change of what verifies, or of the offsets,
+# confidence or alterations a match reports, must change it, so that a seal says which rules it was made by.
+VERIFIER_VERSION = "1"
+
 __all__ = [
     "EXACT_MATCH",
     "MAX_BRACKET_WORDS",
     "MAX_ELLIPSIS_GAP",
     "SUBSTITUTION_MAX_CONFIDENCE",
     "TOLERANT_MATCH",
+    "VERIFIER_VERSION",
     "Alteration",
     "NormalizedSource",
     "QuoteMatch",

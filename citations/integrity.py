@@ -1,0 +1,279 @@
+"""Checking the sealed record (``manage.py verify_ledger``): every seal recomputed, every chain link
+followed, every turn's current facts compared with its seal, and every ledger entry with its sealed row.
+
+Set-based and batched: seals are read in chain order, keyset-paginated on ``(chain, sequence)``, and each
+batch's turns, rows and ledger entries are read with one query per table (``seals.turn_facts``), so memory
+stays flat however large the record. Signatures: the last seal of each chain is checked (each seal's digest
+covers its predecessor's, so the chain's last signature authenticates every seal before it once every
+digest and link is recomputed); ``all_signatures`` checks every one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from citations import keys, seals
+from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
+from citations.seals import unsealed_turns
+from lqai_verify import record
+
+DEFAULT_BATCH_SIZE = 2_000
+_SOURCE_TABLES = (
+    ("message_citation_id", record.KB),
+    ("message_caselaw_citation_id", record.CASELAW),
+    ("message_tool_source_id", record.TOOL),
+    ("message_case_citation_id", record.CASE),
+)
+_ENTRY_COLUMNS = ("id", "message_id", "chat_id", "project_id", "source_kind", "verification_status", "confidence")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One way the record is broken: which turn (message id, when known), where in which chain, and what."""
+
+    what: str
+    message: str | None = None
+    chain: str | None = None
+    sequence: int | None = None
+
+    def __str__(self) -> str:
+        where = f"turn {self.message}" if self.message else "the record"
+        place = f" ({self.chain} #{self.sequence})" if self.chain and self.sequence else ""
+        return f"{where}{place}: {self.what}"
+
+
+@dataclass(slots=True)
+class Integrity:
+    """What ``verify_ledger`` found: counts, and the first ``limit`` problems (``problem_count`` in all)."""
+
+    limit: int
+    seals: int = 0
+    turns: int = 0
+    rows: int = 0
+    entries: int = 0
+    chains: int = 0
+    signatures: int = 0
+    unsealed: int = 0
+    problem_count: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def intact(self) -> bool:
+        return self.problem_count == 0
+
+    def add(self, problem: Problem) -> None:
+        self.problem_count += 1
+        if len(self.problems) < self.limit:
+            self.problems.append(problem)
+
+
+def _chain_filter(matter_id: UUID | None) -> Q:
+    return Q() if matter_id is None else Q(chain=seals.chain_of(project_id=str(matter_id), chat_id=""))
+
+
+def sealed_in_scope(matter_id: UUID | None = None) -> QuerySet[TurnSeal]:
+    return TurnSeal.objects.filter(_chain_filter(matter_id))
+
+
+_SEAL_COLUMNS = (
+    "chain",
+    "sequence",
+    "previous_sha256",
+    "message_id",
+    "finalize_number",
+    "finalized_at",
+    "verifier_version",
+    "row_digests",
+    "facts_sha256",
+    "sealed_at",
+    "late",
+    "key_fingerprint",
+    "seal_sha256",
+    "signature",
+)
+
+
+def _seal_dict(values: tuple[Any, ...]) -> dict[str, Any]:
+    seal = dict(zip(_SEAL_COLUMNS, values, strict=True))
+    seal["message"] = str(seal.pop("message_id"))
+    seal["finalized_at"] = seals.iso(seal["finalized_at"])
+    seal["sealed_at"] = seals.iso(seal["sealed_at"])
+    return seal
+
+
+def _entries_by_message(message_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    by_message: dict[str, list[dict[str, Any]]] = {}
+    columns = (*_ENTRY_COLUMNS, "provider", *(column for column, _ in _SOURCE_TABLES))
+    for values in CitationLedgerEntry.objects.filter(message_id__in=message_ids).order_by().values_list(*columns):
+        entry = dict(zip(columns, values, strict=True))
+        source = next(
+            (f"{table}:{entry[column]}" for column, table in _SOURCE_TABLES if entry[column] is not None), None
+        )
+        by_message.setdefault(str(entry["message_id"]), []).append(
+            {
+                "id": str(entry["id"]),
+                "source": source,
+                "message": str(entry["message_id"]),
+                "chat": str(entry["chat_id"]),
+                "project": None if entry["project_id"] is None else str(entry["project_id"]),
+                "source_kind": entry["source_kind"],
+                "verification_status": entry["verification_status"],
+                "confidence": entry["confidence"],
+                "provider": entry["provider"],
+            }
+        )
+    return by_message
+
+
+def ledger_problems(*, entries: list[dict[str, Any]], facts: seals.TurnFacts, sealed_rows: dict[str, str]) -> list[str]:
+    """Each way the turn's ledger entries disagree with its sealed rows (an entry's row unsealed or
+    different; a sealed row without its entry)."""
+    rows = {record.row_key(row): row for row in facts.rows}
+    problems = []
+    indexed = set()
+    for entry in sorted(entries, key=lambda e: e["source"] or ""):
+        key = entry["source"]
+        indexed.add(key)
+        if key not in sealed_rows or key not in rows:
+            problems.append(f"ledger entry {entry['id']} points at {key}, which is not a sealed row")
+            continue
+        problems += [
+            f"ledger entry {entry['id']} ({key}): {difference}"
+            for difference in record.ledger_differences(entry, rows[key], facts.turn)
+        ]
+    problems += [
+        f"sealed row {key} has no ledger entry (run `manage.py backfill_ledger`)"
+        for key in sorted(sealed_rows.keys() - indexed)
+        if key in rows
+    ]
+    return problems
+
+
+def verify_record(
+    *,
+    matter_id: UUID | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    all_signatures: bool = False,
+    limit: int = 20,
+    on_batch: Callable[[int], None] | None = None,
+) -> Integrity:
+    """Check the sealed record of every chain (or of one matter's): see the module docstring. Reads only."""
+    result = Integrity(limit=limit)
+    public_keys = keys.public_keys()
+    later = TurnSeal.objects.filter(message_id=OuterRef("message_id"), finalize_number__gt=OuterRef("finalize_number"))
+    scope = sealed_in_scope(matter_id).annotate(superseded=Exists(later)).order_by("chain", "sequence")
+    heads = dict(SealChainHead.objects.filter(_chain_filter(matter_id)).values_list("chain", "sequence"))
+    seen_chains: set[str] = set()
+    previous: dict[str, Any] | None = None
+
+    def check_signature(seal: dict[str, Any]) -> None:
+        result.signatures += 1
+        key = public_keys.get(seal["key_fingerprint"])
+        if key is None:
+            result.add(
+                Problem(
+                    f"signed by an unknown key {seal['key_fingerprint'][:16]}... (not the current key, nor in "
+                    "LQAI_LEDGER_RETIRED_PUBLIC_KEYS)",
+                    seal["message"],
+                    seal["chain"],
+                    seal["sequence"],
+                )
+            )
+        elif not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
+            result.add(Problem("its signature is not valid", seal["message"], seal["chain"], seal["sequence"]))
+
+    def end_chain(last: dict[str, Any]) -> None:
+        if not all_signatures:
+            check_signature(last)
+        head = heads.get(last["chain"])
+        if head is not None and head != last["sequence"]:
+            result.add(
+                Problem(
+                    f"the chain's head says it ends at #{head}, its last seal is #{last['sequence']} "
+                    "(seals at its end are missing)",
+                    last["message"],
+                    last["chain"],
+                    last["sequence"],
+                )
+            )
+
+    cursor_position: tuple[str, int] | None = None
+    while True:
+        batch_query = scope
+        if cursor_position is not None:
+            chain, sequence = cursor_position
+            batch_query = batch_query.filter(Q(chain__gt=chain) | Q(chain=chain, sequence__gt=sequence))
+        batch = list(batch_query.values_list(*_SEAL_COLUMNS, "superseded")[:batch_size])
+        if not batch:
+            break
+        batch_seals = [(_seal_dict(values[:-1]), bool(values[-1])) for values in batch]
+        message_ids = sorted({seal["message"] for seal, _ in batch_seals})
+        facts = seals.turn_facts(message_ids)
+        entries = _entries_by_message(message_ids)
+        for seal, superseded in batch_seals:
+            where = (seal["message"], seal["chain"], seal["sequence"])
+            result.seals += 1
+            if previous is not None and previous["chain"] != seal["chain"]:
+                end_chain(previous)
+                previous = None
+            if previous is None:
+                result.chains += 1
+                seen_chains.add(seal["chain"])
+                if seal["sequence"] != 1:
+                    result.add(Problem(f"the chain starts at #{seal['sequence']}: seals before it are missing", *where))
+            else:
+                if seal["sequence"] != previous["sequence"] + 1:
+                    result.add(
+                        Problem(
+                            f"seal #{seal['sequence']} follows #{previous['sequence']}: "
+                            f"{seal['sequence'] - previous['sequence'] - 1} seal(s) missing (deleted turns)",
+                            *where,
+                        )
+                    )
+                if seal["previous_sha256"] != previous["seal_sha256"]:
+                    result.add(Problem("its link to the previous seal is broken", *where))
+            for difference in record.seal_differences(seal):
+                result.add(Problem(difference, *where))
+            if all_signatures:
+                check_signature(seal)
+            turn_facts = facts.get(seal["message"])
+            latest = not superseded and (
+                turn_facts is not None and turn_facts.turn["finalized_at"] == seal["finalized_at"]
+            )
+            if turn_facts is None:
+                result.add(Problem("the sealed turn is missing (deleted)", *where))
+            else:
+                if latest:
+                    result.turns += 1
+                    result.rows += len(turn_facts.rows)
+                for difference in record.facts_differences(
+                    seal=seal, turn=turn_facts.turn, rows=turn_facts.rows, latest=latest
+                ):
+                    result.add(Problem(difference, *where))
+                if latest:
+                    turn_entries = entries.get(seal["message"], [])
+                    result.entries += len(turn_entries)
+                    for difference in ledger_problems(
+                        entries=turn_entries, facts=turn_facts, sealed_rows=seal["row_digests"].get("rows", {})
+                    ):
+                        result.add(Problem(difference, *where))
+            previous = seal
+        last = batch_seals[-1][0]
+        cursor_position = (last["chain"], last["sequence"])
+        if on_batch is not None:
+            on_batch(len(batch))
+    if previous is not None:
+        end_chain(previous)
+    for chain in sorted(heads.keys() - seen_chains):
+        if heads[chain]:
+            result.add(Problem(f"the chain's head says it ends at #{heads[chain]}, but it has no seals", None, chain))
+    for message_id in unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("id", flat=True)[:limit]:
+        result.add(Problem("unsealed: its last finalize has no seal (run `manage.py seal_turns`)", str(message_id)))
+    result.unsealed = unsealed_turns(matter_id).count()
+    result.problem_count += max(0, result.unsealed - min(result.unsealed, limit))
+    return result

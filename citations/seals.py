@@ -1,0 +1,313 @@
+"""Sealing finalized turns: each finalize of a turn gets a seal over its facts, chained per matter and
+signed with the ledger key (``citations.keys``). The byte formats are :mod:`lqai_verify.record`'s, shared
+with the offline verifier.
+
+:func:`turn_facts` reads the facts of a batch of turns (one query per table, whatever the batch size), for
+sealing, for ``verify_ledger`` and for the export alike; :func:`seal_turn` writes one seal.
+
+Lock order (no deadlock): a turn's transaction locks its message row first (finalize), then, as its very
+last write, the head row of its chain (``seal_chain_heads``, by an upsert that locks it); nothing else is
+locked after it, so the head is held only from the seal's write to the commit, never across the model call
+or the verification. Seals of one chain are therefore numbered in commit order.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone
+
+from chats.models import Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.verification import VERIFIER_VERSION
+from citations import keys
+from citations.models import SealChainHead, TurnSeal
+from lqai_verify import record
+
+HEADS_TABLE = SealChainHead._meta.db_table
+
+
+def iso(value: datetime.datetime | None) -> str | None:
+    """A timestamp as sealed: UTC, ISO 8601 with microseconds."""
+    return None if value is None else value.astimezone(datetime.UTC).isoformat(timespec="microseconds")
+
+
+def _id(value: UUID | str | None) -> str | None:
+    return None if value is None else str(UUID(str(value)))
+
+
+@dataclass(slots=True)
+class TurnFacts:
+    """A turn's sealed facts: the turn object and its rows (``lqai_verify.record``'s fields), plus its answer
+    (the turn object holds only its digest)."""
+
+    turn: dict[str, Any]
+    answer: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def chain(self) -> str:
+        return chain_of(project_id=self.turn["project"], chat_id=self.turn["chat"])
+
+    def digests(self) -> dict[str, Any]:
+        return {
+            "turn": record.turn_sha256(self.turn),
+            "rows": {record.row_key(row): record.row_sha256(row) for row in self.rows},
+        }
+
+
+def chain_of(*, project_id: str | None, chat_id: str) -> str:
+    """The chain a turn's seals go to: its matter's, or its chat's when the chat has no matter."""
+    return f"matter:{project_id}" if project_id else f"chat:{chat_id}"
+
+
+def _quote(table: str, values: Sequence[Any], source: dict[str, Any]) -> dict[str, Any]:
+    (row_id, message_id, created_at, position, quote, start, end, method, confidence, reason, digest, alterations) = (
+        values
+    )
+    return {
+        "table": table,
+        "id": _id(row_id),
+        "message": _id(message_id),
+        "created_at": iso(created_at),
+        **source,
+        "position": position,
+        "quote": quote,
+        "offset_start": start,
+        "offset_end": end,
+        "method": method,
+        "confidence": confidence,
+        "unverified_reason": reason,
+        "passage_sha256": digest,
+        "alterations": alterations,
+    }
+
+
+_QUOTE_COLUMNS = (
+    "id",
+    "message_id",
+    "created_at",
+    "position",
+    "quote",
+    "source_offset_start",
+    "source_offset_end",
+    "verification_method",
+    "verification_confidence",
+    "unverified_reason",
+    "passage_sha256",
+    "alterations",
+)
+
+
+def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
+    """The facts of the given assistant messages, by message id (str): one query per table. Rows are in
+    the order of their table in :data:`lqai_verify.record.ROW_TABLES`, then by id."""
+    ids = [UUID(str(i)) for i in message_ids]
+    facts: dict[str, TurnFacts] = {}
+    messages = Message.objects.filter(pk__in=ids).values_list(
+        "id",
+        "chat_id",
+        "chat__project_id",
+        "reply_to_id",
+        "reply_to__content",
+        "content",
+        "status",
+        "verdict",
+        "finalized_at",
+        "model_name",
+    )
+    for (
+        message_id,
+        chat_id,
+        project_id,
+        question_id,
+        question,
+        answer,
+        status,
+        verdict,
+        finalized_at,
+        model,
+    ) in messages.order_by():
+        turn = {
+            "message": _id(message_id),
+            "chat": _id(chat_id),
+            "project": _id(project_id),
+            "question_message": _id(question_id),
+            "question": question,
+            "answer_sha256": record.text_sha256(answer),
+            "status": status,
+            "verdict": verdict,
+            "finalized_at": iso(finalized_at),
+            "model_name": model,
+        }
+        facts[turn["message"]] = TurnFacts(turn=turn, answer=answer)
+    if not facts:
+        return facts
+    for values in (
+        MessageCitation.objects.filter(message_id__in=ids).order_by("id").values_list(*_QUOTE_COLUMNS, "document_id")
+    ):
+        row = _quote(record.KB, values[:-1], {"document": _id(values[-1])})
+        facts[row["message"]].rows.append(row)
+    for values in (
+        MessageCaselawCitation.objects.filter(message_id__in=ids)
+        .order_by("id")
+        .values_list(*_QUOTE_COLUMNS, "opinion_id", "opinion__provider")
+    ):
+        row = _quote(record.CASELAW, values[:-2], {"opinion": _id(values[-2]), "opinion_provider": values[-1]})
+        facts[row["message"]].rows.append(row)
+    tool_columns = ("id", "message_id", "created_at", "position", "source_kind", "tool", "provider", "label")
+    for values in (
+        MessageToolSource.objects.filter(message_id__in=ids)
+        .order_by("id")
+        .values_list(*tool_columns, "subtitle", "url", "external_ref")
+    ):
+        row_id, message_id, created_at, *rest = values
+        row = {"table": record.TOOL, "id": _id(row_id), "message": _id(message_id), "created_at": iso(created_at)}
+        row.update(zip(record.ROW_FIELDS[record.TOOL][4:], rest, strict=True))
+        facts[row["message"]].rows.append(row)
+    case_columns = ("id", "message_id", "created_at", "answer_offset_start", "answer_offset_end", "kind", "citation")
+    for values in (
+        MessageCaseCitation.objects.filter(message_id__in=ids)
+        .order_by("id")
+        .values_list(*case_columns, "case_name", "status", "detail", "opinion_id", "provider")
+    ):
+        row_id, message_id, created_at, *rest = values
+        row = {"table": record.CASE, "id": _id(row_id), "message": _id(message_id), "created_at": iso(created_at)}
+        row.update(zip(record.ROW_FIELDS[record.CASE][4:], rest, strict=True))
+        row["opinion"] = _id(row["opinion"])
+        facts[row["message"]].rows.append(row)
+    return facts
+
+
+def seal_fields(seal: TurnSeal) -> dict[str, Any]:
+    """A seal as ``lqai_verify.record`` reads it (the export's ``seals.jsonl`` lines)."""
+    return {
+        "chain": seal.chain,
+        "sequence": seal.sequence,
+        "previous_sha256": seal.previous_sha256,
+        "message": _id(seal.message_id),
+        "finalize_number": seal.finalize_number,
+        "finalized_at": iso(seal.finalized_at),
+        "verifier_version": seal.verifier_version,
+        "row_digests": seal.row_digests,
+        "facts_sha256": seal.facts_sha256,
+        "sealed_at": iso(seal.sealed_at),
+        "late": seal.late,
+        "key_fingerprint": seal.key_fingerprint,
+        "seal_sha256": seal.seal_sha256,
+        "signature": seal.signature,
+    }
+
+
+# Takes (creating it if needed) and locks the chain's head row, returning where the chain ends: the upsert
+# locks the conflicting row and returns its latest committed version, like SELECT ... FOR UPDATE.
+_LOCK_HEAD_SQL = (
+    f"INSERT INTO {HEADS_TABLE} (chain, sequence, seal_sha256) VALUES (%(chain)s, 0, '') "  # noqa: S608
+    f"ON CONFLICT (chain) DO UPDATE SET sequence = {HEADS_TABLE}.sequence RETURNING sequence, seal_sha256"
+)
+# PostgreSQL: bounds the wait for the head row for the rest of the (sub)transaction; returns the bound before.
+_BOUND_LOCK_SQL = (
+    "SELECT old.lock_timeout, set_config('lock_timeout', %(limit)s, true) "
+    "FROM (SELECT current_setting('lock_timeout') AS lock_timeout OFFSET 0) AS old"
+)
+
+
+def seal_turn(*, message_id: UUID | str, late: bool = False, facts: TurnFacts | None = None) -> TurnSeal:
+    """Seal the current facts of a finalized turn, as the next seal of its chain; all or nothing, in a
+    savepoint of the caller's transaction (the turn's, from the ``post_finalize`` receiver; a batch's, from
+    ``seal_turns``, which passes ``late``). On PostgreSQL the wait for the chain's head row is bounded by
+    ``LQAI_LEDGER_TIMEOUT``. Raises if the message is not a finalized turn."""
+    if facts is None:
+        facts = turn_facts([message_id]).get(str(UUID(str(message_id))))
+    if facts is None or facts.turn["finalized_at"] is None:
+        raise ValueError(f"message {message_id} is not a finalized turn")
+    digests = facts.digests()
+    turn = facts.turn
+    chain = facts.chain
+    with transaction.atomic(), connection.cursor() as cursor:
+        finalize_number = TurnSeal.objects.filter(message_id=turn["message"]).count() + 1
+        bounded = connection.vendor == "postgresql"
+        if bounded:
+            cursor.execute(_BOUND_LOCK_SQL, {"limit": f"{max(1, round(settings.LQAI_LEDGER_TIMEOUT * 1000))}ms"})
+            old_lock_timeout = cursor.fetchone()[0]
+        cursor.execute(_LOCK_HEAD_SQL, {"chain": chain})
+        last_sequence, last_digest = cursor.fetchone()
+        fields: dict[str, Any] = {
+            "chain": chain,
+            "sequence": int(last_sequence) + 1,
+            "previous_sha256": last_digest,
+            "message": turn["message"],
+            "finalize_number": finalize_number,
+            "finalized_at": turn["finalized_at"],
+            "facts_sha256": record.facts_sha256(
+                turn_digest=digests["turn"], row_digests=digests["rows"], verifier_version=VERIFIER_VERSION
+            ),
+            "sealed_at": iso(timezone.now()),
+            "late": late,
+            "key_fingerprint": keys.current_fingerprint(),
+        }
+        payload = record.seal_payload(fields)
+        seal = TurnSeal.objects.create(
+            message_id=turn["message"],
+            chain=chain,
+            sequence=fields["sequence"],
+            previous_sha256=last_digest,
+            finalize_number=finalize_number,
+            finalized_at=datetime.datetime.fromisoformat(fields["finalized_at"]),
+            verifier_version=VERIFIER_VERSION,
+            row_digests=digests,
+            facts_sha256=fields["facts_sha256"],
+            sealed_at=datetime.datetime.fromisoformat(fields["sealed_at"]),
+            late=late,
+            key_fingerprint=fields["key_fingerprint"],
+            seal_sha256=record.sha256_hex(payload),
+            signature=record.sign(keys.signing_key(), payload),
+        )
+        SealChainHead.objects.filter(pk=chain).update(sequence=seal.sequence, seal_sha256=seal.seal_sha256)
+        if bounded:
+            cursor.execute("SELECT set_config('lock_timeout', %(old)s, true)", {"old": old_lock_timeout})
+    return seal
+
+
+def unsealed_turns(matter_id: UUID | None = None) -> QuerySet[Message]:
+    """Finalized turns whose last finalize has no seal (a sealing failure, or a turn from before sealing)."""
+    finalized = Message.objects.filter(role=Message.Role.ASSISTANT, finalized_at__isnull=False)
+    if matter_id is not None:
+        finalized = finalized.filter(chat__project_id=matter_id)
+    sealed = TurnSeal.objects.filter(message_id=OuterRef("pk"), finalized_at=OuterRef("finalized_at"))
+    return finalized.filter(~Exists(sealed))
+
+
+DEFAULT_LATE_BATCH = 500
+
+
+def seal_late(
+    *,
+    matter_id: UUID | None = None,
+    batch_size: int = DEFAULT_LATE_BATCH,
+    on_batch: Callable[[int], None] | None = None,
+) -> int:
+    """Seal every finalized turn whose last finalize has no seal, marked ``late`` (``manage.py seal_turns``):
+    in finalize order, one transaction per batch (each turn's facts read with the batch's, one query per
+    table). Resumable and idempotent: each batch is chosen among the turns still unsealed, so a rerun (or a
+    run stopped half-way and started again) seals only what is left. Returns the number sealed."""
+    sealed = 0
+    while True:
+        with transaction.atomic():
+            ids = list(
+                unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("pk", flat=True)[:batch_size]
+            )
+            if not ids:
+                return sealed
+            facts = turn_facts(ids)
+            for message_id in ids:
+                seal_turn(message_id=message_id, late=True, facts=facts[str(message_id)])
+        sealed += len(ids)
+        if on_batch is not None:
+            on_batch(len(ids))
