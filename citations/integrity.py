@@ -106,7 +106,7 @@ def _seal_dict(values: tuple[Any, ...]) -> dict[str, Any]:
     return seal
 
 
-def _entries_by_message(message_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+def entries_by_message(message_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
     by_message: dict[str, list[dict[str, Any]]] = {}
     columns = (*_ENTRY_COLUMNS, "provider", *(column for column, _ in _SOURCE_TABLES))
     for values in CitationLedgerEntry.objects.filter(message_id__in=message_ids).order_by().values_list(*columns):
@@ -128,30 +128,6 @@ def _entries_by_message(message_ids: list[str]) -> dict[str, list[dict[str, Any]
             }
         )
     return by_message
-
-
-def ledger_problems(*, entries: list[dict[str, Any]], facts: seals.TurnFacts, sealed_rows: dict[str, str]) -> list[str]:
-    """Each way the turn's ledger entries disagree with its sealed rows (an entry's row unsealed or
-    different; a sealed row without its entry)."""
-    rows = {record.row_key(row): row for row in facts.rows}
-    problems = []
-    indexed = set()
-    for entry in sorted(entries, key=lambda e: e["source"] or ""):
-        key = entry["source"]
-        indexed.add(key)
-        if key not in sealed_rows or key not in rows:
-            problems.append(f"ledger entry {entry['id']} points at {key}, which is not a sealed row")
-            continue
-        problems += [
-            f"ledger entry {entry['id']} ({key}): {difference}"
-            for difference in record.ledger_differences(entry, rows[key], facts.turn)
-        ]
-    problems += [
-        f"sealed row {key} has no ledger entry (run `manage.py backfill_ledger`)"
-        for key in sorted(sealed_rows.keys() - indexed)
-        if key in rows
-    ]
-    return problems
 
 
 def verify_record(
@@ -214,7 +190,7 @@ def verify_record(
         batch_seals = [(_seal_dict(values[:-1]), bool(values[-1])) for values in batch]
         message_ids = sorted({seal["message"] for seal, _ in batch_seals})
         facts = seals.turn_facts(message_ids)
-        entries = _entries_by_message(message_ids)
+        entries = entries_by_message(message_ids)
         for seal, superseded in batch_seals:
             where = (seal["message"], seal["chain"], seal["sequence"])
             result.seals += 1
@@ -258,8 +234,11 @@ def verify_record(
                 if latest:
                     turn_entries = entries.get(seal["message"], [])
                     result.entries += len(turn_entries)
-                    for difference in ledger_problems(
-                        entries=turn_entries, facts=turn_facts, sealed_rows=seal["row_digests"].get("rows", {})
+                    for difference in record.ledger_problems(
+                        entries=turn_entries,
+                        turn=turn_facts.turn,
+                        rows=turn_facts.rows,
+                        sealed_rows=seal["row_digests"].get("rows", {}),
                     ):
                         result.add(Problem(difference, *where))
             previous = seal

@@ -277,6 +277,37 @@ def ledger_differences(entry: Mapping[str, Any], row: Mapping[str, Any], turn: M
     ]
 
 
+def ledger_problems(
+    *,
+    entries: Iterable[Mapping[str, Any]],
+    turn: Mapping[str, Any],
+    rows: Iterable[Mapping[str, Any]],
+    sealed_rows: Mapping[str, str],
+) -> list[str]:
+    """Each way a turn's ledger entries (``{"id", "source": <row key>, <LEDGER_FIELDS>}``) disagree with its
+    sealed rows: an entry whose row is not sealed, a column that says something else, a sealed row without
+    its entry."""
+    by_key = {row_key(row): row for row in rows}
+    problems = []
+    indexed = set()
+    for entry in sorted(entries, key=lambda e: e["source"] or ""):
+        key = entry["source"]
+        indexed.add(key)
+        if key not in sealed_rows or key not in by_key:
+            problems.append(f"ledger entry {entry['id']} points at {key}, which is not a sealed row")
+            continue
+        problems += [
+            f"ledger entry {entry['id']} ({key}): {difference}"
+            for difference in ledger_differences(entry, by_key[key], turn)
+        ]
+    problems += [
+        f"sealed row {key} has no ledger entry (run `manage.py backfill_ledger`)"
+        for key in sorted(sealed_rows.keys() - indexed)
+        if key in by_key
+    ]
+    return problems
+
+
 def quote_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` (the source text from
     ``excerpt_start``) with the server's own code (``chats.verification``): the passage's digest, the match's

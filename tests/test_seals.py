@@ -342,7 +342,7 @@ def test_sixteen_concurrent_turns_of_one_matter_leave_an_intact_chain(
                 status=Message.Status.COMPLETE,
                 claimed_citations=[ClaimedCitation("must ultimately be satisfied", document_id=document.pk)],
             )
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        except BaseException as exc:
             errors.append(exc)
         finally:
             connections.close_all()
