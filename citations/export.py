@@ -161,7 +161,11 @@ def export_matter(*, project: Project, out: IO[bytes]) -> ExportSummary:
                 "seal_keys": [_key_entry(public_keys[f]) for f in sorted(fingerprints) if f in public_keys],
             }
         )
-        manifest = {
+        files_listed: dict[str, dict[str, Any]] = {
+            **{name: {"sha256": f.sha256.hexdigest(), "bytes": f.size} for name, f in files.items()},
+            "public_key.json": {"sha256": record.sha256_hex(key_file), "bytes": len(key_file)},
+        }
+        manifest: dict[str, Any] = {
             "format": record.EXPORT_FORMAT,
             "matter": {"id": str(project.pk), "name": project.name},
             "exported_at": seals.iso(exported_at),
@@ -171,10 +175,7 @@ def export_matter(*, project: Project, out: IO[bytes]) -> ExportSummary:
             "signing_key": summary.fingerprint,
             "development_key": summary.development_key,
             "counts": {"turns": summary.turns, "rows": summary.rows, "seals": summary.seals},
-            "files": {
-                **{name: {"sha256": f.sha256.hexdigest(), "bytes": f.size} for name, f in files.items()},
-                "public_key.json": {"sha256": record.sha256_hex(key_file), "bytes": len(key_file)},
-            },
+            "files": files_listed,
         }
         manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode() + b"\n"
         with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
@@ -186,7 +187,7 @@ def export_matter(*, project: Project, out: IO[bytes]) -> ExportSummary:
                 with bundle.open(name, "w") as member:
                     while chunk := digesting.file.read(1 << 20):
                         member.write(chunk)
-        summary.files = {name: entry["sha256"] for name, entry in manifest["files"].items()}
+        summary.files = {name: entry["sha256"] for name, entry in files_listed.items()}
     finally:
         for digesting in files.values():
             digesting.file.close()

@@ -136,7 +136,7 @@ def verify_record(
     batch_size: int = DEFAULT_BATCH_SIZE,
     all_signatures: bool = False,
     limit: int = 20,
-    on_batch: Callable[[int], None] | None = None,
+    on_batch: Callable[[int], object] | None = None,
 ) -> Integrity:
     """Check the sealed record of every chain (or of one matter's): see the module docstring. Reads only."""
     result = Integrity(limit=limit)

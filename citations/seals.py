@@ -134,7 +134,7 @@ def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
         finalized_at,
         model,
     ) in messages.order_by():
-        turn = {
+        turn: dict[str, Any] = {
             "message": _id(message_id),
             "chat": _id(chat_id),
             "project": _id(project_id),
@@ -291,7 +291,7 @@ def seal_late(
     *,
     matter_id: UUID | None = None,
     batch_size: int = DEFAULT_LATE_BATCH,
-    on_batch: Callable[[int], None] | None = None,
+    on_batch: Callable[[int], object] | None = None,
 ) -> int:
     """Seal every finalized turn whose last finalize has no seal, marked ``late`` (``manage.py seal_turns``):
     in finalize order, one transaction per batch (each turn's facts read with the batch's, one query per

@@ -207,7 +207,8 @@ def _check_record(
     seen: set[str] = set()
     last_sequence = 0
     for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
-        turn = line.get("turn") if isinstance(line.get("turn"), dict) else {}
+        found_turn = line.get("turn")
+        turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
         message = str(turn.get("message"))
         where = f"turns.jsonl line {number} (turn {message})"
         seen.add(message)

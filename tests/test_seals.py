@@ -46,7 +46,7 @@ def matter_turns(api_client: APIClient, matter_chat: Chat) -> list[dict[str, Any
     return [_turn(api_client, matter_chat) for _ in range(3)]
 
 
-def _first_quote(message_id: str) -> MessageCitation:
+def _first_quote(message_id: Any) -> MessageCitation:
     return MessageCitation.objects.filter(message_id=message_id).order_by("id").first()  # type: ignore[return-value]
 
 
@@ -98,7 +98,7 @@ def test_the_seal_signs_the_turns_facts_with_the_ledger_key(matter_turns: list[d
 def test_a_resumed_turn_gets_a_second_seal_further_down_its_chain(matter_chat: Chat, user: Any) -> None:
     # Given a turn interrupted after one quote, and another turn of the matter finalized meanwhile
     _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
-    claim = ClaimedCitation("must ultimately be satisfied", document_id=matter_chat.project.documents.get().pk)
+    claim = ClaimedCitation("must ultimately be satisfied", document_id=matter_chat.project.documents.get().pk)  # type: ignore[union-attr]
     finalize_turn(message=answer, content="Partial", status=Message.Status.INTERRUPTED, claimed_citations=[claim])
     _, other = start_turn(chat=matter_chat, content=QUESTION, author=user)
     finalize_turn(message=other, content="Other", status=Message.Status.COMPLETE)
@@ -326,7 +326,7 @@ def test_seal_turns_seals_older_turns_late_and_resumably(matter_chat: Chat) -> N
 def test_sixteen_concurrent_turns_of_one_matter_leave_an_intact_chain(
     committed_matter_chat: tuple[APIClient, Chat],
 ) -> None:
-    client, chat = committed_matter_chat
+    _, chat = committed_matter_chat
     user = chat.owner
     answers = [start_turn(chat=chat, content=QUESTION, author=user)[1] for _ in range(16)]
     document = chat.project.documents.get()  # type: ignore[union-attr]
