@@ -41,7 +41,7 @@ from chats.models import (
 from chats.verification import EXACT_MATCH, TOLERANT_MATCH
 from chats.verification.results import CASE, ELLIPSIS
 from citations import selectors
-from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
+from citations.models import PROVENANCE, CitationLedgerEntry, SealChainHead, SourceKind, TurnSeal
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).
 _SOURCES: tuple[tuple[str, type[Model], str], ...] = (
@@ -416,3 +416,24 @@ admin.site.unregister(Message)
 @admin.register(Message)
 class MessageWithLedgerAdmin(MessageAdmin):
     inlines = [*MessageAdmin.inlines, LedgerEntryInline]
+
+
+@admin.register(TurnSeal)
+class TurnSealAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The seals of finalized turns, read-only: written only by sealing, checked by ``verify_ledger``."""
+
+    list_display = ("chain", "sequence", "message", "finalize_number", "sealed_at", "late", "key_fingerprint")
+    list_filter = ("late",)
+    list_select_related = ("message",)
+    search_fields = ("=chain",)
+    ordering = ("chain", "sequence")
+    show_full_result_count = False
+
+
+@admin.register(SealChainHead)
+class SealChainHeadAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Where each seal chain ends (its row is the lock of a chain's final write), read-only."""
+
+    list_display = ("chain", "sequence", "seal_sha256")
+    search_fields = ("=chain",)
+    show_full_result_count = False

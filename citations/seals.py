@@ -21,7 +21,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from chats.models import Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation, MessageToolSource
@@ -205,11 +205,18 @@ def seal_fields(seal: TurnSeal) -> dict[str, Any]:
     }
 
 
-# Takes (creating it if needed) and locks the chain's head row, returning where the chain ends: the upsert
-# locks the conflicting row and returns its latest committed version, like SELECT ... FOR UPDATE.
-_LOCK_HEAD_SQL = (
-    f"INSERT INTO {HEADS_TABLE} (chain, sequence, seal_sha256) VALUES (%(chain)s, 0, '') "  # noqa: S608
-    f"ON CONFLICT (chain) DO UPDATE SET sequence = {HEADS_TABLE}.sequence RETURNING sequence, seal_sha256"
+# Takes (creating them if needed) and locks the head rows of the chains listed, in the order listed (sorted:
+# one lock order for every writer), returning where each chain ends: the upsert locks each conflicting row
+# and returns its latest committed version, like SELECT ... FOR UPDATE. One row per chain in VALUES.
+_LOCK_HEADS_SQL = (
+    f"INSERT INTO {HEADS_TABLE} (chain, sequence, seal_sha256) VALUES {{values}} "  # noqa: S608
+    f"ON CONFLICT (chain) DO UPDATE SET sequence = {HEADS_TABLE}.sequence RETURNING chain, sequence, seal_sha256"
+)
+# Moves each chain's head to its new last seal. One (chain, sequence, digest) row per chain in VALUES (whose
+# columns are column1, column2, column3 on both PostgreSQL and SQLite).
+_MOVE_HEADS_SQL = (
+    f"UPDATE {HEADS_TABLE} SET sequence = moved.column2, seal_sha256 = moved.column3 "  # noqa: S608
+    f"FROM (VALUES {{values}}) AS moved WHERE {HEADS_TABLE}.chain = moved.column1"
 )
 # PostgreSQL: bounds the wait for the head row for the rest of the (sub)transaction; returns the bound before.
 _BOUND_LOCK_SQL = (
@@ -218,61 +225,90 @@ _BOUND_LOCK_SQL = (
 )
 
 
-def seal_turn(*, message_id: UUID | str, late: bool = False, facts: TurnFacts | None = None) -> TurnSeal:
-    """Seal the current facts of a finalized turn, as the next seal of its chain; all or nothing, in a
-    savepoint of the caller's transaction (the turn's, from the ``post_finalize`` receiver; a batch's, from
-    ``seal_turns``, which passes ``late``). On PostgreSQL the wait for the chain's head row is bounded by
-    ``LQAI_LEDGER_TIMEOUT``. Raises if the message is not a finalized turn."""
+def seal_turn(*, message_id: UUID | str, late: bool = False) -> TurnSeal:
+    """Seal the current facts of one finalized turn, as the next seal of its chain (the ``post_finalize``
+    receiver's call, in the turn's transaction): :func:`seal_turns` of that one turn."""
+    facts = turn_facts([message_id]).get(str(UUID(str(message_id))))
     if facts is None:
-        facts = turn_facts([message_id]).get(str(UUID(str(message_id))))
-    if facts is None or facts.turn["finalized_at"] is None:
         raise ValueError(f"message {message_id} is not a finalized turn")
-    digests = facts.digests()
-    turn = facts.turn
-    chain = facts.chain
+    return seal_turns([facts], late=late)[0]
+
+
+def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSeal]:
+    """Seal each turn's facts (as read by :func:`turn_facts`), in the order given, as the next seals of their
+    chains; all or nothing, in a savepoint of the caller's transaction. A constant number of queries whatever
+    the number of turns: the seals' finalize numbers, one upsert locking every chain head concerned (sorted by
+    chain), one insert of the seals, one update of the heads. On PostgreSQL the wait for the heads is bounded by
+    ``LQAI_LEDGER_TIMEOUT``. Raises ``ValueError`` if a turn is not finalized."""
+    for facts in turns:
+        if facts.turn["finalized_at"] is None:
+            raise ValueError(f"message {facts.turn['message']} is not a finalized turn")
+    if not turns:
+        return []
+    chains = sorted({facts.chain for facts in turns})
+    fingerprint = keys.current_fingerprint()
+    private_key = keys.signing_key()
     with transaction.atomic(), connection.cursor() as cursor:
-        finalize_number = TurnSeal.objects.filter(message_id=turn["message"]).count() + 1
+        finalized_before = dict(
+            TurnSeal.objects.filter(message_id__in=[facts.turn["message"] for facts in turns])
+            .order_by()
+            .values("message_id")
+            .annotate(count=Count("id"))
+            .values_list("message_id", "count")
+        )
         bounded = connection.vendor == "postgresql"
         if bounded:
             cursor.execute(_BOUND_LOCK_SQL, {"limit": f"{max(1, round(settings.LQAI_LEDGER_TIMEOUT * 1000))}ms"})
             old_lock_timeout = cursor.fetchone()[0]
-        cursor.execute(_LOCK_HEAD_SQL, {"chain": chain})
-        last_sequence, last_digest = cursor.fetchone()
-        fields: dict[str, Any] = {
-            "chain": chain,
-            "sequence": int(last_sequence) + 1,
-            "previous_sha256": last_digest,
-            "message": turn["message"],
-            "finalize_number": finalize_number,
-            "finalized_at": turn["finalized_at"],
-            "facts_sha256": record.facts_sha256(
-                turn_digest=digests["turn"], row_digests=digests["rows"], verifier_version=VERIFIER_VERSION
-            ),
-            "sealed_at": iso(timezone.now()),
-            "late": late,
-            "key_fingerprint": keys.current_fingerprint(),
-        }
-        payload = record.seal_payload(fields)
-        seal = TurnSeal.objects.create(
-            message_id=turn["message"],
-            chain=chain,
-            sequence=fields["sequence"],
-            previous_sha256=last_digest,
-            finalize_number=finalize_number,
-            finalized_at=datetime.datetime.fromisoformat(fields["finalized_at"]),
-            verifier_version=VERIFIER_VERSION,
-            row_digests=digests,
-            facts_sha256=fields["facts_sha256"],
-            sealed_at=datetime.datetime.fromisoformat(fields["sealed_at"]),
-            late=late,
-            key_fingerprint=fields["key_fingerprint"],
-            seal_sha256=record.sha256_hex(payload),
-            signature=record.sign(keys.signing_key(), payload),
-        )
-        SealChainHead.objects.filter(pk=chain).update(sequence=seal.sequence, seal_sha256=seal.seal_sha256)
+        cursor.execute(_LOCK_HEADS_SQL.format(values=", ".join(["(%s, 0, '')"] * len(chains))), chains)
+        heads = {chain: (int(sequence), digest) for chain, sequence, digest in cursor.fetchall()}
+        sealed_at = iso(timezone.now())
+        created = []
+        for facts in turns:
+            digests = facts.digests()
+            last_sequence, last_digest = heads[facts.chain]
+            message = UUID(facts.turn["message"])
+            finalize_number = finalized_before.get(message, 0) + 1
+            finalized_before[message] = finalize_number
+            fields: dict[str, Any] = {
+                "chain": facts.chain,
+                "sequence": last_sequence + 1,
+                "previous_sha256": last_digest,
+                "message": facts.turn["message"],
+                "finalize_number": finalize_number,
+                "finalized_at": facts.turn["finalized_at"],
+                "facts_sha256": record.facts_sha256(
+                    turn_digest=digests["turn"], row_digests=digests["rows"], verifier_version=VERIFIER_VERSION
+                ),
+                "sealed_at": sealed_at,
+                "late": late,
+                "key_fingerprint": fingerprint,
+            }
+            payload = record.seal_payload(fields)
+            seal = TurnSeal(
+                message_id=message,
+                chain=facts.chain,
+                sequence=fields["sequence"],
+                previous_sha256=last_digest,
+                finalize_number=finalize_number,
+                finalized_at=datetime.datetime.fromisoformat(fields["finalized_at"]),
+                verifier_version=VERIFIER_VERSION,
+                row_digests=digests,
+                facts_sha256=fields["facts_sha256"],
+                sealed_at=datetime.datetime.fromisoformat(sealed_at),  # type: ignore[arg-type]
+                late=late,
+                key_fingerprint=fingerprint,
+                seal_sha256=record.sha256_hex(payload),
+                signature=record.sign(private_key, payload),
+            )
+            heads[facts.chain] = (seal.sequence, seal.seal_sha256)
+            created.append(seal)
+        TurnSeal.objects.bulk_create(created)
+        moved = [value for chain in chains for value in (chain, heads[chain][0], heads[chain][1])]
+        cursor.execute(_MOVE_HEADS_SQL.format(values=", ".join(["(%s, CAST(%s AS BIGINT), %s)"] * len(chains))), moved)
         if bounded:
             cursor.execute("SELECT set_config('lock_timeout', %(old)s, true)", {"old": old_lock_timeout})
-    return seal
+    return created
 
 
 def unsealed_turns(matter_id: UUID | None = None) -> QuerySet[Message]:
@@ -306,8 +342,7 @@ def seal_late(
             if not ids:
                 return sealed
             facts = turn_facts(ids)
-            for message_id in ids:
-                seal_turn(message_id=message_id, late=True, facts=facts[str(message_id)])
+            seal_turns([facts[str(message_id)] for message_id in ids], late=True)
         sealed += len(ids)
         if on_batch is not None:
             on_batch(len(ids))
