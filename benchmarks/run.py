@@ -28,6 +28,10 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
    record, eyecite's tokenization apart from the rest of the extraction, and the check's share of a whole
    API turn answering that text;
 
+9. sealing's share of a whole single-shot API turn (``benchmarks.seal_bench``; goal: <= 2%);
+10. ``verify_ledger``'s check of the whole record against a plain ``SELECT`` of the same columns (goal: <= 2x),
+    after ``seal_turns`` sealed the dataset's turns late;
+
 plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BATCH_SIZE``.
 """
 
@@ -227,6 +231,13 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
 
     case_citations = case_citations_bench.run()
 
+    step(f"9. sealing's share of whole turns ({args.turns} turns per arm)")
+    from benchmarks import seal_bench
+
+    seal_share = seal_bench.sealing_share(turns=args.turns)
+    step("10. seal_turns, then verify_ledger vs a plain SELECT")
+    seal_verify = seal_bench.verify_vs_select(repeats=args.repeats)
+
     raw = ledger_bench.median([r.seconds for r in raw_runs])
     raw_wal = ledger_bench.median([r.wal_bytes for r in raw_runs]) / 1e6
     backfill_wal = ledger_bench.median([r.wal_bytes for r in backfill_runs]) / 1e6
@@ -349,6 +360,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
             "-",
         )
     )
+    rows += seal_bench.rows_for(seal_share, seal_verify)
     for size, run in tuning:
         rows.append(
             Row(
@@ -381,6 +393,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
             + ", ".join(f"{p.stat().st_size // 1024} KB" for p in ledger_bench.TURN_DOCUMENTS)
             + "); medians of turns interleaved receiver on / off; every turn's entries checked.",
             CASE_CITATIONS_NOTE,
+            seal_bench.NOTE,
         ],
     }
     return rows, context

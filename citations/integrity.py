@@ -106,25 +106,27 @@ def _seal_dict(values: tuple[Any, ...]) -> dict[str, Any]:
     return seal
 
 
-def entries_by_message(message_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+def entries_by_message(message_ids: list[str] | QuerySet[Any, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The ledger entries of the given messages, by message id, as ``lqai_verify.record`` reads them:
+    ``{"id", "source": <row key>, <LEDGER_FIELDS>}`` (one query)."""
     by_message: dict[str, list[dict[str, Any]]] = {}
     columns = (*_ENTRY_COLUMNS, "provider", *(column for column, _ in _SOURCE_TABLES))
-    for values in CitationLedgerEntry.objects.filter(message_id__in=message_ids).order_by().values_list(*columns):
-        entry = dict(zip(columns, values, strict=True))
-        source = next(
-            (f"{table}:{entry[column]}" for column, table in _SOURCE_TABLES if entry[column] is not None), None
-        )
-        by_message.setdefault(str(entry["message_id"]), []).append(
+    tables = [table for _, table in _SOURCE_TABLES]
+    rows = CitationLedgerEntry.objects.filter(message_id__in=message_ids).order_by().values_list(*columns)
+    for entry_id, message_id, chat_id, project_id, kind, status, confidence, provider, *sources in rows:
+        source = next((f"{table}:{row}" for table, row in zip(tables, sources, strict=True) if row is not None), None)
+        message = str(message_id)
+        by_message.setdefault(message, []).append(
             {
-                "id": str(entry["id"]),
+                "id": str(entry_id),
                 "source": source,
-                "message": str(entry["message_id"]),
-                "chat": str(entry["chat_id"]),
-                "project": None if entry["project_id"] is None else str(entry["project_id"]),
-                "source_kind": entry["source_kind"],
-                "verification_status": entry["verification_status"],
-                "confidence": entry["confidence"],
-                "provider": entry["provider"],
+                "message": message,
+                "chat": str(chat_id),
+                "project": None if project_id is None else str(project_id),
+                "source_kind": kind,
+                "verification_status": status,
+                "confidence": confidence,
+                "provider": provider,
             }
         )
     return by_message
@@ -188,7 +190,8 @@ def verify_record(
         if not batch:
             break
         batch_seals = [(_seal_dict(values[:-1]), bool(values[-1])) for values in batch]
-        message_ids = sorted({seal["message"] for seal, _ in batch_seals})
+        # The batch's turns as a subquery (the same keyset range): no list of ids goes back and forth.
+        message_ids = batch_query.order_by("chain", "sequence").values("message_id")[:batch_size]
         facts = seals.turn_facts(message_ids)
         entries = entries_by_message(message_ids)
         for seal, superseded in batch_seals:

@@ -35,11 +35,19 @@ HEADS_TABLE = SealChainHead._meta.db_table
 
 def iso(value: datetime.datetime | None) -> str | None:
     """A timestamp as sealed: UTC, ISO 8601 with microseconds."""
-    return None if value is None else value.astimezone(datetime.UTC).isoformat(timespec="microseconds")
+    if value is None:
+        return None
+    if value.utcoffset() != _ZERO:
+        value = value.astimezone(datetime.UTC)
+    return value.isoformat(timespec="microseconds")
 
 
-def _id(value: UUID | str | None) -> str | None:
-    return None if value is None else str(UUID(str(value)))
+_ZERO = datetime.timedelta(0)
+
+
+def _id(value: UUID | None) -> str | None:
+    """A UUID as sealed: its canonical hyphenated form (the ORM gives UUIDs on every backend)."""
+    return None if value is None else str(value)
 
 
 @dataclass(slots=True)
@@ -105,10 +113,11 @@ _QUOTE_COLUMNS = (
 )
 
 
-def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
-    """The facts of the given assistant messages, by message id (str): one query per table. Rows are in
-    the order of their table in :data:`lqai_verify.record.ROW_TABLES`, then by id."""
-    ids = [UUID(str(i)) for i in message_ids]
+def turn_facts(message_ids: Iterable[UUID | str] | QuerySet[Any, Any]) -> dict[str, TurnFacts]:
+    """The facts of the given assistant messages (ids, or a query of ids, which each table's query then
+    reads as a subquery), by message id (str): one query per table. Rows are in the order of their table in
+    :data:`lqai_verify.record.ROW_TABLES`, then by id."""
+    ids: Any = message_ids if isinstance(message_ids, QuerySet) else [UUID(str(i)) for i in message_ids]
     facts: dict[str, TurnFacts] = {}
     messages = Message.objects.filter(pk__in=ids).values_list(
         "id",
@@ -305,9 +314,11 @@ def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSe
             created.append(seal)
         TurnSeal.objects.bulk_create(created)
         moved = [value for chain in chains for value in (chain, heads[chain][0], heads[chain][1])]
-        cursor.execute(_MOVE_HEADS_SQL.format(values=", ".join(["(%s, CAST(%s AS BIGINT), %s)"] * len(chains))), moved)
-        if bounded:
-            cursor.execute("SELECT set_config('lock_timeout', %(old)s, true)", {"old": old_lock_timeout})
+        move = _MOVE_HEADS_SQL.format(values=", ".join(["(%s, CAST(%s AS BIGINT), %s)"] * len(chains)))
+        if bounded:  # the same statement puts the caller's lock_timeout back
+            move = f"WITH moved AS ({move} RETURNING 1) SELECT set_config('lock_timeout', %s, true)"
+            moved.append(old_lock_timeout)
+        cursor.execute(move, moved)
     return created
 
 
