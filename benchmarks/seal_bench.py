@@ -150,12 +150,16 @@ class VerifyRun:
 
 
 def verify_vs_select(*, repeats: int) -> VerifyRun:
-    """Seal every unsealed turn late (timed, for the record), then ``verify_record`` against
+    """Complete the ledger, seal every unsealed turn late (timed, for the record), then ``verify_record`` against
     :func:`plain_select`, alternating, the median of ``repeats`` each. The record must verify intact."""
     from benchmarks import ledger_bench
+    from citations.backfill import backfill_ledger
     from citations.integrity import verify_record
     from citations.seals import seal_late
 
+    # The ledger's own benchmark finalizes turns with its receiver off: their entries are written here first,
+    # so that the record checked is complete.
+    backfill_ledger()
     started = time.perf_counter()
     seal_late(batch_size=2_000)
     seal_all = time.perf_counter() - started

@@ -284,9 +284,21 @@ class SealChainHead(models.Model):
     chain = models.CharField(max_length=80, primary_key=True)
     sequence = models.PositiveBigIntegerField(default=0)
     seal_sha256 = models.CharField(max_length=64, blank=True)
+    # Whose chain it is: deleting the matter (or the matter-less chat) deletes its seals and its head with
+    # them, so that a deletion made through the application leaves no dangling head.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
 
     class Meta:
         db_table = "seal_chain_heads"
+        constraints = [
+            # A chain belongs to a matter or, for a matter-less chat, to the chat: never both, never neither.
+            models.CheckConstraint(
+                condition=Q(project__isnull=True) ^ Q(chat__isnull=True),
+                name="seal_chain_heads_one_owner",
+                violation_error_message="A seal chain belongs to a matter or to a matter-less chat.",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.chain} at #{self.sequence}"

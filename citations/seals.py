@@ -218,7 +218,7 @@ def seal_fields(seal: TurnSeal) -> dict[str, Any]:
 # one lock order for every writer), returning where each chain ends: the upsert locks each conflicting row
 # and returns its latest committed version, like SELECT ... FOR UPDATE. One row per chain in VALUES.
 _LOCK_HEADS_SQL = (
-    f"INSERT INTO {HEADS_TABLE} (chain, sequence, seal_sha256) VALUES {{values}} "  # noqa: S608
+    f"INSERT INTO {HEADS_TABLE} (chain, sequence, seal_sha256, project_id, chat_id) VALUES {{values}} "  # noqa: S608
     f"ON CONFLICT (chain) DO UPDATE SET sequence = {HEADS_TABLE}.sequence RETURNING chain, sequence, seal_sha256"
 )
 # Moves each chain's head to its new last seal. One (chain, sequence, digest) row per chain in VALUES (whose
@@ -232,6 +232,13 @@ _BOUND_LOCK_SQL = (
     "SELECT old.lock_timeout, set_config('lock_timeout', %(limit)s, true) "
     "FROM (SELECT current_setting('lock_timeout') AS lock_timeout OFFSET 0) AS old"
 )
+
+
+def _owner(turn: dict[str, Any]) -> tuple[Any, Any]:
+    """A chain's owner columns (project_id, chat_id), as the backend stores a UUID (32 hex digits on SQLite)."""
+    owner = UUID(turn["project"] or turn["chat"])
+    stored = owner if connection.vendor == "postgresql" else owner.hex
+    return (stored, None) if turn["project"] else (None, stored)
 
 
 def seal_turn(*, message_id: UUID | str, late: bool = False) -> TurnSeal:
@@ -269,7 +276,11 @@ def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSe
         if bounded:
             cursor.execute(_BOUND_LOCK_SQL, {"limit": f"{max(1, round(settings.LQAI_LEDGER_TIMEOUT * 1000))}ms"})
             old_lock_timeout = cursor.fetchone()[0]
-        cursor.execute(_LOCK_HEADS_SQL.format(values=", ".join(["(%s, 0, '')"] * len(chains))), chains)
+        owners = {facts.chain: _owner(facts.turn) for facts in turns}
+        cursor.execute(
+            _LOCK_HEADS_SQL.format(values=", ".join(["(%s, 0, '', %s, %s)"] * len(chains))),
+            [value for chain in chains for value in (chain, *owners[chain])],
+        )
         heads = {chain: (int(sequence), digest) for chain, sequence, digest in cursor.fetchall()}
         sealed_at = iso(timezone.now())
         created = []

@@ -362,3 +362,12 @@ def test_sixteen_concurrent_turns_of_one_matter_leave_an_intact_chain(
     result = verify_record()
     assert result.intact, [str(p) for p in result.problems]
     assert result.seals == 16
+
+
+@pytest.mark.django_db
+def test_deleting_a_matter_takes_its_chain_with_it(matter_turns: list[dict[str, Any]], matter_chat: Chat) -> None:
+    matter_chat.project.delete()  # type: ignore[union-attr]
+
+    assert not TurnSeal.objects.exists()
+    assert not SealChainHead.objects.exists()
+    assert verify()[0] == 0
