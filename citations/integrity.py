@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import BooleanField, Exists, OuterRef, Q, QuerySet
+from django.db.models.expressions import RawSQL
 
 from citations import keys, seals
 from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
@@ -185,13 +186,15 @@ def verify_record(
         batch_query = scope
         if cursor_position is not None:
             chain, sequence = cursor_position
-            batch_query = batch_query.filter(Q(chain__gt=chain) | Q(chain=chain, sequence__gt=sequence))
+            # A row-value comparison (the ORM has no public way to say it): an index range scan of
+            # turn_seals_chain_sequence_uniq from the last seal read, so each batch costs its own rows only.
+            after = RawSQL("(chain, sequence) > (%s, %s)", (chain, sequence), output_field=BooleanField())
+            batch_query = batch_query.alias(after=after).filter(after=True)
         batch = list(batch_query.values_list(*_SEAL_COLUMNS, "superseded")[:batch_size])
         if not batch:
             break
         batch_seals = [(_seal_dict(values[:-1]), bool(values[-1])) for values in batch]
-        # The batch's turns as a subquery (the same keyset range): no list of ids goes back and forth.
-        message_ids = batch_query.order_by("chain", "sequence").values("message_id")[:batch_size]
+        message_ids = sorted({seal["message"] for seal, _ in batch_seals})
         facts = seals.turn_facts(message_ids)
         entries = entries_by_message(message_ids)
         for seal, superseded in batch_seals:

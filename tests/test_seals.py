@@ -371,3 +371,18 @@ def test_deleting_a_matter_takes_its_chain_with_it(matter_turns: list[dict[str, 
     assert not TurnSeal.objects.exists()
     assert not SealChainHead.objects.exists()
     assert verify()[0] == 0
+
+
+@pytest.mark.django_db
+def test_verify_ledger_reads_in_batches_across_chains(
+    matter_turns: list[dict[str, Any]], api_client: APIClient, user: Any
+) -> None:
+    # Given a second chain (a matter-less chat) beside the matter's three seals
+    _turn(api_client, factories.ChatFactory.create(project=None, owner=user))
+
+    status, output = verify("--batch-size", "1")
+    gap_status, gap_output = verify("--batch-size", "2")
+
+    assert status == 0, output
+    assert "4 seals in 2 chain(s), 4 turns" in output
+    assert gap_status == 0, gap_output
