@@ -1,10 +1,10 @@
-"""The sealed record's measurements (``make bench`` items 9 and 10; also on their own:
+"""The sealed record's measurements (``make bench`` items 11 and 12, ``--items seal``; also on their own:
 ``python -m benchmarks.seal_bench --rows 1000000``, on a database of its own like ``benchmarks.run``).
 
-9. sealing's share of a whole single-shot API turn: the seal receiver connected against disconnected
+11. sealing's share of a whole single-shot API turn: the seal receiver connected against disconnected
    (the ledger's connected in both), interleaved turn by turn with ``ledger_bench.alternating``, in a matter
    of real opinions of 20-100 KB, default backend (goal: <= 2%), and the queries it adds;
-10. ``verify_ledger``'s check (``citations.integrity.verify_record``) over the whole record against a plain
+12. ``verify_ledger``'s check (``citations.integrity.verify_record``) over the whole record against a plain
     ``SELECT`` of the same columns of the same tables, read to the end through server-side cursors
     (goal: <= 2x), alternating, median of the repeats; for the record, ``seal_turns`` sealing every turn of the
     dataset late.
@@ -193,7 +193,7 @@ def rows_for(share: SealShare, run: VerifyRun) -> list[Any]:
 
     return [
         Row(
-            "9",
+            "11",
             "sealing's share of a whole single-shot API turn, default backend (seal receiver on vs off, ledger on)",
             f"+{share.share:.1%} (+{(share.on - share.off) * 1000:.2f} ms on {share.off * 1000:.1f} ms); "
             f"+{share.queries_on - share.queries_off} queries",
@@ -201,7 +201,7 @@ def rows_for(share: SealShare, run: VerifyRun) -> list[Any]:
             _verdict(share.share <= SEAL_SHARE_GOAL),
         ),
         Row(
-            "10",
+            "12",
             f"verify_ledger's check of {run.seals:,} seals and {run.entries:,} ledger entries vs a plain SELECT of "
             f"the same columns ({run.rows_selected:,} rows)",
             f"{run.verify:.2f} s vs {run.select:.2f} s = {run.ratio:.2f} x",
@@ -218,8 +218,28 @@ def rows_for(share: SealShare, run: VerifyRun) -> list[Any]:
     ]
 
 
+def suite(args: argparse.Namespace, *, step: Any) -> tuple[list[Any], list[str]]:
+    """Items 11 and 12 inside ``make bench``: on the data the ledger items left (or ``args.rows`` of its own)."""
+    from benchmarks import dataset
+    from chats.models import Message
+
+    if not Message.objects.filter(role=Message.Role.ASSISTANT).exists():
+        from django.db import connection
+
+        step(f"generating {args.rows:,} source rows for the sealed record")
+        with connection.cursor() as cursor:
+            dataset.generate_parents(cursor, dataset.Sizes(args.rows))
+            dataset.generate_sources(cursor, dataset.Sizes(args.rows))
+            dataset.vacuum_analyze(cursor)
+    step(f"11. sealing's share of whole turns ({args.turns} turns per arm)")
+    share = sealing_share(turns=args.turns)
+    step("12. seal_turns, then verify_ledger vs a plain SELECT")
+    verify = verify_vs_select(repeats=args.repeats)
+    return rows_for(share, verify), [NOTE]
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Items 9 and 10 alone, on a database of their own (see :mod:`benchmarks.run`)."""
+    """Items 11 and 12 alone, on a database of their own (see :mod:`benchmarks.run`)."""
     from benchmarks import run
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.seal_bench", description=__doc__.split("\n\n")[0])
@@ -256,9 +276,9 @@ def main(argv: list[str] | None = None) -> int:
             dataset.vacuum_analyze(cursor)
             cursor.execute("SHOW server_version")
             server_version = cursor.fetchone()[0]
-        run.step(f"9. sealing's share of whole turns ({args.turns} turns per arm)")
+        run.step(f"11. sealing's share of whole turns ({args.turns} turns per arm)")
         share = sealing_share(turns=args.turns)
-        run.step("10. seal_turns, then verify_ledger vs a plain SELECT")
+        run.step("12. seal_turns, then verify_ledger vs a plain SELECT")
         verify = verify_vs_select(repeats=args.repeats)
         rows = rows_for(share, verify)
     finally:
@@ -286,9 +306,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 NOTE = (
-    "Sealing (9): the seal receiver reads the turn's facts back (one query per table), locks its chain head by "
+    "Sealing (11): the seal receiver reads the turn's facts back (one query per table), locks its chain head by "
     "an upsert, inserts the seal and moves the head, in a savepoint, signing with Ed25519; medians of turns "
-    "interleaved on/off. verify_ledger (10): every seal's digest, link and facts recomputed, every turn's rows "
+    "interleaved on/off. verify_ledger (12): every seal's digest, link and facts recomputed, every turn's rows "
     "and every ledger entry compared with its seal, each chain's last signature checked; the plain SELECT reads "
     "the same columns of the same tables once, through server-side cursors, and does nothing with them."
 )
