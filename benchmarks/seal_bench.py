@@ -209,7 +209,7 @@ def rows_for(share: SealShare, run: VerifyRun) -> list[Any]:
             _verdict(run.ratio <= VERIFY_GOAL),
         ),
         Row(
-            "10 detail",
+            "12 detail",
             f"seal_turns sealing {run.seals:,} turns late",
             f"{run.seal_all:.1f} s",
             "(for the record)",
