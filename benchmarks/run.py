@@ -41,7 +41,11 @@ plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BA
 10. a turn's retrieval in a matter of 10,000 documents against one of 10 (``benchmarks.retrieval_bench``;
    goal: <= 2 x).
 
-``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10); e.g.
+11. sealing's share of a whole single-shot API turn (``benchmarks.seal_bench``; goal: <= 2%);
+12. ``verify_ledger``'s check of the whole record against a plain ``SELECT`` of the same columns (goal: <= 2x),
+    after ``seal_turns`` sealed the dataset's turns late (on the ledger items' data, or ``--rows`` of its own).
+
+``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10), ``seal`` (11-12); e.g.
 ``make bench BENCH_ARGS="--items scale,retrieval"``.
 """
 
@@ -71,7 +75,7 @@ MEMORY_LIMIT_MB = 200.0
 MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
 TURN_SHARE_GOAL = 0.05
 CASE_CITATION_GOAL = 0.10
-ITEMS = ("ledger", "scale", "retrieval")
+ITEMS = ("ledger", "seal", "scale", "retrieval")
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +197,13 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         rows += ledger_rows
         notes += ledger_notes
         title.append(f"{args.rows:,} source rows")
+    if "seal" in args.items:  # on the ledger items' data, before the scale item replaces it
+        from benchmarks import seal_bench
+
+        seal_rows, seal_notes = seal_bench.suite(args, step=step)
+        rows += seal_rows
+        notes += seal_notes
+        title.append("the sealed record")
     if "scale" in args.items:
         scale_rows, scale_notes = scale_suite(args)
         rows += scale_rows

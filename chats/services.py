@@ -46,7 +46,7 @@ from chats.models import (
 )
 from chats.selectors import open_streams_of
 from chats.signals import post_finalize
-from chats.verification import NormalizedSource, QuoteMatch
+from chats.verification import NormalizedSource, QuoteMatch, alterations_record, context_flags_record
 
 logger = logging.getLogger(__name__)
 
@@ -387,29 +387,6 @@ def _verify_claims(
         row.position = first_position + len(claims)
         kb.append(row)
     return kb, caselaw
-
-
-def alterations_record(match: QuoteMatch) -> list[dict[str, str | int]]:
-    """What a quote row stores of a match's alterations and omissions (its ``alterations`` column): one
-    ``{"kind", "detail", "quote_text", "source_start", "source_end", "alters"}`` per alteration, in quote
-    order (``alters``: why it may change what the source says, "" if it cannot); none for an exact match."""
-    return [
-        {
-            "kind": a.kind,
-            "detail": a.detail,
-            "quote_text": a.quote_text,
-            "source_start": a.source_start,
-            "source_end": a.source_end,
-            "alters": a.alters,
-        }
-        for a in match.alterations
-    ]
-
-
-def context_flags_record(match: QuoteMatch) -> list[dict[str, str | int]]:
-    """What a quote row stores of the limiting context next to its passage (its ``context_flags`` column): one
-    ``{"flag", "source_start", "source_end"}`` per flag; none unless the match is ``altered``."""
-    return [{"flag": f.flag, "source_start": f.source_start, "source_end": f.source_end} for f in match.flags]
 
 
 def _reason(why: str, source: str) -> str:

@@ -46,7 +46,7 @@ from chats.models import (
 )
 from chats.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 from citations import passages, selectors
-from citations.models import PROVENANCE, CitationLedgerEntry, MatterPurge, SourceKind
+from citations.models import PROVENANCE, CitationLedgerEntry, MatterPurge, SealChainHead, SourceKind, TurnSeal
 from citations.statuses import StatusInWords, status_in_words
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).
@@ -485,3 +485,33 @@ admin.site.unregister(Message)
 @admin.register(Message)
 class MessageWithLedgerAdmin(MessageAdmin):
     inlines = [*MessageAdmin.inlines, LedgerEntryInline]
+
+
+@admin.register(TurnSeal)
+class TurnSealAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The seals of finalized turns, read-only: written only by sealing, checked by ``verify_ledger``."""
+
+    matter_scope = ("chat", "message__chat")
+
+    list_display = ("chain", "sequence", "message", "finalize_number", "sealed_at", "late", "key_fingerprint")
+    list_filter = ("late",)
+    list_select_related = ("message",)
+    search_fields = ("=chain",)
+    ordering = ("chain", "sequence")
+    show_full_result_count = False
+
+
+@admin.register(SealChainHead)
+class SealChainHeadAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Where each seal chain ends (its row is the lock of a chain's final write), read-only, and for superusers
+    only (a chain is named by its matter or chat, across every matter)."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+    list_display = ("chain", "sequence", "seal_sha256")
+    search_fields = ("=chain",)
+    show_full_result_count = False

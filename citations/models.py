@@ -283,3 +283,108 @@ class MatterPurge(AppendOnlyModel):
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnlyError("matter_purges rows cannot be deleted")
+
+
+_HEX64 = r"^[0-9a-f]{64}$"
+
+
+class TurnSeal(AppendOnlyModel):
+    """The seal of one finalize of a turn: a digest of its facts, chained per matter and signed.
+
+    Written by ``citations.seals.seal_turn`` in the turn's transaction (a ``post_finalize`` receiver), or
+    late by ``manage.py seal_turns``; the byte formats are ``lqai_verify.record``'s. A turn finalized again
+    after an interruption gets a second seal (``finalize_number`` 2) further down its chain, over all its
+    facts at that time. Holds digests only, never content. Append-only (``chats.record``; on PostgreSQL by
+    trigger too, ``citations.0012``): deleted only with its turn, in a matter purge.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    # Deleting a matter deletes its turns and so their seals; verify_ledger then sees the gap in the chain.
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    # ``matter:<project id>``, or ``chat:<chat id>`` for a matter-less chat.
+    chain = models.CharField(max_length=80)
+    sequence = models.PositiveBigIntegerField()
+    previous_sha256 = models.CharField(max_length=64, blank=True)
+    finalize_number = models.PositiveIntegerField()
+    # The message's finalized_at when sealed: a later finalize without a seal of its own shows as unsealed.
+    finalized_at = models.DateTimeField()
+    verifier_version = models.CharField(max_length=40)
+    # {"turn": <digest>, "rows": {"<table>:<id>": <digest>}}: so that a mismatch names the row that differs.
+    row_digests = models.JSONField()
+    facts_sha256 = models.CharField(max_length=64)
+    sealed_at = models.DateTimeField()
+    # Sealed by ``seal_turns`` after the fact (a turn from before sealing existed, or a sealing failure).
+    late = models.BooleanField(default=False)
+    key_fingerprint = models.CharField(max_length=64)
+    seal_sha256 = models.CharField(max_length=64)
+    signature = models.CharField(max_length=100)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        db_table = "turn_seals"
+        ordering = ["chain", "sequence"]
+        indexes = [
+            # seal_turns and verify_ledger look up the seals of a batch of messages.
+            models.Index(fields=["message", "finalize_number"], name="turn_seals_message_idx"),
+        ]
+        constraints = [
+            # A chain is a sequence: two seals at one place would fork it. Also verify_ledger's walk order.
+            models.UniqueConstraint(
+                fields=["chain", "sequence"],
+                name="turn_seals_chain_sequence_uniq",
+                violation_error_message="This chain already has a seal at this place.",
+            ),
+            # One seal per finalize of a turn.
+            models.UniqueConstraint(
+                fields=["message", "finalize_number"],
+                name="turn_seals_message_finalize_uniq",
+                violation_error_message="This finalize of the turn is already sealed.",
+            ),
+            # Only the first seal of a chain has no predecessor.
+            models.CheckConstraint(
+                condition=(Q(sequence=1) & Q(previous_sha256="")) | (Q(sequence__gt=1) & ~Q(previous_sha256="")),
+                name="turn_seals_previous_iff_not_first",
+                violation_error_message="A seal names its predecessor, except the first of its chain.",
+            ),
+            # Digests are hex SHA-256: anything else cannot be recomputed.
+            models.CheckConstraint(
+                condition=Q(facts_sha256__regex=_HEX64)
+                & Q(seal_sha256__regex=_HEX64)
+                & Q(key_fingerprint__regex=_HEX64)
+                & (Q(previous_sha256="") | Q(previous_sha256__regex=_HEX64)),
+                name="turn_seals_digests_hex",
+                violation_error_message="Seal digests and the key fingerprint are 64 lowercase hex digits.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"seal {self.chain} #{self.sequence}"
+
+
+class SealChainHead(models.Model):
+    """The last seal of each chain: its row is locked (``SELECT ... FOR UPDATE``) for the final write of a
+    seal, so that the seals of one chain are written one after the other, in commit order. Also a check of
+    the chain's end: verify_ledger compares it with the chain's last seal."""
+
+    chain = models.CharField(max_length=80, primary_key=True)
+    sequence = models.PositiveBigIntegerField(default=0)
+    seal_sha256 = models.CharField(max_length=64, blank=True)
+    # Whose chain it is: deleting the matter (or the matter-less chat) deletes its seals and its head with
+    # them, so that a deletion made through the application leaves no dangling head.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+
+    class Meta:
+        db_table = "seal_chain_heads"
+        constraints = [
+            # A chain belongs to a matter or, for a matter-less chat, to the chat: never both, never neither.
+            models.CheckConstraint(
+                condition=Q(project__isnull=True) ^ Q(chat__isnull=True),
+                name="seal_chain_heads_one_owner",
+                violation_error_message="A seal chain belongs to a matter or to a matter-less chat.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chain} at #{self.sequence}"

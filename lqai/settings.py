@@ -30,11 +30,17 @@ Environment variables:
 - Bounded use of the turn endpoints: ``LQAI_THROTTLE_TURNS`` (e.g. ``30/min``, ``off``),
   ``LQAI_MAX_CONCURRENT_STREAMS``, ``LQAI_MAX_STREAM_SECONDS``, ``LQAI_SSE_HEARTBEAT_SECONDS``,
   ``LQAI_STALE_TURN_SECONDS`` and ``LQAI_MESSAGES_PAGE_SIZE`` (see below).
+- ``LQAI_LEDGER_KEY``: the base64 of the 32-byte Ed25519 private key that signs turn seals and matter exports
+  (``manage.py ledger_key`` makes one); required unless ``DEBUG`` is on (then a development key derived
+  from ``SECRET_KEY`` is used, and every export says so). ``LQAI_LEDGER_RETIRED_PUBLIC_KEYS``: the base64
+  public keys of earlier ledger keys (comma-separated), whose seals still verify (see docs/export.md).
 - ``LOG_LEVEL``: the root log level (default ``INFO``).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 from pathlib import Path
@@ -301,6 +307,25 @@ LQAI_MAX_CLAIMS_PER_TURN = env_int("LQAI_MAX_CLAIMS_PER_TURN", default=300)
 LQAI_CASE_CITATION_MAX_CHARS = env_int("LQAI_CASE_CITATION_MAX_CHARS", default=100_000)
 if LQAI_LEDGER_TIMEOUT <= 0:
     raise ImproperlyConfigured(f"LQAI_LEDGER_TIMEOUT={LQAI_LEDGER_TIMEOUT} must be a positive number of seconds.")
+
+# The key of the sealed record (citations.keys): outside the database, so that whoever can write the
+# database cannot re-seal what they changed. Checked here, so that a server without it refuses to start.
+LQAI_LEDGER_KEY = os.environ.get("LQAI_LEDGER_KEY", "").strip()
+if LQAI_LEDGER_KEY:
+    try:
+        _ledger_key_bytes = base64.b64decode(LQAI_LEDGER_KEY, validate=True)
+    except binascii.Error:
+        _ledger_key_bytes = b""
+    if len(_ledger_key_bytes) != 32:
+        raise ImproperlyConfigured(
+            "LQAI_LEDGER_KEY must be the base64 of a 32-byte Ed25519 private key: run `manage.py ledger_key` for one."
+        )
+elif not DEBUG:
+    raise ImproperlyConfigured(
+        "LQAI_LEDGER_KEY is not set: it signs the sealed record and the matter exports. Run `manage.py ledger_key` "
+        "(with DEBUG=1) for a new key, keep it in your secret store, and set LQAI_LEDGER_KEY in the environment."
+    )
+LQAI_LEDGER_RETIRED_PUBLIC_KEYS = env_list("LQAI_LEDGER_RETIRED_PUBLIC_KEYS")
 
 LOGGING = {
     "version": 1,

@@ -10,8 +10,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from chats import models
-from chats.services import alterations_record, passage_sha256
-from chats.verification import QuoteMatch, verify_quote
+from chats.services import passage_sha256
+from chats.verification import QuoteMatch, alterations_record, verify_quote
 from citations import ledger
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
 

@@ -20,7 +20,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
-from chats import services
 from chats.models import (
     CaselawOpinion,
     Message,
@@ -29,7 +28,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
 )
-from chats.verification import verify_quote
+from chats.verification import alterations_record, verify_quote
 from citations import ledger
 from citations.admin import LedgerEntryInline
 from citations.models import CitationLedgerEntry
@@ -529,7 +528,7 @@ def test_an_entry_page_escapes_the_source_and_the_alterations(admin_client: Clie
     content = "<script>alert(1)</script> " + factories.TEXT + " <b>bold</b>"
     document = factories.DocumentFactory.create(project=project, content=content)
     message = factories.MessageFactory.create(chat__project=project)
-    alterations = services.alterations_record(verify_quote(factories.ALTERED_QUOTE, content))  # type: ignore[arg-type]
+    alterations = alterations_record(verify_quote(factories.ALTERED_QUOTE, content))  # type: ignore[arg-type]
     alterations[0]["quote_text"] = "<img src=x onerror=alert(1)>"
     factories.MessageCitationFactory.create(message=message, document=document, altered=True, alterations=alterations)
     ledger.assemble(message)

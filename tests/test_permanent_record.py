@@ -33,8 +33,8 @@ from chats.models import (
     Project,
 )
 from chats.record import AppendOnlyError, LegalHoldError, purging
-from citations import ledger
-from citations.models import CitationLedgerEntry, MatterPurge
+from citations import ledger, seals
+from citations.models import CitationLedgerEntry, MatterPurge, TurnSeal
 from citations.purge import purge_matter
 from tests import factories
 
@@ -93,6 +93,30 @@ def test_a_raw_delete_of_a_guarded_row_is_refused_naming_the_rule(table: str, tu
 
     with pytest.raises(IntegrityError, match=f"lqai_append_only: {table} rows cannot be deleted"):
         _raw(f"DELETE FROM {table} WHERE id = %s", [row])
+
+
+@pytest.mark.postgres
+def test_a_raw_update_or_delete_of_a_seal_is_refused_naming_the_rule(turn: Message) -> None:
+    seal = seals.seal_turn(message_id=turn.pk)
+
+    with pytest.raises(IntegrityError, match="lqai_append_only: turn_seals rows cannot be updated"):
+        _raw("UPDATE turn_seals SET facts_sha256 = %s WHERE id = %s", ["0" * 64, seal.pk])
+    with pytest.raises(IntegrityError, match="lqai_append_only: turn_seals rows cannot be deleted"):
+        _raw("DELETE FROM turn_seals WHERE id = %s", [seal.pk])
+    assert TurnSeal.objects.get(pk=seal.pk).facts_sha256 == seal.facts_sha256
+
+
+def test_the_orm_refuses_to_update_or_delete_a_seal(turn: Message) -> None:
+    seal = seals.seal_turn(message_id=turn.pk)
+    seal.facts_sha256 = "0" * 64
+
+    with pytest.raises(AppendOnlyError, match="turn_seals rows cannot be updated"):
+        seal.save()
+    with pytest.raises(AppendOnlyError, match="cannot be updated"):
+        TurnSeal.objects.filter(pk=seal.pk).update(facts_sha256="0" * 64)
+    with pytest.raises(AppendOnlyError, match="cannot be deleted"):
+        TurnSeal.objects.filter(pk=seal.pk).delete()
+    assert TurnSeal.objects.filter(pk=seal.pk).exists()
 
 
 @pytest.mark.postgres

@@ -75,8 +75,14 @@ from chats.verification.results import (
     Alteration,
     ContextFlag,
     QuoteMatch,
+    alterations_record,
+    context_flags_record,
 )
 from chats.verification.search import MAX_ELLIPSIS_GAP
+
+# The version of these rules, sealed with every turn's facts: a change of what verifies, or of the offsets,
+# confidence or alterations a match reports, must change it, so that a seal says which rules it was made by.
+VERIFIER_VERSION = "2"
 
 __all__ = [
     "ALTERED",
@@ -90,10 +96,13 @@ __all__ = [
     "NEGATED_BEFORE",
     "SUBSTITUTION_MAX_CONFIDENCE",
     "TOLERANT_MATCH",
+    "VERIFIER_VERSION",
     "Alteration",
     "ContextFlag",
     "NormalizedSource",
     "QuoteMatch",
+    "alterations_record",
+    "context_flags_record",
     "explain_failure",
     "verify_quote",
     "verify_quote_detailed",

@@ -87,3 +87,30 @@ class QuoteMatch:
     end: int
     alterations: tuple[Alteration, ...] = ()
     flags: tuple[ContextFlag, ...] = ()
+
+
+def alterations_record(match: QuoteMatch, *, offset: int = 0) -> list[dict[str, str | int]]:
+    """What a quote row stores of a match's alterations and omissions (its ``alterations`` column): one
+    ``{"kind", "detail", "quote_text", "source_start", "source_end", "alters"}`` per alteration, in quote
+    order (``alters``: why it may change what the source says, "" if it cannot); none for an exact match.
+    ``offset`` is added to the source offsets (a match made against an excerpt that starts there)."""
+    return [
+        {
+            "kind": a.kind,
+            "detail": a.detail,
+            "quote_text": a.quote_text,
+            "source_start": a.source_start + offset,
+            "source_end": a.source_end + offset,
+            "alters": a.alters,
+        }
+        for a in match.alterations
+    ]
+
+
+def context_flags_record(match: QuoteMatch, *, offset: int = 0) -> list[dict[str, str | int]]:
+    """What a quote row stores of the limiting context next to its passage (its ``context_flags`` column): one
+    ``{"flag", "source_start", "source_end"}`` per flag; none unless the match is ``altered``."""
+    return [
+        {"flag": f.flag, "source_start": f.source_start + offset, "source_end": f.source_end + offset}
+        for f in match.flags
+    ]
