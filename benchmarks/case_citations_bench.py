@@ -252,7 +252,12 @@ def run(*, repeats: int = 50, turns: int = 20) -> dict[str, float]:
 
         whole = whole_turns(project=project, answer=answer, claims=claims, turns=turns)
     finally:
-        owner.delete()  # its matter, chats, turns and document cascade
+        # A matter's turns are a permanent record: they go only with its purge (which leaves a tombstone).
+        from citations.purge import purge_matter
+
+        for matter in Project.objects.filter(owner=owner):
+            purge_matter(project_id=matter.pk, purged_by="case-citations-bench")
+        owner.delete()
         CaselawOpinion.objects.filter(pk__in=[o.pk for o in opinions]).delete()
 
     check_s = statistics.median(check_times)

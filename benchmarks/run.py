@@ -27,6 +27,10 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
    (``benchmarks.case_citations_bench``), against that turn's ``finalize_turn`` (goal: <= 10%); for the
    record, eyecite's tokenization apart from the rest of the extraction, and the check's share of a whole
    API turn answering that text;
+9. the case-citation check in a turn streamed at a model's pace (``benchmarks.case_citation_turn_bench``):
+   its share of the whole turn (goal: <= 3%) and its growth of the time from the last token to ``done``
+   (goal: <= +50%); how the check grows with the answer's size up to its bound; what the pin-cite and
+   short-form volume checks add to the check (goal: <= 10%);
 
 plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BATCH_SIZE``;
 
@@ -37,7 +41,11 @@ plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BA
 10. a turn's retrieval in a matter of 10,000 documents against one of 10 (``benchmarks.retrieval_bench``;
    goal: <= 2 x).
 
-``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10); e.g.
+11. sealing's share of a whole single-shot API turn (``benchmarks.seal_bench``; goal: <= 2%);
+12. ``verify_ledger``'s check of the whole record against a plain ``SELECT`` of the same columns (goal: <= 2x),
+    after ``seal_turns`` sealed the dataset's turns late (on the ledger items' data, or ``--rows`` of its own).
+
+``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10), ``seal`` (11-12); e.g.
 ``make bench BENCH_ARGS="--items scale,retrieval"``.
 """
 
@@ -67,7 +75,7 @@ MEMORY_LIMIT_MB = 200.0
 MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
 TURN_SHARE_GOAL = 0.05
 CASE_CITATION_GOAL = 0.10
-ITEMS = ("ledger", "scale", "retrieval")
+ITEMS = ("ledger", "seal", "scale", "retrieval")
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +197,13 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         rows += ledger_rows
         notes += ledger_notes
         title.append(f"{args.rows:,} source rows")
+    if "seal" in args.items:  # on the ledger items' data, before the scale item replaces it
+        from benchmarks import seal_bench
+
+        seal_rows, seal_notes = seal_bench.suite(args, step=step)
+        rows += seal_rows
+        notes += seal_notes
+        title.append("the sealed record")
     if "scale" in args.items:
         scale_rows, scale_notes = scale_suite(args)
         rows += scale_rows
@@ -294,6 +309,11 @@ def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], l
     from benchmarks import case_citations_bench
 
     case_citations = case_citations_bench.run()
+
+    step("9. the case-citation check in a streamed turn at a model's pace")
+    from benchmarks import case_citation_turn_bench
+
+    paced = case_citation_turn_bench.run()
 
     raw = ledger_bench.median([r.seconds for r in raw_runs])
     raw_wal = ledger_bench.median([r.wal_bytes for r in raw_runs]) / 1e6
@@ -419,6 +439,44 @@ def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], l
             f"{case_citations['turn_off_s'] * 1000:.1f} ms)",
             "(for the record)",
             "-",
+        )
+    )
+    rows.append(
+        Row(
+            "9",
+            f"the check's share of a whole streamed turn (OpenAI-compatible backend, fake server, "
+            f"{paced['tokens']} tokens at {paced['tokens_per_second']:.0f}/s citing "
+            f"{case_citation_turn_bench.CITED_CASES} cases), check on vs off",
+            f"+{paced['turn_share']:.1%} ({paced['turn_on_s']:.2f} s vs {paced['turn_off_s']:.2f} s)",
+            f"<= {case_citation_turn_bench.TURN_SHARE_GOAL:.0%}",
+            "PASS" if paced["turn_share"] <= case_citation_turn_bench.TURN_SHARE_GOAL else "FAIL",
+        )
+    )
+    rows.append(
+        Row(
+            "9",
+            "last token to the end of finalize (the done event), check on vs off",
+            f"+{paced['tail_growth']:.0%} ({paced['tail_on_s'] * 1000:.0f} ms vs {paced['tail_off_s'] * 1000:.0f} ms)",
+            f"<= +{case_citation_turn_bench.TAIL_GROWTH_GOAL:.0%}",
+            "PASS" if paced["tail_growth"] <= case_citation_turn_bench.TAIL_GROWTH_GOAL else "FAIL",
+        )
+    )
+    rows.append(
+        Row(
+            "9 detail",
+            "the check by answer size, 25 cases (whole text; bound LQAI_CASE_CITATION_MAX_CHARS)",
+            "; ".join(f"{kb} KB {seconds * 1000:.0f} ms" for kb, seconds in paced["growth_s"].items()),
+            "(for the record)",
+            "-",
+        )
+    )
+    rows.append(
+        Row(
+            "9 detail",
+            "pin-cite and short-form volume checks, share of the check of a 20 KB answer citing 50 times",
+            f"{paced['pin_volume_share']:+.1%}",
+            "<= +10%",
+            "PASS" if paced["pin_volume_share"] <= 0.10 else "FAIL",
         )
     )
     for size, run in tuning:

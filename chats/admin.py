@@ -1,9 +1,18 @@
 """Admin of the chat domain.
 
-Matters, chats, messages, documents and opinions are editable by staff, except the text of a cited
-document or opinion, which is read-only (it is immutable: see ``chats.models.CitedTextGuard``). The three per-turn
-artifact tables (``message_citations``, ``message_caselaw_citations``, ``message_tool_sources``)
-are read-only: they record what a turn quoted or consulted, and the citation ledger indexes them.
+The record of a turn is read-only for everyone, superusers included: messages and the per-turn tables
+(``message_citations``, ``message_caselaw_citations``, ``message_case_citations``,
+``message_tool_sources``) record what a turn said, quoted or consulted, and the citation ledger indexes
+them (on PostgreSQL the permanent-record triggers refuse any change anyway: ``chats.record``). Matters,
+chats, documents and opinions are editable by staff, except a cited document's text and matter and a
+cited opinion's text (immutable: see ``chats.models.CitedTextGuard``). A matter on legal hold, or one
+holding turns, is not deleted here: the delete page says why (a matter is purged with
+``manage.py purge_matter``).
+
+A staff user who is not a superuser sees only the matters they belong to, through the API's own
+selectors (:class:`MatterScopedAdmin`): their chats, messages, documents and per-turn rows, and in
+``citations.admin`` their ledger entries. API tokens are not in the admin at all
+(:func:`unregister_token_admins`).
 
 The building blocks shared with ``citations.admin`` (:class:`ReadOnlyAdminMixin`,
 :class:`UUIDSearchAdmin`, :func:`admin_link`) live here so that ``citations`` can import them
@@ -22,12 +31,14 @@ from typing import Any, ClassVar
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import BaseModelAdmin
-from django.db.models import Model, Q, QuerySet, URLField
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
+from django.db.models import ForeignKey, Model, Q, QuerySet, URLField
+from django.forms import ModelChoiceField
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from knox.models import AuthToken
 
 from chats.models import (
     CaselawOpinion,
@@ -43,6 +54,7 @@ from chats.models import (
     Project,
     TurnRateCount,
 )
+from chats.selectors import chats_visible_to, projects_visible_to
 
 
 def admin_link(model: type[Model], pk: object, label: object) -> SafeString:
@@ -100,17 +112,77 @@ class UUIDSearchAdmin(admin.ModelAdmin):
         return queryset.filter(condition), False
 
 
+class MatterScopedAdmin(BaseModelAdmin):
+    """Shows a staff user who is not a superuser only the rows of the matters they belong to now, through
+    the API's selectors (``chats.selectors``): ``matter_scope`` is how a row reaches them, ``("project",
+    path)`` through :func:`projects_visible_to` or ``("chat", path)`` through :func:`chats_visible_to`
+    (``path`` is the lookup from the row, ``pk`` for the model itself). Anything else is not listed and
+    its page answers as if it did not exist. The matter and chat pickers of its forms offer only theirs."""
+
+    matter_scope: ClassVar[tuple[str, str]]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        kind, path = self.matter_scope
+        visible = projects_visible_to(request.user) if kind == "project" else chats_visible_to(request.user)
+        return queryset.filter(**{f"{path}__in": visible.values("pk")})
+
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> ModelChoiceField[Any] | None:
+        if not request.user.is_superuser and db_field.related_model is Project:
+            kwargs["queryset"] = projects_visible_to(request.user)
+        elif not request.user.is_superuser and db_field.related_model is Chat:
+            kwargs["queryset"] = chats_visible_to(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class PermanentRecordDeleteAdmin(admin.ModelAdmin):
+    """The delete page (and the bulk delete action) of matters and chats: what is on legal hold or holds
+    turns is listed as protected, with why, and nothing is deleted (the models refuse it anyway)."""
+
+    def deletion_refusals(self, objs: Sequence[Any]) -> list[str]:
+        raise NotImplementedError
+
+    def get_deleted_objects(
+        self, objs: Sequence[Any] | QuerySet[Any], request: HttpRequest
+    ) -> tuple[Any, Any, Any, Any]:
+        to_delete, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        refusals = self.deletion_refusals(list(objs))
+        if refusals:
+            # Said instead of "no permission to delete messages" (the record is read-only): the reason itself.
+            return to_delete, model_count, set(), [*protected, *refusals]
+        return to_delete, model_count, perms_needed, protected
+
+
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "created_at")
+class ProjectAdmin(MatterScopedAdmin, PermanentRecordDeleteAdmin):
+    matter_scope = ("project", "pk")
+    list_display = ("name", "owner", "legal_hold", "created_at")
+    list_filter = ("legal_hold",)
     list_select_related = ("owner",)
     search_fields = ("name",)
     raw_id_fields = ("owner", "members")
     readonly_fields = ("id", "created_at")
 
+    def deletion_refusals(self, objs: Sequence[Any]) -> list[str]:
+        refusals = []
+        for project in objs:
+            if project.legal_hold:
+                refusals.append(f"Matter {project}: on legal hold (lift the hold first).")
+            elif Message.objects.filter(chat__project=project).exists():
+                refusals.append(
+                    f"Matter {project}: its chat turns are a permanent record; a matter is removed only with "
+                    f"`manage.py purge_matter {project.pk} --confirm`, which leaves a tombstone."
+                )
+        return refusals
+
 
 @admin.register(Chat)
-class ChatAdmin(UUIDSearchAdmin):
+class ChatAdmin(MatterScopedAdmin, PermanentRecordDeleteAdmin, UUIDSearchAdmin):
+    matter_scope = ("chat", "pk")
     list_display = ("__str__", "project", "owner", "created_at")
     list_select_related = ("project", "owner")
     search_fields = ("id", "project_id")
@@ -120,9 +192,21 @@ class ChatAdmin(UUIDSearchAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
 
+    def deletion_refusals(self, objs: Sequence[Any]) -> list[str]:
+        refusals = []
+        for chat in objs:
+            if chat.project_id is not None and Project.objects.filter(pk=chat.project_id, legal_hold=True).exists():
+                refusals.append(f"{chat}: its matter is on legal hold.")
+            elif chat.messages.exists():
+                refusals.append(f"{chat}: its turns are a permanent record (only a matter purge removes them).")
+        return refusals
+
 
 @admin.register(Message)
-class MessageAdmin(UUIDSearchAdmin):
+class MessageAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin):
+    """A message is the record of what was asked and answered: read-only for everyone."""
+
+    matter_scope = ("chat", "chat")
     list_display = ("__str__", "chat", "role", "status", "verdict", "model_name", "created_at", "finalized_at")
     list_select_related = ("chat",)
     # Both fields have choices: the filters list them without querying the table.
@@ -138,17 +222,19 @@ class MessageAdmin(UUIDSearchAdmin):
 
 
 class CitedTextAdmin(admin.ModelAdmin):
-    """Shows a source's text read-only once it is cited: a revised text is added as a new source."""
+    """Shows a source's text (and a document's matter) read-only once it is cited: a revised text is added
+    as a new source."""
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         fields = [str(name) for name in super().get_readonly_fields(request, obj)]
         if obj is not None and obj.is_cited():
-            fields.append(obj.cited_text_field)
+            fields += [obj.cited_text_field, *obj.cited_fixed_fields]
         return fields
 
 
 @admin.register(Document)
-class DocumentAdmin(CitedTextAdmin):
+class DocumentAdmin(MatterScopedAdmin, CitedTextAdmin):
+    matter_scope = ("project", "project")
     list_display = ("title", "project", "created_at")
     list_select_related = ("project",)
     search_fields = ("title",)
@@ -175,9 +261,10 @@ class CaselawOpinionAdmin(CitedTextAdmin):
         return super().get_queryset(request).defer("text")
 
 
-class _ArtifactAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
-    """The per-turn artifact tables: read-only, big, searched by exact id."""
+class _ArtifactAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin):
+    """The per-turn artifact tables: read-only, big, searched by exact id, scoped to the staff user's matters."""
 
+    matter_scope = ("chat", "message__chat")
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     # The rows a page names (the source and the message), joined in; their long text columns never read.
@@ -247,7 +334,8 @@ class MessageCaseCitationAdmin(_ArtifactAdmin):
 
 # Derived search data (chats.passages): made from the documents, never edited by hand.
 @admin.register(DocumentPassage)
-class DocumentPassageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class DocumentPassageAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    matter_scope = ("project", "document__project")
     list_display = ("document", "position", "start", "end")
     list_select_related = ("document",)
     show_full_result_count = False
@@ -256,7 +344,8 @@ class DocumentPassageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(MatterTerm)
-class MatterTermAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class MatterTermAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    matter_scope = ("project", "project")
     list_display = ("lexeme", "passages", "project")
     list_select_related = ("project",)
     show_full_result_count = False
@@ -279,7 +368,30 @@ class TurnRateCountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return bool(request.user.is_superuser)
 
 
-# API tokens are managed by their owners through the API (chats.api_tokens), never listed in the admin: knox's
-# admin would show every user's token digests and let staff mint tokens for others.
-if admin.site.is_registered(AuthToken):
-    admin.site.unregister(AuthToken)
+# A user who owns a matter or a chat, or asked anything, is protected (never deleted with the record): the
+# user's delete page says what to do instead.
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class RecordKeepingUserAdmin(UserAdmin):
+    def get_deleted_objects(
+        self, objs: Sequence[Any] | QuerySet[Any], request: HttpRequest
+    ) -> tuple[Any, Any, Any, Any]:
+        to_delete, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        if protected:
+            protected = [
+                *protected,
+                "Deactivate the account instead (untick Active): a user's matters, chats and questions are a "
+                "permanent record and never go with the user.",
+            ]
+        return to_delete, model_count, perms_needed, protected
+
+
+def unregister_token_admins(site: admin.AdminSite = admin.site) -> None:
+    """Take every API token model out of the admin (DRF's ``TokenProxy``, knox's ``AuthToken``, any other):
+    a token listed there is a credential shown to every staff user. Called from ``ChatsConfig.ready()``,
+    once every app's admin module has registered its models."""
+    for model in list(site._registry):
+        if model._meta.app_label in {"authtoken", "knox"} or "token" in (model._meta.model_name or ""):
+            site.unregister(model)

@@ -18,6 +18,10 @@ class ChatsConfig(AppConfig):
         connection_created.connect(register_sqlite_functions, dispatch_uid="chats.register_sqlite_functions")
 
         check_assistant_backend()
+        # After the admin's autodiscovery (django.contrib.admin comes first in INSTALLED_APPS).
+        from chats.admin import unregister_token_admins
+
+        unregister_token_admins()
 
 
 def check_assistant_backend() -> None:

@@ -20,6 +20,16 @@ from django.utils import timezone
 from chats.db_functions import JSONTypeOf
 from chats.ids import uuid7
 from chats.pages import star_pages
+from chats.record import (
+    FINAL_FIELDS,
+    AppendOnlyError,
+    AppendOnlyModel,
+    AppendOnlyQuerySet,
+    LegalHoldError,
+    attname,
+    message_change_refusal,
+    purge_in_progress,
+)
 
 
 class CitedTextChangeError(IntegrityError):
@@ -31,53 +41,89 @@ class CitedTextChangeError(IntegrityError):
 
 
 class CitedTextGuard(models.Model):
-    """Refuses, in ``save()``, a change of ``cited_text_field`` once a citation row quotes the source
-    (``citations`` is the reverse relation of the quote rows).
+    """Refuses, in ``save()``, a change of ``cited_text_field`` (and of the ``cited_fixed_fields``, such as
+    a document's matter) once a citation row quotes the source (``citations`` is the reverse relation of
+    the quote rows).
 
     ``QuerySet.update()``, ``bulk_update()`` and raw SQL bypass ``save()``: on PostgreSQL the triggers of
-    the migration ``cited_text_immutable`` refuse those too; on SQLite only this guard holds.
+    the migrations ``cited_text_immutable`` and ``permanent_record`` refuse those too; on SQLite only this
+    guard holds.
     """
 
     cited_text_field: ClassVar[str]
+    cited_fixed_fields: ClassVar[tuple[str, ...]] = ()
 
     class Meta:
         abstract = True
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        field = self.cited_text_field
         update_fields = kwargs.get("update_fields")
+        deferred = self.get_deferred_fields()
+        guarded = [
+            attname(type(self), name)
+            for name in (self.cited_text_field, *self.cited_fixed_fields)
+            if name not in deferred and (update_fields is None or name in update_fields)
+        ]
         if (
             not self._state.adding
-            and field not in self.get_deferred_fields()
-            and (update_fields is None or field in update_fields)
-            and self._cited_text_would_change(using=kwargs.get("using") or self._state.db)
+            and guarded
+            and self._cited_text_would_change(fields=guarded, using=kwargs.get("using") or self._state.db)
         ):
+            names = " or ".join(self._meta.get_field(name).name for name in guarded)
             raise CitedTextChangeError(
-                f"{self._meta.verbose_name} {self.pk} is cited: its {field} cannot change "
+                f"{self._meta.verbose_name} {self.pk} is cited: its {names} cannot change "
                 f"(a revised text is added as a new {self._meta.verbose_name})."
             )
         super().save(*args, **kwargs)
 
-    def _cited_text_would_change(self, *, using: str | None) -> bool:
-        field = self.cited_text_field
+    def _cited_text_would_change(self, *, fields: list[str], using: str | None) -> bool:
         cited = type(self)._default_manager.using(using).filter(pk=self.pk, **{"citations__isnull": False})
-        return cited.exclude(**{field: getattr(self, field)}).exists()
+        return cited.exclude(**{field: getattr(self, field) for field in fields}).exists()
 
     def is_cited(self) -> bool:
         """Whether a citation row quotes this source (its text is then immutable)."""
         return self.pk is not None and not self._state.adding and self.citations.exists()  # type: ignore[attr-defined]
 
 
+def _refuse_deletion(*, what: str, projects: models.QuerySet[Project], messages: models.QuerySet[Message]) -> None:
+    """Refuse deleting ``what`` if one of the ``projects`` it belongs to is on legal hold, or, outside a
+    matter purge, if it holds any of ``messages`` (the permanent record: see ``chats.record``)."""
+    held = projects.filter(legal_hold=True).values_list("pk", flat=True).first()
+    if held is not None:
+        raise LegalHoldError(f"matter {held} is on legal hold: {what} cannot be deleted")
+    if purge_in_progress() is None and messages.exists():
+        raise AppendOnlyError(
+            f"{what} holds chat turns, which are permanent: only `manage.py purge_matter` removes a matter's record"
+        )
+
+
+class ProjectQuerySet(models.QuerySet["Project"]):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        _refuse_deletion(what="these matters", projects=self, messages=Message.objects.filter(chat__project__in=self))
+        return super().delete()
+
+
 class Project(models.Model):
-    """A matter: the unit of access control. Its owner and members see its chats."""
+    """A matter: the unit of access control. Its owner and members see its chats.
+
+    Its owner is protected (a user who owns a matter cannot be deleted: deactivate them instead), so
+    that no matter, and no record of its turns, ever goes with a user. While ``legal_hold`` is set,
+    neither the matter nor its chats or messages can be deleted (refused by the database too)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="owned_projects")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_projects")
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, related_name="projects", blank=True, db_table="project_members"
     )
+    legal_hold = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="While on hold, neither the matter nor its chats or messages can be deleted.",
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = ProjectQuerySet.as_manager()
 
     class Meta:
         db_table = "projects"
@@ -92,15 +138,36 @@ class Project(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        _refuse_deletion(
+            what=f"matter {self.pk}",
+            projects=Project.objects.filter(pk=self.pk),
+            messages=Message.objects.filter(chat__project=self.pk),
+        )
+        return super().delete(*args, **kwargs)
+
+
+class ChatQuerySet(models.QuerySet["Chat"]):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        _refuse_deletion(
+            what="these chats",
+            projects=Project.objects.filter(chats__in=self),
+            messages=Message.objects.filter(chat__in=self),
+        )
+        return super().delete()
+
 
 class Chat(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # A chat may be matter-less; deleting a matter deletes its chats (and, by
     # cascade, their messages, artifacts and ledger entries).
     project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="chats")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chats")
+    # Protected like the matter's owner: a user who opened chats is deactivated, never deleted with them.
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="chats")
     title = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = ChatQuerySet.as_manager()
 
     class Meta:
         db_table = "chats"
@@ -108,6 +175,14 @@ class Chat(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Chat {self.id}"
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        _refuse_deletion(
+            what=f"chat {self.pk}",
+            projects=Project.objects.filter(chats=self.pk),
+            messages=Message.objects.filter(chat=self.pk),
+        )
+        return super().delete(*args, **kwargs)
 
 
 class Verdict(models.TextChoices):
@@ -123,6 +198,33 @@ class Verdict(models.TextChoices):
     def worst(cls, *verdicts: str | None) -> str:
         order = [cls.NONE, cls.PASS, cls.SUPPORTED, cls.FAIL]
         return str(max((cls(v) for v in verdicts if v), key=order.index, default=cls.NONE))
+
+
+def _stored_messages(queryset: models.QuerySet[Message]) -> list[dict[str, Any]]:
+    return list(queryset.filter(finalized_at__isnull=False).values("id", *FINAL_FIELDS))
+
+
+class MessageQuerySet(models.QuerySet["Message"]):
+    """Refuses, on every database, what the messages trigger refuses in PostgreSQL: an update rewriting a
+    finalized message (``chats.record.message_change_refusal``), and a delete outside a matter purge."""
+
+    def update(self, **kwargs: Any) -> int:
+        new = {attname(self.model, name): value for name, value in kwargs.items()}
+        if set(new) & set(FINAL_FIELDS):
+            for old in _stored_messages(self):
+                # An expression (F("attempt") + 1) is not compared: only a complete or failed row refuses it.
+                values = {k: v for k, v in new.items() if not hasattr(v, "resolve_expression")}
+                expressions = [k for k in new if k not in values and k in FINAL_FIELDS]
+                why = message_change_refusal(old, values)
+                if why is None and expressions and old["status"] in ("complete", "failed"):
+                    why = f"message {old['id']} is {old['status']}: its {', '.join(expressions)} cannot change"
+                if why is not None:
+                    raise AppendOnlyError(why)
+        return super().update(**kwargs)
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        _refuse_deletion(what="messages", projects=Project.objects.filter(chats__messages__in=self), messages=self)
+        return super().delete()
 
 
 class Message(models.Model):
@@ -145,10 +247,11 @@ class Message(models.Model):
     content = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     # Who asked: set on a turn's user message and its answer; per-user limits count by it. Null for
-    # turns stored before it existed, and when the account is deleted (the matter keeps the turn).
-    # No index of its own: messages_author_status_idx starts with it.
+    # turns stored before it existed. Protected: a finalized turn's author never changes (the permanent
+    # record), so a user who asked is deactivated, never deleted. No index of its own:
+    # messages_author_status_idx starts with it.
     author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_index=False
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+", db_index=False
     )
     finalized_at = models.DateTimeField(null=True, blank=True)
     # The gate verdict of a finalized assistant turn over the quotes it claimed (see ``Verdict``).
@@ -170,6 +273,12 @@ class Message(models.Model):
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    # The claim of the run writing the answer: 1 from ``start_turn``, one more at each resume (a conditional
+    # update), so that only the current run may finalize; a superseded run's late finalize writes nothing.
+    # 0 on user messages and on answers stored before it existed.
+    attempt = models.PositiveIntegerField(default=0, db_default=0)
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         db_table = "messages"
@@ -227,12 +336,37 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.role} message {self.id}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding and not kwargs.get("force_insert"):
+            update_fields = kwargs.get("update_fields")
+            names = set(FINAL_FIELDS)
+            if update_fields is not None:
+                names &= {attname(Message, name) for name in update_fields}
+            stored = _stored_messages(
+                Message._base_manager.using(kwargs.get("using") or self._state.db).filter(pk=self.pk)
+            )
+            if stored and names:
+                why = message_change_refusal(stored[0], {name: getattr(self, name) for name in names})
+                if why is not None:
+                    raise AppendOnlyError(why)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        _refuse_deletion(
+            what=f"message {self.pk}",
+            projects=Project.objects.filter(chats__messages=self.pk),
+            messages=Message.objects.filter(pk=self.pk),
+        )
+        return super().delete(*args, **kwargs)
+
 
 class Document(CitedTextGuard):
     """A knowledge-base document of a matter; quotes are verified against ``content``, which is
     immutable once quoted (a revised document is uploaded as a new document)."""
 
     cited_text_field = "content"
+    # A cited document stays in its matter: another matter's chats must not quote it.
+    cited_fixed_fields = ("project",)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
@@ -405,15 +539,26 @@ class CaselawOpinion(CitedTextGuard):
 
 class VerificationMethod(models.TextChoices):
     """How a claimed quote fared against its source (``chats.verification``); the ledger copies it as the
-    entry's status. ``unverified``: the claim did not hold (or named no source this turn may quote)."""
+    entry's status. ``exact_match``: the characters match and nothing next to the passage limits it;
+    ``tolerant_match``: formatting only, and alterations that cannot change the meaning; ``altered``: found,
+    but an alteration, an omission or the quote's edges may change what the source says (confidence at
+    most :data:`ALTERED_MAX_CONFIDENCE`, the turn at best ``supported``); ``unverified``: the claim did not
+    hold (or named no source this turn may quote)."""
 
     EXACT_MATCH = "exact_match"
     TOLERANT_MATCH = "tolerant_match"
+    ALTERED = "altered"
     UNVERIFIED = "unverified"
 
 
 UNVERIFIED = VerificationMethod.UNVERIFIED.value
-VERIFIED_METHODS = (VerificationMethod.EXACT_MATCH.value, VerificationMethod.TOLERANT_MATCH.value)
+VERIFIED_METHODS = (
+    VerificationMethod.EXACT_MATCH.value,
+    VerificationMethod.TOLERANT_MATCH.value,
+    VerificationMethod.ALTERED.value,
+)
+#: The highest confidence an ``altered`` quote may have (``chats.verification.ALTERED_MAX_CONFIDENCE``).
+ALTERED_MAX_CONFIDENCE = 0.6
 
 
 def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
@@ -493,16 +638,37 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             name=f"{table}_alterations_array",
             violation_error_message="alterations must be a JSON array.",
         ),
-        # An exact quote altered nothing and a failed claim matched nothing: only a tolerant match lists any.
+        # An exact quote altered nothing and a failed claim matched nothing: only a tolerant or altered match
+        # lists any.
         models.CheckConstraint(
-            condition=Q(verification_method=VerificationMethod.TOLERANT_MATCH) | Q(alterations=[]),
+            condition=Q(verification_method__in=[VerificationMethod.TOLERANT_MATCH, VerificationMethod.ALTERED])
+            | Q(alterations=[]),
             name=f"{table}_alterations_only_tolerant",
-            violation_error_message="Only a tolerant match has alterations.",
+            violation_error_message="Only a tolerant or altered match has alterations.",
+        ),
+        # What the verifier cannot vouch for is never scored like what it can.
+        models.CheckConstraint(
+            condition=~Q(verification_method=VerificationMethod.ALTERED)
+            | Q(verification_confidence__lte=ALTERED_MAX_CONFIDENCE),
+            name=f"{table}_altered_confidence_capped",
+            violation_error_message=f"An altered quote's confidence must be at most {ALTERED_MAX_CONFIDENCE}.",
+        ),
+        # The admin and the trace iterate the context flags: anything but a list cannot be shown.
+        models.CheckConstraint(
+            condition=Exact(JSONTypeOf("context_flags"), Value("array")),
+            name=f"{table}_context_flags_array",
+            violation_error_message="context_flags must be a JSON array.",
+        ),
+        # A flagged edge means the passage may mislead: such a quote is altered, never exact or tolerant.
+        models.CheckConstraint(
+            condition=Q(verification_method=VerificationMethod.ALTERED) | Q(context_flags=[]),
+            name=f"{table}_context_flags_only_altered",
+            violation_error_message="Only an altered match has context flags.",
         ),
     ]
 
 
-class ClaimedQuote(models.Model):
+class ClaimedQuote(AppendOnlyModel):
     """What both quote tables record of a claimed quote: the quote, how it fared against its source and, when
     it verified, where it is in the source (``source[start:end]``), a digest of that passage and its
     alterations. Each table adds the message and its own kind of source."""
@@ -524,6 +690,11 @@ class ClaimedQuote(models.Model):
     # {"kind", "detail", "quote_text", "source_start", "source_end"} (offsets into the source, like the
     # passage's). Empty for an exact match and a failed claim (also the database default, for raw SQL writers).
     alterations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
+    # What the source says right next to the passage that may limit it, as ``chats.verification`` found it:
+    # {"flag", "source_start", "source_end"} (the limiting source text; flags in ``chats.verification``:
+    # ``limited_after``, ``negated_before``, ``limited_before``). Only an ``altered`` match has any (also the
+    # database default, for raw SQL writers).
+    context_flags = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     # The claim's place among the claims its turn made (KB and caselaw claims numbered together; a resumed
     # turn's go on from its first run's), so that a turn's quotes read in the order it claimed them. 0 for
     # rows from before it was recorded (also the database default, for raw SQL writers).
@@ -535,6 +706,9 @@ class ClaimedQuote(models.Model):
     answer_offset_end = models.PositiveIntegerField(null=True, blank=True)
     answer_unplaced_reason = models.CharField(max_length=200, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    # Append-only (chats.record): written with the turn, never updated, deleted only by a matter purge.
+    objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
         abstract = True
@@ -575,7 +749,7 @@ class MessageCaselawCitation(ClaimedQuote):
         return f"Caselaw quote {self.id}"
 
 
-class MessageToolSource(models.Model):
+class MessageToolSource(AppendOnlyModel):
     """A source a tool consulted during the turn ("sources consulted"): provenance, not a quote."""
 
     class SourceKind(models.TextChoices):
@@ -598,6 +772,8 @@ class MessageToolSource(models.Model):
     position = models.PositiveIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
+    objects = AppendOnlyQuerySet.as_manager()  # append-only: see chats.record
+
     class Meta:
         db_table = "message_tool_sources"
         ordering = ["created_at", "position", "id"]
@@ -614,7 +790,7 @@ class MessageToolSource(models.Model):
         return f"{self.source_kind} source {self.label}"
 
 
-class MessageCaseCitation(models.Model):
+class MessageCaseCitation(AppendOnlyModel):
     """A case citation written in an assistant's answer, as checked at finalize (``chats.case_citations``):
     one row per citation span of the answer, with what the check found."""
 
@@ -630,9 +806,20 @@ class MessageCaseCitation(models.Model):
     class Status(models.TextChoices):
         VERIFIED = "verified"
         NAME_MISMATCH = "name_mismatch"
+        # The case exists and is named right, but the pin cite is a page outside the opinion.
+        PIN_MISMATCH = "pin_mismatch"
         NOT_FOUND = "not_found"
         AMBIGUOUS = "ambiguous"
         UNCHECKED = "unchecked"
+
+    class PinStatus(models.TextChoices):
+        """How the pin cite (``at 311``) fared against the cited opinion's page range; empty when the citation
+        has no pin cite."""
+
+        NONE = "", "no pin cite"
+        WITHIN = "within", "within the opinion's pages"
+        OUTSIDE = "outside", "outside the opinion's pages"
+        UNCHECKED = "unchecked", "not checked (the opinion's last page is unknown)"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="case_citations")
@@ -649,7 +836,13 @@ class MessageCaseCitation(models.Model):
         CaselawOpinion, on_delete=models.RESTRICT, null=True, blank=True, related_name="case_citations"
     )
     provider = models.CharField(max_length=50, blank=True)  # where the citation was looked up
+    # The pin cite as written (`311`, `311-12`), and how it fared (also the database defaults, for raw SQL
+    # writers and rows from before it was checked).
+    pin = models.CharField(max_length=40, blank=True, default="", db_default="")
+    pin_status = models.CharField(max_length=16, blank=True, choices=PinStatus.choices, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = AppendOnlyQuerySet.as_manager()  # append-only: see chats.record
 
     class Meta:
         db_table = "message_case_citations"
@@ -657,10 +850,20 @@ class MessageCaseCitation(models.Model):
         constraints = [
             # Only the statuses the checker gives: the verdict and the ledger read them.
             models.CheckConstraint(
-                condition=Q(status__in=["verified", "name_mismatch", "not_found", "ambiguous", "unchecked"]),
+                condition=Q(
+                    status__in=["verified", "name_mismatch", "pin_mismatch", "not_found", "ambiguous", "unchecked"]
+                ),
                 name="message_case_citations_status_valid",
-                violation_error_message="status must be one of verified, name_mismatch, not_found, ambiguous, "
-                "unchecked.",
+                violation_error_message="status must be one of verified, name_mismatch, pin_mismatch, not_found, "
+                "ambiguous, unchecked.",
+            ),
+            # Only the pin outcomes the checker gives; a pin_mismatch is a pin outside the opinion.
+            models.CheckConstraint(
+                condition=Q(pin_status__in=["", "within", "outside", "unchecked"])
+                & (~Q(status="pin_mismatch") | Q(pin_status="outside")),
+                name="message_case_citations_pin_status_valid",
+                violation_error_message="pin_status must be one of within, outside, unchecked (or empty); "
+                "a pin_mismatch has its pin outside.",
             ),
             # Only the kinds the checker gives.
             models.CheckConstraint(
@@ -680,12 +883,14 @@ class MessageCaseCitation(models.Model):
                 name="message_case_citations_offsets_ordered",
                 violation_error_message="answer_offset_end must be > answer_offset_start.",
             ),
-            # Verified and name_mismatch are statements about a case: they name it; the others have none.
+            # Verified, name_mismatch and pin_mismatch are statements about a case: they name it; the others
+            # have none.
             models.CheckConstraint(
-                condition=(Q(status__in=["verified", "name_mismatch"]) & Q(opinion__isnull=False))
-                | (~Q(status__in=["verified", "name_mismatch"]) & Q(opinion__isnull=True)),
+                condition=(Q(status__in=["verified", "name_mismatch", "pin_mismatch"]) & Q(opinion__isnull=False))
+                | (~Q(status__in=["verified", "name_mismatch", "pin_mismatch"]) & Q(opinion__isnull=True)),
                 name="message_case_citations_opinion_iff_resolved",
-                violation_error_message="verified and name_mismatch need the opinion; other statuses have none.",
+                violation_error_message="verified, name_mismatch and pin_mismatch need the opinion; other statuses "
+                "have none.",
             ),
             # One row per citation span: a resumed turn adds only the spans it did not have.
             models.UniqueConstraint(

@@ -380,3 +380,10 @@ class TurnDoneSerializer(serializers.Serializer[dict[str, Any]]):
 class ResumeConflictSerializer(serializers.Serializer[dict[str, Any]]):
     detail = serializers.CharField()
     status = serializers.CharField()
+
+
+class LegalHoldSerializer(serializers.Serializer[dict[str, Any]]):
+    """A matter's legal hold: while it is set, neither the matter nor its chats or messages can be deleted."""
+
+    project_id = serializers.UUIDField(read_only=True)
+    legal_hold = serializers.BooleanField()

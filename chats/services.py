@@ -7,6 +7,8 @@ citations written in the answer (``chats.case_citations``), persists the
 assistant message and its per-turn rows in one transaction, and sends
 :data:`chats.signals.post_finalize` inside that transaction, after the rows are
 written, so that records built on top (the citation ledger) commit with the turn.
+A turn is finalized exactly once: each run holds an attempt number, and the finalize checks it with the
+message's row locked (:class:`TurnSuperseded` for a run that is no longer the turn's).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from chats.answer_positions import place_claims
@@ -44,7 +46,7 @@ from chats.models import (
 )
 from chats.selectors import open_streams_of
 from chats.signals import post_finalize
-from chats.verification import NormalizedSource, QuoteMatch
+from chats.verification import NormalizedSource, QuoteMatch, alterations_record, context_flags_record
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +123,33 @@ def create_chat(*, owner: AbstractBaseUser, project: Project | None = None, titl
     return Chat.objects.create(owner_id=owner.pk, project=project, title=title)
 
 
+def set_legal_hold(*, project: Project, held: bool, by: AbstractBaseUser) -> Project:
+    """Put matter ``project`` on legal hold, or lift it; the caller has checked that ``by`` may (its owner,
+    or an operator in the admin). While held, the database refuses deleting the matter, its chats and its
+    messages (rule ``lqai_legal_hold``). Logged with who did it."""
+    updated = Project.objects.filter(pk=project.pk).update(legal_hold=held)
+    if not updated:
+        raise Project.DoesNotExist(f"no matter {project.pk}")
+    project.legal_hold = held
+    logger.info("matter %s: legal hold %s by user %s", project.pk, "set" if held else "lifted", by.pk)
+    return project
+
+
+class TurnSuperseded(Exception):
+    """A run's finalize was refused: the turn is no longer this run's (a resume took it over, with a later
+    attempt) or it is already final. Nothing of that run was written; the turn's current answer stands."""
+
+    def __init__(self, *, message_id: UUID, attempt: int, current_attempt: int, status: str) -> None:
+        super().__init__(
+            f"turn {message_id}: attempt {attempt} is superseded (the turn is {status}, attempt {current_attempt}); "
+            "nothing of it was written"
+        )
+        self.message_id = message_id
+        self.attempt = attempt
+        self.current_attempt = current_attempt
+        self.status = status
+
+
 class TooManyStreams(Exception):
     """The user already has ``settings.LQAI_MAX_CONCURRENT_STREAMS`` streams open."""
 
@@ -176,6 +205,7 @@ def start_turn(
             status=assistant_status,
             reply_to=user_message,
             author_id=author_id,
+            attempt=1,  # the claim of this first run (see finalize_turn)
         )
     return user_message, assistant_message
 
@@ -186,8 +216,11 @@ def reopen_interrupted_turn(*, message: Message, resumed_by: AbstractBaseUser | 
     worker was killed).
 
     A conditional update, so that of two concurrent resumes exactly one wins; returns False
-    (and changes nothing) if the message is not resumable (any more). The resumed stream counts
-    against ``resumed_by``'s concurrent streams (:class:`TooManyStreams`).
+    (and changes nothing) if the message is not resumable (any more). The winner takes the next attempt
+    number (``message.attempt`` is set to it): the run it starts is then the only one whose finalize is
+    accepted, and a superseded run writes nothing. A finalize's transaction holds the message's row lock,
+    so a resume arriving then waits for it and is refused (the turn is final). The resumed stream counts against
+    ``resumed_by``'s concurrent streams (:class:`TooManyStreams`).
     """
     resumable = Q(status=Message.Status.INTERRUPTED) | Q(
         status__in=[Message.Status.PENDING, Message.Status.STREAMING], updated_at__lt=stale_before()
@@ -195,14 +228,16 @@ def reopen_interrupted_turn(*, message: Message, resumed_by: AbstractBaseUser | 
     now = timezone.now()
     with transaction.atomic():
         _reserve_stream(resumed_by)
-        claimed = (
-            Message.objects.filter(pk=message.pk, role=Message.Role.ASSISTANT)
-            .filter(resumable)
-            .update(status=Message.Status.STREAMING, updated_at=now)
+        mine = Message.objects.filter(pk=message.pk, role=Message.Role.ASSISTANT)
+        claimed = mine.filter(resumable).update(
+            status=Message.Status.STREAMING, updated_at=now, attempt=F("attempt") + 1
         )
-    if claimed:
+        # Read inside the transaction: the update holds the row's lock, so the attempt read is the one taken.
+        attempt = mine.values_list("attempt", flat=True).get() if claimed else None
+    if attempt is not None:
         message.status = Message.Status.STREAMING
         message.updated_at = now
+        message.attempt = attempt
     return bool(claimed)
 
 
@@ -235,9 +270,10 @@ def record_progress(*, message: Message) -> None:
     """Note that an unfinished turn is alive (see :attr:`Message.updated_at`): a running stream calls it
     now and then, so that it is neither resumed as stuck nor left out of its author's open streams."""
     now = timezone.now()
-    Message.objects.filter(pk=message.pk, status__in=[Message.Status.PENDING, Message.Status.STREAMING]).update(
-        updated_at=now
-    )
+    # Only while the turn is still this run's (its attempt): a superseded run must not keep it looking alive.
+    Message.objects.filter(
+        pk=message.pk, attempt=message.attempt, status__in=[Message.Status.PENDING, Message.Status.STREAMING]
+    ).update(updated_at=now)
     message.updated_at = now
 
 
@@ -251,9 +287,13 @@ def _verify_claims(
     document is unverified, never a citation, and the failed row does not name the document. A claim naming
     no source, or both kinds, is recorded as a failed KB claim. Each verified quote carries the digest of
     ``source[start:end]`` as verified here (:func:`passage_sha256`). Rows are numbered in claim order from
-    ``first_position`` (KB and caselaw claims together). Runs inside the turn's transaction: the sources'
-    texts are read under :func:`_hold_source_texts`.
+    ``first_position`` (KB and caselaw claims together). At most ``LQAI_MAX_CLAIMS_PER_TURN`` claims are
+    verified; the rest are recorded as one failed claim (the first of them) saying how many were dropped.
+    Runs inside the turn's transaction: the sources' texts are read under :func:`_hold_source_texts`.
     """
+    limit = max(settings.LQAI_MAX_CLAIMS_PER_TURN, 0)
+    dropped = claims[limit:]
+    claims = claims[:limit]
     document_ids = {c.document_id for c in claims if c.document_id is not None}
     opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
     _hold_source_texts(document_ids=document_ids, opinion_ids=opinion_ids)
@@ -289,6 +329,7 @@ def _verify_claims(
             verification_confidence=match.confidence,
             passage_sha256=passage_sha256(text[match.start : match.end]),
             alterations=alterations_record(match),
+            context_flags=context_flags_record(match),
             created_at=now,
             **source,
         )
@@ -337,23 +378,15 @@ def _verify_claims(
             caselaw.append(row)
         else:
             kb.append(row)
+    if dropped:
+        reason = (
+            f"{len(dropped)} claimed quote(s) from here on were not verified: a turn verifies at most {limit} "
+            "(LQAI_MAX_CLAIMS_PER_TURN)"
+        )
+        row = failed(MessageCitation, dropped[0], reason)
+        row.position = first_position + len(claims)
+        kb.append(row)
     return kb, caselaw
-
-
-def alterations_record(match: QuoteMatch) -> list[dict[str, str | int]]:
-    """What a quote row stores of a match's alterations and omissions (its ``alterations`` column): one
-    ``{"kind", "detail", "quote_text", "source_start", "source_end"}`` per alteration, in quote order; none for
-    an exact match."""
-    return [
-        {
-            "kind": a.kind,
-            "detail": a.detail,
-            "quote_text": a.quote_text,
-            "source_start": a.source_start,
-            "source_end": a.source_end,
-        }
-        for a in match.alterations
-    ]
 
 
 def _reason(why: str, source: str) -> str:
@@ -365,12 +398,18 @@ def _verdict(
     rows: Sequence[MessageCitation | MessageCaselawCitation], case_citations: Sequence[MessageCaseCitation] = ()
 ) -> str:
     """The gate verdict of one finalize's quote rows and case citations (see :class:`chats.models.Verdict`):
-    a failed quote, a case that does not exist or a case cited under another name fails the turn."""
+    a failed quote, a case that does not exist, a case cited under another name or to a page it does not have
+    fails the turn; a quote the
+    verifier cannot vouch for (``altered``) leaves it at best ``supported``."""
     methods = {row.verification_method for row in rows}
-    wrong_cases = {MessageCaseCitation.Status.NOT_FOUND, MessageCaseCitation.Status.NAME_MISMATCH}
+    wrong_cases = {
+        MessageCaseCitation.Status.NOT_FOUND,
+        MessageCaseCitation.Status.NAME_MISMATCH,
+        MessageCaseCitation.Status.PIN_MISMATCH,
+    }
     if UNVERIFIED in methods or any(case.status in wrong_cases for case in case_citations):
         return Verdict.FAIL
-    if VerificationMethod.TOLERANT_MATCH in methods:
+    if VerificationMethod.TOLERANT_MATCH in methods or VerificationMethod.ALTERED in methods:
         return Verdict.SUPPORTED
     return Verdict.PASS if methods else Verdict.NONE
 
@@ -434,6 +473,8 @@ def _case_citation_rows(
             detail=citation.detail[:1000],
             opinion=citation.opinion,
             provider=citation.provider[:50],
+            pin=citation.pin[:40],
+            pin_status=citation.pin_status,
             created_at=now,
         )
         for citation in checked
@@ -449,6 +490,7 @@ def finalize_turn(
     claimed_citations: Sequence[ClaimedCitation] = (),
     tool_sources: Sequence[ConsultedSource] = (),
     usage: TurnUsage | None = None,
+    attempt: int | None = None,
 ) -> FinalizedTurn:
     """End a turn: verify its claimed quotes, check the case citations of its answer, persist the assistant
     message's final content, status and verdict with its quote, case-citation and tool-source rows, and send
@@ -467,6 +509,17 @@ def finalize_turn(
     is final and is refused.
     ``usage`` (a model-backed turn) is recorded on the message; on a resume it replaces the earlier run's,
     which the caller adds in.
+
+    Exactly once: the transaction starts by locking the message's row (``SELECT ... FOR UPDATE``) and reads
+    its stored state. ``attempt`` is the claim the calling run holds (:attr:`Message.attempt`, set by
+    :func:`start_turn` and by :func:`reopen_interrupted_turn`; a run passes it): if the stored attempt is
+    another (a resume took the turn over), or the turn is already final, or this attempt already finalized
+    it (``interrupted``), nothing is written, the refusal is logged with the message id and
+    :class:`TurnSuperseded` is raised. Without ``attempt`` (a direct call), the attempt of ``message`` as
+    the caller loaded it is the claim, and an ``interrupted`` message may be finalized again. A resume
+    that arrives during the transaction waits for the lock and is then refused (the turn is final); one
+    that arrives before it (during the case-citation check) on a turn that looks stopped takes the turn
+    over, and this finalize then writes nothing.
     """
     if status not in FINAL_STATUSES:
         raise ValueError(f"finalize_turn needs a final status, not {status!r}")
@@ -483,7 +536,28 @@ def finalize_turn(
         first_position=message.tool_sources.count() if resumed else 0,
     )
     case_citations = _case_citation_rows(message=message, content=content, now=now, resumed=resumed)
+    claim = message.attempt if attempt is None else attempt
     with transaction.atomic():
+        # One finalize at a time per turn, on its stored state: the row stays locked until the commit.
+        stored = (
+            Message.objects.select_for_update().only("status", "attempt", "finalized_at", "verdict").get(pk=message.pk)
+        )
+        if (
+            stored.attempt != claim
+            or stored.status in {Message.Status.COMPLETE, Message.Status.FAILED}
+            or (attempt is not None and stored.status == Message.Status.INTERRUPTED)
+            or (stored.finalized_at is not None) != resumed  # the caller's copy is out of date
+        ):
+            logger.warning(
+                "turn %s: the finalize of attempt %s is refused (the turn is %s, attempt %s); nothing of it written",
+                message.pk,
+                claim,
+                stored.status,
+                stored.attempt,
+            )
+            raise TurnSuperseded(
+                message_id=message.pk, attempt=claim, current_attempt=stored.attempt, status=stored.status
+            )
         # Verified inside the transaction: a quoted text cannot change before its citation commits.
         first_claim = message.citations.count() + message.caselaw_citations.count() if resumed else 0
         kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now, first_position=first_claim)
@@ -491,7 +565,7 @@ def finalize_turn(
         message.content = content
         message.status = status
         message.finalized_at = message.updated_at = now
-        message.verdict = Verdict.worst(message.verdict, _verdict([*kb, *caselaw], case_citations))
+        message.verdict = Verdict.worst(stored.verdict, _verdict([*kb, *caselaw], case_citations))
         update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
         if usage is not None:
             message.model_name = usage.model_name[:200]

@@ -11,6 +11,7 @@ urlpatterns = [
     path("chats/<uuid:chat_id>/", views.ChatDetailView.as_view(), name="chat-detail"),
     path("chats/<uuid:chat_id>/messages/", views.MessageCreateView.as_view(), name="message-create"),
     path("chats/<uuid:chat_id>/messages/stream/", views.MessageStreamView.as_view(), name="message-stream"),
+    path("projects/<uuid:project_id>/legal-hold/", views.LegalHoldView.as_view(), name="project-legal-hold"),
     path(
         "chats/<uuid:chat_id>/messages/<uuid:message_id>/resume/",
         views.MessageResumeView.as_view(),

@@ -44,6 +44,7 @@ from rest_framework.views import APIView
 from chats.assistant import (
     AssistantBackend,
     Heartbeat,
+    RunSuperseded,
     TextDelta,
     ToolCall,
     ToolResult,
@@ -56,12 +57,13 @@ from chats.assistant import (
 from chats.assistant.runner import RunEvent, TurnNotSaved
 from chats.models import Chat, Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation
 from chats.pagination import StrictCursorPagination
-from chats.selectors import chats_visible_to
+from chats.selectors import chats_visible_to, projects_visible_to
 from chats.serializers import (
     CaselawCitationSerializer,
     ChatDetailSerializer,
     ChatSerializer,
     KBCitationSerializer,
+    LegalHoldSerializer,
     MessageCreateSerializer,
     MessageSerializer,
     ResumeConflictSerializer,
@@ -69,14 +71,23 @@ from chats.serializers import (
     TurnErrorSerializer,
     TurnSerializer,
 )
-from chats.services import FinalizedTurn, TooManyStreams, create_chat, reopen_interrupted_turn, start_turn
+from chats.services import (
+    FinalizedTurn,
+    TooManyStreams,
+    TurnSuperseded,
+    create_chat,
+    reopen_interrupted_turn,
+    set_legal_hold,
+    start_turn,
+)
 from chats.throttles import TurnRateThrottle
 from chats.tools import Tool, default_tools
 
 STREAM_DESCRIPTION = (
     "A `text/event-stream` of server-sent events, each `event: <name>` and `data: <json>`: "
     "`start` {message_id}, `delta` {text}, `tool_call` {call_id, tool, arguments}, "
-    "`tool_result` {call_id, tool, result, sources}, `error` {code, detail} if the assistant fails, "
+    "`tool_result` {call_id, tool, result, sources}, `error` {code, detail} if the assistant fails "
+    "(or `turn_superseded` if a resume took the turn over meanwhile: nothing of this stream was saved), "
     "then one `citation` per verified quote (a KB or caselaw citation, with its span in the answer: "
     "`answer_start`, `answer_end`) and `done` "
     "{message_id, status, verdict, case_citations, citation_count, unverified_count, unverified}. "
@@ -93,7 +104,7 @@ NOT_FOUND = OpenApiResponse(description="No such chat or message visible to you.
 BAD_INPUT = OpenApiResponse(description="Invalid input: field errors keyed by field name.")
 
 
-def _message_rows() -> tuple[Prefetch | str, ...]:
+def _message_rows() -> tuple[Any, ...]:  # Prefetch | str (of querysets of several models)
     """A message's citations (with their sources), tool sources and checked case citations: one query each."""
     return (
         Prefetch("citations", queryset=MessageCitation.objects.select_related("document")),
@@ -134,6 +145,8 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
         )
     elif isinstance(event, TurnFailed):
         yield sse_frame("error", {"code": "backend_error", "detail": event.detail})
+    elif isinstance(event, RunSuperseded):
+        yield sse_frame("error", {"code": "turn_superseded", "detail": event.detail})
     elif isinstance(event, TurnFinalized):
         result = event.result
         for citation in result.citations:
@@ -285,6 +298,10 @@ class MessageCreateView(generics.ListAPIView[Message]):
             400: BAD_INPUT,
             404: NOT_FOUND,
             429: THROTTLED,
+            409: OpenApiResponse(
+                TurnErrorSerializer,
+                description="The turn was taken over by a resume while this request ran; nothing of it was saved.",
+            ),
             502: OpenApiResponse(TurnErrorSerializer, description="The assistant failed; the turn is saved as failed."),
             503: OpenApiResponse(
                 TurnErrorSerializer, description="The turn could not be saved (the database is unavailable)."
@@ -302,6 +319,10 @@ class MessageCreateView(generics.ListAPIView[Message]):
         except TurnNotSaved as exc:
             error = {"detail": str(exc), "code": "not_saved", "message_id": assistant_message.pk}
             return Response(TurnErrorSerializer(error).data, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        except TurnSuperseded as exc:
+            # A resume took the turn over while this request ran: its answer is the turn's, not this one.
+            superseded = {"detail": str(exc), "code": "turn_superseded", "message_id": assistant_message.pk}
+            return Response(TurnErrorSerializer(superseded).data, status=status.HTTP_409_CONFLICT)
         if run.failure is not None:
             error = {"detail": run.failure, "code": "backend_error", "message_id": assistant_message.pk}
             return Response(TurnErrorSerializer(error).data, status=status.HTTP_502_BAD_GATEWAY)
@@ -385,3 +406,50 @@ class MessageResumeView(APIView):
             }
             return Response(ResumeConflictSerializer(conflict).data, status=status.HTTP_409_CONFLICT)
         return stream_response(streamed_run(message=message, backend=backend, tools=tools))
+
+
+class LegalHoldView(APIView):
+    """A matter's legal hold: any member reads it; only the matter's owner sets or lifts it."""
+
+    def _project(self, request: Request, project_id: UUID) -> Any:
+        return get_object_or_404(projects_visible_to(request.user), pk=project_id)
+
+    @extend_schema(summary="Whether a matter is on legal hold", responses={200: LegalHoldSerializer, 404: NOT_FOUND})
+    def get(self, request: Request, project_id: UUID) -> Response:
+        project = self._project(request, project_id)
+        return Response(LegalHoldSerializer({"project_id": project.pk, "legal_hold": project.legal_hold}).data)
+
+    @extend_schema(
+        summary="Put a matter on legal hold, or lift it (its owner only)",
+        request=LegalHoldSerializer,
+        responses={
+            200: LegalHoldSerializer,
+            400: BAD_INPUT,
+            403: OpenApiResponse(description="Only the matter's owner sets or lifts its hold."),
+            404: NOT_FOUND,
+        },
+    )
+    def put(self, request: Request, project_id: UUID) -> Response:
+        project = self._project(request, project_id)
+        if project.owner_id != request.user.pk:
+            return Response(
+                {"detail": "Only the matter's owner can set or lift its legal hold.", "code": "not_owner"},
+                status=status.HTTP_403_FORBIDDEN,
+            )
+        serializer = LegalHoldSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        set_legal_hold(project=project, held=serializer.validated_data["legal_hold"], by=_author(request))
+        return Response(LegalHoldSerializer({"project_id": project.pk, "legal_hold": project.legal_hold}).data)
+
+    @extend_schema(
+        summary="Put a matter on legal hold, or lift it (its owner only)",
+        request=LegalHoldSerializer,
+        responses={
+            200: LegalHoldSerializer,
+            400: BAD_INPUT,
+            403: OpenApiResponse(description="Not the owner."),
+            404: NOT_FOUND,
+        },
+    )
+    def patch(self, request: Request, project_id: UUID) -> Response:
+        return self.put(request, project_id)

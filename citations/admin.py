@@ -1,4 +1,6 @@
-"""Admin of the citation ledger: read-only for everyone, superusers included.
+"""Admin of the citation ledger: read-only for everyone, superusers included; a staff user who is not a
+superuser sees only the entries of the matters (and own matter-less chats) they belong to
+(``chats.admin.MatterScopedAdmin``).
 
 Entries are written only by ``citations.ledger`` (``assemble`` and the backfill); the admin shows
 them, links each to the row it indexes and to its message and chat, and shows a message's
@@ -29,7 +31,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
-from chats.admin import MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
+from chats.admin import MatterScopedAdmin, MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
 from chats.models import (
     UNVERIFIED,
     CaselawOpinion,
@@ -42,9 +44,9 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
-from chats.verification import EXACT_MATCH, TOLERANT_MATCH
+from chats.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 from citations import passages, selectors
-from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
+from citations.models import PROVENANCE, CitationLedgerEntry, MatterPurge, SealChainHead, SourceKind, TurnSeal
 from citations.statuses import StatusInWords, status_in_words
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).
@@ -163,7 +165,7 @@ def passage_in_context_html(entry: CitationLedgerEntry, context: selectors.Passa
     quote = entry.message_citation or entry.message_caselaw_citation
     if context is None or quote is None:
         return passage_html(entry)
-    return passages.passage_in_context_html(context, quote.alterations)
+    return passages.passage_in_context_html(context, quote.alterations, context_flags=quote.context_flags)
 
 
 def cited_label(entry: CitationLedgerEntry) -> str:
@@ -218,9 +220,11 @@ class VerificationStatusFilter(_FixedValuesFilter):
     known = (
         (EXACT_MATCH, "exact match"),
         (TOLERANT_MATCH, "tolerant match"),
+        (ALTERED, "altered (found, but may change what the source says)"),
         (UNVERIFIED, "unverified (a claim that did not verify)"),
         ("verified", "case citation verified"),
         ("name_mismatch", "case citation under another case's name"),
+        ("pin_mismatch", "case citation to a page the case does not have"),
         ("not_found", "case citation to no case"),
         ("ambiguous", "case citation matching several cases"),
         ("unchecked", "case citation not checked"),
@@ -271,7 +275,8 @@ _CITED_TEXT_COLUMNS = (
 
 
 @admin.register(CitationLedgerEntry)
-class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
+class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin):
+    matter_scope = ("chat", "chat")
     list_display = (
         "created_at",
         "cited",
@@ -419,8 +424,9 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
 
     @admin.display(description="message")
     def message_column(self, entry: CitationLedgerEntry) -> SafeString:
-        # A narrow column: the role and the id's first block (the whole id is the search key, and the link).
-        return admin_link(Message, entry.message_id, f"{entry.message.role} {str(entry.message_id)[:8]}…")
+        # A narrow column: the role and the id's last block (time-ordered ids share their first blocks; the whole
+        # id is the search key, and the link).
+        return admin_link(Message, entry.message_id, f"{entry.message.role} …{str(entry.message_id)[-8:]}")
 
 
 def _is_uuid(term: str) -> bool:
@@ -431,7 +437,22 @@ def _is_uuid(term: str) -> bool:
     return True
 
 
-class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
+@admin.register(MatterPurge)
+class MatterPurgeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The tombstones of purged matters (``manage.py purge_matter``): read-only, and for superusers only
+    (a purged matter has no members left to scope them by)."""
+
+    list_display = ("project_name", "project_id", "purged_by", "purged_at", "chats", "messages", "ledger_entries")
+    search_fields = ("project_name",)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+
+class LedgerEntryInline(MatterScopedAdmin, ReadOnlyAdminMixin, admin.TabularInline):
     """A message's ledger entries, each with the passage it points at, on the message's page."""
 
     model = CitationLedgerEntry
@@ -442,6 +463,7 @@ class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
     can_delete = False
     show_change_link = True
     verbose_name_plural = "citation ledger entries"
+    matter_scope = ("chat", "chat")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CitationLedgerEntry]:
         # Source rows and passages in the same query: no query per entry; in the order of the turn.
@@ -463,3 +485,33 @@ admin.site.unregister(Message)
 @admin.register(Message)
 class MessageWithLedgerAdmin(MessageAdmin):
     inlines = [*MessageAdmin.inlines, LedgerEntryInline]
+
+
+@admin.register(TurnSeal)
+class TurnSealAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The seals of finalized turns, read-only: written only by sealing, checked by ``verify_ledger``."""
+
+    matter_scope = ("chat", "message__chat")
+
+    list_display = ("chain", "sequence", "message", "finalize_number", "sealed_at", "late", "key_fingerprint")
+    list_filter = ("late",)
+    list_select_related = ("message",)
+    search_fields = ("=chain",)
+    ordering = ("chain", "sequence")
+    show_full_result_count = False
+
+
+@admin.register(SealChainHead)
+class SealChainHeadAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Where each seal chain ends (its row is the lock of a chain's final write), read-only, and for superusers
+    only (a chain is named by its matter or chat, across every matter)."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+    list_display = ("chain", "sequence", "seal_sha256")
+    search_fields = ("=chain",)
+    show_full_result_count = False

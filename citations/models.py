@@ -17,6 +17,7 @@ from __future__ import annotations
 import operator
 import uuid
 from functools import reduce
+from typing import Any, ClassVar
 
 from django.db import models
 from django.db.models import Q
@@ -24,6 +25,7 @@ from django.utils import timezone
 
 from chats.ids import uuid7
 from chats.models import (
+    ALTERED_MAX_CONFIDENCE,
     UNVERIFIED,
     Chat,
     Message,
@@ -32,7 +34,9 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    VerificationMethod,
 )
+from chats.record import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
 
 PROVENANCE = "provenance"
 # A checked case citation's status is the check's outcome (verified, name_mismatch, not_found, ...).
@@ -40,6 +44,8 @@ CASE_CITATION_STATUSES = tuple(MessageCaseCitation.Status.values)
 # The statuses without a verification score: a consulted source (not quoted), a claim that did not hold,
 # and the outcomes of a case-citation check (a lookup, not a scored match).
 UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED, *CASE_CITATION_STATUSES)
+# A quote's status is how it fared against its source (exact_match, tolerant_match, altered, unverified).
+QUOTE_STATUSES = tuple(VerificationMethod.values)
 
 
 class SourceKind(models.TextChoices):
@@ -57,7 +63,23 @@ _exactly_one_source = reduce(
 )
 
 
-class CitationLedgerEntry(models.Model):
+class LedgerQuerySet(AppendOnlyQuerySet["CitationLedgerEntry"]):
+    """Entries are never updated, except that the reserved ``treatment_id`` may be set once, from NULL."""
+
+    def update(self, **kwargs: Any) -> int:
+        if set(kwargs) == {"treatment_id"} and kwargs["treatment_id"] is not None:
+            if self.filter(treatment_id__isnull=False).exists():
+                raise AppendOnlyError("citation_ledger_entry.treatment_id is set once only")
+            return models.QuerySet.update(self, **kwargs)
+        return super().update(**kwargs)
+
+
+class CitationLedgerEntry(AppendOnlyModel):
+    """An entry of the ledger. Append-only (``chats.record``): never updated but for ``treatment_id``,
+    set once from NULL; deleted only by a matter purge (on PostgreSQL, by trigger too)."""
+
+    settable_once: ClassVar[tuple[str, ...]] = ("treatment_id",)
+
     # Time-ordered (chats.ids): new entries append to the right edge of every index (docs/scale.md).
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # Deleting a matter deletes its chats and so their entries; cascading here
@@ -88,6 +110,8 @@ class CitationLedgerEntry(models.Model):
     # Reserved for a later treatment layer (how a later court treated the authority); always null for now.
     treatment_id = models.UUIDField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = LedgerQuerySet.as_manager()
 
     class Meta:
         db_table = "citation_ledger_entry"
@@ -147,6 +171,20 @@ class CitationLedgerEntry(models.Model):
                 + ", ".join(CASE_CITATION_STATUSES)
                 + "), and only a case-citation entry has one.",
             ),
+            # A quote's entry says how the quote fared, by a method the reviewers know (a copy of its row's).
+            models.CheckConstraint(
+                condition=(Q(message_citation__isnull=True) & Q(message_caselaw_citation__isnull=True))
+                | Q(verification_status__in=QUOTE_STATUSES),
+                name="citation_ledger_entry_quote_status_known",
+                violation_error_message="A quote's entry has a quote's status (" + ", ".join(QUOTE_STATUSES) + ").",
+            ),
+            # What the verifier cannot vouch for is never scored like what it can (as on the quote rows).
+            models.CheckConstraint(
+                condition=~Q(verification_status=VerificationMethod.ALTERED)
+                | Q(confidence__lte=ALTERED_MAX_CONFIDENCE),
+                name="citation_ledger_entry_altered_confidence_capped",
+                violation_error_message=f"An altered quote's confidence must be at most {ALTERED_MAX_CONFIDENCE}.",
+            ),
             # A consulted source was not quoted: it is provenance.
             models.CheckConstraint(
                 condition=Q(message_tool_source__isnull=True) | Q(verification_status=PROVENANCE),
@@ -202,3 +240,151 @@ class CitationLedgerEntry(models.Model):
             or self.message_tool_source_id
             or self.message_case_citation_id
         )
+
+
+class TombstoneQuerySet(AppendOnlyQuerySet["MatterPurge"]):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("matter_purges rows cannot be deleted")
+
+
+class MatterPurge(AppendOnlyModel):
+    """The tombstone of a purged matter (``manage.py purge_matter``): which matter went, who purged it,
+    when, and how much of its record went with it. Append-only, with no purge exception: a tombstone is
+    never updated nor deleted (on PostgreSQL, by trigger too). It keeps the matter's id and name only,
+    no content, and no foreign key (the matter is gone)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project_id = models.UUIDField()
+    project_name = models.CharField(max_length=200)
+    # The username given to the command (--by), or the operating-system user who ran it.
+    purged_by = models.CharField(max_length=150)
+    purged_at = models.DateTimeField(default=timezone.now)
+    chats = models.PositiveIntegerField()
+    messages = models.PositiveIntegerField()
+    ledger_entries = models.PositiveIntegerField()
+    documents = models.PositiveIntegerField()
+
+    objects = TombstoneQuerySet.as_manager()
+
+    class Meta:
+        db_table = "matter_purges"
+        ordering = ["-purged_at"]
+        constraints = [
+            # A matter is purged once: its tombstone is the one record that it existed.
+            models.UniqueConstraint(
+                fields=["project_id"],
+                name="matter_purges_project_uniq",
+                violation_error_message="This matter already has a tombstone.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"purge of {self.project_name} ({self.project_id})"
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("matter_purges rows cannot be deleted")
+
+
+_HEX64 = r"^[0-9a-f]{64}$"
+
+
+class TurnSeal(AppendOnlyModel):
+    """The seal of one finalize of a turn: a digest of its facts, chained per matter and signed.
+
+    Written by ``citations.seals.seal_turn`` in the turn's transaction (a ``post_finalize`` receiver), or
+    late by ``manage.py seal_turns``; the byte formats are ``lqai_verify.record``'s. A turn finalized again
+    after an interruption gets a second seal (``finalize_number`` 2) further down its chain, over all its
+    facts at that time. Holds digests only, never content. Append-only (``chats.record``; on PostgreSQL by
+    trigger too, ``citations.0012``): deleted only with its turn, in a matter purge.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    # Deleting a matter deletes its turns and so their seals; verify_ledger then sees the gap in the chain.
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    # ``matter:<project id>``, or ``chat:<chat id>`` for a matter-less chat.
+    chain = models.CharField(max_length=80)
+    sequence = models.PositiveBigIntegerField()
+    previous_sha256 = models.CharField(max_length=64, blank=True)
+    finalize_number = models.PositiveIntegerField()
+    # The message's finalized_at when sealed: a later finalize without a seal of its own shows as unsealed.
+    finalized_at = models.DateTimeField()
+    verifier_version = models.CharField(max_length=40)
+    # {"turn": <digest>, "rows": {"<table>:<id>": <digest>}}: so that a mismatch names the row that differs.
+    row_digests = models.JSONField()
+    facts_sha256 = models.CharField(max_length=64)
+    sealed_at = models.DateTimeField()
+    # Sealed by ``seal_turns`` after the fact (a turn from before sealing existed, or a sealing failure).
+    late = models.BooleanField(default=False)
+    key_fingerprint = models.CharField(max_length=64)
+    seal_sha256 = models.CharField(max_length=64)
+    signature = models.CharField(max_length=100)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        db_table = "turn_seals"
+        ordering = ["chain", "sequence"]
+        indexes = [
+            # seal_turns and verify_ledger look up the seals of a batch of messages.
+            models.Index(fields=["message", "finalize_number"], name="turn_seals_message_idx"),
+        ]
+        constraints = [
+            # A chain is a sequence: two seals at one place would fork it. Also verify_ledger's walk order.
+            models.UniqueConstraint(
+                fields=["chain", "sequence"],
+                name="turn_seals_chain_sequence_uniq",
+                violation_error_message="This chain already has a seal at this place.",
+            ),
+            # One seal per finalize of a turn.
+            models.UniqueConstraint(
+                fields=["message", "finalize_number"],
+                name="turn_seals_message_finalize_uniq",
+                violation_error_message="This finalize of the turn is already sealed.",
+            ),
+            # Only the first seal of a chain has no predecessor.
+            models.CheckConstraint(
+                condition=(Q(sequence=1) & Q(previous_sha256="")) | (Q(sequence__gt=1) & ~Q(previous_sha256="")),
+                name="turn_seals_previous_iff_not_first",
+                violation_error_message="A seal names its predecessor, except the first of its chain.",
+            ),
+            # Digests are hex SHA-256: anything else cannot be recomputed.
+            models.CheckConstraint(
+                condition=Q(facts_sha256__regex=_HEX64)
+                & Q(seal_sha256__regex=_HEX64)
+                & Q(key_fingerprint__regex=_HEX64)
+                & (Q(previous_sha256="") | Q(previous_sha256__regex=_HEX64)),
+                name="turn_seals_digests_hex",
+                violation_error_message="Seal digests and the key fingerprint are 64 lowercase hex digits.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"seal {self.chain} #{self.sequence}"
+
+
+class SealChainHead(models.Model):
+    """The last seal of each chain: its row is locked (``SELECT ... FOR UPDATE``) for the final write of a
+    seal, so that the seals of one chain are written one after the other, in commit order. Also a check of
+    the chain's end: verify_ledger compares it with the chain's last seal."""
+
+    chain = models.CharField(max_length=80, primary_key=True)
+    sequence = models.PositiveBigIntegerField(default=0)
+    seal_sha256 = models.CharField(max_length=64, blank=True)
+    # Whose chain it is: deleting the matter (or the matter-less chat) deletes its seals and its head with
+    # them, so that a deletion made through the application leaves no dangling head.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+
+    class Meta:
+        db_table = "seal_chain_heads"
+        constraints = [
+            # A chain belongs to a matter or, for a matter-less chat, to the chat: never both, never neither.
+            models.CheckConstraint(
+                condition=Q(project__isnull=True) ^ Q(chat__isnull=True),
+                name="seal_chain_heads_one_owner",
+                violation_error_message="A seal chain belongs to a matter or to a matter-less chat.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chain} at #{self.sequence}"

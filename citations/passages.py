@@ -48,7 +48,30 @@ class ListedAlteration:
 
 def describe(alteration: dict[str, Any], replaced: str) -> str:
     """An alteration in words: its kind (and detail), what the quote wrote, the source text ``replaced`` it
-    stands for or omits."""
+    stands for or omits, and why it may change what the source says (an ``altered`` quote's)."""
+    described = _described(alteration, replaced)
+    alters = alteration.get("alters") or ""  # rows stored before it was recorded have none
+    return f"{described} \u2014 may change what the source says: {alters}" if alters else described
+
+
+# A context flag in words (see ``chats.verification``): what the source says right next to the passage.
+CONTEXT_FLAG_WORDS = {
+    "limited_after": "the source goes on with a limiting continuation",
+    "negated_before": "the passage starts after a negation of its clause",
+    "limited_before": "the passage starts after a limiting word of its clause",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ListedFlag:
+    flag: str
+    words: str
+    text: str
+    start: int
+    end: int
+
+
+def _described(alteration: dict[str, Any], replaced: str) -> str:
     kind = alteration["kind"] + (f" ({alteration['detail']})" if alteration.get("detail") else "")
     if alteration["kind"] == ELLIPSIS:
         return f"omission: the quote's \u201c{alteration['quote_text']}\u201d omits \u201c{replaced}\u201d"
@@ -114,11 +137,26 @@ def segments(
 
 
 def passage_in_context_html(
-    context: PassageInContext, alterations: Sequence[dict[str, Any]], *, offsets: bool = True
+    context: PassageInContext,
+    alterations: Sequence[dict[str, Any]],
+    *,
+    offsets: bool = True,
+    context_flags: Sequence[dict[str, Any]] = (),
 ) -> SafeString:
     """The passage of ``context`` highlighted in its context, its ``alterations`` (as a quote row stores them)
-    marked and listed; ``offsets``: with the source offsets of the passage and of each alteration (for
-    operators; a reader of the trace pages gets page cites instead)."""
+    marked and listed, and its ``context_flags`` (an altered quote's limiting context) listed with the source
+    text of each; ``offsets``: with the source offsets of the passage and of each alteration (for operators; a
+    reader of the trace pages gets page cites instead)."""
+    flags = [
+        ListedFlag(
+            flag=f["flag"],
+            words=CONTEXT_FLAG_WORDS.get(f["flag"], f["flag"]),
+            text=context.slice(f["source_start"], f["source_end"]),
+            start=f["source_start"],
+            end=f["source_end"],
+        )
+        for f in context_flags
+    ]
     listed = [
         ListedAlteration(
             kind=a["kind"],
@@ -135,6 +173,7 @@ def passage_in_context_html(
                 "context": context,
                 "segments": segments(context, alterations, offsets=offsets),
                 "listed": listed,
+                "flags": flags,
                 "offsets": offsets,
                 "changed": context.passage.intact is False,
             },

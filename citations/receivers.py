@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from chats.models import Message
-from citations import ledger
+from citations import ledger, seals
 
 logger = logging.getLogger(__name__)
 
@@ -32,3 +32,22 @@ def assemble_ledger_on_finalize(sender: type[Message], message: Message, **kwarg
         )
         return
     logger.debug("ledger: %d entries created for message %s", created, message.pk)
+
+
+def seal_turn_on_finalize(sender: type[Message], message: Message, **kwargs: Any) -> None:
+    """Seal the turn being finalized, as the last write of the turn's transaction (connected after the
+    ledger's receiver, so that its chain's head row is locked only from here to the commit).
+
+    The one place that keeps a sealing failure from breaking the turn: ``seals.seal_turn`` runs in a
+    savepoint; if it fails, the savepoint is rolled back, the failure is logged with the message id, and
+    the turn commits unsealed, for ``verify_ledger`` to list and ``seal_turns`` to repair.
+    """
+    try:
+        seal = seals.seal_turn(message_id=message.pk)
+    except Exception:
+        logger.exception(
+            "seal: sealing failed for message %s; the turn is saved unsealed: run `manage.py seal_turns` to repair",
+            message.pk,
+        )
+        return
+    logger.debug("seal: message %s sealed as %s #%d", message.pk, seal.chain, seal.sequence)

@@ -69,7 +69,19 @@ class CaseCitationRefSerializer(serializers.ModelSerializer[MessageCaseCitation]
 
     class Meta:
         model = MessageCaseCitation
-        fields = ("id", "kind", "citation", "case_name", "status", "detail", "answer_start", "answer_end", "opinion")
+        fields = (
+            "id",
+            "kind",
+            "citation",
+            "case_name",
+            "status",
+            "detail",
+            "pin",
+            "pin_status",
+            "answer_start",
+            "answer_end",
+            "opinion",
+        )
         read_only_fields = fields
 
 
@@ -83,7 +95,8 @@ class AlterationSerializer(serializers.Serializer[dict[str, Any]]):
     kind = serializers.CharField(
         read_only=True,
         help_text="bracket, letter ([t]he), sic, ellipsis (an omission), quote_mark (double for single or back), "
-        "case (the passage matched only case-insensitively).",
+        "case (the passage matched only case-insensitively), parenthetical (a trailing Bluebook parenthetical "
+        "such as (emphasis added)), emphasis (emphasis markup the quote added).",
     )
     detail = serializers.CharField(
         read_only=True,
@@ -96,6 +109,23 @@ class AlterationSerializer(serializers.Serializer[dict[str, Any]]):
         help_text="Offset in the source of the text it stands for or omits (equal to source_end for an insertion).",
     )
     source_end = serializers.IntegerField(read_only=True, help_text="Offset just past that text.")
+    alters = serializers.CharField(
+        read_only=True,
+        default="",
+        help_text="Why this alteration may change what the source says (the quote is then 'altered'); empty when "
+        "it cannot.",
+    )
+
+
+class ContextFlagSerializer(serializers.Serializer[dict[str, Any]]):
+    flag = serializers.CharField(
+        read_only=True,
+        help_text="limited_after (the source goes on with a limiting continuation: unless, except, in part ...), "
+        "negated_before (the passage starts after a negation of its own clause), limited_before (after a "
+        "limiting word such as only).",
+    )
+    source_start = serializers.IntegerField(read_only=True, help_text="Offset in the source of the limiting text.")
+    source_end = serializers.IntegerField(read_only=True, help_text="Offset just past it.")
 
 
 class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
@@ -120,6 +150,10 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
         help_text="Each alteration and omission of a quote, in quote order, with the source span it stands for: "
         "empty for an exact quote and a failed claim; null for a consulted source."
     )
+    context_flags = serializers.SerializerMethodField(
+        help_text="What the source says right next to an altered quote's passage that may limit it, with its "
+        "source span: empty for other quotes; null for a consulted source or a case citation."
+    )
     passage_intact = serializers.SerializerMethodField(
         help_text="Whether the passage read now is the one that was verified: its SHA-256 equals the digest "
         "stored with the quote. False means the source text changed below the application. Null for "
@@ -127,7 +161,8 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     )
     verification_status = serializers.CharField(
         read_only=True,
-        help_text="How the quote was verified (exact_match, tolerant_match), 'unverified' for a claim that did "
+        help_text="How the quote was verified (exact_match, tolerant_match, or altered: found, but an alteration, "
+        "an omission or the quote's edges may change what the source says), 'unverified' for a claim that did "
         "not verify (no passage, no confidence), 'provenance' for a consulted source, or a case citation's "
         "check (verified, name_mismatch, not_found, ambiguous, unchecked).",
     )
@@ -191,6 +226,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     def get_passage(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
         span = selectors.passage(entry)
         return None if span is None else PassageSerializer(span).data
+
+    @extend_schema_field(ContextFlagSerializer(many=True, allow_null=True))
+    def get_context_flags(self, entry: CitationLedgerEntry) -> list[dict[str, Any]] | None:
+        quote = entry.message_citation or entry.message_caselaw_citation
+        return None if quote is None else [ContextFlagSerializer(f).data for f in quote.context_flags]
 
     @extend_schema_field(PAGES_FIELD)
     def get_pages(self, entry: CitationLedgerEntry) -> list[str] | None:

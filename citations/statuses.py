@@ -39,6 +39,7 @@ _STATUSES: dict[str, tuple[str, str, str, bool]] = {
     "unverified": ("not found in the source", "\u2717", FAIL, True),
     "verified": ("case verified: the citation is this case", "\u2713", OK, False),
     "name_mismatch": ("cited under another case's name", "\u2717", FAIL, True),
+    "pin_mismatch": ("the case has no such page (pin cite)", "\u2717", FAIL, True),
     "not_found": ("no case at this citation", "\u2717", FAIL, True),
     "ambiguous": ("several cases at this citation: review", "?", REVIEW, True),
     "unchecked": ("not checked", "?", REVIEW, True),

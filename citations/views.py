@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import tempfile
 from typing import Any
+from uuid import UUID
 
 from django.db.models import QuerySet
+from django.http import FileResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from chats.selectors import chats_visible_to
-from citations import selectors
+from chats.selectors import chats_visible_to, projects_visible_to
+from citations import export, selectors
 from citations.models import CitationLedgerEntry
 from citations.serializers import ChatLedgerQuerySerializer, LedgerEntrySerializer
 
@@ -52,3 +56,36 @@ class ChatLedgerView(generics.ListAPIView[CitationLedgerEntry]):
         query = ChatLedgerQuerySerializer(data=self.request.query_params)
         query.is_valid(raise_exception=True)
         return selectors.chat_ledger(chat=chat, message_id=query.validated_data.get("message"))
+
+
+class MatterExportView(APIView):
+    """``GET /api/projects/{project_id}/export/``: the matter's signed export, as a zip download."""
+
+    @extend_schema(
+        operation_id="project_export",
+        summary="Export a matter's signed record",
+        description=(
+            "A zip of the matter's finalized turns, their quotes, case citations and consulted sources, ledger "
+            "entries and seals (JSON Lines), the quoted passages, a printable HTML report, a manifest of SHA-256 "
+            "digests and its Ed25519 signature by the ledger key. Check it offline with `python -m lqai_verify`. "
+            "Members of the matter only: anyone else gets 404."
+        ),
+        responses={
+            (200, "application/zip"): OpenApiResponse(description="The signed bundle."),
+            404: OpenApiResponse(description="No such matter, or the caller is not one of its members."),
+        },
+        tags=["ledger"],
+    )
+    def get(self, request: Request, project_id: UUID) -> FileResponse:
+        project = get_object_or_404(projects_visible_to(request.user), pk=project_id)
+        # A temporary file, not memory: a matter's export can be large. FileResponse streams it and closes it.
+        bundle = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the FileResponse
+        try:
+            export.export_matter(project=project, out=bundle)
+        except BaseException:
+            bundle.close()
+            raise
+        bundle.seek(0)
+        return FileResponse(
+            bundle, as_attachment=True, filename=export.default_filename(project), content_type="application/zip"
+        )

@@ -6,10 +6,10 @@ public-domain opinions), runs real chat turns through the HTTP API in-process
 creates a few older turns whose ledger entries are missing and repairs them
 with ``backfill_ledger``, and prints each turn's ledger entries.
 
-Re-runnable: seeding is get-or-create, and the chats of the previous run (the demo
-user's chats in the demo matter with one of :data:`DEMO_CHAT_TITLES`) are replaced,
-so a second run neither fails nor duplicates anything; chats made by hand in the demo
-matter are kept. Each run issues a new API token for the demo user (they expire).
+Re-runnable: the previous run's demo matter is purged (``citations.purge``, the one way a matter's
+permanent record goes, leaving a tombstone) and seeded afresh, so a second run neither fails nor
+duplicates anything. Each run issues a new API token for the demo user
+(they expire).
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
+from chats.services import ClaimedCitation
 from chats.verification import verify_quote
-from citations.models import CitationLedgerEntry
+from citations.models import CitationLedgerEntry, MatterPurge
+from citations.purge import purge_matter
 
 OPINIONS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 
@@ -107,11 +109,15 @@ WRONG_NAME_ANSWER = (
     "Grutter v. Bollinger, 570 U.S. 297 (2013)."
 )
 
+ALTERED_QUESTION = "When is there a vacancy in a party's nomination?"
+# A scripted answer quoting the Alabama opinion with a trailing omission that drops its limiting "only if ...":
+# the quote is found, but the verifier cannot vouch for it (altered), and the omitted text is shown.
+ALTERED_QUOTE = "a vacancy in the nomination can occur . . . ."
+ALTERED_ANSWER = f"The Attorney General notes that \u201c{ALTERED_QUOTE}\u201d"
+
 
 DEMO_CHAT_TITLE = "Demo: ballots and candidates"
 OLDER_TURNS_CHAT_TITLE = "Older turns (before the ledger)"
-# The chats the demo makes, by title: a rerun replaces these only.
-DEMO_CHAT_TITLES = (DEMO_CHAT_TITLE, OLDER_TURNS_CHAT_TITLE)
 
 
 @dataclass(frozen=True)
@@ -153,10 +159,13 @@ def seed() -> DemoMatter:
     return DemoMatter(user=user, token=token, token_expiry=token_row.expiry, project=project)
 
 
-def reset_demo_chats(matter: DemoMatter) -> int:
-    """Delete the chats a previous run made (their turns and ledger entries cascade); no other chat."""
-    deleted, _ = Chat.objects.filter(project=matter.project, owner=matter.user, title__in=DEMO_CHAT_TITLES).delete()
-    return deleted
+def purge_previous_run() -> MatterPurge | None:
+    """Purge the previous run's demo matter, if there is one with chats: its turns are a permanent record,
+    so they go only with their matter, through the purge, which leaves a tombstone."""
+    previous = Project.objects.filter(name=DEMO_PROJECT, owner__username=DEMO_USERNAME, chats__isnull=False).first()
+    if previous is None:
+        return None
+    return purge_matter(project_id=previous.pk, purged_by=DEMO_USERNAME)
 
 
 # --- talking to the API in-process -------------------------------------------------------------
@@ -393,6 +402,24 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             wrong["unverified_count"],
         )
     )
+
+    # An answer whose quote omits the limiting clause that follows it: altered, and the turn at best supported.
+    alabama = Document.objects.get(project=matter.project, title__startswith="Alabama AGO 2018-046")
+    claim = ClaimedCitation(quote=ALTERED_QUOTE, document_id=alabama.pk)
+    with (
+        override_settings(LQAI_ASSISTANT_BACKEND="chats.assistant.ScriptedBackend"),
+        ScriptedBackend.scripted(TextDelta(ALTERED_ANSWER), FinalAnswer(citations=(claim,))),
+    ):
+        altered = post_json(client, base, {"content": ALTERED_QUESTION})
+    turns.append(
+        DemoTurn(
+            "single-shot, a scripted answer whose quote drops a limiting clause",
+            ALTERED_QUESTION,
+            altered["message"]["id"],
+            [],
+            altered["unverified_count"],
+        )
+    )
     return turns, Chat.objects.get(pk=chat["id"])
 
 
@@ -424,6 +451,17 @@ def describe_turn(turn: DemoTurn) -> list[str]:
     ]
     if turn.events:
         lines.append(f"  events: {' '.join(_compress(turn.events))}")
+    for quote in MessageCitation.objects.filter(message=message, verification_method="altered").select_related(
+        "document"
+    ):
+        content = quote.document.content if quote.document is not None else ""
+        for alteration in quote.alterations:
+            if alteration.get("alters"):
+                omits = content[alteration["source_start"] : alteration["source_end"]]
+                lines.append(
+                    f"  altered quote {quote.quote!r}: {alteration['quote_text']!r} omits {omits!r} "
+                    f"({alteration['alters']})"
+                )
     for case in MessageCaseCitation.objects.filter(message=message).select_related("opinion"):
         lines.append(f"  case citation {case.citation!r} written as {case.case_name!r}: {case.status} ({case.detail})")
     lines.append("  ledger:")

@@ -30,6 +30,10 @@ Environment variables:
 - Bounded use of the turn endpoints: ``LQAI_THROTTLE_TURNS`` (e.g. ``30/min``, ``off``),
   ``LQAI_MAX_CONCURRENT_STREAMS``, ``LQAI_MAX_STREAM_SECONDS``, ``LQAI_SSE_HEARTBEAT_SECONDS``,
   ``LQAI_STALE_TURN_SECONDS`` and ``LQAI_MESSAGES_PAGE_SIZE`` (see below).
+- ``LQAI_LEDGER_KEY``: the base64 of the 32-byte Ed25519 private key that signs turn seals and matter exports
+  (``manage.py ledger_key`` makes one); required unless ``DEBUG`` is on (then a development key derived
+  from ``SECRET_KEY`` is used, and every export says so). ``LQAI_LEDGER_RETIRED_PUBLIC_KEYS``: the base64
+  public keys of earlier ledger keys (comma-separated), whose seals still verify (see docs/export.md).
 - ``LOG_LEVEL``: the root log level (default ``INFO``), in any case; anything else is refused at start-up.
 - API tokens and logins (see docs/api.md): ``LQAI_TOKEN_TTL_HOURS``, ``LQAI_TOKENS_PER_USER``,
   ``LQAI_THROTTLE_TOKEN_REQUESTS``, ``AXES_FAILURE_LIMIT``, ``AXES_COOLOFF_MINUTES``, ``LQAI_PROXY_COUNT``.
@@ -41,6 +45,8 @@ with ``ImproperlyConfigured`` and a sentence naming the variable, never a worker
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
 import os
 import re
@@ -376,7 +382,7 @@ LQAI_THROTTLE_TURNS: str | None = None if _turn_rate in {"", "0", "off", "none"}
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     # Token requests per client address (chats.api_tokens.TokenRequestThrottle), shared by every server process:
-    # a table of the database (created by chats' migration 0021). DRF's counting there is not atomic, so a burst
+    # a table of the database (created by chats' migration 0022). DRF's counting there is not atomic, so a burst
     # may pass a few requests over the rate; passwords are guarded by django-axes' lockouts, which are exact.
     "token_requests": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
@@ -405,6 +411,11 @@ LQAI_MESSAGES_PAGE_SIZE = env_int("LQAI_MESSAGES_PAGE_SIZE", default=50)
 # How long (seconds) a turn's ledger write may wait on locks and run, inside the turn's transaction,
 # before it is given up as a ledger failure (logged; the turn commits; backfill_ledger repairs it).
 LQAI_LEDGER_TIMEOUT = env_float("LQAI_LEDGER_TIMEOUT", default=2.0)
+# Bounds of the checks of one turn (docs/verification.md), so that no answer holds a turn for long: the claimed
+# quotes verified (the rest are recorded as one failed claim saying how many were dropped), and the characters of
+# the answer searched for case citations (citations beyond are not seen; the check says so).
+LQAI_MAX_CLAIMS_PER_TURN = env_int("LQAI_MAX_CLAIMS_PER_TURN", default=300)
+LQAI_CASE_CITATION_MAX_CHARS = env_int("LQAI_CASE_CITATION_MAX_CHARS", default=100_000)
 if LQAI_LEDGER_TIMEOUT <= 0:
     raise ImproperlyConfigured(f"LQAI_LEDGER_TIMEOUT={LQAI_LEDGER_TIMEOUT} must be a positive number of seconds.")
 
@@ -414,6 +425,25 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(
         f"LOG_LEVEL={os.environ['LOG_LEVEL']!r} is not a log level: use DEBUG, INFO, WARNING, ERROR or CRITICAL."
     )
+
+# The key of the sealed record (citations.keys): outside the database, so that whoever can write the
+# database cannot re-seal what they changed. Checked here, so that a server without it refuses to start.
+LQAI_LEDGER_KEY = os.environ.get("LQAI_LEDGER_KEY", "").strip()
+if LQAI_LEDGER_KEY:
+    try:
+        _ledger_key_bytes = base64.b64decode(LQAI_LEDGER_KEY, validate=True)
+    except binascii.Error:
+        _ledger_key_bytes = b""
+    if len(_ledger_key_bytes) != 32:
+        raise ImproperlyConfigured(
+            "LQAI_LEDGER_KEY must be the base64 of a 32-byte Ed25519 private key: run `manage.py ledger_key` for one."
+        )
+elif not DEBUG:
+    raise ImproperlyConfigured(
+        "LQAI_LEDGER_KEY is not set: it signs the sealed record and the matter exports. Run `manage.py ledger_key` "
+        "(with DEBUG=1) for a new key, keep it in your secret store, and set LQAI_LEDGER_KEY in the environment."
+    )
+LQAI_LEDGER_RETIRED_PUBLIC_KEYS = env_list("LQAI_LEDGER_RETIRED_PUBLIC_KEYS")
 
 LOGGING = {
     "version": 1,

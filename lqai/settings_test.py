@@ -3,6 +3,8 @@
 import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
+# A fixed ledger key for the suite (the real one comes from the deployment's secret store).
+os.environ.setdefault("LQAI_LEDGER_KEY", "RLucxDahH5HjFGDPRkzTcgEnqFlSyfh9dxH2GQDUNSc=")
 
 from lqai.settings import *  # noqa: F403
 

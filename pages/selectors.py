@@ -274,6 +274,7 @@ def _quote_claim(row: MessageCitation | MessageCaselawCitation, boundaries: dict
         context_around(span, start=context_start, text=context_text, context_chars=CARD_CONTEXT_CHARS),
         row.alterations,
         offsets=False,
+        context_flags=row.context_flags,
     )
     if isinstance(row, MessageCaselawCitation) and row.opinion_id is not None:
         claim.pages = page_cites.page_cite(boundaries.get(row.opinion_id, []), start=start, end=end)

@@ -11,8 +11,8 @@ from django.utils import timezone
 from knox.models import AuthToken
 
 from chats import models
-from chats.services import alterations_record, passage_sha256
-from chats.verification import QuoteMatch, verify_quote
+from chats.services import passage_sha256
+from chats.verification import QuoteMatch, alterations_record, verify_quote
 from citations import ledger
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
 

@@ -85,6 +85,7 @@ class Stream:
     cut_after: int | None = None
     stall_after: int | None = None
     stall_seconds: float = 0.0
+    chunk_seconds: float = 0.0  # a pause before each chunk: a model's pace (1/60 s is 60 chunks a second)
 
 
 @dataclass(frozen=True)
@@ -277,6 +278,8 @@ class FakeOpenAIServer:
                         return
                     if n == response.stall_after:
                         time.sleep(response.stall_seconds)
+                    if response.chunk_seconds:
+                        time.sleep(response.chunk_seconds)
                     self.wfile.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")

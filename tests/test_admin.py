@@ -28,6 +28,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
 )
+from chats.verification import alterations_record, verify_quote
 from citations import ledger
 from citations.admin import LedgerEntryInline
 from citations.models import CitationLedgerEntry
@@ -208,9 +209,8 @@ def _dated_entries(*dates: datetime.datetime) -> list[CitationLedgerEntry]:
     """One entry (a consulted source) per date, its created_at set to that date."""
     entries = []
     for date in dates:
-        message = factories.assembled_turn(kb=0, caselaw=0, tools=1)
-        CitationLedgerEntry.objects.filter(message=message).update(created_at=date)
-        entries.append(CitationLedgerEntry.objects.get(message=message))
+        # dated when written: entries are never updated
+        entries.append(factories.CitationLedgerEntryFactory.create(tool_source=True, created_at=date))
     return entries
 
 
@@ -528,9 +528,9 @@ def test_an_entry_page_escapes_the_source_and_the_alterations(admin_client: Clie
     content = "<script>alert(1)</script> " + factories.TEXT + " <b>bold</b>"
     document = factories.DocumentFactory.create(project=project, content=content)
     message = factories.MessageFactory.create(chat__project=project)
-    citation = factories.MessageCitationFactory.create(message=message, document=document, altered=True)
-    citation.alterations[0]["quote_text"] = "<img src=x onerror=alert(1)>"
-    MessageCitation.objects.filter(pk=citation.pk).update(alterations=citation.alterations)
+    alterations = alterations_record(verify_quote(factories.ALTERED_QUOTE, content))  # type: ignore[arg-type]
+    alterations[0]["quote_text"] = "<img src=x onerror=alert(1)>"
+    factories.MessageCitationFactory.create(message=message, document=document, altered=True, alterations=alterations)
     ledger.assemble(message)
     entry = CitationLedgerEntry.objects.get(message=message)
 
@@ -608,13 +608,13 @@ def test_a_tool_url_that_is_not_http_is_not_a_link(admin_client: Client) -> None
 
 
 def test_a_message_with_ledger_entries_cannot_be_deleted_through_the_admin(admin_client: Client) -> None:
-    # Deleting a turn would cascade to its read-only rows, which nobody may delete here.
+    # A message is a record: nobody deletes it here, superusers included.
     message = factories.assembled_turn()
 
     confirm = admin_client.get(_url(Message, "delete", message.pk))
     delete = admin_client.post(_url(Message, "delete", message.pk), {"post": "yes"})
 
-    assert "permission to delete" in confirm.content.decode()
+    assert confirm.status_code == 403
     assert delete.status_code == 403
     assert CitationLedgerEntry.objects.filter(message=message).count() == 3
 
@@ -654,3 +654,37 @@ def test_a_case_citation_entry_shows_the_check_and_links_to_its_row(admin_client
     assert "<strong>name_mismatch</strong>: Smith v. Jones, 570 U.S. 297 &mdash; x" in page
     assert _url(MessageCaseCitation, "change", case.pk) in page
     assert shown.pk == entry.pk
+
+
+def test_an_entry_page_shows_an_altered_quotes_context_flags_and_why_its_alterations_may_mislead(
+    admin_client: Client,
+) -> None:
+    # Given an altered quote of a KB document: an exact passage that the source goes on to limit
+    source = "The motion is granted in part and denied in part."
+    project = factories.ProjectFactory.create()
+    message = factories.MessageFactory.create(chat__project=project)
+    document = factories.DocumentFactory.create(project=project, content=source)
+    omission = {"kind": "ellipsis", "detail": "", "quote_text": "....", "source_start": 22, "source_end": 49}
+    factories.MessageCitationFactory.create(
+        message=message,
+        document=document,
+        quote="The motion is granted . . . .",
+        source_offset_start=0,
+        source_offset_end=21,
+        verification_method="altered",
+        verification_confidence=0.6,
+        alterations=[omission | {"alters": "a trailing omission drops a limiting continuation"}],
+        context_flags=[{"flag": "limited_after", "source_start": 22, "source_end": 29}],
+    )
+    ledger.assemble(message)
+    entry = CitationLedgerEntry.objects.get(message=message)
+
+    html = admin_client.get(_url(CitationLedgerEntry, "change", entry.pk)).content.decode()
+
+    # Then the flag is listed with the limiting source text, and the omission says why it may mislead
+    assert '<ul class="context-flags"><li data-flag="limited_after">' in html
+    assert "the source goes on with a limiting continuation: \u201cin part\u201d <small>[22:29]</small>" in html
+    assert "may change what the source says: a trailing omission drops a limiting continuation" in html
+    # ... and the status filter offers the altered status
+    changelist = admin_client.get(_url(CitationLedgerEntry, "changelist")).content.decode()
+    assert "altered (found, but may change what the source says)" in changelist

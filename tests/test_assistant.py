@@ -30,7 +30,7 @@ from chats.assistant.events import AssistantEvent
 from chats.assistant.extractive import NOTHING_FOUND
 from chats.models import CaselawOpinion, Chat, Message, MessageToolSource
 from chats.retrieval import passages, query_terms, rank_passages, sentence_spans
-from chats.services import ClaimedCitation, ConsultedSource, start_turn
+from chats.services import ClaimedCitation, ConsultedSource, reopen_interrupted_turn, start_turn
 from chats.tools import CaselawSearchTool
 from chats.verification import EXACT_MATCH, NormalizedSource
 from tests import factories
@@ -357,6 +357,7 @@ def test_a_resumed_run_continues_the_content_and_skips_sources_already_recorded(
         TextDelta("answer."),
         FinalAnswer(),
     )
+    assert reopen_interrupted_turn(message=message)  # the resume's claim, as the resume view takes it
 
     with ScriptedBackend.scripted(*steps) as script:
         run = TurnRun(message=message, backend=ScriptedBackend(), tools={})

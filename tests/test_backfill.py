@@ -12,7 +12,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
@@ -131,9 +132,11 @@ def test_backfill_writes_the_same_entries_as_assemble() -> None:
     factories.MessageToolSourceFactory.create(message=matterless, source_kind="mcp", provider="acme")
     messages = [first, make_turn(), matterless]
     # When assemble() writes their entries, and then, from scratch, the backfill does
-    assert sum(ledger.assemble(m) for m in messages) == len(source_ids())
-    assembled = entries_by_source()
-    CitationLedgerEntry.objects.all().delete()
+    # (assemble()'s entries are read in a savepoint rolled back: entries are never deleted)
+    with rolled_back():
+        assert sum(ledger.assemble(m) for m in messages) == len(source_ids())
+        assembled = entries_by_source()
+    assert not CitationLedgerEntry.objects.exists()
     out, _ = run_command()
     # Then both paths wrote identical entries (every column but id and created_at)
     assert entries_by_source() == assembled
@@ -249,6 +252,21 @@ def test_window_sizes() -> None:
     assert backfill._messages_for(10, messages=10_000, rows=0) == 10 * backfill.MAX_MESSAGES_PER_ROW
 
 
+@contextmanager
+def rolled_back() -> Iterator[None]:
+    """Run the block in a savepoint that is rolled back: what it wrote is gone, nothing was deleted."""
+
+    class Rollback(Exception):
+        pass
+
+    try:
+        with transaction.atomic():
+            yield
+            raise Rollback
+    except Rollback:
+        pass
+
+
 def _queries_per_batch(turns: int) -> list[int]:
     """Backfill ``turns`` new turns; the number of queries each batch ran."""
     for _ in range(turns):
@@ -266,10 +284,10 @@ def _queries_per_batch(turns: int) -> list[int]:
 
 
 def test_queries_per_batch_do_not_grow_with_rows() -> None:
-    # Given a backfill of 2 turns (8 rows), then one of 20 turns (80 rows)
-    small = _queries_per_batch(2)
-    CitationLedgerEntry.objects.all().delete()
-    large = _queries_per_batch(18)
+    # Given a backfill of 2 turns (8 rows) (rolled back: entries are never deleted), then one of 20 turns (80 rows)
+    with rolled_back():
+        small = _queries_per_batch(2)
+    large = _queries_per_batch(20)
     # Then no batch ran more queries for 80 rows than for 8: set-based, no per-row or per-message query
     assert max(large) == max(small)
     assert CitationLedgerEntry.objects.count() == 80
@@ -359,6 +377,33 @@ def test_check_exits_1_with_counts_by_kind_on_gaps_and_0_after_a_backfill(two_tu
     run_command()
     out_after, _ = run_command("--check")
     assert "every source row in scope has its ledger entry (8 present)" in out_after
+
+
+def test_altered_quotes_and_pin_mismatches_are_backfilled_and_checked_like_any_other() -> None:
+    # Given a turn whose quotes are altered (one with a context flag) and whose case citation has a wrong pin
+    turn = make_turn(kb=0, caselaw=0, tool_kinds=())
+    flag = {"flag": "limited_after", "source_start": 30, "source_end": 36}
+    kb = factories.MessageCitationFactory.create(
+        message=turn, verification_method="altered", verification_confidence=0.6, context_flags=[flag]
+    )
+    caselaw = factories.MessageCaselawCitationFactory.create(
+        message=turn, verification_method="altered", verification_confidence=0.55
+    )
+    case = factories.MessageCaseCitationFactory.create(
+        message=turn, status="pin_mismatch", pin="9000", pin_status="outside"
+    )
+    out = StringIO()
+    with pytest.raises(SystemExit) as exited:
+        call_command("backfill_ledger", "--check", stdout=out, stderr=StringIO())
+    # Then --check counts them as gaps, the backfill writes their entries with their statuses, and --check passes
+    assert exited.value.code == 1
+    assert "3 source rows lack their ledger entry" in out.getvalue()
+    run_command()
+    assert CitationLedgerEntry.objects.get(message_citation=kb).verification_status == "altered"
+    assert CitationLedgerEntry.objects.get(message_caselaw_citation=caselaw).confidence == 0.55
+    assert CitationLedgerEntry.objects.get(message_case_citation=case).verification_status == "pin_mismatch"
+    out_after, _ = run_command("--check")
+    assert "every source row in scope has its ledger entry (3 present)" in out_after
 
 
 def test_check_and_dry_run_are_exclusive() -> None:

@@ -225,3 +225,61 @@ def test_an_altered_quote_is_shown_in_its_context_with_its_alteration_and_omissi
             page.screenshot(path=ARTIFACTS / "5-ledger-entry-alterations.png", full_page=True)
         finally:
             browser.close()
+
+
+def test_a_staff_member_sees_only_their_matter_and_can_change_none_of_its_record(live_server: LiveServer) -> None:
+    # Given two staff users (not superusers), each a member of one matter with a finalized turn
+    from django.contrib.auth.models import Permission
+
+    turns = {}
+    for name in ("anne", "bob"):
+        user = factories.UserFactory.create(username=name, is_staff=True)
+        user.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
+        chat = factories.ChatFactory.create(project__owner=user, project__name=f"{name.title()}'s matter")
+        message = factories.MessageFactory.create(chat=chat, verdict="fail")
+        factories.MessageCitationFactory.create(message=message)
+        factories.MessageToolSourceFactory.create(message=message, label=f"{name.title()}'s docket")
+        ledger.assemble(message)
+        turns[name] = message
+    before = list(Message.objects.order_by("id").values())
+    chromium = shutil.which("chromium")
+    assert chromium is not None
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(15_000)
+
+            # When Anne logs in and looks at the ledger
+            page.goto(f"{live_server.url}/admin/login/?next=/admin/citations/citationledgerentry/")
+            page.fill("#id_username", "anne")
+            page.fill("#id_password", PASSWORD)
+            page.click("input[type=submit]")
+            page.wait_for_url("**/admin/citations/citationledgerentry/")
+
+            # Then she sees her matter's entries only, and no API token anywhere in the admin
+            rows = page.locator("#result_list tbody tr")
+            assert rows.count() == 2
+            assert str(turns["bob"].pk)[-8:] not in page.locator("#result_list").inner_text()
+            assert page.locator("#nav-sidebar", has_text="Token").count() == 0
+            page.screenshot(path=ARTIFACTS / "5-staff-ledger.png", full_page=True)
+
+            # ... her message's page is read-only
+            page.goto(f"{live_server.url}/admin/chats/message/{turns['anne'].pk}/change/")
+            content = page.locator("#content")
+            assert content.locator("input[name=_save], input[name=_continue], a.deletelink").count() == 0
+            # (the ledger inline's "Add another" row is rendered hidden, never offered)
+            assert not any(link.is_visible() for link in content.locator("a.addlink").all())
+            assert content.locator("textarea, input[name=content], select").count() == 0
+            page.screenshot(path=ARTIFACTS / "6-staff-message.png", full_page=True)
+
+            # ... and Bob's message is as if it did not exist
+            page.goto(f"{live_server.url}/admin/chats/message/{turns['bob'].pk}/change/")
+            page.wait_for_url(f"{live_server.url}/admin/")
+            assert "doesn\u2019t exist" in page.locator(".messagelist").inner_text()
+        finally:
+            browser.close()
+
+    assert list(Message.objects.order_by("id").values()) == before

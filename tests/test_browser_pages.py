@@ -45,7 +45,6 @@ WRITE_SCREENSHOTS = os.environ.get("LQAI_WRITE_SCREENSHOTS") == "1"
 def _demo_chat() -> tuple[Chat, User]:
     """The demo's chat, run through the API, and a member of its matter (not its owner)."""
     matter = demo.seed()
-    demo.reset_demo_chats(matter)
     _, chat = demo.run_turns(matter)
     member = factories.UserFactory.create(username="associate")
     matter.project.members.add(member)

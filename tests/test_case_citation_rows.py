@@ -16,6 +16,7 @@ from django.db.models import RestrictedError
 from chats import services
 from chats.case_citations import Status
 from chats.models import CaselawOpinion, Message, MessageCaseCitation
+from chats.record import purging
 from chats.services import finalize_turn
 from tests import factories
 
@@ -149,7 +150,8 @@ def test_a_cited_opinion_cannot_be_deleted_on_its_own(fisher: CaselawOpinion) ->
 def test_deleting_the_message_deletes_its_case_citations() -> None:
     row = factories.MessageCaseCitationFactory.create()
 
-    row.message.delete()
+    with purging(row.message.chat.project_id):  # messages leave only with their matter's purge
+        row.message.delete()
 
     assert not MessageCaseCitation.objects.exists()
 

@@ -29,9 +29,7 @@ from django.conf import LazySettings
 from chats import courtlistener
 from chats.case_citations import CheckedCitation, Kind, Status, check_case_citations
 from chats.case_citations.extraction import (
-    EYECITE_COURT_LOOKUP,
     CitationKey,
-    court_index,
     extract_citations,
     normalize_citation,
     tokenizer,
@@ -297,17 +295,15 @@ def test_a_docket_number_is_no_case_citation() -> None:
     assert normalize_citation("No. 5:24-CV-481-FL (E.D.N.C. 2025)") == []
 
 
-def test_the_indexed_court_lookup_answers_like_eyecites_own() -> None:
-    from courts_db import courts
+def test_eyecite_is_used_as_published() -> None:
+    # Given eyecite loaded by a check
+    import eyecite.helpers
 
-    extract_citations("570 U.S. 297")  # loads eyecite, replacing its lookup
-    original = EYECITE_COURT_LOOKUP["original"]
-    indexed = court_index(courts)
-    parens = [court["citation_string"] for court in courts[::7]]
-    parens += ["5th Cir.", "2d Cir", "D. Mass.", "Pa.Super.", "SC", "M.D.N.C.", "E.D.N.C.", "2013", "", "   ", "Cal"]
-    parens += ["N.D.", "Tex. App.", "Fed. Cl.", "D.", "Cir."]
+    extract_citations("Fisher v. University of Texas at Austin, 570 U.S. 297 (2013) (Fisher I)")
 
-    assert [indexed(p) for p in parens] == [original(p) for p in parens]
+    # then its module globals are its own: its court lookup is not replaced process-wide
+    assert eyecite.helpers.get_court_by_paren.__module__ == "eyecite.helpers"
+    assert eyecite.helpers.get_court_by_paren("5th Cir.") == "ca5"
 
 
 def test_the_tokenizer_finds_what_eyecites_default_one_finds_in_a_whole_opinion() -> None:

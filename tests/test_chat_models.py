@@ -13,6 +13,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
 
 from chats.models import CaselawOpinion, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from chats.record import purging
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -79,6 +80,8 @@ def _project(**overrides: Any) -> Project:
 
 TOLERANT = {"verification_method": "tolerant_match", "verification_confidence": 0.9}
 ELLIPSIS = {"kind": "ellipsis", "detail": "", "quote_text": "...", "source_start": 3, "source_end": 9}
+ALTERED_ROW = {"verification_method": "altered", "verification_confidence": 0.6}
+FLAG = {"flag": "limited_after", "source_start": 10, "source_end": 16}
 
 
 INVALID: dict[str, tuple[Callable[..., Model], dict[str, Any]]] = {
@@ -103,6 +106,9 @@ INVALID: dict[str, tuple[Callable[..., Model], dict[str, Any]]] = {
     "message_citations_alterations_array": (_kb_citation, {**TOLERANT, "alterations": {"kind": "ellipsis"}}),
     "message_citations_alterations_only_tolerant": (_kb_citation, {"alterations": [ELLIPSIS]}),
     "message_caselaw_citations_alterations_array": (_caselaw_citation, {**TOLERANT, "alterations": "[]"}),
+    "message_citations_altered_confidence_capped": (_kb_citation, {**ALTERED_ROW, "verification_confidence": 0.9}),
+    "message_caselaw_citations_context_flags_array": (_caselaw_citation, {**ALTERED_ROW, "context_flags": {}}),
+    "message_citations_context_flags_only_altered": (_kb_citation, {**TOLERANT, "context_flags": [FLAG]}),
     "message_caselaw_citations_alterations_only_tolerant": (
         _caselaw_citation,
         {**factories.FAILED_CLAIM, "unverified_reason": "not found in the opinion", "alterations": [ELLIPSIS]},
@@ -138,14 +144,26 @@ def test_valid_rows_pass_full_clean() -> None:
     [
         (_kb_citation, {**TOLERANT, "alterations": {"kind": "ellipsis"}}, "alterations must be a JSON array."),
         (_caselaw_citation, {**TOLERANT, "alterations": "[]"}, "alterations must be a JSON array."),
-        (_kb_citation, {"alterations": [ELLIPSIS]}, "Only a tolerant match has alterations."),
-        (_caselaw_citation, {"alterations": [ELLIPSIS]}, "Only a tolerant match has alterations."),
+        (_kb_citation, {"alterations": [ELLIPSIS]}, "Only a tolerant or altered match has alterations."),
+        (_caselaw_citation, {"alterations": [ELLIPSIS]}, "Only a tolerant or altered match has alterations."),
+        (_kb_citation, {**TOLERANT, "context_flags": {"flag": "limited_after"}}, "context_flags must be a JSON array."),
+        (_caselaw_citation, {**TOLERANT, "context_flags": [FLAG]}, "Only an altered match has context flags."),
+        (
+            _kb_citation,
+            {**ALTERED_ROW, "verification_confidence": 0.9},
+            "An altered quote's confidence must be at most 0.6.",
+        ),
     ],
 )
 def test_full_clean_names_the_alterations_rule(build: Callable[..., Model], overrides: Any, message: str) -> None:
     with pytest.raises(ValidationError) as excinfo:
         build(**overrides).full_clean()
     assert message in excinfo.value.messages
+
+
+def test_an_altered_match_lists_its_alterations_and_context_flags() -> None:
+    _kb_citation(**ALTERED_ROW, alterations=[ELLIPSIS], context_flags=[FLAG]).full_clean()
+    _caselaw_citation(**ALTERED_ROW, context_flags=[FLAG]).full_clean()  # an exact quote with a limiting edge
 
 
 def test_a_tolerant_match_lists_its_alterations_and_the_default_is_none() -> None:
@@ -186,7 +204,8 @@ def test_deleting_a_message_cascades_to_its_rows() -> None:
     factories.MessageCitationFactory(message=message)
     factories.MessageCaselawCitationFactory(message=message)
     factories.MessageToolSourceFactory(message=message)
-    message.delete()
+    with purging(message.chat.project_id):  # messages leave only with their matter's purge
+        message.delete()
     assert MessageCitation.objects.count() == 0
     assert MessageCaselawCitation.objects.count() == 0
     assert MessageToolSource.objects.count() == 0
@@ -202,5 +221,6 @@ def test_a_cited_document_cannot_be_deleted_alone_but_goes_with_its_matter() -> 
         citation.document.delete()
     project = citation.message.chat.project
     assert project is not None
-    project.delete()
+    with purging(project.pk):  # a matter with turns goes only through its purge
+        project.delete()
     assert not MessageCitation.objects.exists()

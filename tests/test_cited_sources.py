@@ -22,8 +22,10 @@ from rest_framework.test import APIClient
 
 from chats.assistant import FinalAnswer, ScriptedBackend, TurnRun
 from chats.models import CaselawOpinion, Chat, CitedTextChangeError, Document, Message, MessageCitation
+from chats.record import purging
 from chats.services import ClaimedCitation, finalize_turn, passage_sha256, start_turn
 from chats.verification import NormalizedSource
+from citations import ledger
 from tests import factories
 from tests.test_tools import QUERY, fake_courtlistener, tool_with
 
@@ -147,7 +149,8 @@ def test_an_uncited_document_stays_editable(matter_chat: Chat, cited_document: D
 
 
 def test_once_its_quote_is_deleted_a_text_is_editable_again(cited_document: Document) -> None:
-    MessageCitation.objects.filter(document=cited_document).delete()
+    with purging(cited_document.project_id):  # a quote goes only with its matter's purge
+        MessageCitation.objects.filter(document=cited_document).delete()
 
     cited_document.content = "rewritten"
     cited_document.save()
@@ -308,8 +311,9 @@ def test_the_admin_flags_a_passage_changed_since_verified(admin_client: Client, 
 
 def test_passage_intact_is_null_for_a_quote_stored_before_digests(api_client: APIClient, user: User) -> None:
     chat = factories.ChatFactory.create(project__owner=user)
-    message = factories.assembled_turn(chat, kb=1, caselaw=0, tools=0)
-    message.citations.update(passage_sha256="")
+    message = factories.MessageFactory.create(chat=chat)
+    factories.MessageCitationFactory.create(message=message, passage_sha256="")  # as stored before digests
+    ledger.assemble(message)
 
     (entry,) = api_client.get(reverse("citations:chat-ledger", kwargs={"chat_id": chat.pk})).json()["results"]
 
@@ -333,8 +337,9 @@ def test_a_digest_is_64_lowercase_hex_digits_full_clean(cited_document: Document
 def test_a_digest_is_64_lowercase_hex_digits_insert(cited_document: Document, digest: str) -> None:
     expected = "message_citations_passage_sha256_hex" if connection.vendor == "postgresql" else None
 
+    message = MessageCitation.objects.get(document=cited_document).message
     with pytest.raises(IntegrityError, match=expected), transaction.atomic():
-        MessageCitation.objects.filter(document=cited_document).update(passage_sha256=digest)
+        factories.MessageCitationFactory.create(message=message, document=cited_document, passage_sha256=digest)
 
 
 @pytest.mark.postgres

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
+import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
@@ -15,6 +16,7 @@ from rest_framework.test import APIClient
 
 from chats.models import CaselawOpinion, Chat, Message
 from chats.services import ClaimedCitation, ConsultedSource, finalize_turn, start_turn
+from citations import ledger
 from citations.models import CitationLedgerEntry
 from citations.selectors import chat_ledger
 from tests import factories
@@ -54,6 +56,10 @@ def _turn(
     _, message = start_turn(chat=chat, content="question")
     finalize_turn(message=message, content=answer, status="complete", claimed_citations=claims, tool_sources=sources)
     return message
+
+
+def _failing_assembly(message: Message, **kwargs: object) -> int:
+    raise RuntimeError("the ledger is unavailable")
 
 
 def _sources(count: int) -> list[ConsultedSource]:
@@ -109,15 +115,18 @@ def test_a_resumed_turn_numbers_its_claims_and_sources_on_from_its_first_run(use
 
 
 def test_the_trace_reads_turn_by_turn_in_claim_then_answer_order_whenever_entries_were_written(
-    user: User, local_opinion: CaselawOpinion
+    user: User, local_opinion: CaselawOpinion, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chat = factories.ChatFactory.create(project__owner=user)
     opinion = factories.CaselawOpinionFactory.create(text=" ".join(WORDS))
-    first = _turn(chat, _claims(chat, opinion, 24), _sources(6), answer=FISHER_ANSWER)
+    # The first turn's entries are lost (its ledger assembly fails, logged), and written again by a backfill
+    # after the second turn's
+    with monkeypatch.context() as failing:
+        failing.setattr(ledger, "assemble", _failing_assembly)
+        first = _turn(chat, _claims(chat, opinion, 24), _sources(6), answer=FISHER_ANSWER)
     second = _turn(chat, _claims(chat, opinion, 24), _sources(6), answer=FISHER_ANSWER)
     assert first.case_citations.count() == 3
-    # The first turn's entries are lost, and written again by a backfill after the second turn's
-    CitationLedgerEntry.objects.filter(message=first).delete()
+    assert not CitationLedgerEntry.objects.filter(message=first).exists()
     call_command("backfill_ledger", stdout=io.StringIO())
     assert CitationLedgerEntry.objects.filter(message=first).count() == 24 + 3 + 6
 

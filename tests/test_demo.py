@@ -9,6 +9,7 @@ from django.conf import LazySettings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db.models import ProtectedError
 from rest_framework.test import APIClient
 
 from chats.models import (
@@ -22,7 +23,7 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
-from citations.models import CitationLedgerEntry
+from citations.models import CitationLedgerEntry, MatterPurge
 
 
 def _run_demo() -> str:
@@ -66,6 +67,13 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     ) in first
     assert "verdict=fail" in first
     assert "name_mismatch  -           local     cited: Grutter v. Bollinger, 570 U.S. 297" in first
+    # A quote that drops its limiting "only if ...": altered, with the omitted text, and the turn at best supported
+    assert "Turn: single-shot, a scripted answer whose quote drops a limiting clause" in first
+    assert (
+        "altered quote 'a vacancy in the nomination can occur . . . .': '....' omits 'only if the candidate is "
+        "legally qualified for the office.' (a trailing omission drops a limiting continuation)"
+    ) in first
+    assert "verdict=supported" in first
     _entries_match_rows()
     # ... and the address of the demo chat's trace page, to read it in a browser
     api_chat = Chat.objects.get(title="Demo: ballots and candidates")
@@ -84,6 +92,25 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     _entries_match_rows()
     # The output is the same but for ids and times.
     assert second.count("\n") == first.count("\n") + 1  # the "replaced" line only in the second
+    # The previous run's matter went through the purge, which left its tombstone
+    assert MatterPurge.objects.filter(project_name="Election law research (demo)", purged_by="demo").count() == 1
+
+    # Deleting the demo user removes no matter, chat, message or ledger entry: it is refused (deactivate instead)
+    record = (
+        Project.objects.count(),
+        Chat.objects.count(),
+        Message.objects.count(),
+        CitationLedgerEntry.objects.count(),
+    )
+    with pytest.raises(ProtectedError):
+        User.objects.get(username="demo").delete()
+    assert (
+        Project.objects.count(),
+        Chat.objects.count(),
+        Message.objects.count(),
+        CitationLedgerEntry.objects.count(),
+    ) == record
+    assert record[3] > 0
 
 
 def test_the_demo_refuses_to_run_without_debug_and_creates_nothing(settings: LazySettings, db: None) -> None:
@@ -106,24 +133,6 @@ def test_serve_info_prints_the_admin_url_and_login(db: None) -> None:
     call_command("serve_info", "--base-url", "http://localhost:9000/", stdout=out)
     assert "http://localhost:9000/admin/" in out.getvalue()
     assert "demo / demo-password" in out.getvalue()
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_rerun_keeps_the_chats_made_by_hand_in_the_demo_matter(settings: LazySettings) -> None:
-    settings.DEBUG = True
-    _run_demo()
-    demo_user = User.objects.get(username="demo")
-    project = Project.objects.get(name="Election law research (demo)")
-    # Given chats a person made in the demo matter, one of them with a turn
-    by_hand = Chat.objects.create(project=project, owner=demo_user, title="My own research")
-    Message.objects.create(chat=by_hand, role=Message.Role.USER, content="my question")
-    untitled = Chat.objects.create(project=project, owner=demo_user)
-
-    _run_demo()
-
-    assert Chat.objects.filter(pk__in=[by_hand.pk, untitled.pk]).count() == 2
-    assert by_hand.messages.count() == 1
-    assert Chat.objects.count() == 4  # the two kept, and this run's two
 
 
 @pytest.mark.django_db(transaction=True)

@@ -25,6 +25,8 @@ KB_QUOTE = "must ultimately be satisfied"
 # Extra whitespace: verifies as a tolerant match, so confidence < 1 and the method is not the default one.
 TOLERANT_CASELAW_QUOTE = "survive  strict scrutiny"
 FABRICATED_QUOTE = "race may never be considered for any reason"
+# An omission that joins the first sentence's subject to the second's predicate: altered.
+ALTERED_QUOTE = "The Equal Protection Clause . . . must ultimately be satisfied"
 
 
 def _assistant_message(chat: Chat | None = None) -> Message:
@@ -256,6 +258,7 @@ def test_a_matter_less_chat_cannot_quote_a_kb_document() -> None:
         ([KB_QUOTE], "pass"),
         ([KB_QUOTE, "must  ultimately be satisfied"], "supported"),  # extra space: a tolerant match
         ([KB_QUOTE, FABRICATED_QUOTE], "fail"),
+        ([KB_QUOTE, ALTERED_QUOTE], "supported"),  # found, but the verifier cannot vouch for it
     ],
 )
 @pytest.mark.django_db
@@ -558,3 +561,45 @@ def test_each_quote_row_stores_its_alterations_with_their_source_offsets(local_o
         ("exact_match", []),
         ("unverified", []),
     ]
+
+
+# --- The bound on claims -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_claims_past_the_bound_are_one_failed_claim_saying_how_many_were_dropped(settings: Any) -> None:
+    # Given a bound of 3 claims per turn and a turn claiming 5 quotes that all verify
+    settings.LQAI_MAX_CLAIMS_PER_TURN = 3
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+    claims = [ClaimedCitation(KB_QUOTE, document_id=document.pk)] * 3 + [
+        ClaimedCitation("strict scrutiny", document_id=document.pk),
+        ClaimedCitation("diversity", document_id=document.pk),
+    ]
+
+    _finalize(message=message, claimed_citations=claims)
+
+    # Then 3 are verified and the rest is one failed claim (the first dropped quote) that says so
+    rows = list(MessageCitation.objects.filter(message=message).order_by("position"))
+    assert [r.verification_method for r in rows] == ["exact_match"] * 3 + ["unverified"]
+    assert rows[-1].quote == "strict scrutiny"
+    assert rows[-1].unverified_reason.startswith("2 claimed quote(s) from here on were not verified")
+    assert "LQAI_MAX_CLAIMS_PER_TURN" in rows[-1].unverified_reason
+    assert [r.position for r in rows] == [0, 1, 2, 3]
+    message.refresh_from_db()
+    assert message.verdict == "fail"
+
+
+@pytest.mark.django_db
+def test_an_altered_quote_is_recorded_with_its_omission_and_why() -> None:
+    message = _assistant_message()
+    document = factories.DocumentFactory.create(project=message.chat.project)
+
+    _finalize(message=message, claimed_citations=[ClaimedCitation(ALTERED_QUOTE, document_id=document.pk)])
+
+    row = MessageCitation.objects.get(message=message)
+    assert (row.verification_method, row.verification_confidence) == ("altered", 0.6)
+    [omission] = row.alterations
+    assert document.content[omission["source_start"] : omission["source_end"]].startswith("requires that")
+    assert omission["alters"] == "an omission joins parts of different sentences or clauses"
+    assert row.context_flags == []

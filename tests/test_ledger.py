@@ -27,6 +27,7 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
+from chats.record import purging
 from chats.signals import post_finalize
 from citations import ledger
 from citations.backfill import backfill_ledger
@@ -316,7 +317,8 @@ CONFIDENCE_EXACTLY_WHEN_VERIFIED = (
     "verified quote."
 )
 CASE_STATUS = (
-    "A case-citation entry has the check's status (verified, name_mismatch, not_found, ambiguous, unchecked), "
+    "A case-citation entry has the check's status (verified, name_mismatch, pin_mismatch, not_found, ambiguous, "
+    "unchecked), "
     "and only a case-citation entry has one."
 )
 
@@ -408,6 +410,16 @@ INVALID: dict[str, Invalid] = {
         lambda: _caselaw_entry(verification_status="name_mismatch", confidence=None),
         "citation_ledger_entry_case_citation_status",
         CASE_STATUS,
+    ),
+    "quote_with_an_unknown_status": Invalid(
+        lambda: _kb_entry(verification_status="paraphrased", confidence=0.5),
+        "citation_ledger_entry_quote_status_known",
+        "A quote's entry has a quote's status (exact_match, tolerant_match, altered, unverified).",
+    ),
+    "altered_quote_scored_above_its_cap": Invalid(
+        lambda: _caselaw_entry(verification_status="altered", confidence=0.9),
+        "citation_ledger_entry_altered_confidence_capped",
+        "An altered quote's confidence must be at most 0.6.",
     ),
     "case_citation_with_confidence": Invalid(
         lambda: _case_entry(confidence=0.9),
@@ -511,9 +523,10 @@ def test_valid_entries_pass_every_check(case: str) -> None:
     entry.full_clean()
     raw_insert(entry)
     assert CitationLedgerEntry.objects.filter(pk=entry.pk).exists()
-    entry.delete()
-    entry.save(force_insert=True)
-    assert CitationLedgerEntry.objects.filter(pk=entry.pk).count() == 1
+    # and through the ORM (a second entry, for a row of its own: entries are never deleted)
+    other = VALID[case]()
+    other.save(force_insert=True)
+    assert CitationLedgerEntry.objects.filter(pk=other.pk).count() == 1
 
 
 # --- Idempotency, races and query counts -------------------------------------------------------------------------
@@ -733,7 +746,8 @@ def test_deleting_a_source_row_deletes_its_entry_only(kind: str) -> None:
     ledger.assemble(turn.message)
     row: SourceRow = getattr(turn, kind)
 
-    row.delete()
+    with purging(turn.message.chat.project_id):  # rows leave only with their matter's purge
+        row.delete()
 
     remaining = set(entries_by_source(turn.message))
     assert remaining == {r.pk for r in (turn.kb, turn.caselaw, turn.tool)} - {row.pk}
@@ -750,7 +764,8 @@ def test_deleting_a_message_chat_or_project_deletes_its_entries(parent: str) -> 
     doomed: Message | Chat | Project | None = {"message": turn.message, "chat": chat, "project": chat.project}[parent]
     assert doomed is not None
 
-    doomed.delete()
+    with purging(chat.project_id):  # rows leave only with their matter's purge
+        doomed.delete()
 
     assert not CitationLedgerEntry.objects.filter(message_id=turn.message.pk).exists()
     assert not CitationLedgerEntry.objects.filter(chat_id=chat.pk).exists()
@@ -762,12 +777,12 @@ def test_the_project_foreign_key_cascades_on_its_own() -> None:
     # Given an entry whose project is reachable only through the ledger's own project FK (its chat is matter-less)
     project = factories.ProjectFactory.create()
     entry = factories.CitationLedgerEntryFactory.create(
-        tool_source=True, message_tool_source__message__chat__project=None
+        tool_source=True, message_tool_source__message__chat__project=None, project=project
     )
-    assert entry.project_id is None
-    CitationLedgerEntry.objects.filter(pk=entry.pk).update(project=project)
+    assert entry.chat.project_id is None
 
-    project.delete()
+    with purging(project.pk):
+        project.delete()
 
     assert not CitationLedgerEntry.objects.filter(pk=entry.pk).exists()
 
@@ -807,7 +822,8 @@ def test_a_raw_delete_of_a_source_row_cascades_in_the_database(table: str) -> No
         table
     ]
 
-    with connection.cursor() as cursor:
+    # (inside the purge of its matter, the only transaction the append-only triggers let delete it)
+    with purging(turn.message.chat.project_id), connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {table} WHERE id = %s", [row.pk])
         assert cursor.rowcount == 1
 
@@ -826,24 +842,26 @@ def test_a_raw_delete_of_a_message_chat_or_project_cascades_in_the_database(tabl
     chat = turn.message.chat
     target = {"messages": turn.message.pk, "chats": chat.pk, "projects": chat.project_id}[table]
 
-    # When one turn's message, chat or matter is deleted with plain SQL, bypassing the ORM
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {table} WHERE id = %s", [target])
-        assert cursor.rowcount == 1
+    # When one turn's message, chat or matter is deleted with plain SQL, bypassing the ORM (in its matter's
+    # purge, the only transaction the append-only triggers let delete it)
+    with purging(chat.project_id):
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {table} WHERE id = %s", [target])
+            assert cursor.rowcount == 1
 
-    # Then PostgreSQL itself removed that turn's entries (its per-turn rows are still there: only the ledger's
-    # own message/chat/project foreign key can have done it), and no other entry
-    assert MessageToolSource.objects.filter(pk=turn.tool.pk).exists()
-    assert not CitationLedgerEntry.objects.filter(message_id=turn.message.pk).exists()
-    assert CitationLedgerEntry.objects.filter(message=other.message).count() == 3
+        # Then PostgreSQL itself removed that turn's entries (its per-turn rows are still there: only the
+        # ledger's own message/chat/project foreign key can have done it), and no other entry
+        assert MessageToolSource.objects.filter(pk=turn.tool.pk).exists()
+        assert not CitationLedgerEntry.objects.filter(message_id=turn.message.pk).exists()
+        assert CitationLedgerEntry.objects.filter(message=other.message).count() == 3
 
-    # The per-turn tables cascade in the ORM only, and Django's foreign keys are DEFERRABLE INITIALLY DEFERRED:
-    # the delete above passed at statement time, while ON DELETE CASCADE acted at once. Remove the rows it left
-    # dangling, then prove nothing else dangles (the checks would otherwise fail at the end of the test).
-    with connection.cursor() as cursor:
-        for per_turn_table in ("message_citations", "message_caselaw_citations", "message_tool_sources"):
-            cursor.execute(f"DELETE FROM {per_turn_table} WHERE message_id = %s", [turn.message.pk])
-        cursor.execute("DELETE FROM messages WHERE chat_id = %s", [chat.pk])
-        cursor.execute("DELETE FROM chats WHERE project_id = %s", [chat.project_id])
-        cursor.execute("DELETE FROM documents WHERE project_id = %s", [chat.project_id])
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        # The per-turn tables cascade in the ORM only, and Django's foreign keys are DEFERRABLE INITIALLY
+        # DEFERRED: the delete above passed at statement time, while ON DELETE CASCADE acted at once. Remove the
+        # rows it left dangling, then prove nothing else dangles (the checks would otherwise fail at the end).
+        with connection.cursor() as cursor:
+            for per_turn_table in ("message_citations", "message_caselaw_citations", "message_tool_sources"):
+                cursor.execute(f"DELETE FROM {per_turn_table} WHERE message_id = %s", [turn.message.pk])
+            cursor.execute("DELETE FROM messages WHERE chat_id = %s", [chat.pk])
+            cursor.execute("DELETE FROM chats WHERE project_id = %s", [chat.project_id])
+            cursor.execute("DELETE FROM documents WHERE project_id = %s", [chat.project_id])
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")

@@ -33,7 +33,7 @@ def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
     base = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", *SECURITY_SETTINGS}
+        if k not in {"DATABASE_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "LQAI_LEDGER_KEY", *SECURITY_SETTINGS}
     }
     base["DJANGO_SETTINGS_MODULE"] = "lqai.settings"
     return subprocess.run(  # noqa: S603 - this project's manage.py with the test's own arguments
@@ -58,7 +58,14 @@ def _settings(env: dict[str, str]) -> dict[str, object]:
     return settings
 
 
-PRODUCTION = {"DEBUG": "0", "SECRET_KEY": STRONG_SECRET, "ALLOWED_HOSTS": "lqai.example.com"}
+# A ledger key made for these tests (`manage.py ledger_key`); a deployment's comes from its secret store.
+LEDGER_KEY = "hfQ5Yk0Gm2c4oJ3w9rL1xV8sT6uN7eB0aZqPdRiKjMc="
+PRODUCTION = {
+    "DEBUG": "0",
+    "SECRET_KEY": STRONG_SECRET,
+    "ALLOWED_HOSTS": "lqai.example.com",
+    "LQAI_LEDGER_KEY": LEDGER_KEY,
+}
 
 
 def test_check_deploy_is_clean_with_only_secret_key_and_allowed_hosts() -> None:
@@ -164,3 +171,46 @@ def test_the_turn_rate_can_be_turned_off_from_the_environment() -> None:
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == "None"
+
+
+def test_the_server_refuses_to_start_without_a_ledger_key() -> None:
+    without = {k: v for k, v in PRODUCTION.items() if k != "LQAI_LEDGER_KEY"}
+
+    result = _manage("check", env=without)
+
+    assert result.returncode != 0
+    assert "LQAI_LEDGER_KEY is not set" in result.stderr
+
+
+@pytest.mark.parametrize("key", ["not base64!", "c2hvcnQ="])
+def test_a_malformed_ledger_key_is_refused(key: str) -> None:
+    result = _manage("check", env={**PRODUCTION, "LQAI_LEDGER_KEY": key})
+
+    assert result.returncode != 0
+    assert "LQAI_LEDGER_KEY must be the base64 of a 32-byte Ed25519 private key" in result.stderr
+
+
+def test_debug_without_a_ledger_key_uses_a_development_key_and_says_so() -> None:
+    code = "from citations import keys; print(keys.is_development_key(), keys.current_fingerprint())"
+    debug = {"DEBUG": "1", "SECRET_KEY": STRONG_SECRET}
+
+    result = _manage("shell", "-c", code, env=debug)
+    again = _manage("shell", "-c", code, env=debug)
+
+    assert result.returncode == 0, result.stderr
+    development, fingerprint = result.stdout.split()[-2:]
+    assert development == "True"
+    assert again.stdout.split()[-1] == fingerprint  # derived from SECRET_KEY: stable across processes
+
+
+def test_ledger_key_prints_a_usable_key_and_its_fingerprint() -> None:
+    made = _manage("ledger_key", env={"DEBUG": "1"})
+    assert made.returncode == 0, made.stderr
+    printed = dict(line.split("=", 1) if "=" in line else line.split(": ", 1) for line in made.stdout.splitlines())
+
+    code = "from citations import keys; print(keys.is_development_key(), keys.current_fingerprint())"
+    used = _manage("shell", "-c", code, env={**PRODUCTION, "LQAI_LEDGER_KEY": printed["LQAI_LEDGER_KEY"]})
+
+    assert used.returncode == 0, used.stderr
+    assert used.stdout.split()[-2:] == ["False", printed["fingerprint"]]
+    assert len(printed["fingerprint"]) == 64

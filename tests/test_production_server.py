@@ -70,6 +70,7 @@ def server_env(tmp_path: Path) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "lqai.settings",
         "DEBUG": "0",
         "SECRET_KEY": SECRET,
+        "LQAI_LEDGER_KEY": "hfQ5Yk0Gm2c4oJ3w9rL1xV8sT6uN7eB0aZqPdRiKjMc=",
         "ALLOWED_HOSTS": "127.0.0.1",
         "DATABASE_URL": database_url,
         "SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto",

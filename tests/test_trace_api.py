@@ -254,7 +254,10 @@ def test_the_schema_documents_the_trace(api_client: APIClient) -> None:
     assert {"document", "opinion", "tool_source", "passage", "verification_status", "provider"} <= set(entry_schema)
     assert entry_schema["alterations"]["nullable"] is True
     alteration = response.json()["components"]["schemas"]["Alteration"]["properties"]
-    assert set(alteration) == {"kind", "detail", "quote_text", "source_start", "source_end"}
+    assert set(alteration) == {"kind", "detail", "quote_text", "source_start", "source_end", "alters"}
+    assert entry_schema["context_flags"]["nullable"] is True
+    flag = response.json()["components"]["schemas"]["ContextFlag"]["properties"]
+    assert set(flag) == {"flag", "source_start", "source_end"}
 
 
 def test_a_failed_claim_is_traced_as_unverified_with_its_reason_and_no_passage(
@@ -351,6 +354,8 @@ def test_a_checked_case_citation_is_traced_with_its_status_and_the_case_it_reall
         "case_name": "Smith v. Jones",
         "status": "name_mismatch",
         "detail": "other",
+        "pin": "",
+        "pin_status": "",
         "answer_start": 16,
         "answer_end": 28,
         "opinion": {

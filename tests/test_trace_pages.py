@@ -386,9 +386,10 @@ def test_every_status_has_words_and_an_unknown_one_needs_review() -> None:
     assert status_in_words("name_mismatch").words == "cited under another case's name"
     assert not status_in_words("exact_match").needs_review
     assert status_in_words("altered").needs_review
-    unknown = status_in_words("pin_mismatch")
+    assert status_in_words("pin_mismatch").tone == "fail"
+    unknown = status_in_words("court_mismatch")
     assert unknown.needs_review
-    assert unknown.words.startswith("pin mismatch")
+    assert unknown.words.startswith("court mismatch")
     assert verdict_in_words(None, status="streaming").explanation == "the turn is streaming"
     assert verdict_in_words(None, status="complete").title == "No verdict recorded"
     assert verdict_in_words("fail").title == "Fail"

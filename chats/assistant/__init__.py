@@ -17,7 +17,15 @@ from chats.assistant.backends import (
 from chats.assistant.events import AssistantEvent, FinalAnswer, HistoryEntry, TextDelta, ToolCall, ToolResult, Turn
 from chats.assistant.extractive import ExtractiveBackend
 from chats.assistant.openai_compatible import OpenAICompatibleBackend, OpenAICompatibleConfig
-from chats.assistant.runner import Heartbeat, RunEvent, TurnFailed, TurnFinalized, TurnRun, TurnTimedOut
+from chats.assistant.runner import (
+    Heartbeat,
+    RunEvent,
+    RunSuperseded,
+    TurnFailed,
+    TurnFinalized,
+    TurnRun,
+    TurnTimedOut,
+)
 
 __all__ = [
     "AssistantBackend",
@@ -31,6 +39,7 @@ __all__ = [
     "OpenAICompatibleBackend",
     "OpenAICompatibleConfig",
     "RunEvent",
+    "RunSuperseded",
     "Script",
     "ScriptedBackend",
     "TextDelta",

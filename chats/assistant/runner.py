@@ -10,7 +10,9 @@ claimed quotes, and always ends in :func:`chats.services.finalize_turn`:
 - the consumer stopped early (the client disconnected, the run was closed, even before its
   first event): ``interrupted``, with the content and sources produced so far.
 
-It then yields :class:`TurnFinalized` with the verified and unverified quotes. A run on an
+It then yields :class:`TurnFinalized` with the verified and unverified quotes, or, if the turn is no
+longer this run's (a resume took it over, or another finalize ended it first: see ``finalize_turn``'s
+attempt), :class:`RunSuperseded`, having written nothing. A run on an
 ``interrupted`` message (a resume) continues after its content, and never records a tool
 source the message already has.
 
@@ -64,7 +66,15 @@ from chats.assistant.events import (
     clean_text,
 )
 from chats.models import Message, MessageToolSource
-from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, TurnUsage, finalize_turn, record_progress
+from chats.services import (
+    ClaimedCitation,
+    ConsultedSource,
+    FinalizedTurn,
+    TurnSuperseded,
+    TurnUsage,
+    finalize_turn,
+    record_progress,
+)
 
 if TYPE_CHECKING:
     from chats.tools import Tool
@@ -108,7 +118,15 @@ class TurnNotSaved(Exception):
     and becomes resumable once its progress is stale."""
 
 
-RunEvent = TextDelta | ToolCall | ToolResult | Heartbeat | TurnFailed | TurnTimedOut | TurnFinalized
+@dataclass(frozen=True, slots=True)
+class RunSuperseded:
+    """The run's finalize was refused: the turn is another run's now (or already final); nothing of this
+    run was written and the turn's current answer stands."""
+
+    detail: str
+
+
+RunEvent = TextDelta | ToolCall | ToolResult | Heartbeat | TurnFailed | TurnTimedOut | TurnFinalized | RunSuperseded
 
 _DONE = object()
 
@@ -270,6 +288,9 @@ class TurnRun:
         docstring); the turn's progress is recorded at each heartbeat, and at an event if ``progress_every``
         seconds (by default a quarter of ``LQAI_STALE_TURN_SECONDS``) have passed since the last time."""
         self.message = message
+        # The claim this run holds on the turn (see finalize_turn): taken before the run starts.
+        self.attempt = message.attempt
+        self.superseded: TurnSuperseded | None = None
         self.backend = backend
         self.heartbeat_seconds = heartbeat_seconds
         self.max_seconds = max_seconds
@@ -312,9 +333,12 @@ class TurnRun:
         self._finalize(Message.Status.INTERRUPTED)
 
     def run_to_end(self) -> FinalizedTurn:
-        """Run the turn to its end; :class:`TurnNotSaved` if it could not be written at all."""
+        """Run the turn to its end; raises :class:`~chats.services.TurnSuperseded` if its finalize was refused,
+        :class:`TurnNotSaved` if it could not be written at all."""
         for _ in self:
             pass
+        if self.superseded is not None:
+            raise self.superseded
         if self.result is None:
             raise TurnNotSaved(self.failure or NOT_SAVED)
         return self.result
@@ -397,6 +421,9 @@ class TurnRun:
         finally:
             # Runs on completion, on a backend error and on GeneratorExit (the consumer went away).
             self._finalize(status)
+        if self.superseded is not None:
+            yield RunSuperseded(str(self.superseded))
+            return
         if self.failure is not None:
             yield TurnFailed(self.failure)
         if self.result is None:
@@ -448,7 +475,7 @@ class TurnRun:
         """Finalize the turn once, whatever happens: a database error is retried once on a fresh connection;
         if finalize still raises, the turn is finalized ``failed`` (without its claims and sources, which
         may be what broke it) and :attr:`failure` says so."""
-        if self.result is not None:
+        if self.result is not None or self.superseded is not None:
             return
         content = "".join(self._content)
         self._progress(force=True)  # a slow finalize (case-citation lookups) must not look stale
@@ -464,12 +491,17 @@ class TurnRun:
                 self.message.refresh_from_db()
                 self.result = self._finalize_as(status, content, claims=self._claims, sources=self._sources)
                 return
+        except TurnSuperseded as exc:  # logged by finalize_turn; this run's answer is dropped, never `failed`
+            self.superseded = exc
+            return
         except Exception:
             logger.exception("turn %s: finalize failed; saving the turn as failed", self.message.pk)
         self.failure = FINALIZE_FAILED
         try:
             self.message.refresh_from_db()
             self.result = self._finalize_as(Message.Status.FAILED, content, claims=(), sources=())
+        except TurnSuperseded as exc:
+            self.superseded = exc
         except Exception:
             logger.exception("turn %s: not even a failed turn could be saved; it stays unfinished", self.message.pk)
             self.failure = NOT_SAVED
@@ -484,6 +516,7 @@ class TurnRun:
             claimed_citations=claims,
             tool_sources=sources,
             usage=self._usage,
+            attempt=self.attempt,
         )
 
 

@@ -6,20 +6,16 @@ of the text: full case citations with their normalized volume/reporter/page (``5
 ``supra`` and references by name linked to the full citation eyecite resolves them to; statutes and
 anything else as what they are, so that the caller can list them as unchecked.
 
-eyecite is imported on first use, not at start-up. Its court lookup (``eyecite.helpers.get_court_by_paren``,
-a scan of every court in courts-db for each parenthetical) is replaced on that first use by the lookup of
-:func:`court_index`, which returns the same answers from an index built once, and its tokenizer by
-:func:`tokenizer`, which selects the same extractors faster.
+eyecite is imported on first use, not at start-up, and used through its public API as published: the only
+thing passed to it is a tokenizer (:func:`tokenizer`), which selects the same extractors as its default one.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -65,20 +61,22 @@ class FoundCitation:
     key: CitationKey | None = None
     case_name: str = ""
     antecedent: int | None = None
-
-
-# eyecite's own court lookup, kept when it is replaced (the tests compare the two).
-EYECITE_COURT_LOOKUP: dict[str, Callable[[str], str | None]] = {}
+    # The pin cite as written (`311`, `311-12`), and what the parenthetical after the citation says: the year
+    # and the court (the court's courts-db id, as eyecite's own lookup gives it), empty when not written.
+    pin: str = ""
+    year: str = ""
+    court: str = ""
+    # A short form's own volume and reporter (`412 F.3d` of `Jones, 412 F.3d at 880`), to agree with its antecedent.
+    written_volume: str = ""
+    written_reporter: str = ""
+    # Why a citation cannot be looked up at all (a docket number): the check lists it as unchecked with this.
+    unresolvable: str = ""
 
 
 @functools.cache
 def _eyecite() -> Any:
     import eyecite
-    import eyecite.helpers
-    from courts_db import courts
 
-    EYECITE_COURT_LOOKUP.setdefault("original", eyecite.helpers.get_court_by_paren)  # once, whatever the threads
-    eyecite.helpers.get_court_by_paren = court_index(courts)  # type: ignore[assignment]
     # eyecite warns of each overlap of its own full spans (any pin cite makes one), quoting the answer's
     # citations: noise in the logs, and the client's text in them. The spans are not used here.
     logging.getLogger("eyecite.helpers").addFilter(_not_an_overlap_warning)
@@ -107,39 +105,6 @@ def tokenizer() -> Any:
             return selected.values()
 
     return Tokenizer()
-
-
-def court_index(courts: Iterable[Mapping[str, Any]]) -> Callable[[str], str | None]:
-    """``eyecite.helpers.get_court_by_paren`` over ``courts``, indexed: the first court whose citation string
-    equals the parenthetical (both stripped of non-word characters, lowercased), else the last court (in
-    courts-db order) whose citation string starts with it, else ``None``."""
-    import regex
-
-    exact: dict[str, str] = {}
-    prefixed: list[tuple[str, int, str]] = []
-    for position, court in enumerate(courts):
-        normalized = regex.sub(r"[^\w]", "", court["citation_string"]).lower()
-        exact.setdefault(normalized, str(court["id"]))
-        prefixed.append((normalized, position, court["id"]))
-    prefixed.sort()
-    strings = [entry[0] for entry in prefixed]
-
-    @functools.lru_cache(maxsize=4096)
-    def court_by_paren(paren_string: str) -> str | None:
-        court_str = regex.sub(r"[^\w]", "", paren_string).lower()
-        if not court_str:
-            return None
-        if court_str in exact:
-            return exact[court_str]
-        best: tuple[str, int, str] | None = None
-        at = bisect.bisect_left(strings, court_str)
-        while at < len(strings) and strings[at].startswith(court_str):
-            if best is None or prefixed[at][1] > best[1]:
-                best = prefixed[at]
-            at += 1
-        return best[2] if best else None
-
-    return court_by_paren
 
 
 def normalize_citation(text: str) -> list[CitationKey]:
@@ -181,6 +146,19 @@ _TRAILING_PARENTHETICAL = re.compile(r"\s*\([^()]*\)\s*$")
 # Markers touch their text on one side only, so a blank page number ("570 U.S. ___") is left alone.
 _EMPHASIS = re.compile(r"(?<![\w*_])[*_]+(?=[^\s*_])|(?<=[^\s*_])[*_]+(?![\w*_])")
 _PIN_AND_PARENTHETICAL = re.compile(r"(?:,\s*(?:at\s+)?[\d\u2013\u2014\-, n.]*\d)?(?:\s*\([^()]*\))*")
+# A full citation's pin cite and first parenthetical, read from the text right after it (eyecite's own misses an
+# en-dash range, `311\u201312`, and then reads a later parenthetical).
+_PIN = re.compile(r",\s*(?:at\s+)?(?P<pin>\*?\d+(?:\s*[-\u2010\u2013\u2014]\s*\d+)?)(?:\s*(?:&|and)?\s*nn?\.\s*\d+)?")
+_PARENTHETICAL = re.compile(r"\s*\((?P<paren>[^()]{1,120})\)")
+_YEAR = re.compile(r"\b(1[6-9]\d\d|20\d\d)\)?$")
+_DATE_WORDS = re.compile(
+    r"\b(?:Jan|Feb|Mar|Apr|May|June?|July?|Aug|Sept?|Oct|Nov|Dec)[a-z]*\.?\s*\d{0,2},?\s*|\b\d{4}\s*$|\s*\d{1,2},\s*$"
+)
+# A docket-number citation (`Hogarth v. Bell, No. 5:24-CV-481-FL (E.D.N.C. Mar. 28, 2025)`): in no reporter.
+_DOCKET = re.compile(
+    r"\bNos?\.\s?(?P<docket>[\w:.\-\u2013]*\d[\w:.\-\u2013]*(?:\s*(?:,|&|and)\s*[\w:.\-\u2013]*\d[\w:.\-\u2013]*)*)"
+    r",?\s*(?:slip op\.[^()]{0,20})?\((?P<paren>[^()]{0,80}\b\d{4})\)"
+)
 
 
 def _name_word(word: str, *, before_suffix: bool = False) -> bool:
@@ -292,22 +270,32 @@ def extract_citations(text: str) -> list[FoundCitation]:
         common = {"start": start, "end": end, "text": original[start:end], "citation": citation.corrected_citation()}
         if isinstance(citation, FullCaseCitation):
             key = _key(citation)
+            pin, year, court = _pin_and_parenthetical(text, end, citation.metadata)
             found.append(
                 FoundCitation(
                     kind=Kind.FULL,
                     key=key,
                     case_name=written or _case_name(citation.metadata),
+                    pin=pin,
+                    year=year,
+                    court=court,
                     **common | ({"citation": str(key)} if key else {}),
                 )
             )
         elif isinstance(citation, ShortCaseCitation | SupraCitation):
             name = written or " ".join((citation.metadata.antecedent_guess or "").split())
             antecedent = antecedents.get(index, _named_antecedent(found, name))
+            short = isinstance(citation, ShortCaseCitation)
+            reporter = str(citation.corrected_reporter()) if isinstance(citation, ShortCaseCitation) else ""
             found.append(
                 FoundCitation(
-                    kind=Kind.SHORT if isinstance(citation, ShortCaseCitation) else Kind.SUPRA,
+                    kind=Kind.SHORT if short else Kind.SUPRA,
                     case_name=name,
                     antecedent=_latest_same_case(found, antecedent),
+                    # A short form's "page" is its pin cite (`412 F.3d at 880`).
+                    pin=str(citation.groups.get("page") or citation.metadata.pin_cite or "") if short else "",
+                    written_volume=str(citation.groups.get("volume") or "") if short else "",
+                    written_reporter=reporter,
                     **common,
                 )
             )
@@ -315,7 +303,8 @@ def extract_citations(text: str) -> list[FoundCitation]:
             # "Id." is the citation just before it (eyecite resolves it to the case's first citation).
             previous = found[-1] if found else None
             refers = previous is not None and (previous.key is not None or previous.antecedent is not None)
-            found.append(FoundCitation(kind=Kind.ID, antecedent=len(found) - 1 if refers else None, **common))
+            pin = re.sub(r"^at\s+", "", str(citation.metadata.pin_cite or "")).strip()
+            found.append(FoundCitation(kind=Kind.ID, antecedent=len(found) - 1 if refers else None, pin=pin, **common))
         elif isinstance(citation, ReferenceCitation):
             name = _case_name(citation.metadata)
             found.append(
@@ -330,7 +319,70 @@ def extract_citations(text: str) -> list[FoundCitation]:
             found.append(FoundCitation(kind=Kind.STATUTE, **common))
         else:
             found.append(FoundCitation(kind=Kind.OTHER, **common))
-    return found
+    return _with_dockets(original, found)
+
+
+def _pin_and_parenthetical(text: str, end: int, metadata: Any) -> tuple[str, str, str]:
+    """The pin cite, the year and the court (courts-db id) written right after a full citation ending at
+    ``end``: ``("311-12", "2013", "")`` for `570 U.S. 297, 311\u201312 (2013)`. The court is eyecite's
+    reading (``metadata``) where eyecite read this parenthetical, else eyecite's lookup of it."""
+    pin = ""
+    at = end
+    if (m := _PIN.match(text, at)) is not None:
+        pin = re.sub(r"\s*[\u2010\u2013\u2014]\s*", "-", m.group("pin"))
+        at = m.end()
+    paren = _PARENTHETICAL.match(text, at)
+    if paren is None:
+        return pin, "", ""
+    written = paren.group("paren").strip()
+    year_match = _YEAR.search(written)
+    year = year_match.group(1) if year_match else ""
+    court_text = _DATE_WORDS.sub("", written).strip(" ,") if year else ""
+    court = ""
+    if court_text:
+        same = str(getattr(metadata, "year", "") or "") == year
+        court = (getattr(metadata, "court", None) or "") if same else _court_by_paren(court_text)
+    return pin, year, court
+
+
+@functools.lru_cache(maxsize=1024)
+def _court_by_paren(court_text: str) -> str:
+    """eyecite's court lookup (a scan of every court in courts-db), called once per distinct parenthetical."""
+    from eyecite.helpers import get_court_by_paren
+
+    return get_court_by_paren(court_text) or ""
+
+
+def _with_dockets(text: str, found: list[FoundCitation]) -> list[FoundCitation]:
+    """``found`` with the docket-number citations of ``text`` that eyecite does not read, in text order: each
+    is listed, to be reported unchecked, never dropped."""
+    spans = [(f.start, f.end) for f in found]
+    dockets = [
+        FoundCitation(
+            start=m.start(),
+            end=m.end(),
+            kind=Kind.OTHER,
+            text=m.group(),
+            citation=" ".join(m.group().split()),
+            case_name=written_name_before(text, m.start()),
+            unresolvable="a docket-number citation: it names no reporter volume and page, so it cannot be looked up",
+        )
+        for m in _DOCKET.finditer(text)
+        if not any(a < m.end() and m.start() < b for a, b in spans)
+    ]
+    if not dockets:
+        return found
+    order = sorted(range(len(found) + len(dockets)), key=lambda i: (found + dockets)[i].start)
+    new_index = {old: new for new, old in enumerate(order)}
+    merged = found + dockets
+    result: list[FoundCitation] = []
+    for old in order:
+        citation = merged[old]
+        antecedent = None if citation.antecedent is None else new_index[citation.antecedent]
+        if citation.kind is Kind.ID and result and result[-1].unresolvable:
+            antecedent = None  # "Id." after a docket number refers to that case, which cannot be looked up
+        result.append(replace(citation, antecedent=antecedent))
+    return result
 
 
 def _latest_same_case(earlier: list[FoundCitation], antecedent: int | None) -> int | None:

@@ -13,196 +13,48 @@ Matching rules (the contract):
 - a full citation's name matches when every written party matches its counterpart (plaintiff with
   plaintiff, defendant with defendant); when either name has a single party (``In re Gault``, or a name
   of which only one side was found), that party must match one of the other name's parties;
-- a short form's name (``Fisher``) matches when it matches either party.
+- a short form's name (``Fisher``) matches when it matches either party;
+- a name whose every party is made only of generic words (``v. County Comm'n``) matches nothing: it would fit
+  any county commission.
+
+The abbreviations are Bluebook T6 and T10 as data (``chats/data/bluebook``).
 
 Pure Python: no Django, no eyecite.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
-# Bluebook T6 (words in case names), in the forms models write them; keys are lowercase, apostrophes
-# straight. A few multi-word expansions ("R.R." -> "railroad") count as one word each.
-T6_ABBREVIATIONS: dict[str, str] = {
-    "acad.": "academy",
-    "adm'r": "administrator",
-    "adm'x": "administratrix",
-    "admin.": "administration",
-    "advert.": "advertising",
-    "agric.": "agriculture",
-    "all.": "alliance",
-    "am.": "american",
-    "ass'n": "association",
-    "assocs.": "associates",
-    "atl.": "atlantic",
-    "auth.": "authority",
-    "auto.": "automobile",
-    "ave.": "avenue",
-    "bankr.": "bankruptcy",
-    "bd.": "board",
-    "bhd.": "brotherhood",
-    "bros.": "brothers",
-    "bldg.": "building",
-    "bus.": "business",
-    "cas.": "casualty",
-    "cent.": "central",
-    "chem.": "chemical",
-    "cmty.": "community",
-    "co.": "company",
-    "comm'n": "commission",
-    "comm'r": "commissioner",
-    "comm.": "committee",
-    "commc'n": "communication",
-    "commc'ns": "communications",
-    "consol.": "consolidated",
-    "constr.": "construction",
-    "coop.": "cooperative",
-    "corp.": "corporation",
-    "corr.": "correction",
-    "cnty.": "county",
-    "coll.": "college",
-    "ctr.": "center",
-    "def.": "defense",
-    "dep't": "department",
-    "dept.": "department",
-    "dev.": "development",
-    "dir.": "director",
-    "disc.": "discount",
-    "dist.": "district",
-    "distrib.": "distribution",
-    "div.": "division",
-    "e.": "east",
-    "econ.": "economic",
-    "educ.": "education",
-    "elec.": "electric",
-    "emp.": "employment",
-    "enter.": "enterprise",
-    "ent.": "entertainment",
-    "envtl.": "environmental",
-    "equip.": "equipment",
-    "exch.": "exchange",
-    "exec.": "executive",
-    "fed.": "federal",
-    "fin.": "finance",
-    "gen.": "general",
-    "gov't": "government",
-    "grp.": "group",
-    "guar.": "guaranty",
-    "hosp.": "hospital",
-    "hous.": "housing",
-    "indem.": "indemnity",
-    "indep.": "independent",
-    "indus.": "industries",
-    "info.": "information",
-    "inc.": "incorporated",
-    "ins.": "insurance",
-    "inst.": "institute",
-    "int'l": "international",
-    "inv.": "investment",
-    "lab.": "laboratory",
-    "liab.": "liability",
-    "ltd.": "limited",
-    "mach.": "machinery",
-    "maint.": "maintenance",
-    "mfg.": "manufacturing",
-    "mfr.": "manufacturer",
-    "mgmt.": "management",
-    "mkt.": "market",
-    "mktg.": "marketing",
-    "mortg.": "mortgage",
-    "mun.": "municipal",
-    "mut.": "mutual",
-    "n.": "north",
-    "nat'l": "national",
-    "ne.": "northeast",
-    "nw.": "northwest",
-    "org.": "organization",
-    "pac.": "pacific",
-    "p'ship": "partnership",
-    "pharm.": "pharmaceutical",
-    "prod.": "products",
-    "prof'l": "professional",
-    "prop.": "property",
-    "prot.": "protection",
-    "pub.": "public",
-    "publ'g": "publishing",
-    "r.r.": "railroad",
-    "ry.": "railway",
-    "rd.": "road",
-    "rehab.": "rehabilitation",
-    "reg'l": "regional",
-    "res.": "resources",
-    "rest.": "restaurant",
-    "sav.": "savings",
-    "sch.": "school",
-    "sci.": "science",
-    "sec.": "securities",
-    "serv.": "service",
-    "servs.": "services",
-    "s.": "south",
-    "se.": "southeast",
-    "sw.": "southwest",
-    "soc'y": "society",
-    "sys.": "system",
-    "tech.": "technology",
-    "tel.": "telephone",
-    "transp.": "transportation",
-    "twp.": "township",
-    "unemp.": "unemployment",
-    "univ.": "university",
-    "util.": "utility",
-    "vill.": "village",
-    "w.": "west",
-    # Bluebook T10 (geographic terms) as they appear in case names.
-    "u.s.": "united states",
-    "ala.": "alabama",
-    "ariz.": "arizona",
-    "ark.": "arkansas",
-    "cal.": "california",
-    "colo.": "colorado",
-    "conn.": "connecticut",
-    "del.": "delaware",
-    "d.c.": "district columbia",
-    "fla.": "florida",
-    "ga.": "georgia",
-    "ill.": "illinois",
-    "ind.": "indiana",
-    "kan.": "kansas",
-    "ky.": "kentucky",
-    "la.": "louisiana",
-    "md.": "maryland",
-    "mass.": "massachusetts",
-    "mich.": "michigan",
-    "minn.": "minnesota",
-    "miss.": "mississippi",
-    "mo.": "missouri",
-    "mont.": "montana",
-    "neb.": "nebraska",
-    "nev.": "nevada",
-    "n.h.": "new hampshire",
-    "n.j.": "new jersey",
-    "n.m.": "new mexico",
-    "n.y.": "new york",
-    "n.c.": "north carolina",
-    "n.d.": "north dakota",
-    "okla.": "oklahoma",
-    "or.": "oregon",
-    "pa.": "pennsylvania",
-    "r.i.": "rhode island",
-    "s.c.": "south carolina",
-    "s.d.": "south dakota",
-    "tenn.": "tennessee",
-    "tex.": "texas",
-    "vt.": "vermont",
-    "va.": "virginia",
-    "wash.": "washington",
-    "wis.": "wisconsin",
-    "wyo.": "wyoming",
-}
+_BLUEBOOK = Path(__file__).resolve().parent.parent / "data" / "bluebook"
+
+
+def _load_abbreviations() -> dict[str, str]:
+    """Bluebook T6 and T10 as data (``chats/data/bluebook``, see its README for the source): lowercase
+    abbreviation, apostrophes straight -> the words it stands for (its first reading)."""
+    table: dict[str, str] = {}
+    for name in ("case_name_abbreviations.json", "supplement.json"):
+        for abbreviation, expansions in json.loads((_BLUEBOOK / name).read_text(encoding="utf-8")).items():
+            # The first reading only: a second (`Educ.`: "Education", "Educational") would be a distinctive word
+            # the official name never has.
+            table[_key_of(abbreviation)] = expansions[0].lower()
+    for abbreviation, state in json.loads((_BLUEBOOK / "state_abbreviations.json").read_text(encoding="utf-8")).items():
+        if abbreviation.lower() != state.lower():
+            table[_key_of(abbreviation)] = state.lower()
+    table.pop("&", None)  # `&` is a connector, handled before the words are read
+    return table
+
+
+def _key_of(abbreviation: str) -> str:
+    return abbreviation.lower().replace("\u2019", "'").replace(" ", "")
+
+
+T6_ABBREVIATIONS: dict[str, str] = _load_abbreviations()
 
 # Words that say nothing about which case it is: dropped before comparing.
 NOISE_WORDS = frozenset(
@@ -286,6 +138,12 @@ def _party_matches(written: frozenset[str], official: frozenset[str]) -> bool:
     return bool(written) and bool(distinctive(written) & official)
 
 
+def only_generic(name: CaseName) -> bool:
+    """Whether every party of ``name`` is made only of generic words (`County Comm'n`): such a name fits any
+    case of that kind, so it never suffices to say which case is meant."""
+    return not any(party - GENERIC_WORDS for party in name.parties)
+
+
 def names_match(written: str, official: Iterable[str], *, short_form: bool = False) -> bool:
     """Whether the name written in an answer is consistent with one of the ``official`` names of a case.
 
@@ -293,7 +151,7 @@ def names_match(written: str, official: Iterable[str], *, short_form: bool = Fal
     what an unnamed citation means.
     """
     parsed = parse_case_name(written)
-    if parsed.is_empty:
+    if parsed.is_empty or only_generic(parsed):
         return False
     return any(_matches(parsed, parse_case_name(name), short_form=short_form) for name in official if name)
 

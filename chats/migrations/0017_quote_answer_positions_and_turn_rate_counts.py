@@ -12,7 +12,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0013_throttle_cache_table'),
+        ('chats', '0014_permanent_record'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

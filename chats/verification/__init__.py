@@ -10,8 +10,8 @@ Every tier matches only from a token boundary to a token boundary of the source:
 a word or a number (numbers with inner separators, ``4.5``, ``10,000``, ``42-1983.1``, ``1/2/2024``, are one token).
 
 ``exact_match`` (confidence 1.0)
-    The (whitespace-stripped) quote occurs verbatim in the source, found with ``str.find``. Offsets a model
-    claimed are never trusted or sliced.
+    The (whitespace-stripped) quote occurs verbatim in the source, found with ``str.find``, and nothing right
+    next to the passage limits it (see ``altered``). Offsets a model claimed are never trusted or sliced.
 
 ``tolerant_match`` (0 < confidence < 1)
     The quote occurs once formatting-only differences are ignored (:mod:`.normalization`: Unicode forms, quotes,
@@ -23,6 +23,20 @@ a word or a number (numbers with inner separators, ``4.5``, ``10,000``, ``42-198
     nothing), ``[ ]`` (letters omitted inside a word) and ellipses (``...``, ``…``, ``. . .``, ``[...]``), each
     segment within :data:`MAX_ELLIPSIS_GAP` canonical characters of the previous one. Finally a case-insensitive pass
     is tried.
+
+It also forgives star paging inside the source (``*1047the``, ``[*1047]``), footnote calls (``(FN3)``),
+trailing Bluebook parentheticals (``(emphasis added)``, recorded as ``parenthetical``), emphasis markup in
+the quote (``**must**``, recorded as ``emphasis``) and the source's own brackets next to an omission; an edge
+bracket's source words are part of the passage (``[a] party`` for "A party").
+
+``altered`` (confidence at most :data:`ALTERED_MAX_CONFIDENCE`)
+    Found, but the verifier cannot vouch for the meaning: a bracket that names a party the source's words do
+    not settle (a pronoun, a role noun the caption does not settle), drops words naming or qualifying the
+    actor, adds a referent or substitutes words; an omission that joins parts of different sentences, omits
+    whole sentences of negation, disagreement or holding, or drops a limiting continuation at the quote's
+    edge; or a passage the source limits right next to it (context flags ``limited_after``,
+    ``negated_before``, ``limited_before``). Each such alteration says why (``Alteration.alters``), with the
+    source text it stands for (never an empty omission).
 
 Anything else is ``None``. Tolerance is for formatting, never for words: an added, dropped or changed word or number
 does not verify, however similar; there are no fuzzy similarity scores.
@@ -49,19 +63,46 @@ is ``str.find``/``str.rfind`` over the canonical string; a per-quote search budg
 """
 
 from chats.verification.engine import NormalizedSource, explain_failure, verify_quote, verify_quote_detailed
-from chats.verification.policy import MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFIDENCE
-from chats.verification.results import EXACT_MATCH, TOLERANT_MATCH, Alteration, QuoteMatch
+from chats.verification.policy import ALTERED_MAX_CONFIDENCE, MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFIDENCE
+from chats.verification.results import (
+    ALTERED,
+    CONTEXT_FLAGS,
+    EXACT_MATCH,
+    LIMITED_AFTER,
+    LIMITED_BEFORE,
+    NEGATED_BEFORE,
+    TOLERANT_MATCH,
+    Alteration,
+    ContextFlag,
+    QuoteMatch,
+    alterations_record,
+    context_flags_record,
+)
 from chats.verification.search import MAX_ELLIPSIS_GAP
 
+# The version of these rules, sealed with every turn's facts: a change of what verifies, or of the offsets,
+# confidence or alterations a match reports, must change it, so that a seal says which rules it was made by.
+VERIFIER_VERSION = "2"
+
 __all__ = [
+    "ALTERED",
+    "ALTERED_MAX_CONFIDENCE",
+    "CONTEXT_FLAGS",
     "EXACT_MATCH",
+    "LIMITED_AFTER",
+    "LIMITED_BEFORE",
     "MAX_BRACKET_WORDS",
     "MAX_ELLIPSIS_GAP",
+    "NEGATED_BEFORE",
     "SUBSTITUTION_MAX_CONFIDENCE",
     "TOLERANT_MATCH",
+    "VERIFIER_VERSION",
     "Alteration",
+    "ContextFlag",
     "NormalizedSource",
     "QuoteMatch",
+    "alterations_record",
+    "context_flags_record",
     "explain_failure",
     "verify_quote",
     "verify_quote_detailed",

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from dataclasses import replace
 
-from chats.verification.normalization import _Canon, _find_running_heads, _normalize, is_token_boundary
-from chats.verification.policy import SUBSTITUTION_MAX_CONFIDENCE
+from chats.verification import policy
+from chats.verification.normalization import _Canon, _normalize, find_layout, is_token_boundary
+from chats.verification.policy import ALTERED_MAX_CONFIDENCE, SUBSTITUTION_MAX_CONFIDENCE
 from chats.verification.results import (
+    ALTERED,
     BRACKET,
     CASE,
     ELLIPSIS,
+    EMPHASIS,
     EXACT_MATCH,
     LETTER,
+    LIMITED_AFTER,
+    PARENTHETICAL,
     QUOTE_MARK,
     REASON_BOUNDARY,
     REASON_EMPTY,
@@ -22,6 +29,7 @@ from chats.verification.results import (
     SUBSTITUTION,
     TOLERANT_MATCH,
     Alteration,
+    ContextFlag,
     QuoteMatch,
 )
 from chats.verification.search import (
@@ -50,6 +58,101 @@ _EXACT_OCCURRENCES = 10_000
 _INVISIBLE_JOINERS = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 _HYPHEN_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d")
 _GAP_KINDS = {GAP_ELLIPSIS: ELLIPSIS, GAP_SIC: SIC}
+
+# Bluebook parentheticals a quote may end with (Rule 5.2): they say how it was quoted, and stand for no source text.
+_TRAILING_PARENTHETICAL = re.compile(
+    r"\s*\((?:[^()]{0,120}?\b(?:omitted|added|supplied|in original))\)\s*[.;,]?\s*$", re.IGNORECASE
+)
+# Emphasis markup a model adds to a quote (`**must**`, `__must__`, `*must*`, `_must_`).
+_EMPHASIS_MARKUP = re.compile(
+    r"\*\*(?=\S)(?P<b>[^*\n]+?)(?<=\S)\*\*|__(?=\S)(?P<u>[^_\n]+?)(?<=\S)__"
+    r"|(?<![\w*])\*(?=[^\s\d*])(?P<i>[^*\n]+?)(?<=\S)\*(?![\w*])|(?<![\w_])_(?=\S)(?P<j>[^_\n]+?)(?<=\S)_(?![\w_])"
+)
+# A sentence's end in original text: `.`, `?` or `!` after a word of two letters or more (not `v.`, `U.S.`), a
+# digit or a parenthesis, with its closing marks, before whitespace.
+_SENTENCE_BOUNDARY = re.compile(r"""(?:[^\W\d_]{2}|[\d)])[.?!]['"\u201d\u2019)\]]*(?=\s|$)""")
+_SENTENCE_WINDOW = 1500
+
+
+def _strip_markup(needle: str) -> tuple[str, list[tuple[str, str, int, int]]]:
+    """``needle`` without trailing Bluebook parentheticals and emphasis markup, and what was taken out: ``(kind,
+    quote_text, start, end)`` with ``start:end`` the span of the cleaned needle it applies to."""
+    markup: list[tuple[str, str, int, int]] = []
+    parentheticals: list[str] = []
+    while (m := _TRAILING_PARENTHETICAL.search(needle)) is not None and m.start() > 0:
+        parentheticals.insert(0, m.group().strip())
+        needle = needle[: m.start()].rstrip()
+    if "*" in needle or "_" in needle:
+        parts: list[str] = []
+        last = 0
+        length = 0
+        for m in _EMPHASIS_MARKUP.finditer(needle):
+            inner = next(g for g in m.groups() if g is not None)
+            parts.append(needle[last : m.start()])
+            length += m.start() - last
+            markup.append((EMPHASIS, m.group(), length, length + len(inner)))
+            parts.append(inner)
+            length += len(inner)
+            last = m.end()
+        parts.append(needle[last:])
+        needle = "".join(parts)
+    markup.extend((PARENTHETICAL, text, len(needle), len(needle)) for text in parentheticals)
+    return needle, markup
+
+
+def _sentence_end(source: str, pos: int) -> int:
+    m = _SENTENCE_BOUNDARY.search(source, pos, min(len(source), pos + _SENTENCE_WINDOW))
+    return m.end() if m is not None else min(len(source), pos + _SENTENCE_WINDOW)
+
+
+def _sentence_start(source: str, pos: int) -> int:
+    lo = max(0, pos - _SENTENCE_WINDOW)
+    last = None
+    for last in _SENTENCE_BOUNDARY.finditer(source, lo, pos):  # noqa: B007 - the last boundary is the one wanted
+        pass
+    start = last.end() if last is not None else lo
+    while start < pos and source[start].isspace():
+        start += 1
+    return start
+
+
+def _judged(source: str, match: QuoteMatch) -> QuoteMatch:
+    """``match`` with its context flags and its edge omissions' source text, ``altered`` (confidence capped at
+    ``ALTERED_MAX_CONFIDENCE``) if an alteration, an omission or an edge may change what the source says."""
+    flags: list[ContextFlag] = []
+    after = policy.limits_after(source, match.end)
+    if after is not None:
+        flags.append(ContextFlag(LIMITED_AFTER, *after))
+    before = policy.limits_before(source, match.start)
+    if before is not None:
+        flags.append(ContextFlag(*before))
+    alterations = list(match.alterations)
+    for i, a in enumerate(alterations):
+        if a.kind != ELLIPSIS or a.source_start != a.source_end:
+            continue
+        # An ellipsis at the quote's start or end: the omitted text is the rest of the sentence (or, where the quote
+        # ends its sentence, the next one), never nothing.
+        if a.source_start >= match.end:
+            end = _sentence_end(source, match.end)
+            if source[match.end : end].strip(" \t\n.") == "":
+                end = _sentence_end(source, end)
+            why = "a trailing omission drops a limiting continuation" if after is not None else ""
+            begin = match.end
+            while begin < end and source[begin].isspace():
+                begin += 1
+            alterations[i] = replace(a, source_start=begin, source_end=end, alters=why)
+        elif a.source_start <= match.start:
+            why = "a leading omission drops a negation or a limiting word" if before is not None else ""
+            alterations[i] = replace(a, source_start=_sentence_start(source, match.start), alters=why)
+    if not flags and not any(a.alters for a in alterations):
+        return match if alterations == list(match.alterations) else replace(match, alterations=tuple(alterations))
+    return replace(
+        match,
+        method=ALTERED,
+        confidence=min(match.confidence, ALTERED_MAX_CONFIDENCE),
+        alterations=tuple(alterations),
+        flags=tuple(flags),
+    )
 
 
 def _soft_joined(source: str, i: int) -> bool:
@@ -101,11 +204,12 @@ class NormalizedSource:
     Build with :meth:`build`; :meth:`verify` is then cheap per quote (``str.find`` over the canonical text).
     """
 
-    __slots__ = ("_fallback", "_primary", "source")
+    __slots__ = ("_fallback", "_parties", "_primary", "source")
 
     def __init__(self, source: str, primary: _Canon, has_heads: bool) -> None:
         self.source = source
         self._primary = primary
+        self._parties: dict[str, frozenset[str]] | None = None
         # A quote may include running-head text itself (it was copied with the passage, or detection took a short
         # repeated heading for a running head): the same source with nothing skipped is the fallback, built only
         # when needed. Quotes are never stripped of lines themselves: that could silently drop a quoted number
@@ -114,8 +218,15 @@ class NormalizedSource:
 
     @classmethod
     def build(cls, source: str) -> NormalizedSource:
-        skipped = _find_running_heads(source)
+        skipped = find_layout(source)
         return cls(source, _normalize(source, skipped), has_heads=bool(skipped))
+
+    @property
+    def parties(self) -> dict[str, frozenset[str]]:
+        """The parties the source's caption names, by role (empty if it has none): they settle role brackets."""
+        if self._parties is None:
+            self._parties = policy.caption_parties(self.source)
+        return self._parties
 
     def _variants(self) -> Iterator[_Canon]:
         yield self._primary
@@ -136,10 +247,33 @@ class NormalizedSource:
             return None, REASON_EMPTY
         match, cut = _exact(self.source, needle)
         if match is not None:
-            return match, ""
+            return _judged(self.source, match), ""
         if not any(ch.isalnum() for ch in needle):
             return None, REASON_NO_WORDS  # `...` or `" "` would match punctuation anywhere
+        cleaned, markup = _strip_markup(needle)
+        if markup:
+            if not any(ch.isalnum() for ch in cleaned):
+                return None, REASON_NO_WORDS
+            match, _ = _exact(self.source, cleaned)
+            if match is not None:
+                marks = tuple(Alteration(kind, text, match.start + s, match.start + e) for kind, text, s, e in markup)
+                return _judged(
+                    self.source, QuoteMatch(TOLERANT_MATCH, _CONF_TOLERANT, match.start, match.end, marks)
+                ), ""
+            needle = cleaned
+        match, reason = self._tolerant(needle)
+        if match is None:
+            return None, _pick_reason([reason] if reason else [], cut)
+        if markup:
+            marks = tuple(
+                Alteration(kind, text, match.end if kind == PARENTHETICAL else match.start, match.end)
+                for kind, text, _, _ in markup
+            )
+            match = replace(match, alterations=tuple(sorted(match.alterations + marks, key=_by_source)))
+        return _judged(self.source, match), ""
 
+    def _tolerant(self, needle: str) -> tuple[QuoteMatch | None, str]:
+        """The tolerant tiers: ``(match, "")`` or ``(None, reason)`` (the most specific reason, "" for none)."""
         q = _normalize(needle, [])
         plain = plain_pattern(q)
         structured: list[Pattern] | None = None  # built only if the plain tier fails
@@ -150,13 +284,13 @@ class NormalizedSource:
                 return match, ""
             if structured is None:
                 try:
-                    structured = structured_patterns(needle, q)
+                    structured = structured_patterns(needle, q, reasons)
                 except Refused as refused:
                     structured = []
                     reasons.append(str(refused))
             if structured and (match := self._search_variants(structured, fold, reasons)) is not None:
                 return match, ""
-        return None, _pick_reason(reasons, cut)
+        return None, _pick_reason(reasons, False) if reasons else ""
 
     def _search_variants(self, patterns: list[Pattern], fold: bool, reasons: list[str]) -> QuoteMatch | None:
         for canon in self._variants():
@@ -167,7 +301,7 @@ class NormalizedSource:
         return None
 
     def _search(self, canon: _Canon, pattern: Pattern, fold: bool, reasons: list[str]) -> QuoteMatch | None:
-        search = Search(canon, pattern, fold)
+        search = Search(canon, pattern, fold, self.parties if pattern.brackets else None)
         starts = search.run()
         if starts is None:
             if search.reason is not None:
@@ -204,7 +338,7 @@ class NormalizedSource:
         for finding in search.findings:
             kind = _GAP_KINDS.get(finding.gap.kind, BRACKET)
             s, e = self._orig_span(canon, finding.start, finding.end)
-            alterations.append(Alteration(kind, finding.gap.marker, s, e, finding.detail))
+            alterations.append(Alteration(kind, finding.gap.marker, s, e, finding.detail, finding.alters))
             if finding.attached_edge and s < e:
                 # `provide[d]` at the quote's end: the word it alters is part of the passage.
                 start, end = min(start, s), max(end, e)
@@ -217,7 +351,7 @@ class NormalizedSource:
             alterations.append(Alteration(QUOTE_MARK, mark, s, e))
         if fold:
             alterations.append(Alteration(CASE, "", start, end))
-        alterations.sort(key=lambda alteration: (alteration.source_start, alteration.source_end))
+        alterations.sort(key=_by_source)
         return QuoteMatch(TOLERANT_MATCH, round(confidence, 2), start, end, tuple(alterations))
 
     def _orig_span(self, canon: _Canon, s: int, e: int) -> tuple[int, int]:
@@ -239,6 +373,10 @@ class NormalizedSource:
         return pos, pos
 
 
+def _by_source(alteration: Alteration) -> tuple[int, int]:
+    return alteration.source_start, alteration.source_end
+
+
 def verify_quote(quote: str, source: str | NormalizedSource) -> QuoteMatch | None:
     """Verify ``quote`` against ``source`` (a string, or a :class:`NormalizedSource` reused across quotes)."""
     return verify_quote_detailed(quote, source)[0]
@@ -253,7 +391,7 @@ def verify_quote_detailed(quote: str, source: str | NormalizedSource) -> tuple[Q
         # Exact matches need no normalization: don't pay for it.
         match, _ = _exact(source, needle)
         if match is not None:
-            return match, ""
+            return _judged(source, match), ""
     return NormalizedSource.build(source).verify_detailed(quote)
 
 

@@ -71,6 +71,12 @@ _PATTERN_HEAD = re.compile(
     re.VERBOSE,
 )
 _EDGE_PAGE_NUMBER = re.compile(r"^\d{1,4} +| +\d{1,4}$")
+# Layout inside a line: star paging as case law converted from HTML gives it (`*1047the`, `[*1047]`, `*861`) and
+# footnote calls (`(FN3)`, `[FN3]`). A `*` after a letter or a digit is no star page (`5*3`), nor is a pin cite's
+# `at *3` to an unpaged database.
+# (Lookbehinds are checked in Python, on the few matches: in the pattern they would run at every position.)
+_INLINE_LAYOUT = re.compile(r"\[\*\d{2,5}\]|\*\d{2,5}(?![\d.,*])|\(FN\d{1,3}\)|\[FN\d{1,3}\]")
+_PIN_BEFORE = re.compile(r"(?:^|\W)at $")
 
 
 def _fold(text: str) -> str:
@@ -393,6 +399,29 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
     for line in text.splitlines(keepends=True):
         yield pos, line
         pos += len(line)
+
+
+def _is_layout(text: str, start: int) -> bool:
+    """Whether the inline-layout match at ``start`` is layout: a bare star page only after a space or a line's
+    start, and not as a pin cite (`at *3`)."""
+    if text[start] != "*":
+        return True
+    before = text[start - 1] if start else ""
+    return not (before.isalnum() or before in "_*") and _PIN_BEFORE.search(text, max(0, start - 4), start) is None
+
+
+def find_layout(text: str) -> list[tuple[int, int]]:
+    """Original (start, end) ranges of a source's layout, sorted: running-head lines, and star paging and footnote
+    calls inside lines (skipped like a line break, so `of *1047the` reads `of the`)."""
+    heads = _find_running_heads(text)
+    if "*" not in text and "FN" not in text:
+        return heads
+    inline = [m.span() for m in _INLINE_LAYOUT.finditer(text) if _is_layout(text, m.start())]
+    if not inline:
+        return heads
+    starts = [start for start, _ in heads]
+    kept = [span for span in inline if not ((k := bisect_right(starts, span[0]) - 1) >= 0 and heads[k][1] > span[0])]
+    return sorted(heads + kept)
 
 
 def _find_running_heads(text: str) -> list[tuple[int, int]]:

@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from chats.verification.results import (
     FORM,
     INSERTION,
+    LIMITED_BEFORE,
+    NEGATED_BEFORE,
     REFERENCE,
     SAME,
     SHORTENED,
@@ -264,3 +266,217 @@ def omission_change(before: str, gap: str, after: str) -> str | None:
     if numbers and not structural:
         return "an omission drops a number"
     return None
+
+
+# --- What the verifier cannot vouch for (an ALTERED match) ------------------------------------------------------------
+
+#: The highest confidence an ``altered`` match may have: what the verifier cannot vouch for never scores like what
+#: it can. (A substitution was capped at the same level before ``altered`` existed.)
+ALTERED_MAX_CONFIDENCE = SUBSTITUTION_MAX_CONFIDENCE
+
+# Roles a caption gives its parties, by the singular the role nouns reduce to.
+_ROLE_OF = {
+    **{w: w for w in ("plaintiff", "defendant", "appellant", "appellee", "petitioner", "respondent")},
+    **{w + "s": w for w in ("plaintiff", "defendant", "appellant", "appellee", "petitioner", "respondent")},
+    "movant": "movant",
+    "movants": "movant",
+    "intervenor": "intervenor",
+    "intervenors": "intervenor",
+    "claimant": "claimant",
+    "claimants": "claimant",
+}
+# Words whose omission from a bracket's source words names no one less (`[the appeals court]` for "the Court of
+# Appeals").
+_CONNECTIVES = ARTICLES | _set("of for in at on to by and")
+_COURT_WORDS = _set("court courts this the supreme appeals appellate district circuit trial")
+_FIRST_PERSON = _set("we us our ours ourselves this court the")
+# Words of a bracket that refer without naming anyone: they cannot name the wrong party.
+_NAMELESS = PRONOUNS | ARTICLES
+# Words that make an omitted sentence part of what the passage asserts: a negation, a disagreement, a holding.
+_HOLDING_WORDS = NEGATIONS | _set(
+    """disagree disagrees disagreed reject rejects rejected overrule overrules overruled reverse reverses reversed
+    vacate vacates vacated decline declines declined hold holds held holding conclude concludes concluded
+    however nevertheless nonetheless but although"""
+)
+# A sentence end inside canonical text (whitespace after punctuation is dropped there): `alimony.The`,
+# `S.J.S.At` (an initial before a capitalized word; `U.S.` before a number or `J.S` is none).
+_INNER_SENTENCE_END = re.compile(r"""[^\W_][.?!;]['")\]]*(?=['"(]*[A-Z][a-z])""")
+
+
+def bracket_alters(
+    quote_side: str, source_side: str, detail: str, parties: dict[str, frozenset[str]]
+) -> tuple[str | None, str]:
+    """``(refusal, alters)`` for an allowed bracket (``classify_bracket`` gave ``detail``): ``refusal`` if the
+    source's caption shows that the bracket names the wrong party, else ``alters``, why the bracket may change what
+    the source says ("" if it cannot).
+
+    A bracket that replaces a pronoun or a role noun with a name or a role can only be vouched for where the
+    caption (``parties``: role -> name words) settles who the source's words designate; a court written for an
+    opinion's `we` is the court itself. A bracket that drops words other than articles (`[The] agency` for "The
+    state agency"), adds a referent, or substitutes different words is never vouched for.
+    """
+    q = words(quote_side)
+    s = words(source_side)
+    named = [w for w in q if w not in _NAMELESS]
+    if detail in (SAME, FORM):
+        return None, ""
+    if not named:
+        if q and all(w in ARTICLES for w in q) and not set(s) <= ARTICLES:
+            return None, "a bracket drops words that name or qualify the actor"
+        return None, ""  # a pronoun names no one: it cannot name the wrong party
+    if detail == SHORTENED:
+        dropped = set(s) - set(q)
+        return None, "" if dropped <= _CONNECTIVES else "a bracket drops words that name or qualify the actor"
+    if all(w in _COURT_WORDS for w in named) and s and all(w in _FIRST_PERSON for w in s):
+        return None, ""  # `[the Court]` for an opinion's "we": the court speaking
+    settled = _caption_settles(named, s, parties)
+    if settled is not None:
+        return settled
+    if detail == INSERTION:
+        return None, "a bracket adds a referent the source does not name there"
+    if detail == SUBSTITUTION:
+        return None, "a bracket substitutes different words"
+    return None, "a bracket names a party the source's words do not settle"
+
+
+def _caption_settles(
+    named: list[str], source_words: list[str], parties: dict[str, frozenset[str]]
+) -> tuple[str | None, str] | None:
+    """Whether the caption shows a bracket right (``(None, "")``) or wrong (a refusal), or None if it cannot tell:
+    one side a role noun, the other a name of the caption (or another role of the same party)."""
+    if not parties:
+        return None
+
+    def roles_of(ws: list[str]) -> set[str]:
+        found = {_ROLE_OF[w] for w in ws if w in _ROLE_OF}
+        names = [w for w in ws if w not in _NAMELESS and w not in ROLE_NOUNS]
+        if names:
+            holders = {role for role, party in parties.items() if set(names) <= party}
+            if len({parties[role] for role in holders}) != 1:
+                return set()  # named by no party, or by several: the caption cannot tell
+            found |= holders
+        return found
+
+    if not any(w in _ROLE_OF for w in (*named, *source_words)):
+        return None  # a name for a name: only a role noun is what a caption settles
+    quote_roles = roles_of(named)
+    source_roles = roles_of(source_words)
+    if not quote_roles or not source_roles:
+        return None
+    if any(role not in parties for role in quote_roles | source_roles):
+        return None
+
+    def party(role: str) -> frozenset[str]:
+        return parties[role]
+
+    if any(party(a) == party(b) for a in quote_roles for b in source_roles):
+        return None, ""
+    return "a bracket names another party than the source's words designate", ""
+
+
+_CAPTION_ROLE = re.compile(
+    r"^(?P<names>[^\n]{2,600}?),\s*(?P<role>Plaintiffs?|Defendants?|Petitioners?|Respondents?|Appellants?|Appellees?)"
+    r"(?:\s*[-\u2010\u2011\u2013\u2014]\s*(?P<second>Appellants?|Appellees?|Petitioners?|Respondents?))?"
+    r"[ \t]*[.,;]?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A Supreme Court caption on one line: `ABIGAIL NOEL FISHER, PETITIONER v. UNIVERSITY OF TEXAS AT AUSTIN ET AL.`
+_CAPTION_LINE = re.compile(
+    r"^\s*(?P<first>[^\n,]{2,200}?),\s*(?P<role>PETITIONERS?|APPELLANTS?)\s+v\.\s+"
+    r"(?P<second>[^\n]{2,200}?(?:\n[ \t]*[A-Z][A-Z .,'&-]{1,100})?)[ \t]*$",
+    re.MULTILINE,
+)
+_SECOND_ROLE = {"petitioner": "respondent", "appellant": "appellee"}
+# Words of a caption that name no one in particular.
+_CAPTION_NOISE = _set(
+    """and et al the of at in his her their its official capacity as a an for on behalf all others similarly situated
+    individually inc llc corp co ltd"""
+)
+
+
+def caption_parties(source: str, window: int = 20_000) -> dict[str, frozenset[str]]:
+    """The parties an opinion's caption names, by role: ``{"plaintiff": {"hogarth", "susan", ...}, ...}`` (a party
+    named as `Defendant-Appellee` holds both roles). Empty when the head of ``source`` has no caption."""
+    parties: dict[str, set[str]] = {}
+    for m in _CAPTION_ROLE.finditer(source[:window]):
+        names = m.group("names")
+        names = re.split(r"(?:^|\n)\s*v\.?\s*(?:\n|$)|\n\s*\n", names)[-1]
+        name_words = {w for w in words(names) if w not in _CAPTION_NOISE and w not in ROLE_NOUNS and len(w) > 1}
+        if not name_words:
+            continue
+        for role in (m.group("role"), m.group("second")):
+            if role:
+                parties.setdefault(_ROLE_OF[role.lower()], set()).update(name_words)
+    for m in _CAPTION_LINE.finditer(source[:window]):
+        role = _ROLE_OF[m.group("role").lower()]
+        for side, name in ((role, m.group("first")), (_SECOND_ROLE[role], m.group("second"))):
+            name_words = {w for w in words(name) if w not in _CAPTION_NOISE and len(w) > 1}
+            if name_words:
+                parties.setdefault(side, set()).update(name_words)
+    return {role: frozenset(ws) for role, ws in parties.items()}
+
+
+def omission_alters(before: str, gap: str, after: str) -> str:
+    """Why an allowed omission (``omission_change`` is None) may change what the passage asserts, or "": it joins
+    parts of different sentences or clauses (one's subject meets another's predicate), or it omits whole
+    sentences that hold a negation, a disagreement or a holding."""
+    stripped = gap.strip()
+    if not stripped:
+        return ""
+    before = before.rstrip()
+    after = after.lstrip()
+    starts_clean = not before or bool(_SENTENCE_END.search(before)) or bool(_SENTENCE_START.match(stripped))
+    ends_clean = bool(_SENTENCE_END.search(stripped)) or bool(_SENTENCE_START.match(after))
+    if starts_clean and ends_clean:
+        if not _HOLDING_WORDS.isdisjoint(words(stripped)) or "n't" in stripped.lower():
+            return "an omission of whole sentences drops a negation, a disagreement or a holding"
+        return ""
+    if _CITATION.search(stripped) is None and _INNER_SENTENCE_END.search(stripped):
+        return "an omission joins parts of different sentences or clauses"
+    return ""
+
+
+# A limiting continuation right after a passage, in the same sentence (original text, case-insensitive).
+_LIMITING_AFTER = re.compile(
+    r"""[\s,;\u2014\u2013-]*['"\u201d\u2019)\]]*[\s,;\u2014\u2013-]*"""
+    r"(?P<words>unless|except|excepting|but|if|only|provided|in\s+part|so\s+long\s+as|as\s+long\s+as|when|whenever"
+    r"|where|subject\s+to|to\s+the\s+extent|until|absent|notwithstanding|save|however|not|never|other\s+than"
+    r"|without|barring)\b",
+    re.IGNORECASE,
+)
+_LIMITING_BEFORE = _set("only solely exclusively merely except unless")
+# How many words of its clause before a passage may hold the negation or limiting word that governs it.
+_WORDS_BEFORE = 5
+_UP_TO_LAST_CLAUSE_MARK = re.compile(r""".*(?:[;!?()"\u201c\u201d]|[.,:](?!\d)|\n\s*\n)""", re.DOTALL)
+_SENTENCE_CLOSE = re.compile(r"""[.?!]['"\u201d\u2019)\]]*\s*$""")
+
+
+def limits_after(source: str, end: int) -> tuple[int, int] | None:
+    """The span of a limiting word with which ``source`` goes on right after ``end`` in the same sentence, or
+    None."""
+    if _SENTENCE_CLOSE.search(source[max(0, end - 4) : end]):
+        return None
+    m = _LIMITING_AFTER.match(source, end, min(len(source), end + 80))
+    return None if m is None else m.span("words")
+
+
+def limits_before(source: str, start: int, window: int = 60) -> tuple[str, int, int] | None:
+    """``(flag, start, end)`` of a negation (``negated_before``) or a limiting word (``limited_before``) among the
+    last few words of the clause of ``source`` that the passage starting at ``start`` continues, or None."""
+    lo = max(0, start - window)
+    tail = source[lo:start]
+    if not tail.strip() or tail.rstrip()[-1:] in '.;:!?()"\u201c\u201d':
+        return None  # the passage starts its clause: nothing of it comes before
+    last = _UP_TO_LAST_CLAUSE_MARK.match(tail)  # one pass: `.*` backs off to the last mark
+    offset = lo + (last.end() if last is not None else 0)
+    clause = source[offset:start].lower().replace("\u2019", "'")  # same length: offsets still hold
+    found: tuple[str, int, int] | None = None
+    # The words right before the passage: a negation further back in a long clause governs another verb
+    # (`did not hold the University to the demanding burden of` before "strict scrutiny").
+    for m in [*WORD.finditer(clause)][-_WORDS_BEFORE:]:
+        w = m.group()
+        if w in NEGATIONS or w == "cannot" or w.endswith("n't"):
+            return NEGATED_BEFORE, offset + m.start(), offset + m.end()
+        if found is None and w in _LIMITING_BEFORE:
+            found = (LIMITED_BEFORE, offset + m.start(), offset + m.end())
+    return found

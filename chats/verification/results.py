@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 EXACT_MATCH = "exact_match"
 TOLERANT_MATCH = "tolerant_match"
+ALTERED = "altered"  # found, but an alteration, an omission or an edge may change what the source says
 
 # Kinds of Alteration.
 BRACKET = "bracket"  # `[the Court]`, `impos[ing]`, `[ ]`: bracketed words or letters standing for source text
@@ -14,6 +15,14 @@ SIC = "sic"  # `[sic]`: stands for nothing
 ELLIPSIS = "ellipsis"  # `...`, `. . .`, `…`, `[...]`: an omission
 QUOTE_MARK = "quote_mark"  # a double quotation mark for a single one or back
 CASE = "case"  # the passage matched only case-insensitively
+PARENTHETICAL = "parenthetical"  # a trailing `(emphasis added)`, `(citations omitted)`: stands for nothing
+EMPHASIS = "emphasis"  # `**must**`, `*must*`, `_must_`: emphasis markup the quote added
+
+# Context flags: what the source says right next to a passage that may limit what it asserts.
+LIMITED_AFTER = "limited_after"  # the source goes on with a limiting continuation (`unless`, `in part`, `but` ...)
+NEGATED_BEFORE = "negated_before"  # the quote starts after a negation of its own clause (`No person shall`)
+LIMITED_BEFORE = "limited_before"  # the quote starts after a limiting word of its own clause (`only`, `except`)
+CONTEXT_FLAGS = (LIMITED_AFTER, NEGATED_BEFORE, LIMITED_BEFORE)
 
 # Details of a BRACKET alteration: what the bracket stands for, compared word for word.
 SAME = "same"  # the same words (`[The]` for "the")
@@ -46,6 +55,19 @@ class Alteration:
     source_start: int
     source_end: int
     detail: str = ""  # for BRACKET: SAME | FORM | REFERENCE | SHORTENED | INSERTION | LETTERS | SUBSTITUTION
+    # Why this alteration may change what the source says (it makes the match ALTERED); empty when it cannot.
+    alters: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextFlag:
+    """Source text right next to a passage that may limit what the passage asserts: ``source[source_start:
+    source_end]`` (offsets into the original source) is that text, e.g. the `in part and denied in part` after
+    `The motion is granted`."""
+
+    flag: str  # LIMITED_AFTER | NEGATED_BEFORE | LIMITED_BEFORE
+    source_start: int
+    source_end: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +79,38 @@ class QuoteMatch:
     alteration and omission the quote made, in quote order; an exact match has none.
     """
 
-    method: str  # EXACT_MATCH | TOLERANT_MATCH
-    confidence: float  # 1.0 for exact; 0 < c < 1 for tolerant, lower the more tolerance was needed
+    method: str  # EXACT_MATCH | TOLERANT_MATCH | ALTERED
+    # 1.0 for exact; 0 < c < 1 for tolerant, lower the more tolerance was needed; <= ALTERED_MAX_CONFIDENCE for
+    # altered
+    confidence: float
     start: int
     end: int
     alterations: tuple[Alteration, ...] = ()
+    flags: tuple[ContextFlag, ...] = ()
+
+
+def alterations_record(match: QuoteMatch, *, offset: int = 0) -> list[dict[str, str | int]]:
+    """What a quote row stores of a match's alterations and omissions (its ``alterations`` column): one
+    ``{"kind", "detail", "quote_text", "source_start", "source_end", "alters"}`` per alteration, in quote
+    order (``alters``: why it may change what the source says, "" if it cannot); none for an exact match.
+    ``offset`` is added to the source offsets (a match made against an excerpt that starts there)."""
+    return [
+        {
+            "kind": a.kind,
+            "detail": a.detail,
+            "quote_text": a.quote_text,
+            "source_start": a.source_start + offset,
+            "source_end": a.source_end + offset,
+            "alters": a.alters,
+        }
+        for a in match.alterations
+    ]
+
+
+def context_flags_record(match: QuoteMatch, *, offset: int = 0) -> list[dict[str, str | int]]:
+    """What a quote row stores of the limiting context next to its passage (its ``context_flags`` column): one
+    ``{"flag", "source_start", "source_end"}`` per flag; none unless the match is ``altered``."""
+    return [
+        {"flag": f.flag, "source_start": f.source_start + offset, "source_end": f.source_end + offset}
+        for f in match.flags
+    ]

@@ -105,7 +105,9 @@ class GapFinding:
     start: int
     end: int
     detail: str
-    attached_edge: bool = False  # an edge marker attached to the passage's first or last word: part of the passage
+    # An edge marker standing for the passage's first or last words (`provide[d]`, `[a] party`): part of the passage.
+    attached_edge: bool = False
+    alters: str = ""  # why this gap may change what the source says (the match is then ALTERED); "" if it cannot
 
 
 def _merge_gaps(a: Gap, b: Gap) -> Gap:
@@ -241,10 +243,11 @@ def _canonical_positions(q: _Canon, raw_positions: list[int]) -> set[int]:
     return {i for i in range(len(q.text)) if q.text[i].isalpha() and q.orig_start(i) in wanted}
 
 
-def structured_patterns(needle: str, q: _Canon) -> list[Pattern]:
+def structured_patterns(needle: str, q: _Canon, reasons: list[str] | None = None) -> list[Pattern]:
     """Patterns for a quote with ellipses and/or Bluebook brackets (``q`` is its canonical form, brackets literal).
 
-    Raises :class:`Refused` if the quote's alterations cannot be checked.
+    Raises :class:`Refused` if the quote's alterations cannot be checked; where the brackets cannot be read as
+    alterations but may be the source's own, the reason is added to ``reasons`` and the literal pattern returned.
     """
     patterns: list[Pattern] = []
     has_ellipsis = "..." in needle or "\u2026" in needle or ". ." in needle
@@ -268,7 +271,17 @@ def structured_patterns(needle: str, q: _Canon) -> list[Pattern]:
         parts.append(needle[last:])
         q_altered = _normalize("".join(parts), [])
         free = _canonical_positions(q_altered, free_raw)
-        if (pattern := _structured_pattern(q_altered, free, interpret_brackets=True)) is not None:
+        try:
+            pattern = _structured_pattern(q_altered, free, interpret_brackets=True)
+        except Refused as refused:
+            # The brackets cannot be read as alterations next to an omission; they may still be the source's own
+            # (`[defendant's] conduct . . . was`), which the literal pattern above tries.
+            if not patterns:
+                raise
+            if reasons is not None:
+                reasons.append(str(refused))
+            pattern = None
+        if pattern is not None:
             patterns.append(pattern)
     return patterns
 
@@ -284,12 +297,15 @@ class Search:
     boundary), and ``findings`` what each gap and edge marker of the found match stands for.
     """
 
-    __slots__ = ("budget", "findings", "fold", "pattern", "reason", "src")
+    __slots__ = ("budget", "findings", "fold", "parties", "pattern", "reason", "src")
 
-    def __init__(self, src: _Canon, pattern: Pattern, fold: bool) -> None:
+    def __init__(
+        self, src: _Canon, pattern: Pattern, fold: bool, parties: dict[str, frozenset[str]] | None = None
+    ) -> None:
         self.src = src
         self.pattern = pattern
         self.fold = fold
+        self.parties = parties or {}
         self.budget = _SEARCH_BUDGET
         self.reason: str | None = None
         self.findings: list[GapFinding] = []
@@ -368,9 +384,10 @@ class Search:
             j += 1
         return j
 
-    def _check_gap(self, gap: Gap, start: int, end: int) -> GapFinding | None:
+    def _check_gap(self, gap: Gap, start: int, end: int, final: bool = False) -> GapFinding | None:
         """What the source text ``[start, end)`` between two pieces stands for, or None (reason recorded) if the
-        gap may not stand for it."""
+        gap may not stand for it. ``final``: for the match found, with why an omission may change what the source
+        says (not computed for every candidate: the search may try many omissions per quote)."""
         text = self.src.text
         omitted = text[start:end]
         if gap.max_words is not None and len(omitted.split()) > max(gap.max_words, 1):
@@ -378,11 +395,14 @@ class Search:
         if gap.kind == GAP_ELLIPSIS:
             # Checking a long omission costs more than finding it: it counts against the budget by its length.
             self.budget -= len(omitted) // 256
-            reason = policy.omission_change(text[max(0, start - 40) : start], omitted, text[end : end + 40])
+            before, after = text[max(0, start - 40) : start], text[end : end + 40]
+            reason = policy.omission_change(before, omitted, after)
             if reason is not None:
                 self._refuse(reason)
                 return None
-            return GapFinding(gap, start, end, "")
+            return GapFinding(
+                gap, start, end, "", alters=policy.omission_alters(before, omitted, after) if final else ""
+            )
         if gap.kind == GAP_SIC:
             if omitted.strip():
                 self._refuse("[sic] stands for source words")
@@ -401,10 +421,12 @@ class Search:
         # Letters attached to a word are compared as the whole words (`provide[d]` for "provides").
         quote_side = text[ws:start] + gap.content + text[end:we] if ws < start or we > end else gap.content
         reason, detail = policy.classify_bracket(quote_side, text[ws:we])
+        if reason is None:
+            reason, alters = policy.bracket_alters(quote_side, text[ws:we], detail, self.parties)
         if reason is not None:
             self._refuse(reason)
             return None
-        return GapFinding(gap, start, end, detail)
+        return GapFinding(gap, start, end, detail, alters=alters)
 
     def _edges(self, starts: list[int]) -> list[GapFinding] | None:
         """Findings for the markers at the quote's start and end, checked against the adjacent source words."""
@@ -441,10 +463,14 @@ class Search:
             quote_side = gap.content + text[pos:we] if before else text[ws:pos] + gap.content
             source_side = text[ws:we]
             reason, detail = policy.classify_bracket(quote_side, source_side)
+            if reason is None:
+                reason, alters = policy.bracket_alters(quote_side, source_side, detail, self.parties)
             if reason is not None:
                 self._refuse(reason)
                 return None
-            return GapFinding(gap, ws if before else pos, pos if before else we, detail, attached_edge=True)
+            return GapFinding(
+                gap, ws if before else pos, pos if before else we, detail, attached_edge=True, alters=alters
+            )
         # The bracket stands for the adjacent words of the clause: read it the way that changes the least, among the
         # readings that leave nothing meaningful of the clause hidden next to it.
         spans = policy.clause_words_before(text, pos) if before else policy.clause_words_after(text, pos)
@@ -452,7 +478,7 @@ class Search:
             spans.reverse()  # nearest first
         content_words = policy.words(gap.content)
         best: GapFinding | None = None
-        best_rank = len(policy.DETAIL_RANK)
+        best_rank = 2 * len(policy.DETAIL_RANK)
         first_reason: str | None = None
         for k in range(0 if not spans else 1, min(len(spans), policy.MAX_BRACKET_WORDS) + 1):
             covered = spans[:k]
@@ -466,11 +492,17 @@ class Search:
                 # Words of the same source words (or another form of them) end the quote there like an exact quote
                 # would; anything else claims to stand for what is next to it, which must not hide a negation.
                 reason = policy.hidden_change(content_words, [text[a:b].lower() for a, b in beyond])
+            alters = ""
+            if reason is None:
+                reason, alters = policy.bracket_alters(gap.content, text[s:e], detail, self.parties)
             if reason is not None:
                 first_reason = first_reason or reason
                 continue
-            if policy.DETAIL_RANK[detail] < best_rank:
-                best, best_rank = GapFinding(gap, s, e, detail), policy.DETAIL_RANK[detail]
+            # A reading the verifier can vouch for beats one it cannot; then the one that changes the least.
+            rank = policy.DETAIL_RANK[detail] + (len(policy.DETAIL_RANK) if alters else 0)
+            if rank < best_rank:
+                # The words the bracket stands for are part of the passage (`[a] party` for "A party").
+                best, best_rank = GapFinding(gap, s, e, detail, attached_edge=True, alters=alters), rank
         if best is None:
             self._refuse(first_reason or "an alteration changes the meaning")
         return best
@@ -479,7 +511,7 @@ class Search:
         findings = []
         pieces = self.pattern.pieces
         for i, gap in enumerate(self.pattern.gaps):
-            finding = self._check_gap(gap, starts[i] + len(pieces[i].text), starts[i + 1])
+            finding = self._check_gap(gap, starts[i] + len(pieces[i].text), starts[i + 1], final=True)
             if finding is not None:  # always: the search accepted this gap
                 findings.append(finding)
         return findings

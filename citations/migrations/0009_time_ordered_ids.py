@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('citations', '0005_case_citations_in_the_ledger'),
+        ('citations', '0006_permanent_record'),
     ]
 
     operations = [

@@ -27,15 +27,19 @@ class Command(BaseCommand):
                 "(a development database). Run it with `make demo`, or set DEBUG=1. Nothing was created."
             )
         out = self.stdout
+        purged = demo.purge_previous_run()
         matter = demo.seed()
-        removed = demo.reset_demo_chats(matter)
         out.write(self.style.MIGRATE_HEADING("Demo matter"))
         out.write(f"  project: {matter.project.name} ({matter.project.pk})")
         out.write(
             f"  KB documents: {matter.project.documents.count()}; login: {demo.DEMO_USERNAME} / {demo.DEMO_PASSWORD}"
         )
-        if removed:
-            out.write(f"  (replaced the previous run's demo chats: {removed} rows removed)")
+        if purged is not None:
+            out.write(
+                f"  (replaced the previous run's demo chats: matter {purged.project_id} purged with its "
+                f"{purged.chats} chats, {purged.messages} messages and {purged.ledger_entries} ledger entries; "
+                f"tombstone {purged.pk})"
+            )
         expiry = f" (expires {matter.token_expiry:%Y-%m-%d %H:%M} UTC)" if matter.token_expiry else ""
         out.write(f"  API token{expiry}: {matter.token}")
         out.write(

@@ -38,7 +38,7 @@ def restore_sqlite_triggers(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0020_document_passages_search'),
+        ('chats', '0021_quote_rows_altered_and_context_flags_and_pin_cites'),
     ]
 
     operations = [

@@ -1,0 +1,219 @@
+"""The permanent record: what a finalized turn wrote never changes, and leaves only with a matter purge.
+
+The rules are held twice. On PostgreSQL, triggers refuse them below the application (the migrations
+``chats.0014_permanent_record`` and ``citations.0006_permanent_record``), whatever the client: the ORM,
+``QuerySet.update()``, raw SQL. On every database (SQLite included, where there are no triggers), the
+model layer refuses the same changes as far as the ORM lets it see them: ``save()`` and ``delete()`` of
+a guarded row, and ``QuerySet.update()``/``delete()`` of the guarded tables (see
+:class:`AppendOnlyModel`, :class:`AppendOnlyQuerySet` and :func:`message_change_refusal`).
+
+Each refusal names its rule, in the database error and in the model layer's alike:
+
+- ``lqai_append_only``: per-turn rows (quotes, failed claims, case citations, consulted sources) and
+  ledger entries are never updated (except a ledger entry's reserved ``treatment_id``, set once from
+  NULL) and never deleted; a finalized message's content, status, verdict, author, ``reply_to`` and
+  usage never change; messages are never deleted. Only a matter purge removes them.
+- ``lqai_legal_hold``: a matter on legal hold, its chats and its messages cannot be deleted at all.
+
+A purge (:func:`purging`) marks its transaction: on PostgreSQL with the transaction-local setting
+``lqai.purge`` holding the matter's id, which the delete triggers accept for that matter's rows only;
+in the model layer with a context variable.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, ClassVar, TypeVar
+from uuid import UUID
+
+from django.db import IntegrityError, connection, models, transaction
+
+APPEND_ONLY = "lqai_append_only"
+LEGAL_HOLD = "lqai_legal_hold"
+# The transaction-local PostgreSQL setting a purge sets to its matter's id (see the triggers).
+PURGE_SETTING = "lqai.purge"
+
+_purging: contextvars.ContextVar[UUID | None] = contextvars.ContextVar("lqai_purging", default=None)
+
+
+class AppendOnlyError(IntegrityError):
+    """A change the permanent record refuses (rule ``lqai_append_only``). An ``IntegrityError``, like the
+    PostgreSQL trigger's refusal of the same change, so both layers give the same answer."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"{APPEND_ONLY}: {detail}")
+
+
+class LegalHoldError(IntegrityError):
+    """A deletion refused because the matter is on legal hold (rule ``lqai_legal_hold``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"{LEGAL_HOLD}: {detail}")
+
+
+def purge_in_progress() -> UUID | None:
+    """The id of the matter this context is purging, if any (see :func:`purging`)."""
+    return _purging.get()
+
+
+@contextmanager
+def purging(project_id: UUID | None) -> Iterator[None]:
+    """Mark the current transaction as the purge of matter ``project_id``: inside it, that matter's
+    per-turn rows, ledger entries and messages may be deleted (and only that matter's).
+
+    Must be entered inside ``transaction.atomic()``: the PostgreSQL setting is transaction-local
+    (``set_config(..., true)``), so it ends with the transaction, committed or not. A matter-less chat's
+    record (``project_id`` None) has no purge.
+    """
+    if project_id is None:
+        raise ValueError("only a matter's record is purged: this chat has no matter")
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("purging() must run inside transaction.atomic()")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT set_config(%(name)s, %(value)s, true)", {"name": PURGE_SETTING, "value": str(project_id)}
+            )
+    token = _purging.set(project_id)
+    try:
+        yield
+    finally:
+        _purging.reset(token)
+        if connection.vendor == "postgresql" and not _transaction_failed():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config(%(name)s, '', true)", {"name": PURGE_SETTING})
+
+
+def _transaction_failed() -> bool:
+    """Whether PostgreSQL aborted the current transaction (a statement failed): it then only rolls back,
+    which ends the transaction-local purge setting with it."""
+    from psycopg.pq import TransactionStatus
+
+    return bool(connection.connection.info.transaction_status == TransactionStatus.INERROR)
+
+
+_Model = TypeVar("_Model", bound=models.Model)
+
+
+def attname(model: type[models.Model], name: str) -> str:
+    """The column attribute of field ``name`` of ``model`` (``author`` -> ``author_id``)."""
+    return str(getattr(model._meta.get_field(name), "attname", name))
+
+
+class AppendOnlyQuerySet(models.QuerySet[_Model]):
+    """A guarded table's queryset: ``update()`` is refused, ``delete()`` only inside a purge.
+
+    Django's cascades go through the base manager, not this queryset, so a purge's cascade is not
+    held up here; on PostgreSQL the triggers check those rows too."""
+
+    def update(self, **kwargs: Any) -> int:
+        raise AppendOnlyError(f"{self.model._meta.db_table} rows cannot be updated")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        if purge_in_progress() is None:
+            raise AppendOnlyError(
+                f"{self.model._meta.db_table} rows cannot be deleted (only a matter purge removes them)"
+            )
+        return super().delete()
+
+
+class AppendOnlyModel(models.Model):
+    """A row of the permanent record: written once (``save()`` of a stored row is refused, but for the
+    fields of ``settable_once``, each of which may go from NULL to a value once), deleted only by a purge."""
+
+    settable_once: ClassVar[tuple[str, ...]] = ()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding and not kwargs.get("force_insert"):
+            self._refuse_update(using=kwargs.get("using") or self._state.db, update_fields=kwargs.get("update_fields"))
+        super().save(*args, **kwargs)
+
+    def _refuse_update(self, *, using: str | None, update_fields: Any) -> None:
+        table = self._meta.db_table
+        row = type(self)._base_manager.using(using).filter(pk=self.pk).values().first()
+        if row is None:
+            return  # not stored after all: an insert
+        stored: dict[str, Any] = dict(row)
+        names = {f.attname for f in self._meta.concrete_fields}
+        if update_fields is not None:
+            names &= {attname(type(self), name) for name in update_fields}
+        changed = {name for name in names if getattr(self, name) != stored[name]}
+        if not changed:
+            raise AppendOnlyError(f"{table} rows cannot be updated")
+        allowed = {name for name in changed if name in self.settable_once and stored[name] is None}
+        if changed - allowed:
+            raise AppendOnlyError(
+                f"{table} rows cannot be updated"
+                + (f" (only {', '.join(self.settable_once)} may be set once, from NULL)" if self.settable_once else "")
+            )
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        if purge_in_progress() is None:
+            raise AppendOnlyError(f"{self._meta.db_table} rows cannot be deleted (only a matter purge removes them)")
+        return super().delete(*args, **kwargs)
+
+
+# What a finalized message keeps (the columns the trigger guards): a complete or failed message keeps all of
+# them; an interrupted one (finalized, but resumable) keeps who asked what, its content only grows, its verdict
+# only gets worse and its usage only accumulates.
+FINAL_FIELDS = (
+    "chat_id",
+    "role",
+    "content",
+    "status",
+    "verdict",
+    "author_id",
+    "reply_to_id",
+    "finalized_at",
+    "attempt",
+    "model_name",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_ms",
+)
+IDENTITY_FIELDS = ("chat_id", "role", "author_id", "reply_to_id")
+USAGE_COUNTERS = ("prompt_tokens", "completion_tokens", "latency_ms")
+VERDICT_ORDER = ("none", "pass", "supported", "fail")
+FINAL_STATUSES = ("complete", "failed")
+
+
+def message_change_refusal(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """Why the permanent record refuses changing a message row from ``old`` to ``new`` (column values by
+    attname; ``new`` may hold only the columns being written), or None if it may change. The model layer's
+    statement of the rule the messages trigger holds in PostgreSQL (``chats.0014_permanent_record``)."""
+
+    def changed(name: str) -> bool:
+        return name in new and new[name] != old[name]
+
+    if old["status"] in FINAL_STATUSES:
+        frozen = [name for name in FINAL_FIELDS if changed(name)]
+        if frozen:
+            return f"message {old['id']} is {old['status']}: its {', '.join(frozen)} cannot change"
+        return None
+    if old["finalized_at"] is None:
+        return None  # not finalized yet: the run is writing it
+    moved = [name for name in IDENTITY_FIELDS if changed(name)]
+    if moved:
+        return f"message {old['id']} is finalized: its {', '.join(moved)} cannot change"
+    if "content" in new and not str(new["content"]).startswith(old["content"]):
+        return f"message {old['id']} is finalized: its content can only be continued, never rewritten"
+    if "finalized_at" in new and new["finalized_at"] is None:
+        return f"message {old['id']} is finalized: it cannot become unfinalized"
+    if "status" in new and new["status"] == "pending":
+        return f"message {old['id']} is finalized: it cannot go back to pending"
+    if changed("verdict") and (
+        new["verdict"] is None
+        or (old["verdict"] is not None and VERDICT_ORDER.index(new["verdict"]) < VERDICT_ORDER.index(old["verdict"]))
+    ):
+        return f"message {old['id']} is finalized: its verdict can only get worse"
+    shrunk = [
+        name for name in USAGE_COUNTERS if changed(name) and old[name] is not None and (new[name] or 0) < old[name]
+    ]
+    if shrunk:
+        return f"message {old['id']} is finalized: its {', '.join(shrunk)} can only accumulate"
+    return None

@@ -1,0 +1,294 @@
+"""The signed export of a matter (``manage.py export_matter``, ``GET /api/projects/{id}/export/``).
+
+One zip (format ``lqai-export/1``, read by ``lqai_verify``; see docs/export.md):
+
+- ``turns.jsonl``: each finalized turn of the matter in chain order (its sealed turn object, its answer, its
+  chat's title, whether and when it was sealed, late or not); unsealed turns last;
+- ``rows.jsonl``: every row of those turns as sealed (quotes, failed claims, tool sources, case citations);
+- ``ledger.jsonl``: the ledger entries of those turns;
+- ``seals.jsonl``: every seal of the matter's chain, in order;
+- ``passages.jsonl``: for each verified quote, the source text around its passage (the whole text when the
+  surrounding text alone would not verify the quote the same way), with the source's title and the page;
+- ``report.html``: a self-contained page that prints to PDF;
+- ``public_key.json``: the signing key and every key the seals were signed by, with fingerprints;
+- ``manifest.json``: the matter, the chain's head, the key's fingerprint, whether it is the development key,
+  and the SHA-256 of every other file; ``manifest.sig``: the Ed25519 signature of ``manifest.json``'s bytes.
+
+Each file is written to a temporary file batch by batch of turns (one query per table per batch), so memory
+stays flat; the zip is then assembled from them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+from uuid import UUID
+
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from chats.models import CaselawOpinion, Document, Message, Project
+from chats.verification import VERIFIER_VERSION
+from citations import keys, seals
+from citations.integrity import entries_by_message
+from citations.models import SealChainHead, TurnSeal
+from lqai_verify import record
+
+BATCH = 500
+# Source text kept on each side of a quoted passage.
+CONTEXT_CHARS = 1_000
+DATA_FILES = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl", "report.html")
+
+
+@dataclass(slots=True)
+class ExportSummary:
+    turns: int = 0
+    rows: int = 0
+    entries: int = 0
+    seals: int = 0
+    passages: int = 0
+    unsealed: int = 0
+    late: int = 0
+    development_key: bool = False
+    fingerprint: str = ""
+    files: dict[str, str] = field(default_factory=dict)
+
+
+class _Digesting:
+    """A temporary file that digests what is written to it."""
+
+    def __init__(self) -> None:
+        self.file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by export_matter
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+        self.sha256.update(data)
+        self.size += len(data)
+
+    def line(self, value: Any) -> None:
+        self.write(record.canonical_json(value) + b"\n")
+
+
+def page_of(text: str, offset: int) -> int | None:
+    """The page of ``text`` an offset is on, where the text marks its pages (form feeds); else None."""
+    if "\f" not in text:
+        return None
+    return text.count("\f", 0, offset) + 1
+
+
+def excerpt_for(row: dict[str, Any], text: str) -> tuple[int, str]:
+    """The text a recipient needs to re-verify a quote row: its passage with :data:`CONTEXT_CHARS` on each
+    side, or the whole text if the quote does not verify the same way against that excerpt alone."""
+    start = max(0, row["offset_start"] - CONTEXT_CHARS)
+    excerpt = text[start : row["offset_end"] + CONTEXT_CHARS]
+    if record.quote_differences(row, excerpt, start):
+        return 0, text
+    return start, excerpt
+
+
+def _sealed_order(project: Project) -> Iterator[list[UUID]]:
+    """The matter's finalized turns in batches: in the order of their last seal in the chain, then the
+    unsealed ones in finalize order."""
+    chain = seals.chain_of(project_id=str(project.pk), chat_id="")
+    seen: set[UUID] = set()
+    ordered: list[UUID] = []
+    for message_id in (
+        TurnSeal.objects.filter(chain=chain).order_by("-sequence").values_list("message_id", flat=True).iterator()
+    ):
+        if message_id not in seen:
+            seen.add(message_id)
+            ordered.append(message_id)
+    ordered.reverse()
+    for index in range(0, len(ordered), BATCH):
+        yield ordered[index : index + BATCH]
+    unsealed = seals.unsealed_turns(project.pk).exclude(pk__in=seen).order_by("finalized_at", "id")
+    batch: list[UUID] = []
+    for message_id in unsealed.values_list("pk", flat=True).iterator():
+        batch.append(message_id)
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def export_matter(*, project: Project, out: IO[bytes]) -> ExportSummary:
+    """Write the signed export of ``project`` to ``out`` (a binary, seekable file). Reads only."""
+    summary = ExportSummary(development_key=keys.is_development_key(), fingerprint=keys.current_fingerprint())
+    files = {name: _Digesting() for name in DATA_FILES}
+    chain = seals.chain_of(project_id=str(project.pk), chat_id="")
+    exported_at = timezone.now()
+    try:
+        latest_seals: dict[str, dict[str, Any]] = {}
+        fingerprints: set[str] = set()
+        for seal in TurnSeal.objects.filter(chain=chain).order_by("sequence").iterator():
+            fields = seals.seal_fields(seal)
+            files["seals.jsonl"].line(fields)
+            latest_seals[fields["message"]] = fields
+            fingerprints.add(seal.key_fingerprint)
+            summary.seals += 1
+        head = SealChainHead.objects.filter(chain=chain).values_list("sequence", "seal_sha256").first()
+        report = files["report.html"]
+        report.write(
+            render_to_string(
+                "citations/export/report_start.html",
+                {
+                    "project": project,
+                    "exported_at": exported_at,
+                    "fingerprint": summary.fingerprint,
+                    "development_key": summary.development_key,
+                    "verifier_version": VERIFIER_VERSION,
+                    "head": head,
+                },
+            ).encode()
+        )
+        titles = dict(project.chats.values_list("id", "title"))
+        for batch in _sealed_order(project):
+            _export_batch(batch, files=files, latest_seals=latest_seals, titles=titles, summary=summary)
+        report.write(render_to_string("citations/export/report_end.html", {"summary": summary}).encode())
+        public_keys = keys.public_keys()
+        key_file = record.canonical_json(
+            {
+                "signing_key": _key_entry(keys.signing_key().public_key()),
+                "seal_keys": [_key_entry(public_keys[f]) for f in sorted(fingerprints) if f in public_keys],
+            }
+        )
+        files_listed: dict[str, dict[str, Any]] = {
+            **{name: {"sha256": f.sha256.hexdigest(), "bytes": f.size} for name, f in files.items()},
+            "public_key.json": {"sha256": record.sha256_hex(key_file), "bytes": len(key_file)},
+        }
+        manifest: dict[str, Any] = {
+            "format": record.EXPORT_FORMAT,
+            "matter": {"id": str(project.pk), "name": project.name},
+            "exported_at": seals.iso(exported_at),
+            "chain": chain,
+            "chain_head": None if head is None else {"sequence": head[0], "seal_sha256": head[1]},
+            "verifier_version": VERIFIER_VERSION,
+            "signing_key": summary.fingerprint,
+            "development_key": summary.development_key,
+            "counts": {"turns": summary.turns, "rows": summary.rows, "seals": summary.seals},
+            "files": files_listed,
+        }
+        manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode() + b"\n"
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+            bundle.writestr("manifest.json", manifest_bytes)
+            bundle.writestr("manifest.sig", record.sign(keys.signing_key(), manifest_bytes) + "\n")
+            bundle.writestr("public_key.json", key_file)
+            for name, digesting in files.items():
+                digesting.file.seek(0)
+                with bundle.open(name, "w") as member:
+                    while chunk := digesting.file.read(1 << 20):
+                        member.write(chunk)
+        summary.files = {name: entry["sha256"] for name, entry in files_listed.items()}
+    finally:
+        for digesting in files.values():
+            digesting.file.close()
+    return summary
+
+
+def _key_entry(public_key: Any) -> dict[str, str]:
+    return {"public_key": record.public_key_b64(public_key), "fingerprint": record.fingerprint(public_key)}
+
+
+def _export_batch(
+    batch: list[UUID],
+    *,
+    files: dict[str, _Digesting],
+    latest_seals: dict[str, dict[str, Any]],
+    titles: dict[UUID, str],
+    summary: ExportSummary,
+) -> None:
+    facts = seals.turn_facts(batch)
+    entries = entries_by_message([str(i) for i in batch])
+    rows = [row for turn in facts.values() for row in turn.rows]
+    document_ids = {row["document"] for row in rows if row["table"] == record.KB and row["offset_start"] is not None}
+    opinion_ids = {row["opinion"] for row in rows if row["table"] == record.CASELAW and row["offset_start"] is not None}
+    documents = {str(d.pk): d for d in Document.objects.filter(pk__in=document_ids)}
+    opinions = {str(o.pk): o for o in CaselawOpinion.objects.filter(pk__in=opinion_ids)}
+    for message_id in batch:
+        turn_facts = facts[str(message_id)]
+        turn = turn_facts.turn
+        seal = latest_seals.get(turn["message"])
+        sealed = seal is not None and seal["finalized_at"] == turn["finalized_at"]
+        summary.turns += 1
+        summary.unsealed += not sealed
+        summary.late += bool(sealed and seal and seal["late"])
+        files["turns.jsonl"].line(
+            {
+                "turn": turn,
+                "answer": turn_facts.answer,
+                "chat_title": titles.get(UUID(turn["chat"]), ""),
+                "sealed": sealed,
+                "sequence": seal["sequence"] if sealed and seal else None,
+                "sealed_at": seal["sealed_at"] if sealed and seal else None,
+                "late": bool(sealed and seal and seal["late"]),
+            }
+        )
+        quotes = []
+        for row in turn_facts.rows:
+            files["rows.jsonl"].line(row)
+            summary.rows += 1
+            if row["table"] in record.QUOTE_TABLES:
+                source: Document | CaselawOpinion | None = None
+                passage = None
+                if row["offset_start"] is not None:
+                    source = (
+                        documents.get(row["document"]) if row["table"] == record.KB else opinions.get(row["opinion"])
+                    )
+                if source is not None:
+                    text = source.content if isinstance(source, Document) else source.text
+                    excerpt_start, excerpt = excerpt_for(row, text)
+                    passage = {
+                        "row": record.row_key(row),
+                        "source_table": source._meta.db_table,
+                        "source_id": str(source.pk),
+                        "source_title": _title(source),
+                        "page": page_of(text, row["offset_start"]),
+                        "excerpt_start": excerpt_start,
+                        "excerpt": excerpt,
+                    }
+                    files["passages.jsonl"].line(passage)
+                    summary.passages += 1
+                quotes.append({"row": row, "passage": passage, "title": _title(source) if source else ""})
+        for entry in entries.get(turn["message"], []):
+            files["ledger.jsonl"].line(entry)
+            summary.entries += 1
+        files["report.html"].write(
+            render_to_string(
+                "citations/export/report_turn.html",
+                {
+                    "turn": turn,
+                    "answer": turn_facts.answer,
+                    "chat_title": titles.get(UUID(turn["chat"]), ""),
+                    "seal": seal if sealed else None,
+                    "quotes": sorted(quotes, key=lambda q: q["row"]["position"]),
+                    "case_citations": sorted(
+                        (r for r in turn_facts.rows if r["table"] == record.CASE),
+                        key=lambda r: r["answer_offset_start"],
+                    ),
+                    "tool_sources": sorted(
+                        (r for r in turn_facts.rows if r["table"] == record.TOOL), key=lambda r: r["position"]
+                    ),
+                    "status_label": dict(Message.Status.choices).get(turn["status"], turn["status"]),
+                },
+            ).encode()
+        )
+
+
+def _title(source: Document | CaselawOpinion) -> str:
+    if isinstance(source, Document):
+        return source.title
+    return ", ".join(part for part in (source.case_name, source.citation) if part)
+
+
+def default_filename(project: Project, *, now: datetime.datetime | None = None) -> str:
+    stamp = (now or timezone.now()).strftime("%Y%m%d-%H%M%S")
+    return f"lqai-matter-{project.pk}-{stamp}.zip"

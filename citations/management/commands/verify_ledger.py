@@ -1,0 +1,70 @@
+"""``manage.py verify_ledger [--matter ID]``: check the sealed record (see :mod:`citations.integrity`)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+from uuid import UUID
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from chats.models import Project
+from citations.integrity import DEFAULT_BATCH_SIZE, sealed_in_scope, verify_record
+
+# Below this many seals a run takes a moment: no progress bar.
+PROGRESS_FROM = 10_000
+
+
+class Command(BaseCommand):
+    help = (
+        "Recompute every turn seal and chain link, compare every sealed turn's current facts with its seal and "
+        "every ledger entry with its sealed row, and list unsealed turns. Exit 0 when the record is intact, 1 "
+        "naming the first broken turn and what differs. Reads only."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--matter", type=UUID, help="check only this matter's chain (a project id)")
+        parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="seals read per batch")
+        parser.add_argument(
+            "--all-signatures",
+            action="store_true",
+            help="check every seal's signature, not only each chain's last (which covers the rest)",
+        )
+        parser.add_argument("--limit", type=int, default=20, help="problems listed at most (default 20)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        matter: UUID | None = options["matter"]
+        if matter is not None and not Project.objects.filter(pk=matter).exists():
+            raise CommandError(f"No matter {matter}: pass a project id (see the admin's Projects).")
+        if options["batch_size"] < 1 or options["limit"] < 1:
+            raise CommandError("--batch-size and --limit must be at least 1.")
+        started = time.monotonic()
+        total = sealed_in_scope(matter).count()
+        with tqdm(
+            total=total, unit="seal", disable=total < PROGRESS_FROM or None, file=sys.stderr, desc="verify_ledger"
+        ) as bar:
+            result = verify_record(
+                matter_id=matter,
+                batch_size=options["batch_size"],
+                all_signatures=options["all_signatures"],
+                limit=options["limit"],
+                on_batch=bar.update,
+            )
+        summary = (
+            f"{result.seals} seals in {result.chains} chain(s), {result.turns} turns, {result.rows} rows, "
+            f"{result.entries} ledger entries, {result.signatures} signatures checked; {result.unsealed} unsealed; "
+            f"{time.monotonic() - started:.1f} s"
+        )
+        if result.intact:
+            self.stdout.write(f"verify_ledger: intact: {summary}")
+            return
+        first = result.problems[0]
+        self.stderr.write(f"verify_ledger: BROKEN at {first}")
+        for problem in result.problems[1:]:
+            self.stderr.write(f"  also {problem}")
+        if result.problem_count > len(result.problems):
+            self.stderr.write(f"  ... and {result.problem_count - len(result.problems)} more")
+        self.stderr.write(f"verify_ledger: {result.problem_count} problem(s): {summary}")
+        sys.exit(1)

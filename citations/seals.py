@@ -1,0 +1,370 @@
+"""Sealing finalized turns: each finalize of a turn gets a seal over its facts, chained per matter and
+signed with the ledger key (``citations.keys``). The byte formats are :mod:`lqai_verify.record`'s, shared
+with the offline verifier.
+
+:func:`turn_facts` reads the facts of a batch of turns (one query per table, whatever the batch size), for
+sealing, for ``verify_ledger`` and for the export alike; :func:`seal_turn` writes one seal.
+
+Lock order (no deadlock): a turn's transaction locks its message row first (finalize), then, as its very
+last write, the head row of its chain (``seal_chain_heads``, by an upsert that locks it); nothing else is
+locked after it, so the head is held only from the seal's write to the commit, never across the model call
+or the verification. Seals of one chain are therefore numbered in commit order.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.utils import timezone
+
+from chats.models import Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.verification import VERIFIER_VERSION
+from citations import keys
+from citations.models import SealChainHead, TurnSeal
+from lqai_verify import record
+
+HEADS_TABLE = SealChainHead._meta.db_table
+
+
+def iso(value: datetime.datetime | None) -> str | None:
+    """A timestamp as sealed: UTC, ISO 8601 with microseconds."""
+    if value is None:
+        return None
+    if value.utcoffset() != _ZERO:
+        value = value.astimezone(datetime.UTC)
+    return value.isoformat(timespec="microseconds")
+
+
+_ZERO = datetime.timedelta(0)
+
+
+def _id(value: UUID | None) -> str | None:
+    """A UUID as sealed: its canonical hyphenated form (the ORM gives UUIDs on every backend)."""
+    return None if value is None else str(value)
+
+
+@dataclass(slots=True)
+class TurnFacts:
+    """A turn's sealed facts: the turn object and its rows (``lqai_verify.record``'s fields), plus its answer
+    (the turn object holds only its digest)."""
+
+    turn: dict[str, Any]
+    answer: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def chain(self) -> str:
+        return chain_of(project_id=self.turn["project"], chat_id=self.turn["chat"])
+
+    def digests(self) -> dict[str, Any]:
+        return {
+            "turn": record.turn_sha256(self.turn),
+            "rows": {record.row_key(row): record.row_sha256(row) for row in self.rows},
+        }
+
+
+def chain_of(*, project_id: str | None, chat_id: str) -> str:
+    """The chain a turn's seals go to: its matter's, or its chat's when the chat has no matter."""
+    return f"matter:{project_id}" if project_id else f"chat:{chat_id}"
+
+
+def _quote(table: str, values: Sequence[Any], source: dict[str, Any]) -> dict[str, Any]:
+    (row_id, message_id, created_at, position, quote, start, end, method, confidence, reason, digest, alterations) = (
+        values
+    )
+    return {
+        "table": table,
+        "id": _id(row_id),
+        "message": _id(message_id),
+        "created_at": iso(created_at),
+        **source,
+        "position": position,
+        "quote": quote,
+        "offset_start": start,
+        "offset_end": end,
+        "method": method,
+        "confidence": confidence,
+        "unverified_reason": reason,
+        "passage_sha256": digest,
+        "alterations": alterations,
+    }
+
+
+_QUOTE_COLUMNS = (
+    "id",
+    "message_id",
+    "created_at",
+    "position",
+    "quote",
+    "source_offset_start",
+    "source_offset_end",
+    "verification_method",
+    "verification_confidence",
+    "unverified_reason",
+    "passage_sha256",
+    "alterations",
+)
+
+
+def turn_facts(message_ids: Iterable[UUID | str] | QuerySet[Any, Any]) -> dict[str, TurnFacts]:
+    """The facts of the given assistant messages (ids, or a query of ids, which each table's query then
+    reads as a subquery), by message id (str): one query per table. Rows are in the order of their table in
+    :data:`lqai_verify.record.ROW_TABLES`, then by id."""
+    ids: Any = message_ids if isinstance(message_ids, QuerySet) else [UUID(str(i)) for i in message_ids]
+    facts: dict[str, TurnFacts] = {}
+    messages = Message.objects.filter(pk__in=ids).values_list(
+        "id",
+        "chat_id",
+        "chat__project_id",
+        "reply_to_id",
+        "reply_to__content",
+        "content",
+        "status",
+        "verdict",
+        "finalized_at",
+        "model_name",
+    )
+    for (
+        message_id,
+        chat_id,
+        project_id,
+        question_id,
+        question,
+        answer,
+        status,
+        verdict,
+        finalized_at,
+        model,
+    ) in messages.order_by():
+        turn: dict[str, Any] = {
+            "message": _id(message_id),
+            "chat": _id(chat_id),
+            "project": _id(project_id),
+            "question_message": _id(question_id),
+            "question": question,
+            "answer_sha256": record.text_sha256(answer),
+            "status": status,
+            "verdict": verdict,
+            "finalized_at": iso(finalized_at),
+            "model_name": model,
+        }
+        facts[turn["message"]] = TurnFacts(turn=turn, answer=answer)
+    if not facts:
+        return facts
+    for values in (
+        MessageCitation.objects.filter(message_id__in=ids).order_by("id").values_list(*_QUOTE_COLUMNS, "document_id")
+    ):
+        row = _quote(record.KB, values[:-1], {"document": _id(values[-1])})
+        facts[row["message"]].rows.append(row)
+    for values in (
+        MessageCaselawCitation.objects.filter(message_id__in=ids)
+        .order_by("id")
+        .values_list(*_QUOTE_COLUMNS, "opinion_id", "opinion__provider")
+    ):
+        row = _quote(record.CASELAW, values[:-2], {"opinion": _id(values[-2]), "opinion_provider": values[-1]})
+        facts[row["message"]].rows.append(row)
+    tool_columns = ("id", "message_id", "created_at", "position", "source_kind", "tool", "provider", "label")
+    for values in (
+        MessageToolSource.objects.filter(message_id__in=ids)
+        .order_by("id")
+        .values_list(*tool_columns, "subtitle", "url", "external_ref")
+    ):
+        row_id, message_id, created_at, *rest = values
+        row = {"table": record.TOOL, "id": _id(row_id), "message": _id(message_id), "created_at": iso(created_at)}
+        row.update(zip(record.ROW_FIELDS[record.TOOL][4:], rest, strict=True))
+        facts[row["message"]].rows.append(row)
+    case_columns = ("id", "message_id", "created_at", "answer_offset_start", "answer_offset_end", "kind", "citation")
+    for values in (
+        MessageCaseCitation.objects.filter(message_id__in=ids)
+        .order_by("id")
+        .values_list(*case_columns, "case_name", "status", "detail", "opinion_id", "provider")
+    ):
+        row_id, message_id, created_at, *rest = values
+        row = {"table": record.CASE, "id": _id(row_id), "message": _id(message_id), "created_at": iso(created_at)}
+        row.update(zip(record.ROW_FIELDS[record.CASE][4:], rest, strict=True))
+        row["opinion"] = _id(row["opinion"])
+        facts[row["message"]].rows.append(row)
+    return facts
+
+
+def seal_fields(seal: TurnSeal) -> dict[str, Any]:
+    """A seal as ``lqai_verify.record`` reads it (the export's ``seals.jsonl`` lines)."""
+    return {
+        "chain": seal.chain,
+        "sequence": seal.sequence,
+        "previous_sha256": seal.previous_sha256,
+        "message": _id(seal.message_id),
+        "finalize_number": seal.finalize_number,
+        "finalized_at": iso(seal.finalized_at),
+        "verifier_version": seal.verifier_version,
+        "row_digests": seal.row_digests,
+        "facts_sha256": seal.facts_sha256,
+        "sealed_at": iso(seal.sealed_at),
+        "late": seal.late,
+        "key_fingerprint": seal.key_fingerprint,
+        "seal_sha256": seal.seal_sha256,
+        "signature": seal.signature,
+    }
+
+
+# Takes (creating them if needed) and locks the head rows of the chains listed, in the order listed (sorted:
+# one lock order for every writer), returning where each chain ends: the upsert locks each conflicting row
+# and returns its latest committed version, like SELECT ... FOR UPDATE. One row per chain in VALUES.
+_LOCK_HEADS_SQL = (
+    f"INSERT INTO {HEADS_TABLE} (chain, sequence, seal_sha256, project_id, chat_id) VALUES {{values}} "  # noqa: S608
+    f"ON CONFLICT (chain) DO UPDATE SET sequence = {HEADS_TABLE}.sequence RETURNING chain, sequence, seal_sha256"
+)
+# Moves each chain's head to its new last seal. One (chain, sequence, digest) row per chain in VALUES (whose
+# columns are column1, column2, column3 on both PostgreSQL and SQLite).
+_MOVE_HEADS_SQL = (
+    f"UPDATE {HEADS_TABLE} SET sequence = moved.column2, seal_sha256 = moved.column3 "  # noqa: S608
+    f"FROM (VALUES {{values}}) AS moved WHERE {HEADS_TABLE}.chain = moved.column1"
+)
+# PostgreSQL: bounds the wait for the head row for the rest of the (sub)transaction; returns the bound before.
+_BOUND_LOCK_SQL = (
+    "SELECT old.lock_timeout, set_config('lock_timeout', %(limit)s, true) "
+    "FROM (SELECT current_setting('lock_timeout') AS lock_timeout OFFSET 0) AS old"
+)
+
+
+def _owner(turn: dict[str, Any]) -> tuple[Any, Any]:
+    """A chain's owner columns (project_id, chat_id), as the backend stores a UUID (32 hex digits on SQLite)."""
+    owner = UUID(turn["project"] or turn["chat"])
+    stored = owner if connection.vendor == "postgresql" else owner.hex
+    return (stored, None) if turn["project"] else (None, stored)
+
+
+def seal_turn(*, message_id: UUID | str, late: bool = False) -> TurnSeal:
+    """Seal the current facts of one finalized turn, as the next seal of its chain (the ``post_finalize``
+    receiver's call, in the turn's transaction): :func:`seal_turns` of that one turn."""
+    facts = turn_facts([message_id]).get(str(UUID(str(message_id))))
+    if facts is None:
+        raise ValueError(f"message {message_id} is not a finalized turn")
+    return seal_turns([facts], late=late)[0]
+
+
+def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSeal]:
+    """Seal each turn's facts (as read by :func:`turn_facts`), in the order given, as the next seals of their
+    chains; all or nothing, in a savepoint of the caller's transaction. A constant number of queries whatever
+    the number of turns: the seals' finalize numbers, one upsert locking every chain head concerned (sorted by
+    chain), one insert of the seals, one update of the heads. On PostgreSQL the wait for the heads is bounded by
+    ``LQAI_LEDGER_TIMEOUT``. Raises ``ValueError`` if a turn is not finalized."""
+    for facts in turns:
+        if facts.turn["finalized_at"] is None:
+            raise ValueError(f"message {facts.turn['message']} is not a finalized turn")
+    if not turns:
+        return []
+    chains = sorted({facts.chain for facts in turns})
+    fingerprint = keys.current_fingerprint()
+    private_key = keys.signing_key()
+    with transaction.atomic(), connection.cursor() as cursor:
+        finalized_before = dict(
+            TurnSeal.objects.filter(message_id__in=[facts.turn["message"] for facts in turns])
+            .order_by()
+            .values("message_id")
+            .annotate(count=Count("id"))
+            .values_list("message_id", "count")
+        )
+        bounded = connection.vendor == "postgresql"
+        if bounded:
+            cursor.execute(_BOUND_LOCK_SQL, {"limit": f"{max(1, round(settings.LQAI_LEDGER_TIMEOUT * 1000))}ms"})
+            old_lock_timeout = cursor.fetchone()[0]
+        owners = {facts.chain: _owner(facts.turn) for facts in turns}
+        cursor.execute(
+            _LOCK_HEADS_SQL.format(values=", ".join(["(%s, 0, '', %s, %s)"] * len(chains))),
+            [value for chain in chains for value in (chain, *owners[chain])],
+        )
+        heads = {chain: (int(sequence), digest) for chain, sequence, digest in cursor.fetchall()}
+        sealed_at = iso(timezone.now())
+        created = []
+        for facts in turns:
+            digests = facts.digests()
+            last_sequence, last_digest = heads[facts.chain]
+            message = UUID(facts.turn["message"])
+            finalize_number = finalized_before.get(message, 0) + 1
+            finalized_before[message] = finalize_number
+            fields: dict[str, Any] = {
+                "chain": facts.chain,
+                "sequence": last_sequence + 1,
+                "previous_sha256": last_digest,
+                "message": facts.turn["message"],
+                "finalize_number": finalize_number,
+                "finalized_at": facts.turn["finalized_at"],
+                "facts_sha256": record.facts_sha256(
+                    turn_digest=digests["turn"], row_digests=digests["rows"], verifier_version=VERIFIER_VERSION
+                ),
+                "sealed_at": sealed_at,
+                "late": late,
+                "key_fingerprint": fingerprint,
+            }
+            payload = record.seal_payload(fields)
+            seal = TurnSeal(
+                message_id=message,
+                chain=facts.chain,
+                sequence=fields["sequence"],
+                previous_sha256=last_digest,
+                finalize_number=finalize_number,
+                finalized_at=datetime.datetime.fromisoformat(fields["finalized_at"]),
+                verifier_version=VERIFIER_VERSION,
+                row_digests=digests,
+                facts_sha256=fields["facts_sha256"],
+                sealed_at=datetime.datetime.fromisoformat(sealed_at),  # type: ignore[arg-type]
+                late=late,
+                key_fingerprint=fingerprint,
+                seal_sha256=record.sha256_hex(payload),
+                signature=record.sign(private_key, payload),
+            )
+            heads[facts.chain] = (seal.sequence, seal.seal_sha256)
+            created.append(seal)
+        TurnSeal.objects.bulk_create(created)
+        moved = [value for chain in chains for value in (chain, heads[chain][0], heads[chain][1])]
+        move = _MOVE_HEADS_SQL.format(values=", ".join(["(%s, CAST(%s AS BIGINT), %s)"] * len(chains)))
+        if bounded:  # the same statement puts the caller's lock_timeout back
+            move = f"WITH moved AS ({move} RETURNING 1) SELECT set_config('lock_timeout', %s, true)"
+            moved.append(old_lock_timeout)
+        cursor.execute(move, moved)
+    return created
+
+
+def unsealed_turns(matter_id: UUID | None = None) -> QuerySet[Message]:
+    """Finalized turns whose last finalize has no seal (a sealing failure, or a turn from before sealing)."""
+    finalized = Message.objects.filter(role=Message.Role.ASSISTANT, finalized_at__isnull=False)
+    if matter_id is not None:
+        finalized = finalized.filter(chat__project_id=matter_id)
+    sealed = TurnSeal.objects.filter(message_id=OuterRef("pk"), finalized_at=OuterRef("finalized_at"))
+    return finalized.filter(~Exists(sealed))
+
+
+DEFAULT_LATE_BATCH = 500
+
+
+def seal_late(
+    *,
+    matter_id: UUID | None = None,
+    batch_size: int = DEFAULT_LATE_BATCH,
+    on_batch: Callable[[int], object] | None = None,
+) -> int:
+    """Seal every finalized turn whose last finalize has no seal, marked ``late`` (``manage.py seal_turns``):
+    in finalize order, one transaction per batch (each turn's facts read with the batch's, one query per
+    table). Resumable and idempotent: each batch is chosen among the turns still unsealed, so a rerun (or a
+    run stopped half-way and started again) seals only what is left. Returns the number sealed."""
+    sealed = 0
+    while True:
+        with transaction.atomic():
+            ids = list(
+                unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("pk", flat=True)[:batch_size]
+            )
+            if not ids:
+                return sealed
+            facts = turn_facts(ids)
+            seal_turns([facts[str(message_id)] for message_id in ids], late=True)
+        sealed += len(ids)
+        if on_batch is not None:
+            on_batch(len(ids))

@@ -1,0 +1,43 @@
+"""``python -m lqai_verify BUNDLE.zip [--public-key FINGERPRINT_OR_KEY]``: check a matter export offline.
+
+Exit 0: everything verified. 1: a mismatch (each printed with the file, line and turn it concerns).
+2: the file is not a bundle, or the arguments are wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lqai_verify.bundle import BundleError, verify_bundle
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lqai_verify", description=__doc__.split("\n\n")[0])
+    parser.add_argument("bundle", type=Path, help="the export (a .zip from export_matter or the API)")
+    parser.add_argument(
+        "--public-key",
+        help="the signing key expected: its fingerprint (64 hex digits) or the base64 public key; a bundle "
+        "signed by any other key fails",
+    )
+    args = parser.parse_args(argv)
+    try:
+        result = verify_bundle(args.bundle, public_key=args.public_key)
+    except (BundleError, ValueError) as exc:
+        print(f"lqai_verify: {exc}", file=sys.stderr)
+        return 2
+    for warning in result.warnings:
+        print(f"lqai_verify: warning: {warning}", file=sys.stderr)
+    if result.ok:
+        print(f"lqai_verify: OK: {result.summary()}")
+        return 0
+    print(f"lqai_verify: FAILED: {len(result.problems)} problem(s) in {args.bundle}", file=sys.stderr)
+    for problem in result.problems:
+        print(f"  {problem}", file=sys.stderr)
+    print(f"lqai_verify: checked {result.summary()}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Checking a matter export (``lqai-export/1``, written by ``citations.export``) with nothing but the bundle:
+
+1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
+2. every file against its SHA-256 in the manifest, and no file the manifest does not list;
+3. the chain: every seal's digest recomputed, each linked to the one before, numbered from 1 without a gap,
+   ending at the manifest's chain head, each signed by a key of ``public_key.json``;
+4. every turn and row against its seal (turns in chain order; the answer against its digest);
+5. every ledger entry against its sealed row;
+6. every verified quote re-verified against its bundled passage with the server's own code
+   (``chats.verification``).
+
+Every problem is reported with the file, the line and the turn it concerns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lqai_verify import record
+
+REQUIRED = ("manifest.json", "manifest.sig", "public_key.json")
+JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl")
+
+
+class BundleError(Exception):
+    """The file is not a bundle at all (not a zip, no manifest): nothing can be checked."""
+
+
+@dataclass(slots=True)
+class Verification:
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    matter: str = ""
+    fingerprint: str = ""
+    turns: int = 0
+    rows: int = 0
+    seals: int = 0
+    entries: int = 0
+    quotes: int = 0
+    case_citations: int = 0
+    late: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        return (
+            f"matter {self.matter}: {self.turns} turns ({self.late} sealed late), {self.rows} rows, "
+            f"{self.quotes} quotes re-verified, {self.case_citations} case citations, {self.entries} ledger entries, "
+            f"a chain of {self.seals} seals; signed by {self.fingerprint}"
+        )
+
+
+def expected_fingerprint(value: str) -> str:
+    """``--public-key``: a fingerprint (64 hex digits) as it is, or a base64 public key's fingerprint."""
+    candidate = value.strip().lower()
+    if len(candidate) == 64 and all(c in "0123456789abcdef" for c in candidate):
+        return candidate
+    return record.fingerprint(record.public_key_from_b64(value))
+
+
+def _lines(data: bytes, name: str, result: Verification) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            result.problems.append(f"{name} line {number}: not valid JSON ({exc.msg})")
+            continue
+        if not isinstance(value, dict):
+            result.problems.append(f"{name} line {number}: not a JSON object")
+            continue
+        yield number, value
+
+
+def verify_bundle(path: Path, *, public_key: str | None = None) -> Verification:
+    """Check the bundle at ``path`` (see the module docstring); ``public_key``: the signing key expected."""
+    try:
+        with zipfile.ZipFile(path) as bundle:
+            members = {info.filename: bundle.read(info) for info in bundle.infolist()}
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise BundleError(f"{path}: not a readable zip ({exc})") from None
+    except Exception as exc:  # a damaged member (e.g. its CRC): name it
+        raise BundleError(f"{path}: a file of the bundle is damaged ({exc})") from None
+    missing = [name for name in REQUIRED if name not in members]
+    if missing:
+        raise BundleError(f"{path}: not an lqai export: {', '.join(missing)} missing")
+    result = Verification()
+    try:
+        manifest = json.loads(members["manifest.json"])
+        keys = json.loads(members["public_key.json"])
+        signing = keys["signing_key"]
+        signing_key = record.public_key_from_b64(signing["public_key"])
+    except (ValueError, KeyError, TypeError) as exc:
+        result.problems.append(f"manifest.json / public_key.json: unreadable ({exc})")
+        return result
+    result.matter = str(manifest.get("matter", {}).get("id", ""))
+    result.fingerprint = record.fingerprint(signing_key)
+    if public_key is not None:
+        expected = expected_fingerprint(public_key)
+        if not hmac.compare_digest(expected, result.fingerprint):
+            result.problems.append(
+                f"public_key.json: the bundle is signed by the key {result.fingerprint}, not by the expected {expected}"
+            )
+    else:
+        result.warnings.append(
+            f"no --public-key given: the signature is checked against the bundle's own key {result.fingerprint}; "
+            "compare it with the fingerprint the sender published"
+        )
+    if manifest.get("signing_key") != result.fingerprint:
+        result.problems.append("manifest.json: its signing_key is not the fingerprint of public_key.json's key")
+    signature = members["manifest.sig"].decode("ascii", errors="replace").strip()
+    if not record.signature_valid(signing_key, signature, members["manifest.json"]):
+        result.problems.append(
+            "manifest.sig: the signature of manifest.json is not valid (manifest or signature changed)"
+        )
+    if manifest.get("development_key"):
+        result.warnings.append("signed with a DEVELOPMENT key derived from the server's SECRET_KEY: proves nothing")
+    if manifest.get("format") != record.EXPORT_FORMAT:
+        result.problems.append(f"manifest.json: format {manifest.get('format')!r}, expected {record.EXPORT_FORMAT!r}")
+    listed: dict[str, Any] = manifest.get("files", {})
+    for name in sorted(members.keys() - {"manifest.json", "manifest.sig"} - listed.keys()):
+        result.problems.append(f"{name}: a file the manifest does not list")
+    for name, entry in sorted(listed.items()):
+        if name not in members:
+            result.problems.append(f"{name}: listed in the manifest, missing from the bundle")
+        elif hashlib.sha256(members[name]).hexdigest() != entry.get("sha256"):
+            result.problems.append(f"{name}: its SHA-256 differs from the manifest's (the file was changed)")
+    seal_keys = {
+        entry["fingerprint"]: record.public_key_from_b64(entry["public_key"]) for entry in keys.get("seal_keys", [])
+    }
+    for fingerprint, key in seal_keys.items():
+        if record.fingerprint(key) != fingerprint:
+            result.problems.append(
+                f"public_key.json: the seal key listed as {fingerprint[:16]}... has another fingerprint"
+            )
+    _check_record(members, manifest, seal_keys, result)
+    return result
+
+
+def _check_record(
+    members: dict[str, bytes], manifest: dict[str, Any], seal_keys: dict[str, Any], result: Verification
+) -> None:
+    from chats.verification import VERIFIER_VERSION
+
+    data = {name: members.get(name, b"") for name in JSONL}
+    # The chain.
+    seals: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
+    for number, seal in _lines(data["seals.jsonl"], "seals.jsonl", result):
+        where = f"seals.jsonl line {number} (turn {seal.get('message')})"
+        try:
+            expected_sequence = 1 if previous is None else previous["sequence"] + 1
+            if seal["chain"] != manifest.get("chain"):
+                result.problems.append(f"{where}: a seal of another chain ({seal['chain']})")
+            if seal["sequence"] != expected_sequence:
+                result.problems.append(
+                    f"{where}: seal #{seal['sequence']} where #{expected_sequence} was expected (a seal removed, "
+                    "added or moved)"
+                )
+            if seal["previous_sha256"] != ("" if previous is None else previous["seal_sha256"]):
+                result.problems.append(f"{where}: its link to the previous seal is broken")
+            result.problems += [f"{where}: {p}" for p in record.seal_differences(seal)]
+            key = seal_keys.get(seal["key_fingerprint"])
+            if key is None or not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
+                result.problems.append(f"{where}: its signature is not valid")
+            if seal["verifier_version"] != VERIFIER_VERSION:
+                result.warnings.append(
+                    f"{where}: sealed under verification rules {seal['verifier_version']!r}, this verifier has "
+                    f"{VERIFIER_VERSION!r}: use the verifier of that version if a quote does not re-verify"
+                )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            result.problems.append(f"{where}: malformed seal ({exc!r})")
+            continue
+        seals.append(seal)
+        previous = seal
+    result.seals = len(seals)
+    head = manifest.get("chain_head")
+    last = (seals[-1]["sequence"], seals[-1]["seal_sha256"]) if seals else None
+    if (None if not head else (head.get("sequence"), head.get("seal_sha256"))) != last:
+        result.problems.append(
+            f"seals.jsonl: the chain ends at {last and '#' + str(last[0])}, the manifest's chain head is "
+            f"{head and '#' + str(head.get('sequence'))} (seals removed or added at its end)"
+        )
+    seals_of: dict[str, list[dict[str, Any]]] = {}
+    for seal in seals:
+        seals_of.setdefault(seal["message"], []).append(seal)
+    # Rows and passages, by turn.
+    rows_of: dict[str, list[dict[str, Any]]] = {}
+    for number, row in _lines(data["rows.jsonl"], "rows.jsonl", result):
+        if not isinstance(row.get("message"), str) or row.get("table") not in record.ROW_TABLES:
+            result.problems.append(f"rows.jsonl line {number}: not a row of a turn")
+            continue
+        rows_of.setdefault(row["message"], []).append(row)
+    passages = {p.get("row"): (n, p) for n, p in _lines(data["passages.jsonl"], "passages.jsonl", result)}
+    entries_of: dict[str, list[dict[str, Any]]] = {}
+    for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result):
+        entries_of.setdefault(str(entry.get("message")), []).append(entry)
+    # Turns, in chain order.
+    seen: set[str] = set()
+    last_sequence = 0
+    for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
+        found_turn = line.get("turn")
+        turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
+        message = str(turn.get("message"))
+        where = f"turns.jsonl line {number} (turn {message})"
+        seen.add(message)
+        try:
+            result.turns += 1
+            if record.text_sha256(str(line.get("answer", ""))) != turn.get("answer_sha256"):
+                result.problems.append(f"{where}: its answer differs from the answer's sealed digest")
+            turn_seals = seals_of.get(message, [])
+            latest = (
+                turn_seals[-1] if turn_seals and turn_seals[-1]["finalized_at"] == turn.get("finalized_at") else None
+            )
+            rows = rows_of.get(message, [])
+            result.rows += len(rows)
+            if latest is None:
+                result.problems.append(f"{where}: the turn is not sealed (its facts are not authenticated)")
+            else:
+                result.late += bool(latest["late"])
+                if latest["sequence"] < last_sequence:
+                    result.problems.append(
+                        f"{where}: out of chain order (its seal #{latest['sequence']} comes after #{last_sequence}: "
+                        "turns swapped or moved)"
+                    )
+                last_sequence = max(last_sequence, latest["sequence"])
+            for seal in turn_seals:
+                is_latest = seal is latest
+                result.problems += [
+                    f"{where}: {p} (seal #{seal['sequence']})"
+                    for p in record.facts_differences(seal=seal, turn=turn, rows=rows, latest=is_latest)
+                ]
+            if latest is not None:
+                entries = entries_of.get(message, [])
+                result.entries += len(entries)
+                result.problems += [
+                    f"ledger.jsonl (turn {message}): {p}"
+                    for p in record.ledger_problems(
+                        entries=entries, turn=turn, rows=rows, sealed_rows=latest["row_digests"].get("rows", {})
+                    )
+                ]
+            for row in rows:
+                if row["table"] == record.CASE:
+                    result.case_citations += 1
+                if row["table"] not in record.QUOTE_TABLES or row.get("offset_start") is None:
+                    continue
+                key = record.row_key(row)
+                found = passages.get(key)
+                if found is None:
+                    result.problems.append(f"passages.jsonl (turn {message}): no passage for the quote {key}")
+                    continue
+                passage_line, passage = found
+                result.quotes += 1
+                result.problems += [
+                    f"passages.jsonl line {passage_line} (turn {message}, quote {key}): {p}"
+                    for p in record.quote_differences(
+                        row, str(passage.get("excerpt", "")), int(passage.get("excerpt_start", 0))
+                    )
+                ]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
+
+    for message in sorted(seals_of.keys() - seen):
+        result.problems.append(
+            f"seals.jsonl (seal #{seals_of[message][-1]['sequence']}): its turn {message} is not in turns.jsonl "
+            "(removed)"
+        )
+    for message in sorted(rows_of.keys() - seen):
+        result.problems.append(f"rows.jsonl: rows of turn {message}, which is not in turns.jsonl")

@@ -1,0 +1,336 @@
+"""The sealed record's byte formats, shared by the server (``citations.seals``) and the offline verifier.
+
+Canonical JSON (:func:`canonical_json`): ``json.dumps`` with sorted keys, no whitespace, UTF-8, no NaN.
+
+A turn's facts are one *turn* object (:data:`TURN_FIELDS`) and one object per row it recorded (a KB quote,
+a caselaw quote, a tool source, a case citation: :data:`ROW_FIELDS`). Each is digested on its own
+(hex SHA-256 of its canonical JSON), so that a mismatch names the row that differs; the turn's
+``facts_sha256`` is the digest of ``{"format", "verifier_version", "turn": <turn digest>, "rows": [[row key,
+row digest], ...] sorted}`` (:func:`facts_sha256`). A seal (:func:`seal_payload`) binds the facts digest to
+its place in a chain (``chain``, ``sequence``, the previous seal's ``seal_sha256``); its ``seal_sha256`` is
+the digest of the payload and its signature an Ed25519 signature of the payload bytes.
+
+Everything here is pure: no Django, no database.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+FACTS_FORMAT = "lqai-turn-facts/1"
+SEAL_FORMAT = "lqai-seal/1"
+EXPORT_FORMAT = "lqai-export/1"
+
+KB = "message_citations"
+CASELAW = "message_caselaw_citations"
+TOOL = "message_tool_sources"
+CASE = "message_case_citations"
+QUOTE_TABLES = (KB, CASELAW)
+ROW_TABLES = (KB, CASELAW, TOOL, CASE)
+
+TURN_FIELDS = (
+    "message",
+    "chat",
+    "project",
+    "question_message",
+    "question",
+    "answer_sha256",
+    "status",
+    "verdict",
+    "finalized_at",
+    "model_name",
+)
+_QUOTE_FIELDS = (
+    "position",
+    "quote",
+    "offset_start",
+    "offset_end",
+    "method",
+    "confidence",
+    "unverified_reason",
+    "passage_sha256",
+    "alterations",
+)
+ROW_FIELDS: dict[str, tuple[str, ...]] = {
+    KB: ("table", "id", "message", "created_at", "document", *_QUOTE_FIELDS),
+    CASELAW: ("table", "id", "message", "created_at", "opinion", "opinion_provider", *_QUOTE_FIELDS),
+    TOOL: (
+        "table",
+        "id",
+        "message",
+        "created_at",
+        "position",
+        "source_kind",
+        "tool",
+        "provider",
+        "label",
+        "subtitle",
+        "url",
+        "external_ref",
+    ),
+    CASE: (
+        "table",
+        "id",
+        "message",
+        "created_at",
+        "answer_offset_start",
+        "answer_offset_end",
+        "kind",
+        "citation",
+        "case_name",
+        "status",
+        "detail",
+        "opinion",
+        "provider",
+    ),
+}
+# The ledger columns an entry copies from its row (``citations.ledger``): checked against the sealed row.
+LEDGER_FIELDS = ("message", "chat", "project", "source_kind", "verification_status", "confidence", "provider")
+
+
+def canonical_json(value: Any) -> bytes:
+    """The canonical bytes of a JSON value: sorted keys, no whitespace, UTF-8, NaN refused."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    """Hex SHA-256 of a text's UTF-8 bytes (the answer's digest; a passage's, as its quote row stores it)."""
+    return sha256_hex(text.encode("utf-8"))
+
+
+def row_key(row: Mapping[str, Any]) -> str:
+    """A row's name in a seal's digests: ``<table>:<id>``."""
+    return f"{row['table']}:{row['id']}"
+
+
+def turn_sha256(turn: Mapping[str, Any]) -> str:
+    return sha256_hex(canonical_json(turn))
+
+
+def row_sha256(row: Mapping[str, Any]) -> str:
+    return sha256_hex(canonical_json(row))
+
+
+def facts_sha256(*, turn_digest: str, row_digests: Mapping[str, str], verifier_version: str) -> str:
+    """The digest a seal signs for a turn: over its turn digest and every row's digest (sorted by row key)."""
+    return sha256_hex(
+        canonical_json(
+            {
+                "format": FACTS_FORMAT,
+                "verifier_version": verifier_version,
+                "turn": turn_digest,
+                "rows": sorted([key, digest] for key, digest in row_digests.items()),
+            }
+        )
+    )
+
+
+def seal_payload(seal: Mapping[str, Any]) -> bytes:
+    """The bytes a seal signs, from its fields (:data:`SEAL_FIELDS`)."""
+    return canonical_json({"format": SEAL_FORMAT, **{name: seal[name] for name in SEAL_FIELDS}})
+
+
+SEAL_FIELDS = (
+    "chain",
+    "sequence",
+    "previous_sha256",
+    "message",
+    "finalize_number",
+    "finalized_at",
+    "facts_sha256",
+    "sealed_at",
+    "late",
+    "key_fingerprint",
+)
+
+
+# --- Keys ------------------------------------------------------------------------------------------------------
+
+
+def raw_public_key(public_key: Ed25519PublicKey) -> bytes:
+    return public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def fingerprint(public_key: Ed25519PublicKey) -> str:
+    """A public key's fingerprint: hex SHA-256 of its 32 raw bytes."""
+    return sha256_hex(raw_public_key(public_key))
+
+
+def public_key_b64(public_key: Ed25519PublicKey) -> str:
+    return base64.b64encode(raw_public_key(public_key)).decode("ascii")
+
+
+def decode_32_bytes(value: str, *, what: str) -> bytes:
+    """The 32 bytes a base64 key stands for; ``ValueError`` naming ``what`` otherwise."""
+    try:
+        raw = base64.b64decode(value.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"{what} is not base64") from None
+    if len(raw) != 32:
+        raise ValueError(f"{what} must be the base64 of 32 bytes, not of {len(raw)}")
+    return raw
+
+
+def private_key_from_b64(value: str) -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(decode_32_bytes(value, what="LQAI_LEDGER_KEY"))
+
+
+def public_key_from_b64(value: str) -> Ed25519PublicKey:
+    return Ed25519PublicKey.from_public_bytes(decode_32_bytes(value, what="the public key"))
+
+
+def signature_valid(public_key: Ed25519PublicKey, signature_b64: str, payload: bytes) -> bool:
+    try:
+        public_key.verify(base64.b64decode(signature_b64, validate=True), payload)
+    except (InvalidSignature, binascii.Error, ValueError):
+        return False
+    return True
+
+
+def sign(private_key: Ed25519PrivateKey, payload: bytes) -> str:
+    return base64.b64encode(private_key.sign(payload)).decode("ascii")
+
+
+# --- Checks shared by verify_ledger and the offline verifier ----------------------------------------------------
+
+
+def seal_differences(seal: Mapping[str, Any]) -> list[str]:
+    """What is wrong with one seal on its own: its facts digest against its row digests, and its own digest."""
+    problems = []
+    digests = seal["row_digests"]
+    expected_facts = facts_sha256(
+        turn_digest=digests.get("turn", ""),
+        row_digests=digests.get("rows", {}),
+        verifier_version=seal["verifier_version"],
+    )
+    if expected_facts != seal["facts_sha256"]:
+        problems.append("its row digests do not add up to its facts digest")
+    if sha256_hex(seal_payload(seal)) != seal["seal_sha256"]:
+        problems.append("its seal digest does not match its fields")
+    return problems
+
+
+def facts_differences(
+    *, seal: Mapping[str, Any], turn: Mapping[str, Any] | None, rows: Iterable[Mapping[str, Any]], latest: bool
+) -> list[str]:
+    """How a turn's current facts differ from its seal. The latest seal of a turn must match the turn and
+    its rows exactly; an earlier one (a turn finalized again after an interruption) only the rows it sealed."""
+    problems = []
+    sealed_rows: Mapping[str, str] = seal["row_digests"].get("rows", {})
+    current = {row_key(row): row_sha256(row) for row in rows}
+    if latest:
+        if turn is None:
+            return ["the turn is missing"]
+        if turn_sha256(turn) != seal["row_digests"].get("turn"):
+            problems.append("the turn (question, answer, status or verdict) differs from its seal")
+        problems += [f"row {key} is not in its seal (inserted)" for key in sorted(current.keys() - sealed_rows.keys())]
+    for key in sorted(sealed_rows):
+        if key not in current:
+            problems.append(f"sealed row {key} is missing (deleted)")
+        elif current[key] != sealed_rows[key]:
+            problems.append(f"row {key} differs from its seal (edited)")
+    return problems
+
+
+def expected_ledger_entry(row: Mapping[str, Any], turn: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger columns an entry for ``row`` must hold (the ledger's mapping, read from the sealed row)."""
+    table = row["table"]
+    if table == KB:
+        kind, status, confidence, provider = "kb_document", row["method"], row["confidence"], None
+    elif table == CASELAW:
+        kind, status, confidence, provider = "caselaw", row["method"], row["confidence"], row["opinion_provider"]
+    elif table == TOOL:
+        kind, status, confidence, provider = row["source_kind"], "provenance", None, row["provider"]
+    else:
+        kind, status, confidence, provider = "caselaw", row["status"], None, row["provider"] or None
+    return {
+        "message": turn["message"],
+        "chat": turn["chat"],
+        "project": turn["project"],
+        "source_kind": kind,
+        "verification_status": status,
+        "confidence": confidence,
+        "provider": provider,
+    }
+
+
+def ledger_differences(entry: Mapping[str, Any], row: Mapping[str, Any], turn: Mapping[str, Any]) -> list[str]:
+    """Each ledger column of ``entry`` that says something else than its sealed ``row``."""
+    expected = expected_ledger_entry(row, turn)
+    return [
+        f"its {name} is {entry.get(name)!r}, its sealed row says {expected[name]!r}"
+        for name in LEDGER_FIELDS
+        if entry.get(name) != expected[name]
+    ]
+
+
+def ledger_problems(
+    *,
+    entries: Iterable[Mapping[str, Any]],
+    turn: Mapping[str, Any],
+    rows: Iterable[Mapping[str, Any]],
+    sealed_rows: Mapping[str, str],
+) -> list[str]:
+    """Each way a turn's ledger entries (``{"id", "source": <row key>, <LEDGER_FIELDS>}``) disagree with its
+    sealed rows: an entry whose row is not sealed, a column that says something else, a sealed row without
+    its entry."""
+    by_key = {row_key(row): row for row in rows}
+    problems = []
+    indexed = set()
+    for entry in sorted(entries, key=lambda e: e["source"] or ""):
+        key = entry["source"]
+        indexed.add(key)
+        if key not in sealed_rows or key not in by_key:
+            problems.append(f"ledger entry {entry['id']} points at {key}, which is not a sealed row")
+            continue
+        problems += [
+            f"ledger entry {entry['id']} ({key}): {difference}"
+            for difference in ledger_differences(entry, by_key[key], turn)
+        ]
+    problems += [
+        f"sealed row {key} has no ledger entry (run `manage.py backfill_ledger`)"
+        for key in sorted(sealed_rows.keys() - indexed)
+        if key in by_key
+    ]
+    return problems
+
+
+def quote_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
+    """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` (the source text from
+    ``excerpt_start``) with the server's own code (``chats.verification``): the passage's digest, the match's
+    method, span, confidence and alterations must be what the row records."""
+    from chats.verification import NormalizedSource, alterations_record
+
+    start, end = row["offset_start"] - excerpt_start, row["offset_end"] - excerpt_start
+    if not (0 <= start <= end <= len(excerpt)):
+        return ["its passage is not inside the bundled excerpt"]
+    if text_sha256(excerpt[start:end]) != row["passage_sha256"]:
+        return ["the bundled passage's digest differs from the sealed passage digest"]
+    match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
+    if match is None:
+        return [f"the quote no longer verifies against its passage ({why or 'not found'})"]
+    found = {
+        "method": match.method,
+        "offset_start": match.start + excerpt_start,
+        "offset_end": match.end + excerpt_start,
+        "confidence": match.confidence,
+        "alterations": alterations_record(match, offset=excerpt_start),
+    }
+    return [
+        f"re-verified, its {name} is {found[name]!r}, the sealed row says {row[name]!r}"
+        for name in found
+        if found[name] != row[name]
+    ]

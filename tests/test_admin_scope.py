@@ -1,0 +1,210 @@
+"""The admin respects the record and the matter: nothing of a finalized turn can be changed there (superusers
+included); a staff user who is not a superuser sees only the matters they belong to, in every admin model
+that belongs to a matter; no API token of any kind is listed."""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth.models import Permission, User
+from django.db.models import Model
+from django.test import Client
+from django.urls import reverse
+
+from chats.models import (
+    Chat,
+    Document,
+    Message,
+    MessageCaseCitation,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
+from citations import ledger
+from citations.models import CitationLedgerEntry
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+MATTER_MODELS: tuple[type[Model], ...] = (
+    Project,
+    Chat,
+    Message,
+    Document,
+    MessageCitation,
+    MessageCaselawCitation,
+    MessageCaseCitation,
+    MessageToolSource,
+    CitationLedgerEntry,
+)
+
+
+def _url(model: type[Model], view: str, *args: object) -> str:
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
+
+
+def _staff(username: str) -> User:
+    """A staff user (not a superuser) who may view every model of the admin and change matters and documents."""
+    user = factories.UserFactory.create(username=username, is_staff=True)
+    codenames = [f"view_{model._meta.model_name}" for model in MATTER_MODELS]
+    codenames += ["change_project", "change_document", "change_chat", "delete_project", "change_message"]
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+def _matter_turn(owner: User) -> Message:
+    """A finalized turn in a new matter of ``owner``, with a row in every per-turn table and their entries."""
+    chat = factories.ChatFactory.create(project__owner=owner)
+    message = factories.MessageFactory.create(chat=chat, verdict="fail")
+    factories.MessageCitationFactory.create(message=message)
+    factories.MessageCaselawCitationFactory.create(message=message)
+    factories.MessageToolSourceFactory.create(message=message)
+    factories.MessageCaseCitationFactory.create(message=message)
+    ledger.assemble(message)
+    return message
+
+
+def _row_of(model: type[Model], message: Message) -> Model:
+    assert message.chat.project_id is not None
+    if model is Project:
+        return Project.objects.get(pk=message.chat.project_id)
+    if model is Chat:
+        return message.chat
+    if model is Message:
+        return message
+    if model is Document:
+        return Document.objects.get(project_id=message.chat.project_id)
+    row = model._default_manager.filter(message=message).order_by("pk").first()
+    assert row is not None
+    return row
+
+
+@pytest.fixture
+def two_matters() -> tuple[Client, Message, Message]:
+    """Anne (staff, member of matter A) logged in; a turn of matter A and one of matter B (Bob's)."""
+    anne, bob = _staff("anne"), _staff("bob")
+    turn_a, turn_b = _matter_turn(anne), _matter_turn(bob)
+    client = Client()
+    client.force_login(anne)
+    return client, turn_a, turn_b
+
+
+@pytest.mark.parametrize("model", MATTER_MODELS, ids=lambda m: m._meta.model_name)
+def test_a_staff_member_of_matter_a_sees_nothing_of_matter_b(
+    model: type[Model], two_matters: tuple[Client, Message, Message]
+) -> None:
+    client, turn_a, turn_b = two_matters
+    mine, theirs = _row_of(model, turn_a), _row_of(model, turn_b)
+
+    listed = client.get(_url(model, "changelist"))
+    assert listed.status_code == 200
+    shown = {row.pk for row in listed.context["cl"].result_list}
+    assert mine.pk in shown
+    assert theirs.pk not in shown
+    # the page of a row of matter B is as if it did not exist
+    assert client.get(_url(model, "change", mine.pk)).status_code == 200
+    other = client.get(_url(model, "change", theirs.pk))
+    assert other.status_code == 302
+    assert other["Location"] == reverse("admin:index")
+
+
+def test_a_membership_counts_and_is_read_each_time(two_matters: tuple[Client, Message, Message]) -> None:
+    client, _, turn_b = two_matters
+    anne = User.objects.get(username="anne")
+    matter_b = turn_b.chat.project
+    assert matter_b is not None
+    url = _url(Message, "change", turn_b.pk)
+    assert client.get(url).status_code == 302
+
+    matter_b.members.add(anne)
+    assert client.get(url).status_code == 200
+    matter_b.members.remove(anne)
+    assert client.get(url).status_code == 302
+
+
+def test_a_staff_user_cannot_move_a_document_or_chat_into_a_matter_they_do_not_belong_to(
+    two_matters: tuple[Client, Message, Message],
+) -> None:
+    client, turn_a, turn_b = two_matters
+    chat = turn_a.chat
+    matter_b = turn_b.chat.project_id
+
+    response = client.post(
+        _url(Chat, "change", chat.pk), {"project": matter_b, "owner": chat.owner_id, "title": "moved"}
+    )
+
+    assert response.status_code == 200  # the form again, with its error
+    assert "project" in response.context["adminform"].form.errors
+    chat.refresh_from_db()
+    assert chat.project_id == turn_a.chat.project_id
+
+
+def test_a_superuser_sees_every_matter(admin_client: Client, two_matters: tuple[Client, Message, Message]) -> None:
+    _, turn_a, turn_b = two_matters
+    listed = admin_client.get(_url(CitationLedgerEntry, "changelist"))
+    shown = {row.message_id for row in listed.context["cl"].result_list}
+    assert {turn_a.pk, turn_b.pk} <= shown
+
+
+# --- the record is read-only, superusers included -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model", [Message, MessageCitation, MessageCaselawCitation, MessageCaseCitation, MessageToolSource]
+)
+def test_nothing_of_a_finalized_turn_can_be_changed_in_the_admin(admin_client: Client, model: type[Model]) -> None:
+    turn = _matter_turn(factories.UserFactory.create())
+    row = _row_of(model, turn)
+
+    page = admin_client.get(_url(model, "change", row.pk))
+    assert page.status_code == 200
+    assert 'name="_save"' not in page.content.decode()  # shown read-only: nothing to submit
+    assert (
+        admin_client.post(_url(model, "change", row.pk), {"content": "rewritten", "verdict": "pass"}).status_code == 403
+    )
+    assert admin_client.post(_url(model, "delete", row.pk), {"post": "yes"}).status_code == 403
+    assert admin_client.get(_url(model, "add")).status_code == 403
+    assert type(row)._default_manager.filter(pk=row.pk).exists()
+    turn.refresh_from_db()
+    assert turn.verdict == "fail"
+
+
+def test_a_cited_documents_text_and_matter_are_read_only_in_the_admin(admin_client: Client) -> None:
+    turn = _matter_turn(factories.UserFactory.create())
+    assert turn.chat.project_id is not None
+    document = Document.objects.get(project_id=turn.chat.project_id)
+    elsewhere = factories.ProjectFactory.create()
+
+    page = admin_client.get(_url(Document, "change", document.pk)).content.decode()
+    assert 'name="content"' not in page
+    assert 'name="project"' not in page
+    admin_client.post(
+        _url(Document, "change", document.pk),
+        {"title": "Renamed", "content": "rewritten", "project": elsewhere.pk},
+    )
+
+    document.refresh_from_db()
+    assert (document.title, document.content, document.project_id) == (
+        "Renamed",
+        factories.TEXT,
+        turn.chat.project_id,
+    )
+
+
+# --- tokens ---------------------------------------------------------------------------------------------------------
+
+
+def test_no_api_token_of_any_kind_is_registered_in_the_admin(admin_client: Client) -> None:
+    tokens = [
+        model
+        for model in apps.get_models(include_auto_created=True)
+        if "token" in (model._meta.model_name or "") or model._meta.app_label in {"authtoken", "knox"}
+    ]
+    assert tokens, "no token model is installed: this test would prove nothing"
+    assert not [model for model in tokens if admin.site.is_registered(model)]
+    assert not [model for model in admin.site._registry if "token" in (model._meta.model_name or "")]
+    index = admin_client.get(reverse("admin:index")).content.decode()
+    assert "authtoken" not in index
+    assert "Tokens" not in index

@@ -1,0 +1,422 @@
+"""The signed matter export and its offline verifier (``python -m lqai_verify``): an exported matter verifies,
+and each kind of tampering is detected with a message naming what and where."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.conf import LazySettings
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from chats.models import CaselawOpinion, Chat, Message, MessageCitation
+from chats.services import ClaimedCitation, finalize_turn, start_turn
+from citations import keys
+from lqai_verify import record
+from lqai_verify.bundle import verify_bundle
+from tests import factories
+from tests.test_seals import QUESTION, _db_id, _raw, _turn
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def exported_matter(
+    api_client: APIClient, matter_chat: Chat, local_opinion: CaselawOpinion, user: Any
+) -> tuple[Chat, list[str]]:
+    """Alice's matter with three turns: two answered by the default backend, and one that quotes the Fisher
+    opinion with alterations, fails a claim and cites a case."""
+    turns = [_turn(api_client, matter_chat)["id"] for _ in range(2)]
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    finalize_turn(
+        message=answer,
+        content="See Fisher v. University of Texas at Austin, 570 U.S. 297 (2013).",
+        status=Message.Status.COMPLETE,
+        claimed_citations=[
+            ClaimedCitation("[t]he reviewing court must . . . be satisfied", opinion_id=local_opinion.pk),
+            ClaimedCitation("the court must never be satisfied", opinion_id=local_opinion.pk),
+            ClaimedCitation(
+                "must ultimately be satisfied",
+                document_id=matter_chat.project.documents.get().pk,  # type: ignore[union-attr]
+            ),
+        ],
+    )
+    return matter_chat, [*turns, str(answer.pk)]
+
+
+def export(chat: Chat, path: Path) -> Path:
+    out = StringIO()
+    call_command("export_matter", str(chat.project_id), "--out", str(path), stdout=out)
+    assert "export_matter:" in out.getvalue()
+    return path
+
+
+def members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as bundle:
+        return {name: bundle.read(name) for name in bundle.namelist()}
+
+
+def rewrite(path: Path, files: dict[str, bytes], *, resign: Ed25519PrivateKey | None = None) -> Path:
+    """Write ``files`` as a bundle at ``path``; with ``resign``, the manifest's digests recomputed and signed with
+    that key (as someone holding it could), so that the checks behind the signature are the ones tested."""
+    files = dict(files)
+    if resign is not None:
+        manifest = json.loads(files["manifest.json"])
+        public = resign.public_key()
+        keys_file = json.loads(files["public_key.json"])
+        keys_file["signing_key"] = {
+            "public_key": record.public_key_b64(public),
+            "fingerprint": record.fingerprint(public),
+        }
+        files["public_key.json"] = record.canonical_json(keys_file)
+        manifest["signing_key"] = record.fingerprint(public)
+        for name in manifest["files"]:
+            manifest["files"][name] = {"sha256": record.sha256_hex(files[name]), "bytes": len(files[name])}
+        files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True).encode()
+        files["manifest.sig"] = record.sign(resign, files["manifest.json"]).encode()
+    with zipfile.ZipFile(path, "w") as bundle:
+        for name, data in files.items():
+            bundle.writestr(name, data)
+    return path
+
+
+def lines(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def jsonl(values: list[dict[str, Any]]) -> bytes:
+    return b"".join(record.canonical_json(v) + b"\n" for v in values)
+
+
+def fingerprint() -> str:
+    return keys.current_fingerprint()
+
+
+# --- The export --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_exported_matter_verifies(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    chat, turns = exported_matter
+
+    result = verify_bundle(export(chat, tmp_path / "matter.zip"), public_key=fingerprint())
+
+    assert result.problems == []
+    assert (result.turns, result.seals) == (3, 3)
+    assert result.quotes >= 4  # two default-backend quotes at least, the altered Fisher quote, the KB quote
+    assert result.case_citations == 1
+    assert result.entries == result.rows
+    files = members(tmp_path / "matter.zip")
+    assert [line["turn"]["message"] for line in lines(files["turns.jsonl"])] == turns
+    report = files["report.html"].decode()
+    assert "Fisher v. University of Texas at Austin, 570 U.S. 297" in report
+    assert "the court must never be satisfied" in report
+    assert "<strong>failed</strong>" in report
+    assert "<td>verified</td>" in report
+    assert "ellipsis" in report  # the altered quote's omission
+    assert fingerprint() in report
+
+
+@pytest.mark.django_db
+def test_a_quote_of_a_paged_opinion_names_its_page(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    chat, _ = exported_matter
+
+    passages = lines(members(export(chat, tmp_path / "m.zip"))["passages.jsonl"])
+
+    fisher = [p for p in passages if p["source_table"] == "caselaw_opinions"]
+    assert fisher
+    assert all(isinstance(p["page"], int) and p["page"] >= 1 for p in fisher)
+    assert all(len(p["excerpt"]) < 5_000 for p in fisher)  # the passage in context, not the whole opinion
+
+
+@pytest.mark.django_db
+def test_turns_sealed_late_are_marked_in_the_report(matter_chat: Chat, tmp_path: Path) -> None:
+    factories.assembled_turn(matter_chat, caselaw=0)
+    call_command("seal_turns", stdout=StringIO())
+
+    path = export(matter_chat, tmp_path / "late.zip")
+
+    assert "sealed late" in members(path)["report.html"].decode()
+    assert lines(members(path)["turns.jsonl"])[0]["late"] is True
+    result = verify_bundle(path, public_key=fingerprint())
+    assert result.problems == []
+    assert result.late == 1
+
+
+@pytest.mark.django_db
+def test_an_unsealed_turn_fails_verification(matter_chat: Chat, tmp_path: Path) -> None:
+    message = factories.assembled_turn(matter_chat, caselaw=0)
+
+    result = verify_bundle(export(matter_chat, tmp_path / "u.zip"), public_key=fingerprint())
+
+    assert result.problems == [
+        f"turns.jsonl line 1 (turn {message.pk}): the turn is not sealed (its facts are not authenticated)"
+    ]
+
+
+@pytest.mark.django_db
+def test_the_development_key_says_so(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, settings: LazySettings
+) -> None:
+    chat, _ = exported_matter
+    settings.LQAI_LEDGER_KEY = ""
+    call_command("seal_turns", stdout=StringIO())  # nothing to seal; the chain stays the test key's
+    path = export(chat, tmp_path / "dev.zip")
+
+    manifest = json.loads(members(path)["manifest.json"])
+    assert manifest["development_key"] is True
+    assert "development key" in members(path)["report.html"].decode()
+    result = verify_bundle(path)
+    assert any("DEVELOPMENT key" in w for w in result.warnings)
+
+
+# --- Tampering ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_one_byte_flipped_in_any_file_is_detected(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    chat, _ = exported_matter
+    original = members(export(chat, tmp_path / "m.zip"))
+
+    for name, data in original.items():
+        flipped = bytearray(data)
+        flipped[len(data) // 2] ^= 0x01
+        path = rewrite(tmp_path / f"flip-{name}.zip", {**original, name: bytes(flipped)})
+        try:
+            result = verify_bundle(path, public_key=fingerprint())
+        except Exception as exc:
+            pytest.fail(f"flipping a byte of {name} crashed the verifier: {exc!r}")
+        assert result.problems, name
+        assert any(name in problem or "manifest" in problem for problem in result.problems), (name, result.problems)
+
+
+@pytest.mark.django_db
+def test_a_removed_turn_is_detected(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    chat, turns = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    # Remove the second turn, its rows, its entries and its seal, and re-sign the bundle with the ledger key.
+    files["turns.jsonl"] = jsonl([t for t in lines(files["turns.jsonl"]) if t["turn"]["message"] != turns[1]])
+    files["rows.jsonl"] = jsonl([r for r in lines(files["rows.jsonl"]) if r["message"] != turns[1]])
+    files["ledger.jsonl"] = jsonl([e for e in lines(files["ledger.jsonl"]) if e["message"] != turns[1]])
+    files["seals.jsonl"] = jsonl([s for s in lines(files["seals.jsonl"]) if s["message"] != turns[1]])
+
+    result = verify_bundle(rewrite(tmp_path / "r.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert f"seals.jsonl line 2 (turn {turns[2]}): seal #3 where #2 was expected (a seal removed, added or moved)" in (
+        result.problems
+    )
+    # Without the key, the same removal already fails at the manifest.
+    unsigned = verify_bundle(rewrite(tmp_path / "u.zip", files), public_key=fingerprint())
+    assert "turns.jsonl: its SHA-256 differs from the manifest's (the file was changed)" in unsigned.problems
+
+
+@pytest.mark.django_db
+def test_two_swapped_turns_are_detected(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    chat, turns = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    swapped = lines(files["turns.jsonl"])
+    swapped[0], swapped[1] = swapped[1], swapped[0]
+    files["turns.jsonl"] = jsonl(swapped)
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert result.problems == [
+        f"turns.jsonl line 2 (turn {turns[0]}): out of chain order (its seal #1 comes after #2: turns swapped or moved)"
+    ]
+
+
+@pytest.mark.django_db
+def test_a_ledger_row_edited_in_sql_shows_in_a_fresh_export(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    chat, turns = exported_matter
+    quote = MessageCitation.objects.filter(message_id=turns[0]).order_by("id").first()
+    assert quote is not None
+    _raw(
+        "UPDATE citation_ledger_entry SET verification_status = 'tolerant_match', confidence = 0.9 "
+        "WHERE message_citation_id = %(id)s",
+        {"id": _db_id(quote.pk)},
+    )
+
+    result = verify_bundle(export(chat, tmp_path / "fresh.zip"), public_key=fingerprint())
+
+    assert len(result.problems) == 2  # the two columns changed, each named
+    assert all(p.startswith(f"ledger.jsonl (turn {turns[0]}): ledger entry ") for p in result.problems)
+    assert f"(message_citations:{quote.pk}): its verification_status is 'tolerant_match', its sealed row says " in (
+        result.problems[0] + result.problems[1]
+    )
+    assert "its confidence is 0.9, its sealed row says 1.0" in result.problems[0] + result.problems[1]
+
+
+@pytest.mark.django_db
+def test_an_altered_passage_no_longer_verifies(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    chat, turns = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    passages = lines(files["passages.jsonl"])
+    target = next(p for p in passages if p["source_table"] == "caselaw_opinions")
+    row = next(r for r in lines(files["rows.jsonl"]) if record.row_key(r) == target["row"])
+    start, end = row["offset_start"] - target["excerpt_start"], row["offset_end"] - target["excerpt_start"]
+    passage = target["excerpt"][start:end]
+    assert "court" in passage
+    # "The reviewing court must ..." -> "The reviewing judge must ...", in the bundled passage only
+    target["excerpt"] = target["excerpt"][:start] + passage.replace("court", "judge") + target["excerpt"][end:]
+    files["passages.jsonl"] = jsonl(passages)
+
+    result = verify_bundle(rewrite(tmp_path / "p.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert result.problems, "an altered passage went unnoticed"
+    assert all(f"quote {target['row']}" in p for p in result.problems), result.problems
+    assert any(f"(turn {turns[2]}, quote {target['row']})" in p for p in result.problems)
+
+
+@pytest.mark.django_db
+def test_a_bundle_signed_with_another_key_fails(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    other = Ed25519PrivateKey.generate()
+
+    path = rewrite(tmp_path / "other.zip", files, resign=other)
+    result = verify_bundle(path, public_key=fingerprint())
+    by_key = verify_bundle(path, public_key=record.public_key_b64(keys.signing_key().public_key()))
+
+    expected = (
+        f"the bundle is signed by the key {record.fingerprint(other.public_key())}, not by the expected {fingerprint()}"
+    )
+    assert any(expected in p for p in result.problems)
+    assert any(expected in p for p in by_key.problems)
+    assert verify_bundle(path, public_key=record.fingerprint(other.public_key())).problems == []
+
+
+# --- The API -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_members_download_the_export_and_others_get_404(
+    exported_matter: tuple[Chat, list[str]], api_client: APIClient, other_user: Any, tmp_path: Path
+) -> None:
+    chat, _ = exported_matter
+    url = f"/api/projects/{chat.project_id}/export/"
+
+    response = api_client.get(url)
+    outsider = APIClient()
+    outsider.force_authenticate(user=other_user)
+    denied = outsider.get(url)
+    chat.project.members.add(other_user)  # type: ignore[union-attr]
+    member = outsider.get(url)
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/zip"
+    assert "attachment" in response["Content-Disposition"]
+    path = tmp_path / "api.zip"
+    path.write_bytes(b"".join(response.streaming_content))  # type: ignore[attr-defined]
+    assert verify_bundle(path, public_key=fingerprint()).problems == []
+    assert denied.status_code == 404
+    assert member.status_code == 200
+    assert APIClient().get(url).status_code in {401, 403}
+    assert api_client.get("/api/projects/00000000-0000-0000-0000-000000000000/export/").status_code == 404
+
+
+# --- The verifier stands alone -----------------------------------------------------------------------------------
+
+
+def _standalone_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "PYTHONNOUSERSITE": "1"}
+
+
+def test_the_verifier_and_the_verification_rules_import_without_django() -> None:
+    code = (
+        "import sys; sys.modules['django'] = None; sys.modules['rest_framework'] = None\n"
+        "import lqai_verify.bundle, lqai_verify.record, chats.verification\n"
+        "assert not any(m.startswith(('django', 'citations', 'lqai.')) for m in sys.modules if sys.modules[m])\n"
+        "print(chats.verification.VERIFIER_VERSION)"
+    )
+    result = subprocess.run(  # noqa: S603 - this interpreter, a fixed program
+        [sys.executable, "-c", code], cwd="/", env=_standalone_env(), capture_output=True, text=True
+    )
+
+    assert result.returncode == 0, result.stderr
+    from chats.verification import VERIFIER_VERSION
+
+    assert result.stdout.strip() == VERIFIER_VERSION
+
+
+def _pinned_cryptography() -> str:
+    pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if line.startswith("cryptography==")]
+    assert len(pins) == 1
+    return pins[0]
+
+
+@pytest.fixture(scope="session")
+def cryptography_only_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv holding only the pinned ``cryptography`` (from the package index or pip's cache)."""
+    venv = tmp_path_factory.mktemp("verifier-venv") / "venv"
+    made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)  # noqa: S603
+    if made.returncode != 0:
+        pytest.skip(f"a venv cannot be made here (python -m venv failed: {made.stderr.strip()[-300:]})")
+    python = venv / "bin" / "python"
+    installed = subprocess.run(  # noqa: S603
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", _pinned_cryptography()],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if installed.returncode != 0:
+        pytest.skip(f"the pinned cryptography cannot be installed into a fresh venv: {installed.stderr.strip()[-300:]}")
+    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True)  # noqa: S603
+    names = {line.split("==")[0].lower() for line in listed.stdout.splitlines()}
+    assert "django" not in names
+    assert names <= {"cryptography", "cffi", "pycparser", "pip", "setuptools", "wheel"}, names
+    return python
+
+
+@pytest.mark.django_db
+@pytest.mark.timeout(360)
+def test_an_exported_matter_verifies_offline_in_a_venv_with_only_cryptography(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, cryptography_only_venv: Path
+) -> None:
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "matter.zip")
+    # The verifier as a recipient gets it: the lqai_verify package and chats/verification, nothing else.
+    checkout = tmp_path / "verifier"
+    shutil.copytree(ROOT / "lqai_verify", checkout / "lqai_verify")
+    shutil.copytree(ROOT / "chats" / "verification", checkout / "chats" / "verification")
+    shutil.copy(ROOT / "chats" / "__init__.py", checkout / "chats" / "__init__.py")
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONNOUSERSITE": "1"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(  # noqa: S603
+            [str(cryptography_only_venv), "-m", "lqai_verify", *args],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    good = run(str(path), "--public-key", fingerprint())
+    files = members(path)
+    passages = lines(files["passages.jsonl"])
+    passages[0]["excerpt"] = passages[0]["excerpt"].replace(" ", "  ", 1).replace("e", "a", 3)
+    tampered = run(
+        str(rewrite(tmp_path / "t.zip", {**files, "passages.jsonl": jsonl(passages)})), "--public-key", fingerprint()
+    )
+    other = run(str(path), "--public-key", "0" * 64)
+
+    assert good.returncode == 0, good.stderr
+    assert "lqai_verify: OK: matter" in good.stdout
+    assert "3 turns" in good.stdout
+    assert tampered.returncode == 1
+    assert "passages.jsonl: its SHA-256 differs from the manifest's" in tampered.stderr
+    assert other.returncode == 1
+    assert f"signed by the key {fingerprint()}, not by the expected {'0' * 64}" in other.stderr
+    assert run(str(tmp_path / "missing.zip")).returncode == 2

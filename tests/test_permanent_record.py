@@ -1,0 +1,588 @@
+"""The permanent record (``chats.record``): what a finalized turn wrote is never updated, and leaves only with
+a matter purge; a matter on legal hold is never deleted; users are deactivated, never deleted with a record.
+
+Tests marked ``postgres`` are the database's guarantees (triggers refusing raw SQL as the application's own
+database user); the others hold on every database, through the model layer.
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import ProtectedError
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from chats.models import (
+    Chat,
+    Document,
+    Message,
+    MessageCaseCitation,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
+from chats.record import AppendOnlyError, LegalHoldError, purging
+from citations import ledger, seals
+from citations.models import CitationLedgerEntry, MatterPurge, TurnSeal
+from citations.purge import purge_matter
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+TURN_TABLES = ("message_citations", "message_caselaw_citations", "message_case_citations", "message_tool_sources")
+GUARDED_TABLES = (*TURN_TABLES, "citation_ledger_entry")
+# A column of each guarded table that an update might rewrite, and a value to write into it.
+REWRITES = {
+    "message_citations": "verification_confidence = 1.0",
+    "message_caselaw_citations": "quote = 'rewritten'",
+    "message_case_citations": "status = 'verified'",
+    "message_tool_sources": "label = 'rewritten'",
+    "citation_ledger_entry": "verification_status = 'exact_match', confidence = 1.0",
+}
+
+
+@pytest.fixture
+def turn() -> Message:
+    """A finalized turn with a row in each per-turn table and their ledger entries (as finalize writes them)."""
+    message = factories.assembled_turn(kb=1, caselaw=1, tools=1, altered=True)
+    factories.MessageCaseCitationFactory.create(message=message)
+    ledger.assemble(message)
+    return message
+
+
+def _row_id(table: str, message: Message) -> uuid.UUID:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {table} WHERE message_id = %s LIMIT 1", [message.pk])
+        row = cursor.fetchone()
+    assert row is not None, table
+    return uuid.UUID(str(row[0]))
+
+
+def _raw(sql: str, params: list[Any]) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+# --- below the application (PostgreSQL) -----------------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("table", GUARDED_TABLES)
+def test_a_raw_update_of_a_guarded_row_is_refused_naming_the_rule(table: str, turn: Message) -> None:
+    row = _row_id(table, turn)
+
+    with pytest.raises(IntegrityError, match=f"lqai_append_only: {table} rows cannot be updated"):
+        _raw(f"UPDATE {table} SET {REWRITES[table]} WHERE id = %s", [row])
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("table", GUARDED_TABLES)
+def test_a_raw_delete_of_a_guarded_row_is_refused_naming_the_rule(table: str, turn: Message) -> None:
+    row = _row_id(table, turn)
+
+    with pytest.raises(IntegrityError, match=f"lqai_append_only: {table} rows cannot be deleted"):
+        _raw(f"DELETE FROM {table} WHERE id = %s", [row])
+
+
+@pytest.mark.postgres
+def test_a_raw_update_or_delete_of_a_seal_is_refused_naming_the_rule(turn: Message) -> None:
+    seal = seals.seal_turn(message_id=turn.pk)
+
+    with pytest.raises(IntegrityError, match="lqai_append_only: turn_seals rows cannot be updated"):
+        _raw("UPDATE turn_seals SET facts_sha256 = %s WHERE id = %s", ["0" * 64, seal.pk])
+    with pytest.raises(IntegrityError, match="lqai_append_only: turn_seals rows cannot be deleted"):
+        _raw("DELETE FROM turn_seals WHERE id = %s", [seal.pk])
+    assert TurnSeal.objects.get(pk=seal.pk).facts_sha256 == seal.facts_sha256
+
+
+def test_the_orm_refuses_to_update_or_delete_a_seal(turn: Message) -> None:
+    seal = seals.seal_turn(message_id=turn.pk)
+    seal.facts_sha256 = "0" * 64
+
+    with pytest.raises(AppendOnlyError, match="turn_seals rows cannot be updated"):
+        seal.save()
+    with pytest.raises(AppendOnlyError, match="cannot be updated"):
+        TurnSeal.objects.filter(pk=seal.pk).update(facts_sha256="0" * 64)
+    with pytest.raises(AppendOnlyError, match="cannot be deleted"):
+        TurnSeal.objects.filter(pk=seal.pk).delete()
+    assert TurnSeal.objects.filter(pk=seal.pk).exists()
+
+
+@pytest.mark.postgres
+def test_a_tolerant_match_cannot_be_turned_into_an_exact_one(turn: Message) -> None:
+    entry = CitationLedgerEntry.objects.get(
+        message=turn, verification_status="tolerant_match", source_kind="kb_document"
+    )
+
+    with pytest.raises(IntegrityError, match="lqai_append_only"):
+        _raw(
+            "UPDATE citation_ledger_entry SET verification_status = 'exact_match', confidence = 1.0 WHERE id = %s",
+            [entry.pk],
+        )
+
+    entry.refresh_from_db()
+    assert entry.verification_status == "tolerant_match"
+
+
+@pytest.mark.postgres
+def test_treatment_id_is_set_once_from_null_and_only_alone(turn: Message) -> None:
+    entry = CitationLedgerEntry.objects.filter(message=turn).first()
+    assert entry is not None
+    first, second = uuid.uuid4(), uuid.uuid4()
+
+    with pytest.raises(IntegrityError, match="lqai_append_only"):  # not together with another column
+        _raw(
+            "UPDATE citation_ledger_entry SET treatment_id = %s, retrieved_at = now() WHERE id = %s", [first, entry.pk]
+        )
+    _raw("UPDATE citation_ledger_entry SET treatment_id = %s WHERE id = %s", [first, entry.pk])
+    with pytest.raises(IntegrityError, match="only treatment_id, once, from NULL"):
+        _raw("UPDATE citation_ledger_entry SET treatment_id = %s WHERE id = %s", [second, entry.pk])
+    with pytest.raises(IntegrityError, match="lqai_append_only"):
+        _raw("UPDATE citation_ledger_entry SET treatment_id = NULL WHERE id = %s", [entry.pk])
+
+    entry.refresh_from_db()
+    assert entry.treatment_id == first
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "change",
+    [
+        "content = 'rewritten'",
+        "status = 'failed'",
+        "verdict = 'pass'",
+        "author_id = NULL",
+        "reply_to_id = NULL",
+        "prompt_tokens = 1",
+        "model_name = 'another'",
+    ],
+)
+def test_a_raw_update_of_a_finalized_message_is_refused(change: str, matter_chat: Chat) -> None:
+    question = factories.UserMessageFactory.create(chat=matter_chat, author=matter_chat.owner)
+    answer = factories.MessageFactory.create(
+        chat=matter_chat, reply_to=question, author=matter_chat.owner, verdict="fail", prompt_tokens=10
+    )
+
+    with pytest.raises(IntegrityError, match=f"lqai_append_only: message {answer.pk} is complete"):
+        _raw(f"UPDATE messages SET {change} WHERE id = %s", [answer.pk])
+    with pytest.raises(IntegrityError, match="lqai_append_only: messages rows cannot be deleted"):
+        _raw("DELETE FROM messages WHERE id = %s", [answer.pk])
+
+
+@pytest.mark.postgres
+def test_an_interrupted_message_may_be_resumed_and_continued_but_not_rewritten(matter_chat: Chat) -> None:
+    # interrupted -> streaming -> final: the resume's path; its past stays
+    answer = factories.MessageFactory.create(
+        chat=matter_chat, status="interrupted", content="Half an", verdict="supported", prompt_tokens=10
+    )
+    for refused in (
+        "content = 'Another'",
+        "verdict = 'pass'",
+        "prompt_tokens = 5",
+        "status = 'pending'",
+        "finalized_at = NULL",
+        f"author_id = {matter_chat.owner.pk}",
+    ):
+        with pytest.raises(IntegrityError, match=f"lqai_append_only: message {answer.pk} is finalized"):
+            _raw(f"UPDATE messages SET {refused} WHERE id = %s", [answer.pk])
+
+    _raw("UPDATE messages SET status = 'streaming', attempt = attempt + 1 WHERE id = %s", [answer.pk])
+    _raw(
+        "UPDATE messages SET status = 'complete', content = 'Half an answer.', verdict = 'fail', "
+        "prompt_tokens = 30 WHERE id = %s",
+        [answer.pk],
+    )
+    answer.refresh_from_db()
+    assert (answer.status, answer.content, answer.verdict, answer.prompt_tokens) == (
+        "complete",
+        "Half an answer.",
+        "fail",
+        30,
+    )
+
+
+@pytest.mark.postgres
+def test_a_cited_documents_matter_cannot_change_below_the_application(turn: Message) -> None:
+    document = MessageCitation.objects.get(message=turn).document
+    assert document is not None
+    other = factories.ProjectFactory.create()
+
+    with pytest.raises(IntegrityError, match=r"lqai_append_only: documents row .* is cited: its matter cannot change"):
+        _raw("UPDATE documents SET project_id = %s WHERE id = %s", [other.pk, document.pk])
+
+
+@pytest.mark.postgres
+def test_a_purge_of_another_matter_does_not_open_this_ones_rows(turn: Message) -> None:
+    other = factories.ProjectFactory.create()
+    entry = CitationLedgerEntry.objects.filter(message=turn).first()
+    assert entry is not None
+
+    rule = "lqai_append_only: citation_ledger_entry rows cannot be deleted"
+    with transaction.atomic(), purging(other.pk), pytest.raises(IntegrityError, match=rule):
+        _raw("DELETE FROM citation_ledger_entry WHERE id = %s", [entry.pk])
+    rule = "lqai_append_only: messages rows cannot be deleted"
+    with transaction.atomic(), purging(other.pk), pytest.raises(IntegrityError, match=rule):
+        _raw("DELETE FROM messages WHERE id = %s", [turn.pk])
+
+
+@pytest.mark.postgres
+def test_the_purge_setting_ends_with_its_transaction(turn: Message) -> None:
+    with transaction.atomic():
+        with purging(turn.chat.project_id):
+            pass
+        with pytest.raises(IntegrityError, match="lqai_append_only"):
+            _raw("DELETE FROM message_tool_sources WHERE message_id = %s", [turn.pk])
+
+
+@pytest.mark.postgres
+def test_a_tombstone_cannot_be_updated_or_deleted_below_the_application(turn: Message) -> None:
+    project_id = turn.chat.project_id
+    assert project_id is not None
+    tombstone = purge_matter(project_id=project_id, purged_by="ops")
+
+    with pytest.raises(IntegrityError, match="lqai_append_only: matter_purges rows cannot be updated"):
+        _raw("UPDATE matter_purges SET ledger_entries = 0 WHERE id = %s", [tombstone.pk])
+    with pytest.raises(IntegrityError, match="lqai_append_only: matter_purges rows cannot be deleted"):
+        _raw("DELETE FROM matter_purges WHERE id = %s", [tombstone.pk])
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("table", ["projects", "chats", "messages"])
+def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_in_sql(table: str, turn: Message) -> None:
+    chat = turn.chat
+    Project.objects.filter(chats=chat).update(legal_hold=True)
+    target = {"projects": chat.project_id, "chats": chat.pk, "messages": turn.pk}[table]
+
+    # even inside the matter's purge
+    with (
+        pytest.raises(IntegrityError, match=r"lqai_legal_hold: matter .* is on legal hold"),
+        transaction.atomic(),
+        purging(chat.project_id),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute(f"DELETE FROM {table} WHERE id = %s", [target])
+
+
+# --- the model layer (every database) -----------------------------------------------------------------------------
+
+
+ROW_MODELS = (MessageCitation, MessageCaselawCitation, MessageCaseCitation, MessageToolSource, CitationLedgerEntry)
+
+
+@pytest.mark.parametrize("model", ROW_MODELS, ids=lambda m: m._meta.db_table)
+def test_the_orm_refuses_to_update_or_delete_a_guarded_row(model: type[MessageCitation], turn: Message) -> None:
+    row = model.objects.filter(message=turn).first()
+    assert row is not None
+    row.created_at = timezone.now()  # any change
+
+    with pytest.raises(AppendOnlyError, match=f"lqai_append_only: {model._meta.db_table} rows cannot be updated"):
+        row.save()
+    with pytest.raises(AppendOnlyError, match="cannot be updated"):
+        model.objects.filter(pk=row.pk).update(created_at=timezone.now())
+    with pytest.raises(AppendOnlyError, match="cannot be deleted"):
+        row.delete()
+    with pytest.raises(AppendOnlyError, match="cannot be deleted"):
+        model.objects.filter(pk=row.pk).delete()
+    assert model.objects.filter(pk=row.pk).exists()
+
+
+def test_the_orm_sets_treatment_id_once(turn: Message) -> None:
+    entry, other = CitationLedgerEntry.objects.filter(message=turn)[:2]
+    entry.treatment_id = uuid.uuid4()
+    entry.save(update_fields=["treatment_id"])
+    entry.treatment_id = uuid.uuid4()
+    with pytest.raises(AppendOnlyError, match="only treatment_id may be set once"):
+        entry.save(update_fields=["treatment_id"])
+
+    assert CitationLedgerEntry.objects.filter(pk=other.pk).update(treatment_id=uuid.uuid4()) == 1
+    with pytest.raises(AppendOnlyError, match="set once only"):
+        CitationLedgerEntry.objects.filter(pk=other.pk).update(treatment_id=uuid.uuid4())
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("content", "rewritten"), ("status", "failed"), ("verdict", "pass"), ("author", None), ("prompt_tokens", 1)],
+)
+def test_the_orm_refuses_to_rewrite_a_finalized_message(field: str, value: object, matter_chat: Chat) -> None:
+    answer = factories.MessageFactory.create(
+        chat=matter_chat, author=matter_chat.owner, verdict="fail", prompt_tokens=10
+    )
+
+    setattr(answer, field, value)
+    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete"):
+        answer.save()
+    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete"):
+        Message.objects.filter(pk=answer.pk).update(**{field: value})
+    with pytest.raises(AppendOnlyError, match="holds chat turns, which are permanent"):
+        answer.delete()
+
+
+def test_the_orm_lets_an_interrupted_message_go_on_but_not_be_rewritten(matter_chat: Chat) -> None:
+    answer = factories.MessageFactory.create(chat=matter_chat, status="interrupted", content="Half an", verdict="fail")
+
+    with pytest.raises(AppendOnlyError, match="can only be continued"):
+        Message.objects.filter(pk=answer.pk).update(content="Other")
+    with pytest.raises(AppendOnlyError, match="verdict can only get worse"):
+        Message.objects.filter(pk=answer.pk).update(verdict="pass")
+    Message.objects.filter(pk=answer.pk).update(status="streaming")
+    Message.objects.filter(pk=answer.pk).update(content="Half an answer.", status="complete")
+    assert Message.objects.get(pk=answer.pk).content == "Half an answer."
+
+
+def test_a_matter_or_chat_with_turns_is_deleted_only_by_its_purge(turn: Message) -> None:
+    chat = turn.chat
+    with pytest.raises(AppendOnlyError, match=r"only `manage\.py purge_matter` removes"):
+        chat.delete()
+    with pytest.raises(AppendOnlyError, match=r"only `manage\.py purge_matter` removes"):
+        Project.objects.filter(chats=chat).delete()
+    with pytest.raises(AppendOnlyError):
+        Chat.objects.filter(pk=chat.pk).delete()
+    assert CitationLedgerEntry.objects.filter(message=turn).count() == 4
+
+
+def test_a_matter_without_turns_can_still_be_deleted() -> None:
+    project = factories.ProjectFactory.create()
+    factories.DocumentFactory.create(project=project)
+    factories.ChatFactory.create(project=project)
+
+    project.delete()
+
+    assert not Project.objects.filter(pk=project.pk).exists()
+
+
+def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_by_the_orm(turn: Message) -> None:
+    chat = turn.chat
+    project = Project.objects.get(chats=chat)
+    project.legal_hold = True
+    project.save()
+
+    for doomed in (project, chat, turn):
+        with (
+            pytest.raises(LegalHoldError, match=f"lqai_legal_hold: matter {project.pk} is on legal hold"),
+            transaction.atomic(),
+            purging(project.pk),
+        ):
+            doomed.delete()
+    with pytest.raises(LegalHoldError):
+        Project.objects.filter(pk=project.pk).delete()
+    with pytest.raises(LegalHoldError):
+        purge_matter(project_id=project.pk, purged_by="ops")
+    assert CitationLedgerEntry.objects.filter(message=turn).count() == 4
+
+
+# --- users --------------------------------------------------------------------------------------------------------
+
+
+def test_deleting_a_user_removes_no_matter_chat_message_or_entry(turn: Message) -> None:
+    owner = turn.chat.owner
+    asker = factories.UserFactory.create()
+    Project.objects.get(chats=turn.chat).members.add(asker)
+    factories.UserMessageFactory.create(chat=turn.chat, author=asker)
+    counts = (
+        Project.objects.count(),
+        Chat.objects.count(),
+        Message.objects.count(),
+        CitationLedgerEntry.objects.count(),
+    )
+
+    for user in (owner, asker):
+        with pytest.raises(ProtectedError), transaction.atomic():
+            user.delete()
+        # deactivation is the way: the account stops working, the record stays
+        user.is_active = False
+        user.save()
+
+    counts_after = (
+        Project.objects.count(),
+        Chat.objects.count(),
+        Message.objects.count(),
+        CitationLedgerEntry.objects.count(),
+    )
+    assert counts_after == counts
+
+
+def test_the_admin_refuses_to_delete_a_user_with_a_record_and_says_to_deactivate(
+    admin_client: Client, turn: Message
+) -> None:
+    owner = turn.chat.owner
+    delete = reverse("admin:auth_user_delete", args=[owner.pk])
+
+    page = admin_client.get(delete).content.decode()
+    admin_client.post(delete, {"post": "yes"})
+
+    assert "Deactivate the account instead (untick Active)" in page
+    assert User.objects.filter(pk=owner.pk).exists()
+    assert Message.objects.filter(pk=turn.pk).exists()
+
+
+# --- purge_matter ---------------------------------------------------------------------------------------------------
+
+
+def _purge(*args: str) -> str:
+    out = io.StringIO()
+    call_command("purge_matter", *args, "--no-progress", stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+@pytest.fixture
+def two_matters(turn: Message) -> tuple[Project, Project]:
+    kept = factories.assembled_turn()
+    return Project.objects.get(chats=turn.chat), Project.objects.get(chats=kept.chat)
+
+
+def test_purge_matter_without_confirm_says_what_would_go_and_writes_nothing(
+    two_matters: tuple[Project, Project],
+) -> None:
+    doomed, _ = two_matters
+
+    out = _purge(str(doomed.pk))
+
+    assert f"Would purge matter {doomed.pk} ({doomed.name}): 1 chats, 1 messages, 4 ledger entries" in out
+    assert "Nothing was written" in out
+    assert Project.objects.filter(pk=doomed.pk).exists()
+    assert not MatterPurge.objects.exists()
+
+
+def test_purge_matter_deletes_the_matter_and_leaves_its_tombstone(two_matters: tuple[Project, Project]) -> None:
+    doomed, kept = two_matters
+    kept_entries = CitationLedgerEntry.objects.filter(chat__project=kept).count()
+
+    out = _purge(str(doomed.pk), "--confirm", "--by", "records-officer")
+
+    assert f"Purged matter {doomed.pk}" in out
+    assert not Project.objects.filter(pk=doomed.pk).exists()
+    assert not Chat.objects.filter(project_id=doomed.pk).exists()
+    assert not Document.objects.filter(project_id=doomed.pk).exists()
+    assert not CitationLedgerEntry.objects.filter(project_id=doomed.pk).exists()
+    tombstone = MatterPurge.objects.get()
+    assert (tombstone.project_id, tombstone.project_name, tombstone.purged_by) == (
+        doomed.pk,
+        doomed.name,
+        "records-officer",
+    )
+    assert (tombstone.chats, tombstone.messages, tombstone.ledger_entries, tombstone.documents) == (1, 1, 4, 1)
+    assert tombstone.purged_at is not None
+    # the other matter is untouched
+    assert CitationLedgerEntry.objects.filter(chat__project=kept).count() == kept_entries
+    # and the tombstone is itself append-only
+    tombstone.chats = 0
+    with pytest.raises(AppendOnlyError):
+        tombstone.save()
+    with pytest.raises(AppendOnlyError):
+        tombstone.delete()
+    with pytest.raises(AppendOnlyError):
+        MatterPurge.objects.all().delete()
+
+
+def test_purge_matter_records_the_os_user_by_default(two_matters: tuple[Project, Project]) -> None:
+    import getpass
+
+    doomed, _ = two_matters
+    _purge(str(doomed.pk), "--confirm")
+    assert MatterPurge.objects.get().purged_by == getpass.getuser()
+
+
+def test_purge_matter_reports_its_progress_per_batch_of_chats(monkeypatch: pytest.MonkeyPatch) -> None:
+    from citations import purge
+
+    monkeypatch.setattr(purge, "CHATS_PER_BATCH", 2)
+    project = factories.ProjectFactory.create()
+    for _ in range(5):
+        factories.assembled_turn(factories.ChatFactory.create(project=project), kb=0, caselaw=0, tools=1)
+    progress: list[tuple[int, int]] = []
+
+    tombstone = purge_matter(
+        project_id=project.pk, purged_by="ops", progress=lambda done, total: progress.append((done, total))
+    )
+
+    assert progress == [(2, 5), (4, 5), (5, 5)]
+    assert (tombstone.chats, tombstone.messages, tombstone.ledger_entries) == (5, 5, 5)
+
+
+@pytest.mark.parametrize(
+    ("argument", "error"),
+    [("not-a-uuid", "is not a matter id"), (str(uuid.uuid4()), "No matter")],
+)
+def test_purge_matter_refuses_what_is_not_a_matter(argument: str, error: str) -> None:
+    with pytest.raises(CommandError, match=error):
+        _purge(argument, "--confirm")
+
+
+def test_purge_matter_refuses_a_held_matter(two_matters: tuple[Project, Project]) -> None:
+    doomed, _ = two_matters
+    Project.objects.filter(pk=doomed.pk).update(legal_hold=True)
+
+    with pytest.raises(CommandError, match="is on legal hold: it cannot be purged"):
+        _purge(str(doomed.pk), "--confirm")
+    assert Project.objects.filter(pk=doomed.pk).exists()
+    assert not MatterPurge.objects.exists()
+
+
+# --- legal hold: the API and the admin -------------------------------------------------------------------------------
+
+
+def _hold_url(project: Project) -> str:
+    return reverse("chats:project-legal-hold", kwargs={"project_id": project.pk})
+
+
+def test_the_owner_sets_and_lifts_a_legal_hold_through_the_api(user: User, other_user: User) -> None:
+    project = factories.ProjectFactory.create(owner=user, members=[other_user])
+    owner, member, stranger = APIClient(), APIClient(), APIClient()
+    owner.force_authenticate(user=user)
+    member.force_authenticate(user=other_user)
+    stranger.force_authenticate(user=factories.UserFactory.create())
+
+    held = owner.put(_hold_url(project), {"legal_hold": True}, format="json")
+    assert held.status_code == 200, held.content
+    assert held.json() == {"project_id": str(project.pk), "legal_hold": True}
+    assert Project.objects.get(pk=project.pk).legal_hold
+    assert member.get(_hold_url(project)).json()["legal_hold"] is True
+
+    refused = member.patch(_hold_url(project), {"legal_hold": False}, format="json")
+    assert refused.status_code == 403
+    assert stranger.patch(_hold_url(project), {"legal_hold": False}, format="json").status_code == 404
+    assert stranger.get(_hold_url(project)).status_code == 404
+    bad = owner.patch(_hold_url(project), {"legal_hold": "maybe"}, format="json")
+    assert bad.status_code == 400
+    assert "legal_hold" in bad.json()
+    assert owner.patch(_hold_url(project), {}, format="json").status_code == 400
+    assert Project.objects.get(pk=project.pk).legal_hold
+
+    lifted = owner.patch(_hold_url(project), {"legal_hold": False}, format="json")
+    assert lifted.status_code == 200
+    assert not Project.objects.get(pk=project.pk).legal_hold
+
+
+def test_an_operator_holds_a_matter_in_the_admin_and_its_delete_page_refuses(
+    admin_client: Client, turn: Message
+) -> None:
+    project = Project.objects.get(chats=turn.chat)
+    change = reverse("admin:chats_project_change", args=[project.pk])
+    form = {"name": project.name, "owner": project.owner_id, "legal_hold": "on"}
+
+    assert admin_client.post(change, form).status_code == 302
+    assert Project.objects.get(pk=project.pk).legal_hold
+
+    delete = reverse("admin:chats_project_delete", args=[project.pk])
+    page = admin_client.get(delete).content.decode()
+    assert "on legal hold (lift the hold first)" in page
+    admin_client.post(delete, {"post": "yes"})
+    assert Project.objects.filter(pk=project.pk).exists()
+
+    # lifted, the matter still holds turns: its delete page points at the purge instead
+    Project.objects.filter(pk=project.pk).update(legal_hold=False)
+    page = admin_client.get(delete).content.decode()
+    assert f"manage.py purge_matter {project.pk} --confirm" in page
+    admin_client.post(delete, {"post": "yes"})
+    assert Project.objects.filter(pk=project.pk).exists()

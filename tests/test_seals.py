@@ -1,0 +1,400 @@
+"""Sealed turns and ``verify_ledger``: every finalize of a turn is sealed in its transaction, chained per matter
+and signed; ``verify_ledger`` recomputes the record and names what a change below the application broke."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, connections, transaction
+from django.db.models import QuerySet
+from rest_framework.test import APIClient
+
+from chats.models import Chat, Message, MessageCitation
+from chats.record import purging
+from chats.services import ClaimedCitation, finalize_turn, start_turn
+from citations import seals
+from citations.integrity import verify_record
+from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
+from citations.purge import purge_matter
+from lqai_verify import record
+from tests import factories
+
+QUESTION = "Must the reviewing court be satisfied that no workable race-neutral alternative exists?"
+
+
+def _turn(client: APIClient, chat: Chat) -> dict[str, Any]:
+    response = client.post(f"/api/chats/{chat.pk}/messages/", {"content": QUESTION}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["message"]
+
+
+def verify(*args: str) -> tuple[int, str]:
+    """``verify_ledger``'s exit status and its output (stdout and stderr)."""
+    out, err = StringIO(), StringIO()
+    try:
+        call_command("verify_ledger", *args, stdout=out, stderr=err)
+    except SystemExit as exit_:
+        return int(exit_.code or 0), out.getvalue() + err.getvalue()
+    return 0, out.getvalue() + err.getvalue()
+
+
+@pytest.fixture
+def matter_turns(api_client: APIClient, matter_chat: Chat) -> list[dict[str, Any]]:
+    """Three answered turns of alice's matter chat (the default backend quotes the matter's document)."""
+    return [_turn(api_client, matter_chat) for _ in range(3)]
+
+
+def _first_quote(message_id: Any) -> MessageCitation:
+    return MessageCitation.objects.filter(message_id=message_id).order_by("id").first()  # type: ignore[return-value]
+
+
+# --- Sealing with the turn -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_each_finalized_turn_is_sealed_in_its_matter_chain(
+    matter_turns: list[dict[str, Any]], matter_chat: Chat
+) -> None:
+    seals_ = list(TurnSeal.objects.order_by("sequence"))
+
+    assert [str(s.message_id) for s in seals_] == [t["id"] for t in matter_turns]
+    assert {s.chain for s in seals_} == {f"matter:{matter_chat.project_id}"}
+    assert [s.sequence for s in seals_] == [1, 2, 3]
+    assert seals_[0].previous_sha256 == ""
+    assert [s.previous_sha256 for s in seals_[1:]] == [s.seal_sha256 for s in seals_[:-1]]
+    assert all(not s.late for s in seals_)
+    assert _first_quote(matter_turns[0]["id"]) is not None  # the turns quoted something
+    assert len(seals_[0].row_digests["rows"]) >= 1
+    head = SealChainHead.objects.get(chain=seals_[0].chain)
+    assert (head.sequence, head.seal_sha256) == (3, seals_[-1].seal_sha256)
+
+
+@pytest.mark.django_db
+def test_a_matterless_chat_chains_on_its_own(api_client: APIClient, user: Any) -> None:
+    chat = factories.ChatFactory.create(project=None, owner=user)
+
+    turn = _turn(api_client, chat)
+
+    seal = TurnSeal.objects.get(message_id=turn["id"])
+    assert (seal.chain, seal.sequence) == (f"chat:{chat.pk}", 1)
+
+
+@pytest.mark.django_db
+def test_the_seal_signs_the_turns_facts_with_the_ledger_key(matter_turns: list[dict[str, Any]]) -> None:
+    seal = TurnSeal.objects.get(message_id=matter_turns[0]["id"])
+    fields = seals.seal_fields(seal)
+    facts = seals.turn_facts([seal.message_id])[str(seal.message_id)]
+
+    assert seal.row_digests == facts.digests()
+    assert record.sha256_hex(record.seal_payload(fields)) == seal.seal_sha256
+    public = seals.keys.signing_key().public_key()
+    assert record.signature_valid(public, seal.signature, record.seal_payload(fields))
+    assert seal.key_fingerprint == record.fingerprint(public)
+
+
+@pytest.mark.django_db
+def test_a_resumed_turn_gets_a_second_seal_further_down_its_chain(matter_chat: Chat, user: Any) -> None:
+    # Given a turn interrupted after one quote, and another turn of the matter finalized meanwhile
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    claim = ClaimedCitation("must ultimately be satisfied", document_id=matter_chat.project.documents.get().pk)  # type: ignore[union-attr]
+    finalize_turn(message=answer, content="Partial", status=Message.Status.INTERRUPTED, claimed_citations=[claim])
+    _, other = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    finalize_turn(message=other, content="Other", status=Message.Status.COMPLETE)
+
+    # When the first turn is resumed and finalized again
+    answer.refresh_from_db()
+    finalize_turn(
+        message=answer, content="Partial, then whole", status=Message.Status.COMPLETE, claimed_citations=[claim]
+    )
+
+    # Then it has two seals, the second after the other turn's, over all its rows
+    mine = list(TurnSeal.objects.filter(message_id=answer.pk).order_by("finalize_number"))
+    assert [(s.finalize_number, s.sequence) for s in mine] == [(1, 1), (2, 3)]
+    assert set(mine[0].row_digests["rows"]) < set(mine[1].row_digests["rows"])
+    assert verify() == (0, verify()[1])
+
+
+@pytest.mark.django_db
+def test_a_sealing_failure_never_breaks_the_turn(
+    api_client: APIClient, matter_chat: Chat, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(**kwargs: Any) -> None:
+        raise RuntimeError("the chain head is unreachable")
+
+    monkeypatch.setattr(seals, "record", type("R", (), {"__getattr__": lambda self, name: broken})())
+    with caplog.at_level(logging.ERROR, logger="citations.receivers"):
+        turn = _turn(api_client, matter_chat)
+    monkeypatch.undo()
+
+    assert Message.objects.get(pk=turn["id"]).status == Message.Status.COMPLETE
+    assert CitationLedgerEntry.objects.filter(message_id=turn["id"]).exists()  # the ledger's write stayed
+    assert not TurnSeal.objects.exists()
+    assert f"sealing failed for message {turn['id']}" in caplog.text
+    status, output = verify()
+    assert status == 1
+    assert f"turn {turn['id']}: unsealed" in output
+
+    out = StringIO()
+    call_command("seal_turns", stdout=out)
+
+    assert "sealed 1 turn(s) late" in out.getvalue()
+    assert TurnSeal.objects.get(message_id=turn["id"]).late
+    assert verify()[0] == 0
+
+
+# --- verify_ledger ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("matter_turns")
+def test_verify_ledger_passes_an_intact_record() -> None:
+    status, output = verify()
+
+    assert status == 0, output
+    assert "intact: 3 seals in 1 chain(s), 3 turns" in output
+
+
+def _raw(sql: str, params: dict[str, Any]) -> None:
+    """A change below the application, as a database superuser could make it: on PostgreSQL with triggers
+    off for the transaction (``session_replication_role = replica``)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL session_replication_role = replica")
+        cursor.execute(sql, params)
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL session_replication_role = origin")
+
+
+def _db_id(value: Any) -> Any:
+    return value if connection.vendor == "postgresql" else value.hex
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_a_planted_edit(matter_turns: list[dict[str, Any]]) -> None:
+    # Given the second turn's quote changed in SQL, its passage digest recomputed to match
+    quote = _first_quote(matter_turns[1]["id"])
+    _raw(
+        "UPDATE message_citations SET quote = %(quote)s WHERE id = %(id)s",
+        {"quote": "must never be satisfied", "id": _db_id(quote.pk)},
+    )
+
+    status, output = verify()
+
+    assert status == 1
+    assert f"BROKEN at turn {matter_turns[1]['id']}" in output
+    assert f"row message_citations:{quote.pk} differs from its seal (edited)" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_a_planted_deletion(matter_turns: list[dict[str, Any]]) -> None:
+    quote = _first_quote(matter_turns[0]["id"])
+    _raw("DELETE FROM citation_ledger_entry WHERE message_citation_id = %(id)s", {"id": _db_id(quote.pk)})
+    _raw("DELETE FROM message_citations WHERE id = %(id)s", {"id": _db_id(quote.pk)})
+
+    status, output = verify()
+
+    assert status == 1
+    assert f"BROKEN at turn {matter_turns[0]['id']}" in output
+    assert f"sealed row message_citations:{quote.pk} is missing (deleted)" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_a_planted_insertion(matter_turns: list[dict[str, Any]]) -> None:
+    message = Message.objects.get(pk=matter_turns[2]["id"])
+    planted = factories.MessageCitationFactory.create(message=message, document=_first_quote(message.pk).document)
+
+    status, output = verify()
+
+    assert status == 1
+    assert f"BROKEN at turn {message.pk}" in output
+    assert f"row message_citations:{planted.pk} is not in its seal (inserted)" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_a_ledger_entry_that_disagrees_with_its_sealed_row(
+    matter_turns: list[dict[str, Any]],
+) -> None:
+    quote = _first_quote(matter_turns[0]["id"])
+    _raw(
+        "UPDATE citation_ledger_entry SET confidence = 0.5, verification_status = 'tolerant_match' "
+        "WHERE message_citation_id = %(id)s",
+        {"id": _db_id(quote.pk)},
+    )
+
+    status, output = verify()
+
+    assert status == 1
+    assert f"BROKEN at turn {matter_turns[0]['id']}" in output
+    assert "its verification_status is 'tolerant_match', its sealed row says 'exact_match'" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_a_deleted_turn_by_the_gap_in_its_chain(
+    matter_turns: list[dict[str, Any]], matter_chat: Chat
+) -> None:
+    _raw(
+        "DELETE FROM turn_seals WHERE message_id = %(id)s",
+        {"id": _db_id(Message.objects.get(pk=matter_turns[1]["id"]).pk)},
+    )
+    with transaction.atomic(), purging(matter_chat.project_id):  # as an operator with the purge's rights could
+        Message.objects.filter(pk=matter_turns[1]["id"]).delete()
+
+    status, output = verify()
+
+    assert status == 1
+    assert f"turn {matter_turns[2]['id']}" in output
+    assert "seal #3 follows #1: 1 seal(s) missing (deleted turns)" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_detects_a_seal_recomputed_without_the_key(matter_turns: list[dict[str, Any]]) -> None:
+    # Given the last seal's facts digest rewritten (and its own digest recomputed) by someone without the key
+    seal = TurnSeal.objects.get(message_id=matter_turns[2]["id"])
+    seal.row_digests["turn"] = "0" * 64
+    fields = {**seals.seal_fields(seal), "row_digests": seal.row_digests}
+    fields["facts_sha256"] = record.facts_sha256(
+        turn_digest="0" * 64, row_digests=seal.row_digests["rows"], verifier_version=seal.verifier_version
+    )
+    with connection.cursor() as cursor:  # below the application, triggers off, as a database superuser could
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL session_replication_role = replica")
+        QuerySet.update(
+            TurnSeal.objects.filter(pk=seal.pk),
+            row_digests=seal.row_digests,
+            facts_sha256=fields["facts_sha256"],
+            seal_sha256=record.sha256_hex(record.seal_payload(fields)),
+        )
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL session_replication_role = origin")
+
+    status, output = verify()
+
+    assert status == 1
+    assert "its signature is not valid" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_checks_one_matter(matter_turns: list[dict[str, Any]], matter_chat: Chat, user: Any) -> None:
+    # Given another matter of alice's whose one turn was edited below the application
+    other_chat = factories.ChatFactory.create(project=factories.ProjectFactory.create(owner=user), owner=user)
+    factories.DocumentFactory.create(project=other_chat.project)
+    client = APIClient()
+    client.force_authenticate(user=user)
+    other = _turn(client, other_chat)
+    _raw(
+        "UPDATE messages SET content = 'changed' WHERE id = %(id)s",
+        {"id": _db_id(Message.objects.get(pk=other["id"]).pk)},
+    )
+
+    intact, intact_output = verify("--matter", str(matter_chat.project_id))
+    broken, broken_output = verify("--matter", str(other_chat.project_id))
+
+    assert intact == 0, intact_output
+    assert "3 seals in 1 chain(s)" in intact_output
+    assert broken == 1
+    assert f"turn {other['id']} (matter:{other_chat.project_id} #1): the turn (question, answer" in broken_output
+
+
+def test_verify_ledger_refuses_an_unknown_matter(db: None) -> None:
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="No matter"):
+        call_command("verify_ledger", "--matter", "00000000-0000-0000-0000-000000000000")
+
+
+# --- Older turns -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_seal_turns_seals_older_turns_late_and_resumably(matter_chat: Chat) -> None:
+    older = [factories.assembled_turn(matter_chat) for _ in range(3)]
+    out = StringIO()
+    call_command("seal_turns", "--dry-run", stdout=out)
+    assert "would seal 3 turn(s) late" in out.getvalue()
+    assert not TurnSeal.objects.exists()
+
+    call_command("seal_turns", "--batch-size", "2", stdout=out)
+    call_command("seal_turns", stdout=out)
+
+    assert "sealed 3 turn(s) late; 0 unsealed" in out.getvalue()
+    assert "sealed 0 turn(s) late; 0 unsealed" in out.getvalue()
+    sealed = list(TurnSeal.objects.order_by("sequence"))
+    assert [s.message_id for s in sealed] == [m.pk for m in sorted(older, key=lambda m: (m.finalized_at, m.pk))]
+    assert all(s.late and s.sealed_at >= s.finalized_at for s in sealed)
+    assert verify()[0] == 0
+
+
+# --- Concurrency -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(120)
+def test_sixteen_concurrent_turns_of_one_matter_leave_an_intact_chain(
+    committed_matter_chat: tuple[APIClient, Chat],
+) -> None:
+    _, chat = committed_matter_chat
+    user = chat.owner
+    answers = [start_turn(chat=chat, content=QUESTION, author=user)[1] for _ in range(16)]
+    document = chat.project.documents.get()  # type: ignore[union-attr]
+    barrier = threading.Barrier(16, timeout=30)
+    errors: list[BaseException] = []
+
+    def finalize(answer: Message) -> None:
+        try:
+            barrier.wait()
+            finalize_turn(
+                message=answer,
+                content="Answer",
+                status=Message.Status.COMPLETE,
+                claimed_citations=[ClaimedCitation("must ultimately be satisfied", document_id=document.pk)],
+            )
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=finalize, args=(answer,)) for answer in answers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a finalize hung"
+
+    assert errors == []
+    chain = list(TurnSeal.objects.filter(chain=f"matter:{chat.project_id}").order_by("sequence"))
+    assert [s.sequence for s in chain] == list(range(1, 17))
+    assert {s.message_id for s in chain} == {a.pk for a in answers}
+    assert [s.previous_sha256 for s in chain[1:]] == [s.seal_sha256 for s in chain[:-1]]
+    result = verify_record()
+    assert result.intact, [str(p) for p in result.problems]
+    assert result.seals == 16
+
+
+@pytest.mark.django_db
+def test_deleting_a_matter_takes_its_chain_with_it(matter_turns: list[dict[str, Any]], matter_chat: Chat) -> None:
+    purge_matter(project_id=matter_chat.project_id, purged_by="operator")  # type: ignore[arg-type]
+
+    assert not TurnSeal.objects.exists()
+    assert not SealChainHead.objects.exists()
+    assert verify()[0] == 0
+
+
+@pytest.mark.django_db
+def test_verify_ledger_reads_in_batches_across_chains(
+    matter_turns: list[dict[str, Any]], api_client: APIClient, user: Any
+) -> None:
+    # Given a second chain (a matter-less chat) beside the matter's three seals
+    _turn(api_client, factories.ChatFactory.create(project=None, owner=user))
+
+    status, output = verify("--batch-size", "1")
+    gap_status, gap_output = verify("--batch-size", "2")
+
+    assert status == 0, output
+    assert "4 seals in 2 chain(s), 4 turns" in output
+    assert gap_status == 0, gap_output
