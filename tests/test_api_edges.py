@@ -21,6 +21,7 @@ from chats.models import Chat
 from tests import factories
 
 ROOT = Path(__file__).resolve().parent.parent
+KEY = base64.b64encode(bytes(range(32))).decode()  # a ledger key, which production settings require
 
 
 def _cursor(query: str) -> str:
@@ -194,7 +195,7 @@ def _check(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "manage.py", "check"],
         cwd=ROOT,
-        env={**base, "DJANGO_SETTINGS_MODULE": "lqai.settings", "SECRET_KEY": "x" * 50, **env},
+        env={**base, "DJANGO_SETTINGS_MODULE": "lqai.settings", "SECRET_KEY": "x" * 50, "LQAI_LEDGER_KEY": KEY, **env},
         capture_output=True,
         text=True,
         timeout=60,
@@ -297,6 +298,7 @@ def test_the_production_server_refuses_a_bad_setting_at_start_up_before_any_work
         "DJANGO_SETTINGS_MODULE": "lqai.settings",
         "SECRET_KEY": "x" * 50,
         "LQAI_TOKEN_TTL_HOURS": "soon",
+        "LQAI_LEDGER_KEY": KEY,
         "GUNICORN_BIND": "127.0.0.1:0",
     }
     result = subprocess.run(  # noqa: S603 - the venv's gunicorn with the shipped config
