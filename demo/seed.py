@@ -159,11 +159,22 @@ def seed() -> DemoMatter:
     return DemoMatter(user=user, token=token, token_expiry=token_row.expiry, project=project)
 
 
+# The chats the demo makes: a matter holding any other chat is someone's work, never purged by a rerun.
+DEMO_CHAT_TITLES = (DEMO_CHAT_TITLE, OLDER_TURNS_CHAT_TITLE)
+
+
 def purge_previous_run() -> MatterPurge | None:
     """Purge the previous run's demo matter, if there is one with chats: its turns are a permanent record,
-    so they go only with their matter, through the purge, which leaves a tombstone."""
+    so they go only with their matter, through the purge, which leaves a tombstone.
+
+    A matter where someone made chats of their own is kept whole instead (renamed, so that this run seeds a
+    fresh demo matter): a rerun replaces only what the demo made."""
     previous = Project.objects.filter(name=DEMO_PROJECT, owner__username=DEMO_USERNAME, chats__isnull=False).first()
     if previous is None:
+        return None
+    if previous.chats.exclude(title__in=DEMO_CHAT_TITLES).exists():
+        previous.name = f"{DEMO_PROJECT}, kept {timezone.now():%Y-%m-%d %H:%M:%S} (has chats made by hand)"
+        previous.save(update_fields=["name"])
         return None
     return purge_matter(project_id=previous.pk, purged_by=DEMO_USERNAME)
 

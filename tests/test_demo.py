@@ -146,3 +146,27 @@ def test_the_demo_prints_a_working_token_and_a_curl_line(settings: LazySettings)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     assert [p["name"] for p in client.get("/api/projects/").json()["results"]] == ["Election law research (demo)"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rerun_keeps_a_demo_matter_where_chats_were_made_by_hand(settings: LazySettings) -> None:
+    settings.DEBUG = True
+    _run_demo()
+    demo_user = User.objects.get(username="demo")
+    project = Project.objects.get(name="Election law research (demo)")
+    # Given a chat a person made in the demo matter, with a question
+    by_hand = Chat.objects.create(project=project, owner=demo_user, title="My own research")
+    Message.objects.create(chat=by_hand, role=Message.Role.USER, content="my question")
+
+    second = _run_demo()
+
+    # Then that chat and its matter are kept whole (renamed), and the demo seeded a fresh matter
+    assert Chat.objects.filter(pk=by_hand.pk, project=project).exists()
+    assert by_hand.messages.count() == 1
+    kept = Project.objects.get(pk=project.pk)
+    assert kept.name.startswith("Election law research (demo), kept ")
+    assert kept.chats.count() == 3
+    fresh = Project.objects.get(name="Election law research (demo)")
+    assert fresh.pk != project.pk
+    assert fresh.chats.count() == 2
+    assert "Demo done" in second
