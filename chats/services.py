@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 from uuid import UUID
@@ -356,14 +356,12 @@ def _reason(why: str, source: str) -> str:
     return (why or "not found in the source").replace("the source", f"the {source}")
 
 
-def _verdict(
-    rows: Sequence[MessageCitation | MessageCaselawCitation], case_citations: Sequence[MessageCaseCitation] = ()
-) -> str:
-    """The gate verdict of one finalize's quote rows and case citations (see :class:`chats.models.Verdict`):
-    a failed quote, a case that does not exist or a case cited under another name fails the turn."""
-    methods = {row.verification_method for row in rows}
+def turn_verdict(*, methods: Collection[str], case_statuses: Collection[str] = ()) -> str:
+    """The gate verdict of a turn's quote rows (their verification methods) and case citations (their
+    statuses), see :class:`chats.models.Verdict`: a failed quote, a case that does not exist or a case cited
+    under another name fails the turn. ``backfill_ledger --check`` holds stored verdicts to it."""
     wrong_cases = {MessageCaseCitation.Status.NOT_FOUND, MessageCaseCitation.Status.NAME_MISMATCH}
-    if UNVERIFIED in methods or any(case.status in wrong_cases for case in case_citations):
+    if UNVERIFIED in methods or wrong_cases & set(case_statuses):
         return Verdict.FAIL
     if VerificationMethod.TOLERANT_MATCH in methods:
         return Verdict.SUPPORTED
@@ -485,7 +483,11 @@ def finalize_turn(
         message.content = content
         message.status = status
         message.finalized_at = message.updated_at = now
-        message.verdict = Verdict.worst(message.verdict, _verdict([*kb, *caselaw], case_citations))
+        verdict = turn_verdict(
+            methods={row.verification_method for row in [*kb, *caselaw]},
+            case_statuses={case.status for case in case_citations},
+        )
+        message.verdict = Verdict.worst(message.verdict, verdict)
         update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
         if usage is not None:
             message.model_name = usage.model_name[:200]

@@ -9,8 +9,10 @@ The walk: keyset pagination over messages in ``(created_at, id)`` order (the ind
 ``messages_created_idx``), never ``OFFSET`` over the whole table: each batch is the next ``batch_size``
 messages in scope, with all their source rows (so no batch holds half a turn), in one transaction of its
 own. Creation order, because a turn's rows are written together: a batch reads a few contiguous pages of
-each table. Per batch, per source table in mapping order: the shared ``INSERT ... SELECT ... ON CONFLICT
-DO NOTHING``, then one count of the batch's rows, for the summary (created, already present, skipped).
+each table. Per batch: one count, per source table, of the batch's rows and of their entries (through the
+``message_id`` indexes; an entry carries its row's message, so as many entries as rows means no gap),
+then, for each table with a gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO
+NOTHING``. A rerun over complete data therefore only counts.
 
 Idempotent and resumable without a checkpoint: every batch commits on its own and a row that has its
 entry is skipped by the ledger's unique constraint, so after a kill (the open batch rolls back) a plain
@@ -39,6 +41,7 @@ from django.db.backends.utils import CursorWrapper
 
 from chats.models import Chat, Message
 from citations.ledger import SOURCE_MAPPINGS, db_value, write_entries
+from citations.models import CitationLedgerEntry
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +58,13 @@ WHERE ({after}) AND ({scope})
 ORDER BY m.created_at, m.id
 LIMIT 2 OFFSET %(last)s
 """
-# A batch's source rows of one table: how many the ledger can hold, and how many in all.
+# A batch's source rows of one table, and their entries (an entry carries its row's message), counted
+# through the message_id indexes.
 _COUNT_TEMPLATE = """
-SELECT count(*) FILTER (WHERE {valid}), count(*)
-FROM {source} s JOIN {messages} m ON m.id = s.message_id
-WHERE {which_messages}
+SELECT '{table}',
+       (SELECT count(*) FROM {source} s JOIN {messages} m ON m.id = s.message_id WHERE {which_messages}),
+       (SELECT count(*) FROM {ledger} e JOIN {messages} m ON m.id = e.message_id
+        WHERE e.{column} IS NOT NULL AND {which_messages})
 """
 _AFTER = "(m.created_at, m.id) > (%(after_created_at)s, %(after_id)s)"
 _UP_TO = "(m.created_at, m.id) <= (%(up_to_created_at)s, %(up_to_id)s)"
@@ -204,27 +209,35 @@ def _run_batch(
     scope_params: dict[str, Any],
     result: BackfillResult,
 ) -> int:
-    """Write and count the entries of the batch's rows; add them to ``result``; the rows scanned."""
+    """Count, then write, the entries of the batch's rows; add them to ``result``; the rows scanned."""
     which = " AND ".join([*([_AFTER] if after else []), *([_UP_TO] if up_to else []), f"({scope})"])
     params = {**scope_params, **_bound("after", after), **_bound("up_to", up_to)}
-    created = write_entries(cursor, which_messages=which, params=params)
-    result.created.update(kind for kind, _ in created)
-    result.messages += len({message_id for _, message_id in created})
-    scanned = 0
-    for mapping in SOURCE_MAPPINGS:
-        sql = _COUNT_TEMPLATE.format(
-            valid=mapping.valid,
+    counts = " UNION ALL ".join(
+        _COUNT_TEMPLATE.format(
+            table=mapping.table,
             source=mapping.table,
+            ledger=CitationLedgerEntry._meta.db_table,
+            column=mapping.column,
             messages=Message._meta.db_table,
             which_messages=which,
         )
-        cursor.execute(sql, params)
-        valid, rows = cursor.fetchone()
-        result.skipped[mapping.table] += rows - valid
-        scanned += rows
-        result.already_present += valid
-    result.already_present -= len(created)
-    return scanned
+        for mapping in SOURCE_MAPPINGS
+    )
+    cursor.execute(counts, params)
+    rows_and_entries = {table: (rows, entries) for table, rows, entries in cursor.fetchall()}
+    # Each entry is its own row's, under that row's message: as many entries as rows means no gap.
+    gaps = [m for m in SOURCE_MAPPINGS if rows_and_entries[m.table][1] < rows_and_entries[m.table][0]]
+    created = write_entries(cursor, which_messages=which, params=params, mappings=gaps)
+    messages = set()
+    for table, (rows, entries) in rows_and_entries.items():
+        new = created.get(table, [])
+        result.created.update(kind for kind, _ in new)
+        messages |= {message_id for _, message_id in new}
+        result.already_present += entries
+        # What is left: rows the ledger cannot hold (or, rarely, rows another writer filled meanwhile).
+        result.skipped[table] += rows - entries - len(new)
+    result.messages += len(messages)
+    return sum(rows for rows, _ in rows_and_entries.values())
 
 
 def estimated_source_rows(scope: BackfillScope | None = None) -> int | None:

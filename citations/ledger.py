@@ -19,6 +19,7 @@ insert never violates a ledger check constraint; the backfill counts it as skipp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -177,13 +178,20 @@ def db_value(value: object) -> Any:
     return value
 
 
-def write_entries(cursor: CursorWrapper, *, which_messages: str, params: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Run the insert of every source table, in mapping order, for the messages matching ``which_messages``;
-    the ``(source_kind, message_id)`` of each entry created."""
-    created: list[tuple[str, Any]] = []
+def write_entries(
+    cursor: CursorWrapper,
+    *,
+    which_messages: str,
+    params: dict[str, Any],
+    mappings: Sequence[SourceMapping] = SOURCE_MAPPINGS,
+) -> dict[str, list[tuple[str, Any]]]:
+    """Run the insert of each of ``mappings`` (in mapping order: the lock order) for the rows of the messages
+    matching ``which_messages``; by source table, the ``(source_kind, message_id)`` of each entry created."""
+    created: dict[str, list[tuple[str, Any]]] = {}
     for mapping in SOURCE_MAPPINGS:
-        cursor.execute(insert_sql(mapping, which_messages=which_messages), {"created_at": now(), **params})
-        created += cursor.fetchall()
+        if mapping in mappings:
+            cursor.execute(insert_sql(mapping, which_messages=which_messages), {"created_at": now(), **params})
+            created[mapping.table] = cursor.fetchall()
     return created
 
 
@@ -224,4 +232,4 @@ def assemble(message: Message, *, timeout: float | None = None) -> int:
         )
         if bounded:
             cursor.execute(_RESTORE_SQL, {"lock_timeout": lock_timeout, "statement_timeout": statement_timeout})
-    return len(created)
+    return sum(len(entries) for entries in created.values())

@@ -241,4 +241,4 @@ def test_a_case_cited_under_another_name_fails_the_turn(fisher: CaselawOpinion, 
 def test_the_gate_fails_on_a_case_that_does_not_exist_or_has_another_name(status: str, verdict: str) -> None:
     case = MessageCaseCitation(status=status)
 
-    assert services._verdict([], [case]) == verdict
+    assert services.turn_verdict(methods=set(), case_statuses={case.status}) == verdict
