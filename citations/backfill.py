@@ -12,7 +12,8 @@ own. Creation order, because a turn's rows are written together: a batch reads a
 each table. Per batch: one count, per source table, of the batch's rows and of their entries (through the
 ``message_id`` indexes; an entry carries its row's message, so as many entries as rows means no gap),
 then, for each table with a gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO
-NOTHING``. A rerun over complete data therefore only counts.
+NOTHING`` and a count of that table again (exact totals next to other writers). A rerun over complete
+data therefore only counts.
 
 Idempotent and resumable without a checkpoint: every batch commits on its own and a row that has its
 entry is skipped by the ledger's unique constraint, so after a kill (the open batch rolls back) a plain
@@ -30,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -40,7 +41,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from chats.models import Chat, Message
-from citations.ledger import SOURCE_MAPPINGS, db_value, write_entries
+from citations.ledger import SOURCE_MAPPINGS, SourceMapping, db_value, write_entries
 from citations.models import CitationLedgerEntry
 
 logger = logging.getLogger(__name__)
@@ -58,14 +59,15 @@ WHERE ({after}) AND ({scope})
 ORDER BY m.created_at, m.id
 LIMIT 2 OFFSET %(last)s
 """
-# A batch's source rows of one table, and their entries (an entry carries its row's message), counted
-# through the message_id indexes.
+# A batch's source rows, per table, then their entries, per table (an entry carries its row's message), all
+# counted through the message_id indexes, the entries in one pass.
 _COUNT_TEMPLATE = """
-SELECT '{table}',
-       (SELECT count(*) FROM {source} s JOIN {messages} m ON m.id = s.message_id WHERE {which_messages}),
-       (SELECT count(*) FROM {ledger} e JOIN {messages} m ON m.id = e.message_id
-        WHERE e.{column} IS NOT NULL AND {which_messages})
+SELECT {row_counts}, entries.*
+FROM (SELECT {entry_counts} FROM {ledger} e JOIN {messages} m ON m.id = e.message_id WHERE {which_messages}) AS entries
 """
+_ROW_COUNT_TEMPLATE = (
+    "(SELECT count(*) FROM {source} s JOIN {messages} m ON m.id = s.message_id WHERE {which_messages})"
+)
 _AFTER = "(m.created_at, m.id) > (%(after_created_at)s, %(after_id)s)"
 _UP_TO = "(m.created_at, m.id) <= (%(up_to_created_at)s, %(up_to_id)s)"
 
@@ -212,32 +214,41 @@ def _run_batch(
     """Count, then write, the entries of the batch's rows; add them to ``result``; the rows scanned."""
     which = " AND ".join([*([_AFTER] if after else []), *([_UP_TO] if up_to else []), f"({scope})"])
     params = {**scope_params, **_bound("after", after), **_bound("up_to", up_to)}
-    counts = " UNION ALL ".join(
-        _COUNT_TEMPLATE.format(
-            table=mapping.table,
-            source=mapping.table,
-            ledger=CitationLedgerEntry._meta.db_table,
-            column=mapping.column,
-            messages=Message._meta.db_table,
-            which_messages=which,
-        )
-        for mapping in SOURCE_MAPPINGS
-    )
-    cursor.execute(counts, params)
-    rows_and_entries = {table: (rows, entries) for table, rows, entries in cursor.fetchall()}
+    before = _count(cursor, SOURCE_MAPPINGS, which, params)
     # Each entry is its own row's, under that row's message: as many entries as rows means no gap.
-    gaps = [m for m in SOURCE_MAPPINGS if rows_and_entries[m.table][1] < rows_and_entries[m.table][0]]
+    gaps = [mapping for mapping in SOURCE_MAPPINGS if before[mapping.table][1] < before[mapping.table][0]]
     created = write_entries(cursor, which_messages=which, params=params, mappings=gaps)
+    # Counted again after the insert, so that rows another writer filled meanwhile count as present.
+    after_insert = {**before, **_count(cursor, gaps, which, params)} if gaps else before
     messages = set()
-    for table, (rows, entries) in rows_and_entries.items():
+    for table, (rows, entries) in after_insert.items():
         new = created.get(table, [])
         result.created.update(kind for kind, _ in new)
         messages |= {message_id for _, message_id in new}
-        result.already_present += entries
-        # What is left: rows the ledger cannot hold (or, rarely, rows another writer filled meanwhile).
-        result.skipped[table] += rows - entries - len(new)
+        result.already_present += entries - len(new)
+        result.skipped[table] += rows - entries  # rows the ledger cannot hold
     result.messages += len(messages)
-    return sum(rows for rows, _ in rows_and_entries.values())
+    return sum(rows for rows, _ in after_insert.values())
+
+
+def _count(
+    cursor: CursorWrapper, mappings: Sequence[SourceMapping], which: str, params: dict[str, Any]
+) -> dict[str, tuple[int, int]]:
+    """Per table of ``mappings``: the batch's rows and their entries."""
+    messages = Message._meta.db_table
+    sql = _COUNT_TEMPLATE.format(
+        row_counts=", ".join(
+            _ROW_COUNT_TEMPLATE.format(source=mapping.table, messages=messages, which_messages=which)
+            for mapping in mappings
+        ),
+        entry_counts=", ".join(f"count(e.{mapping.column})" for mapping in mappings),
+        ledger=CitationLedgerEntry._meta.db_table,
+        messages=messages,
+        which_messages=which,
+    )
+    cursor.execute(sql, params)
+    counts = cursor.fetchone()
+    return {mapping.table: (counts[i], counts[len(mappings) + i]) for i, mapping in enumerate(mappings)}
 
 
 def estimated_source_rows(scope: BackfillScope | None = None) -> int | None:
