@@ -41,6 +41,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from chats.models import Chat, Message
+from citations.agreement import Disagreement, disagreements
 from citations.ledger import SOURCE_MAPPINGS, SourceMapping, db_value, write_entries
 from citations.models import CitationLedgerEntry
 
@@ -117,6 +118,8 @@ class BackfillResult:
     already_present: int = 0
     # Source rows in scope the ledger cannot hold, by source table.
     skipped: Counter[str] = field(default_factory=Counter)
+    # With ``check``: where the ledger and the turns disagree (citations.agreement).
+    disagreements: list[Disagreement] = field(default_factory=list)
     batches: int = 0
     rows_scanned: int = 0
     seconds: float = 0.0
@@ -143,6 +146,7 @@ def backfill_ledger(
     scope: BackfillScope | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     dry_run: bool = False,
+    check: bool = False,
     sleep: float = 0.0,
     statement_timeout: float = DEFAULT_STATEMENT_TIMEOUT,
     on_batch: ProgressCallback | None = None,
@@ -150,7 +154,8 @@ def backfill_ledger(
     """Write the ledger entries missing for the source rows in ``scope`` (everything by default), in
     batches of ``batch_size`` messages.
 
-    With ``dry_run`` nothing is kept and the result counts what would be written. ``sleep`` seconds pass
+    With ``dry_run`` nothing is kept and the result counts what would be written; ``check`` is a dry run
+    that also lists where the ledger and the turns disagree (:mod:`citations.agreement`). ``sleep`` seconds pass
     between batches (a throttle); ``statement_timeout`` seconds bound every statement (PostgreSQL).
     Idempotent, safe next to live turns and other backfills, and resumable by running it again.
     """
@@ -161,6 +166,7 @@ def backfill_ledger(
     if statement_timeout <= 0:
         raise ValueError("statement_timeout must be positive")
     scope_sql, scope_params = (scope or BackfillScope()).sql()
+    dry_run = dry_run or check
     result = BackfillResult(dry_run=dry_run)
     started = time.monotonic()
     after: tuple[Any, Any] | None = None
@@ -171,7 +177,10 @@ def backfill_ledger(
                     timeout_ms = str(max(1, round(statement_timeout * 1000)))
                     cursor.execute("SELECT set_config('statement_timeout', %s, true)", [timeout_ms])
                 up_to = _batch_end(cursor, after, batch_size, scope_sql, scope_params)
-                rows = _run_batch(cursor, after, up_to, scope_sql, scope_params, result)
+                which, params = _batch_sql(after, up_to, scope_sql, scope_params)
+                rows = _run_batch(cursor, which, params, result)
+                if check:
+                    result.disagreements += disagreements(cursor, which_messages=which, params=params)
                 if dry_run:
                     raise _DryRunRollback
         except _DryRunRollback:
@@ -203,17 +212,17 @@ def _bound(name: str, bound: tuple[Any, Any] | None) -> dict[str, Any]:
     return {} if bound is None else {f"{name}_created_at": bound[0], f"{name}_id": bound[1]}
 
 
-def _run_batch(
-    cursor: CursorWrapper,
-    after: tuple[Any, Any] | None,
-    up_to: tuple[Any, Any] | None,
-    scope: str,
-    scope_params: dict[str, Any],
-    result: BackfillResult,
-) -> int:
-    """Count, then write, the entries of the batch's rows; add them to ``result``; the rows scanned."""
+def _batch_sql(
+    after: tuple[Any, Any] | None, up_to: tuple[Any, Any] | None, scope: str, scope_params: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """The batch's messages (after ``after``, up to ``up_to``, in scope) as a predicate over ``m``, and its
+    parameters."""
     which = " AND ".join([*([_AFTER] if after else []), *([_UP_TO] if up_to else []), f"({scope})"])
-    params = {**scope_params, **_bound("after", after), **_bound("up_to", up_to)}
+    return which, {**scope_params, **_bound("after", after), **_bound("up_to", up_to)}
+
+
+def _run_batch(cursor: CursorWrapper, which: str, params: dict[str, Any], result: BackfillResult) -> int:
+    """Count, then write, the entries of the batch's rows; add them to ``result``; the rows scanned."""
     before = _count(cursor, SOURCE_MAPPINGS, which, params)
     # Each entry is its own row's, under that row's message: as many entries as rows means no gap.
     gaps = [mapping for mapping in SOURCE_MAPPINGS if before[mapping.table][1] < before[mapping.table][0]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -131,6 +132,11 @@ FAILED_CLAIM: dict[str, Any] = {
 }
 
 
+# A turn's quotes are numbered together (KB and caselaw): one counter for both factories keeps every
+# factory-made quote at a position of its own.
+_quote_positions = itertools.count()
+
+
 class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCitation]):
     class Meta:
         model = models.MessageCitation
@@ -144,6 +150,7 @@ class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCit
     source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
     verification_method = "exact_match"
     verification_confidence = 1.0
+    position = factory.LazyFunction(lambda: next(_quote_positions))
     passage_sha256 = factory.LazyAttribute(
         lambda c: passage_sha256(c.document.content[c.source_offset_start : c.source_offset_end])
     )
@@ -165,6 +172,7 @@ class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.Mes
     source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
     verification_method = "exact_match"
     verification_confidence = 1.0
+    position = factory.LazyFunction(lambda: next(_quote_positions))
     passage_sha256 = factory.LazyAttribute(
         lambda c: passage_sha256(c.opinion.text[c.source_offset_start : c.source_offset_end])
     )
@@ -186,6 +194,7 @@ class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageT
     subtitle = "570 U.S. 297 (2013)"
     url = "https://www.courtlistener.com/opinion/1/doe-v-roe/"
     external_ref = factory.Sequence(lambda n: str(1000 + n))
+    position = factory.Sequence(lambda n: n)
 
 
 class MessageCaseCitationFactory(factory.django.DjangoModelFactory[models.MessageCaseCitation]):
