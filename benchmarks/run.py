@@ -9,8 +9,8 @@ database.
 The machine is shared and small, so every goal is a ratio of two measurements taken side by side in
 one run, on the same data; the timed runs alternate and the median of ``--repeats`` is kept.
 
-1. the raw-SQL limit: one hand-written ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` over the three
-   source tables;
+1. the raw-SQL limit: one hand-written ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` over the source
+   tables the dataset fills (quotes and tool sources; it has no case citations);
 2. ``backfill_ledger`` on the same data (goal: <= 1.25 x the limit);
 3. its rerun on complete data (goal: writes nothing, <= 0.1 x the first run);
 4. the command's peak memory, in a subprocess, at a tenth of the rows and at all of them (goal: flat,
@@ -28,7 +28,8 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
    record, eyecite's tokenization apart from the rest of the extraction, and the check's share of a whole
    API turn answering that text;
 
-plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BATCH_SIZE``.
+plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), next to
+``citations.backfill.DEFAULT_BATCH_SIZE``.
 """
 
 from __future__ import annotations
@@ -72,10 +73,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="make bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="source rows to generate (default 100000)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement; the median is kept")
-    parser.add_argument("--batch-size", type=int, default=None, help="the backfill's batch size (default: its own)")
     parser.add_argument(
-        "--tune", default="5000,20000,50000", help="batch sizes to compare, comma-separated ('' to skip)"
+        "--batch-size", type=int, default=None, help="the backfill's messages per batch (default: its own)"
     )
+    parser.add_argument("--tune", default="1000,20000", help="batch sizes to compare, comma-separated ('' to skip)")
     parser.add_argument("--turns", type=int, default=100, help="turns per configuration for the per-turn share")
     parser.add_argument("--no-record", action="store_true", help=f"do not append the table to {RESULTS.name}")
     args = parser.parse_args(argv)
@@ -372,7 +373,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
             f"quotes, {sizes.tool:,} tool sources, {sizes.assistant_messages:,} turns in {sizes.chats:,} chats; "
             f"{sizes.valid:,} entries. Raw SQL and backfill wrote identical entries (fingerprint of every "
             "column but id and created_at).",
-            f"Default --batch-size: {DEFAULT_BATCH_SIZE:,} (citations.backfill.DEFAULT_BATCH_SIZE). "
+            f"Default --batch-size: {DEFAULT_BATCH_SIZE:,} messages (citations.backfill.DEFAULT_BATCH_SIZE). "
             f"Backfill: {last.total_created:,} created for {last.messages:,} messages, "
             f"{last.total_skipped:,} skipped. Command (subprocess): `{command_summary}`.",
             "Per-turn: POST /api/chats/{id}/messages/ in-process (authentication, retrieval, the backend, "
