@@ -123,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
         call_command("migrate", verbosity=0)
         rows, context = run_suite(args, bench_url)
+        arguments = " ".join(sys.argv[1:] if argv is None else argv)
+        context["machine"] += f'\n\nCommand: `make bench BENCH_ARGS="{arguments}"`.'
     finally:
         try:
             from django.db import connections
