@@ -33,7 +33,6 @@ from chats.case_citations.extraction import (
     CitationKey,
     court_index,
     extract_citations,
-    normalize_citation,
     tokenizer,
 )
 from chats.case_citations.names import names_match, parse_case_name
@@ -278,23 +277,6 @@ def test_names_are_read_in_the_forms_answers_write_them(text: str, names: list[t
     assert [(c.kind, c.case_name) for c in found] == names
     for citation in found:
         assert text[citation.start : citation.end] == citation.text
-
-
-@pytest.mark.parametrize(
-    ("stored", "key"),
-    [
-        ("570 U.S. 297 (2013)", CitationKey("570", "U.S.", "297")),
-        ("570 U. S. 297", CitationKey("570", "U.S.", "297")),
-        ("590 F. Supp. 3d 850 (M.D.N.C. 2022)", CitationKey("590", "F. Supp. 3d", "850")),
-        ("78 F. 3d 932", CitationKey("78", "F.3d", "932")),
-    ],
-)
-def test_citations_are_normalized_whatever_the_spelling_of_the_reporter(stored: str, key: CitationKey) -> None:
-    assert normalize_citation(stored) == [key]
-
-
-def test_a_docket_number_is_no_case_citation() -> None:
-    assert normalize_citation("No. 5:24-CV-481-FL (E.D.N.C. 2025)") == []
 
 
 def test_the_indexed_court_lookup_answers_like_eyecites_own() -> None:

@@ -19,7 +19,6 @@ from chats.verification import (
     Alteration,
     NormalizedSource,
     QuoteMatch,
-    explain_failure,
     verify_quote,
     verify_quote_detailed,
 )
@@ -55,7 +54,6 @@ def refused(name: str, quote: str) -> str:
     match, reason = normalized(name).verify_detailed(quote)
     assert match is None, (quote, passage(name, match) if match else None)
     assert verify_quote(quote, text(name)) is None
-    assert explain_failure(quote, text(name)) == reason
     assert reason
     return reason
 
@@ -533,13 +531,7 @@ def test_running_heads_without_digits_are_still_skipped() -> None:
     ],
 )
 def test_failure_reasons(quote: str, reason: str) -> None:
-    assert explain_failure(quote, text(STATUTE)) == reason
     assert verify_quote_detailed(quote, normalized(STATUTE)) == (None, reason)
-
-
-def test_explain_failure_is_none_for_a_quote_that_verifies() -> None:
-    assert explain_failure("shall be liable to the party injured", text(STATUTE)) is None
-    assert explain_failure("shall be liable to the party [injured]", normalized(STATUTE)) is None
 
 
 # --- Edge brackets and attached markers -----------------------------------------------------------------------------

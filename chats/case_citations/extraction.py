@@ -142,22 +142,6 @@ def court_index(courts: Iterable[Mapping[str, Any]]) -> Callable[[str], str | No
     return court_by_paren
 
 
-def normalize_citation(text: str) -> list[CitationKey]:
-    """The keys of the full case citations in ``text`` (e.g. a stored ``"570 U. S. 297 (2013)"``)."""
-    return list(_keys_of(text))
-
-
-@functools.lru_cache(maxsize=8192)
-def _keys_of(text: str) -> tuple[CitationKey, ...]:
-    from eyecite.models import FullCaseCitation
-
-    return tuple(
-        key
-        for citation in _eyecite().get_citations(text, tokenizer=tokenizer())
-        if isinstance(citation, FullCaseCitation) and (key := _key(citation)) is not None
-    )
-
-
 def _key(citation: Any) -> CitationKey | None:
     groups = citation.groups
     if not groups.get("volume") or not groups.get("page"):
