@@ -1,9 +1,10 @@
 """Admin of the chat domain.
 
 Matters, chats, messages, documents and opinions are editable by staff, except the text of a cited
-document or opinion, which is read-only (it is immutable: see ``chats.models.CitedTextGuard``). The three per-turn
-artifact tables (``message_citations``, ``message_caselaw_citations``, ``message_tool_sources``)
-are read-only: they record what a turn quoted or consulted, and the citation ledger indexes them.
+document or opinion, which is read-only (it is immutable: see ``chats.models.CitedTextGuard``). The four per-turn
+tables (``message_citations``, ``message_caselaw_citations``, ``message_tool_sources``,
+``message_case_citations``) are read-only: they record what a turn quoted, consulted or cited, and the
+citation ledger indexes them.
 
 The building blocks shared with ``citations.admin`` (:class:`ReadOnlyAdminMixin`,
 :class:`UUIDSearchAdmin`, :func:`admin_link`) live here so that ``citations`` can import them

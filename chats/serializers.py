@@ -20,6 +20,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    SourceKind,
 )
 from chats.selectors import projects_visible_to
 from chats.services import UnverifiedQuote
@@ -84,7 +85,7 @@ class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
         read_only_fields = fields
 
     def get_kind(self, obj: MessageCitation) -> str:
-        return "kb_document"
+        return SourceKind.KB_DOCUMENT
 
 
 class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitation]):
@@ -123,7 +124,7 @@ class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitati
         read_only_fields = fields
 
     def get_kind(self, obj: MessageCaselawCitation) -> str:
-        return "caselaw"
+        return SourceKind.CASELAW
 
 
 class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):
@@ -148,7 +149,7 @@ class FailedClaimSerializer(serializers.Serializer[MessageCitation | MessageCase
     )
 
     def get_kind(self, obj: MessageCitation | MessageCaselawCitation) -> str:
-        return "caselaw" if isinstance(obj, MessageCaselawCitation) else "kb_document"
+        return SourceKind.CASELAW if isinstance(obj, MessageCaselawCitation) else SourceKind.KB_DOCUMENT
 
     @extend_schema_field(serializers.UUIDField(allow_null=True))
     def get_source_id(self, obj: MessageCitation | MessageCaselawCitation) -> str | None:

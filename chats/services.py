@@ -38,8 +38,10 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    SourceKind,
     Verdict,
     VerificationMethod,
+    fit,
 )
 from chats.selectors import open_streams_of
 from chats.signals import post_finalize
@@ -378,7 +380,7 @@ def _tool_source_rows(
     """
     rows = []
     for position, source in enumerate(consulted, start=first_position):
-        kind = source.source_kind.strip()[:32]
+        kind = fit(MessageToolSource, "source_kind", source.source_kind.strip())
         if not kind:
             logger.warning("turn %s: dropped a consulted source with no kind (tool %r)", message.pk, source.tool)
             continue
@@ -386,12 +388,12 @@ def _tool_source_rows(
             MessageToolSource(
                 message=message,
                 source_kind=kind,
-                tool=source.tool[:100],
-                provider=source.provider[:50] if source.provider else None,
-                label=source.label[:500],
-                subtitle=source.subtitle[:500],
-                url=source.url[:500],
-                external_ref=source.external_ref[:200],
+                tool=fit(MessageToolSource, "tool", source.tool),
+                provider=fit(MessageToolSource, "provider", source.provider) or None,
+                label=fit(MessageToolSource, "label", source.label),
+                subtitle=fit(MessageToolSource, "subtitle", source.subtitle),
+                url=fit(MessageToolSource, "url", source.url),
+                external_ref=fit(MessageToolSource, "external_ref", source.external_ref),
                 position=position,
                 created_at=now,
             )
@@ -421,12 +423,12 @@ def _case_citation_rows(
             answer_offset_start=citation.start,
             answer_offset_end=citation.end,
             kind=citation.kind.value,
-            citation=citation.citation[:200],
-            case_name=citation.case_name[:500],
+            citation=fit(MessageCaseCitation, "citation", citation.citation),
+            case_name=fit(MessageCaseCitation, "case_name", citation.case_name),
             status=citation.status.value,
-            detail=citation.detail[:1000],
+            detail=fit(MessageCaseCitation, "detail", citation.detail),
             opinion=citation.opinion,
-            provider=citation.provider[:50],
+            provider=fit(MessageCaseCitation, "provider", citation.provider),
             created_at=now,
         )
         for citation in checked
@@ -490,7 +492,7 @@ def finalize_turn(
         message.verdict = Verdict.worst(message.verdict, verdict)
         update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
         if usage is not None:
-            message.model_name = usage.model_name[:200]
+            message.model_name = fit(Message, "model_name", usage.model_name)
             message.prompt_tokens = usage.prompt_tokens
             message.completion_tokens = usage.completion_tokens
             message.latency_ms = usage.latency_ms
@@ -504,7 +506,7 @@ def finalize_turn(
         post_finalize.send(sender=Message, message=message)
     unverified = [
         UnverifiedQuote(quote=row.quote, reason=row.unverified_reason, kind=kind, id=row.pk)
-        for kind, rows in (("kb_document", kb), ("caselaw", caselaw))
+        for kind, rows in ((SourceKind.KB_DOCUMENT, kb), (SourceKind.CASELAW, caselaw))
         for row in rows
         if row.verification_method == UNVERIFIED
     ]

@@ -38,6 +38,9 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
+from chats.models import (
+    CaseCitationStatus as CaseStatus,
+)
 from chats.verification import EXACT_MATCH, TOLERANT_MATCH
 from chats.verification.results import CASE, ELLIPSIS
 from citations import selectors
@@ -275,11 +278,11 @@ class VerificationStatusFilter(_FixedValuesFilter):
         (EXACT_MATCH, "exact match"),
         (TOLERANT_MATCH, "tolerant match"),
         (UNVERIFIED, "unverified (a claim that did not verify)"),
-        ("verified", "case citation verified"),
-        ("name_mismatch", "case citation under another case's name"),
-        ("not_found", "case citation to no case"),
-        ("ambiguous", "case citation matching several cases"),
-        ("unchecked", "case citation not checked"),
+        (CaseStatus.VERIFIED, "case citation verified"),
+        (CaseStatus.NAME_MISMATCH, "case citation under another case's name"),
+        (CaseStatus.NOT_FOUND, "case citation to no case"),
+        (CaseStatus.AMBIGUOUS, "case citation matching several cases"),
+        (CaseStatus.UNCHECKED, "case citation not checked"),
         (PROVENANCE, "provenance (consulted, not quoted)"),
     )
 

@@ -84,7 +84,8 @@ class SourceMapping:
     @property
     def column(self) -> str:
         """The ledger's column naming a row of this table."""
-        return CitationLedgerEntry._meta.get_field(self.entry_field).column
+        field = CitationLedgerEntry._meta.get_field(self.entry_field)
+        return str(getattr(field, "column", ""))
 
 
 def _sql_list(values: tuple[str, ...] | list[str]) -> str:

@@ -31,6 +31,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    SourceKind,
 )
 
 PROVENANCE = "provenance"
@@ -39,12 +40,6 @@ CASE_CITATION_STATUSES = tuple(MessageCaseCitation.Status.values)
 # The statuses without a verification score: a consulted source (not quoted), a claim that did not hold,
 # and the outcomes of a case-citation check (a lookup, not a scored match).
 UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED, *CASE_CITATION_STATUSES)
-
-
-class SourceKind(models.TextChoices):
-    KB_DOCUMENT = "kb_document", "KB document"
-    CASELAW = "caselaw", "Caselaw"
-    MCP = "mcp", "MCP tool"
 
 
 SOURCE_FIELDS = ("message_citation", "message_caselaw_citation", "message_tool_source", "message_case_citation")
@@ -66,7 +61,7 @@ class CitationLedgerEntry(models.Model):
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="ledger_entries", db_index=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="ledger_entries")
     source_kind = models.CharField(max_length=32)
-    # The unique constraints below index these three columns; a second plain index would be redundant.
+    # The unique constraints below index these four columns; a second plain index would be redundant.
     message_citation = models.ForeignKey(
         MessageCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
     )

@@ -584,6 +584,33 @@ def test_a_materialized_courtlistener_case_is_local_the_next_time(fake_courtlist
 
 
 @pytest.mark.django_db
+def test_a_cited_courtlistener_opinion_looked_up_again_keeps_its_text_and_still_resolves(
+    fake_courtlistener: FakeCourtListener,
+) -> None:
+    # Given CourtListener's opinion 930001, saved by the caselaw search under no citation the local store can
+    # match, whose stored text a turn quoted, and whose text at CourtListener has since changed
+    stored = factories.CaselawOpinionFactory.create(
+        provider="courtlistener", opinion_id="930001", citation="", case_name="Grutter v. Bollinger"
+    )
+    factories.MessageCaselawCitationFactory.create(opinion=stored)
+    cited_text = stored.text
+
+    # When an answer cites it and the check looks it up at CourtListener
+    [checked] = check_case_citations(
+        "See Grutter v. Bollinger, 539 U.S. 306 (2003).", courtlistener_client=fake_courtlistener.client()
+    )
+
+    # Then it resolves to the stored opinion, whose metadata is refreshed and whose quoted text is kept (the
+    # lookup used to overwrite the text, which the cited-text guard refused: the case came out unchecked)
+    assert checked.status is Status.VERIFIED
+    assert checked.opinion == stored
+    stored.refresh_from_db()
+    assert stored.text == cited_text
+    assert stored.citation == "539 U.S. 306"
+    assert fake_courtlistener.opinion_fetches == ["930001"]
+
+
+@pytest.mark.django_db
 def test_a_wrong_name_on_a_courtlistener_case_is_a_name_mismatch(fake_courtlistener: FakeCourtListener) -> None:
     [checked] = check_case_citations(
         "See Gratz v. Bollinger, 539 U.S. 306 (2003).", courtlistener_client=fake_courtlistener.client()

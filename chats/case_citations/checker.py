@@ -21,25 +21,19 @@ The check never raises for a lookup failure: the worst outcome is ``unchecked`` 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from chats import courtlistener
 from chats.case_citations.extraction import CitationKey, FoundCitation, Kind, extract_citations
 from chats.case_citations.lookup import Lookup, Outcome, find_local, lookup_courtlistener
 from chats.case_citations.names import names_match
-from chats.models import CaselawOpinion
+from chats.models import CaseCitationStatus, CaselawOpinion
 
 if TYPE_CHECKING:
     from courtlistener import CourtListener
 
 
-class Status(StrEnum):
-    VERIFIED = "verified"
-    NAME_MISMATCH = "name_mismatch"
-    NOT_FOUND = "not_found"
-    AMBIGUOUS = "ambiguous"
-    UNCHECKED = "unchecked"
+Status = CaseCitationStatus  # what the check found: the statuses its rows store
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,18 +20,11 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, NamedTuple
 
+from chats.models import CaseCitationKind
 
-class Kind(StrEnum):
-    FULL = "full"  # 570 U.S. 297
-    SHORT = "short"  # 570 U.S., at 311
-    ID = "id"  # Id., at 312
-    SUPRA = "supra"  # Grutter, supra, at 330
-    REFERENCE = "reference"  # Grutter at 330 (a case named again with a pin cite)
-    STATUTE = "statute"  # 42 U.S.C. § 1983
-    OTHER = "other"  # law reviews, unknown citation forms
+Kind = CaseCitationKind  # the forms a citation takes: the kinds its rows store
 
 
 class CitationKey(NamedTuple):
