@@ -69,8 +69,11 @@ FROM (SELECT {entry_counts} FROM {ledger} e JOIN {messages} m ON m.id = e.messag
 _ROW_COUNT_TEMPLATE = (
     "(SELECT count(*) FROM {source} s JOIN {messages} m ON m.id = s.message_id WHERE {which_messages})"
 )
-_AFTER = "(m.created_at, m.id) > (%(after_created_at)s, %(after_id)s)"
-_UP_TO = "(m.created_at, m.id) <= (%(up_to_created_at)s, %(up_to_id)s)"
+# Keyset bounds. Each also bounds created_at alone: PostgreSQL estimates a row comparison's selectivity poorly
+# (many times the batch), enough to plan hash joins over whole tables; a plain range it estimates from the
+# column's histogram, so every batch is planned as the index range scan it is.
+_AFTER = "m.created_at >= %(after_created_at)s AND (m.created_at, m.id) > (%(after_created_at)s, %(after_id)s)"
+_UP_TO = "m.created_at <= %(up_to_created_at)s AND (m.created_at, m.id) <= (%(up_to_created_at)s, %(up_to_id)s)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,11 +38,11 @@ from chats.case_citations.extraction import (
 from chats.case_citations.names import names_match, parse_case_name
 from chats.models import CaselawOpinion
 from tests import factories
+from tests.conftest import FISHER, corpus_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "courtlistener"
-CORPUS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
-FISHER_TEXT = (CORPUS / "fisher-v-university-of-texas-2013-slip.txt").read_text(encoding="utf-8")
+FISHER_TEXT = corpus_text(FISHER)
 TOKEN = "test-token"
 
 

@@ -7,9 +7,6 @@ Pure Python, no database.
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import pytest
 
 from chats.verification import (
@@ -17,28 +14,13 @@ from chats.verification import (
     SUBSTITUTION_MAX_CONFIDENCE,
     TOLERANT_MATCH,
     Alteration,
-    NormalizedSource,
     QuoteMatch,
     verify_quote,
     verify_quote_detailed,
 )
 from chats.verification.normalization import is_token_boundary
-
-DATA = Path(__file__).resolve().parent.parent / "chats" / "data"
-FISHER = "opinions/fisher-v-university-of-texas-2013-slip.txt"
-DEMOCRACY = "opinions/democracy-nc-v-nc-board-of-elections-mdnc-2022.txt"
-HOGARTH = "opinions/hogarth-v-bell-edn-c-2025.txt"
-STATUTE = "statutes/42-usc-1981-1988.txt"
-
-
-@functools.cache
-def text(name: str) -> str:
-    return (DATA / name).read_text(encoding="utf-8")
-
-
-@functools.cache
-def normalized(name: str) -> NormalizedSource:
-    return NormalizedSource.build(text(name))
+from tests.conftest import DEMOCRACY, FISHER, HOGARTH, STATUTE, normalized
+from tests.conftest import corpus_text as text
 
 
 def found(name: str, quote: str) -> QuoteMatch:
