@@ -17,7 +17,7 @@ Environment variables:
   ``TIMEOUT`` (seconds), ``MAX_TOKENS``, ``TEMPERATURE``, ``MAX_TOOL_ROUNDS``,
   ``MAX_RETRIES`` and ``RETRY_BACKOFF`` (seconds); checked at start-up when that backend is selected.
 - ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
-- Production security (see the README's "Production settings"): with ``DEBUG`` off, HTTPS is required
+- Production security (see docs/configuration.md): with ``DEBUG`` off, HTTPS is required
   by default (``SECURE_SSL_REDIRECT``, ``SECURE_HSTS_SECONDS``, ``SECURE_HSTS_INCLUDE_SUBDOMAINS``,
   ``SECURE_HSTS_PRELOAD``, ``SESSION_COOKIE_SECURE``, ``CSRF_COOKIE_SECURE``), each relaxable;
   ``SECURE_PROXY_SSL_HEADER`` (e.g. ``X-Forwarded-Proto``) behind a TLS-terminating proxy;
