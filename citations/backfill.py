@@ -9,11 +9,10 @@ The walk: keyset pagination over messages in ``(created_at, id)`` order (the ind
 ``messages_created_idx``), never ``OFFSET`` over the whole table: each batch is the next ``batch_size``
 messages in scope, with all their source rows (so no batch holds half a turn), in one transaction of its
 own. Creation order, because a turn's rows are written together: a batch reads a few contiguous pages of
-each table. Per batch: one count, per source table, of the batch's rows and of their entries (through the
-``message_id`` indexes; an entry carries its row's message, so as many entries as rows means no gap),
-then, for each table with a gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO
-NOTHING`` and a count of that table again (exact totals next to other writers). A rerun over complete
-data therefore only counts.
+each table. Per batch: one count of the batch's rows (per source table) and of its messages' entries; as
+many entries as rows means nothing is missing, so a rerun over complete data only counts. Otherwise, for
+each table with a gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``,
+then the count again, so that the totals stay exact next to other writers.
 
 Idempotent and resumable without a checkpoint: every batch commits on its own and a row that has its
 entry is skipped by the ledger's unique constraint, so after a kill (the open batch rolls back) a plain
@@ -31,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -42,7 +41,7 @@ from django.db.backends.utils import CursorWrapper
 
 from chats.models import Chat, Message
 from citations.agreement import Disagreement, disagreements
-from citations.ledger import SOURCE_MAPPINGS, SourceMapping, db_value, write_entries
+from citations.ledger import SOURCE_MAPPINGS, db_value, write_entries
 from citations.models import CitationLedgerEntry
 
 logger = logging.getLogger(__name__)
@@ -60,15 +59,25 @@ WHERE ({after}) AND ({scope})
 ORDER BY m.created_at, m.id
 LIMIT 2 OFFSET %(last)s
 """
-# A batch's source rows, per table, then their entries, per table (an entry carries its row's message), all
-# counted through the message_id indexes, the entries in one pass.
-_COUNT_TEMPLATE = """
-SELECT {row_counts}, entries.*
-FROM (SELECT {entry_counts} FROM {ledger} e JOIN {messages} m ON m.id = e.message_id WHERE {which_messages}) AS entries
+# A batch's source rows, per table, and the entries of its messages (an entry carries its row's message, so
+# as many entries as rows means that every row has its entry). Each count goes through a message_id index; the
+# entries are counted per message by a subquery, which PostgreSQL runs as an index lookup per message whatever
+# it believes of the ledger's size (a ledger growing during a run has stale statistics).
+_TOTALS_TEMPLATE = """
+SELECT {row_counts},
+       (SELECT coalesce(sum((SELECT count(*) FROM {ledger} e WHERE e.message_id = m.id)), 0)
+        FROM {messages} m WHERE {which_messages})
 """
 _ROW_COUNT_TEMPLATE = (
     "(SELECT count(*) FROM {source} s JOIN {messages} m ON m.id = s.message_id WHERE {which_messages})"
 )
+# For a batch whose rows are partly in the ledger: per table, its rows and those with their entry, each
+# entry looked up by the ledger's unique index on the row's column.
+_PER_TABLE_TEMPLATE = """
+SELECT '{table}', count(*), count(e.{column})
+FROM {source} s JOIN {messages} m ON m.id = s.message_id LEFT JOIN {ledger} e ON e.{column} = s.id
+WHERE {which_messages}
+"""
 # Keyset bounds. Each also bounds created_at alone: PostgreSQL estimates a row comparison's selectivity poorly
 # (many times the batch), enough to plan hash joins over whole tables; a plain range it estimates from the
 # column's histogram, so every batch is planned as the index range scan it is.
@@ -226,41 +235,58 @@ def _batch_sql(
 
 def _run_batch(cursor: CursorWrapper, which: str, params: dict[str, Any], result: BackfillResult) -> int:
     """Count, then write, the entries of the batch's rows; add them to ``result``; the rows scanned."""
-    before = _count(cursor, SOURCE_MAPPINGS, which, params)
-    # Each entry is its own row's, under that row's message: as many entries as rows means no gap.
-    gaps = [mapping for mapping in SOURCE_MAPPINGS if before[mapping.table][1] < before[mapping.table][0]]
+    rows, entries = _totals(cursor, which, params)
+    total = sum(rows.values())
+    if entries == total:  # every row has its entry (a rerun): nothing to write
+        result.already_present += entries
+        return total
+    if entries == 0:
+        gaps = [mapping for mapping in SOURCE_MAPPINGS if rows[mapping.table]]
+    else:
+        with_entry = _per_table(cursor, which, params)
+        gaps = [mapping for mapping in SOURCE_MAPPINGS if with_entry[mapping.table] < rows[mapping.table]]
     created = write_entries(cursor, which_messages=which, params=params, mappings=gaps)
-    # Counted again after the insert, so that rows another writer filled meanwhile count as present.
-    after_insert = {**before, **_count(cursor, gaps, which, params)} if gaps else before
-    messages = set()
-    for table, (rows, entries) in after_insert.items():
-        new = created.get(table, [])
+    for new in created.values():
         result.created.update(kind for kind, _ in new)
-        messages |= {message_id for _, message_id in new}
-        result.already_present += entries - len(new)
-        result.skipped[table] += rows - entries  # rows the ledger cannot hold
-    result.messages += len(messages)
-    return sum(rows for rows, _ in after_insert.values())
+    result.messages += len({message_id for new in created.values() for _, message_id in new})
+    # Counted again after the insert: rows another writer filled meanwhile are present, not skipped.
+    _, entries = _totals(cursor, which, params)
+    result.already_present += entries - sum(len(new) for new in created.values())
+    if entries < total:  # rows the ledger cannot hold (from before the source tables' constraints)
+        with_entry = _per_table(cursor, which, params)
+        for table, count in rows.items():
+            result.skipped[table] += count - with_entry[table]
+    return total
 
 
-def _count(
-    cursor: CursorWrapper, mappings: Sequence[SourceMapping], which: str, params: dict[str, Any]
-) -> dict[str, tuple[int, int]]:
-    """Per table of ``mappings``: the batch's rows and their entries."""
-    messages = Message._meta.db_table
-    sql = _COUNT_TEMPLATE.format(
-        row_counts=", ".join(
-            _ROW_COUNT_TEMPLATE.format(source=mapping.table, messages=messages, which_messages=which)
-            for mapping in mappings
-        ),
-        entry_counts=", ".join(f"count(e.{mapping.column})" for mapping in mappings),
-        ledger=CitationLedgerEntry._meta.db_table,
-        messages=messages,
-        which_messages=which,
+def _totals(cursor: CursorWrapper, which: str, params: dict[str, Any]) -> tuple[dict[str, int], int]:
+    """The batch's rows, per table, and the entries of its messages."""
+    messages, ledger_table = Message._meta.db_table, CitationLedgerEntry._meta.db_table
+    row_counts = ", ".join(
+        _ROW_COUNT_TEMPLATE.format(source=mapping.table, messages=messages, which_messages=which)
+        for mapping in SOURCE_MAPPINGS
+    )
+    sql = _TOTALS_TEMPLATE.format(row_counts=row_counts, ledger=ledger_table, messages=messages, which_messages=which)
+    cursor.execute(sql, params)
+    *rows, entries = cursor.fetchone()
+    return {mapping.table: int(count) for mapping, count in zip(SOURCE_MAPPINGS, rows, strict=True)}, int(entries)
+
+
+def _per_table(cursor: CursorWrapper, which: str, params: dict[str, Any]) -> dict[str, int]:
+    """Per table: how many of the batch's rows have their entry."""
+    sql = " UNION ALL ".join(
+        _PER_TABLE_TEMPLATE.format(
+            table=mapping.table,
+            source=mapping.table,
+            column=mapping.column,
+            ledger=CitationLedgerEntry._meta.db_table,
+            messages=Message._meta.db_table,
+            which_messages=which,
+        )
+        for mapping in SOURCE_MAPPINGS
     )
     cursor.execute(sql, params)
-    counts = cursor.fetchone()
-    return {mapping.table: (counts[i], counts[len(mappings) + i]) for i, mapping in enumerate(mappings)}
+    return {table: int(with_entry) for table, _, with_entry in cursor.fetchall()}
 
 
 def estimated_source_rows(scope: BackfillScope | None = None) -> int | None:

@@ -62,37 +62,35 @@ def test_a_turn_that_agrees_with_its_entries_passes(turn: Message) -> None:
     assert "agree with the turns" in out
 
 
-def test_an_entry_whose_status_differs_from_its_row_is_reported(turn: Message) -> None:
-    # Given the tolerant quote's entry turned into an exact match below the application
-    entry = CitationLedgerEntry.objects.get(message_caselaw_citation__isnull=False)
-    plant(
-        "UPDATE citation_ledger_entry SET verification_status = 'exact_match', confidence = 1.0 WHERE id = %s",
-        [db_id(entry.pk)],
-    )
+@pytest.mark.parametrize(
+    ("source", "change", "reported"),
+    [
+        # the tolerant caselaw quote's entry turned into an exact match
+        (
+            "message_caselaw_citation",
+            "verification_status = 'exact_match', confidence = 1.0",
+            "status exact_match, confidence 1.0 where the row gives tolerant_match",
+        ),
+        # the exact KB quote's entry given a lower confidence
+        ("message_citation", "confidence = 0.5", "confidence 0.5 where the row gives exact_match, 1.0"),
+        # the verified case citation's entry turned ambiguous
+        (
+            "message_case_citation",
+            "verification_status = 'ambiguous'",
+            "status ambiguous, confidence None where the row gives verified",
+        ),
+    ],
+)
+def test_an_entry_that_differs_from_its_row_is_reported(turn: Message, source: str, change: str, reported: str) -> None:
+    # Given one of the turn's entries changed below the application
+    entry = CitationLedgerEntry.objects.get(**{f"{source}__isnull": False})
+    plant(f"UPDATE citation_ledger_entry SET {change} WHERE id = %s", [db_id(entry.pk)])
     status, out = check()
-    # Then --check names the message and the entry, and exits 1
+    # Then --check names the message and the entry, says how they differ, and exits 1
     assert status == 1
     assert f"message {turn.pk}: entry {entry.pk}" in out
-    assert "status exact_match" in out
+    assert reported in out
     assert "1 disagreements" in out
-
-
-def test_an_entry_whose_confidence_differs_from_its_row_is_reported(turn: Message) -> None:
-    entry = CitationLedgerEntry.objects.get(message_citation__isnull=False)
-    plant("UPDATE citation_ledger_entry SET confidence = 0.5 WHERE id = %s", [db_id(entry.pk)])
-    status, out = check()
-    assert status == 1
-    assert "confidence 0.5 where the row gives exact_match, 1.0" in out
-    assert f"message {turn.pk}: " in out
-
-
-def test_a_case_citation_entry_whose_status_differs_is_reported(turn: Message) -> None:
-    entry = CitationLedgerEntry.objects.get(message_case_citation__isnull=False)
-    plant("UPDATE citation_ledger_entry SET verification_status = 'ambiguous' WHERE id = %s", [db_id(entry.pk)])
-    status, out = check()
-    assert status == 1
-    assert "status ambiguous" in out
-    assert "where the row gives verified" in out
 
 
 def test_a_verdict_that_disagrees_with_the_rows_is_reported(turn: Message) -> None:
