@@ -12,7 +12,8 @@ own. Creation order, because a turn's rows are written together: a batch reads a
 each table. Per batch: one count of the batch's rows (per source table) and of its messages' entries; as
 many entries as rows means nothing is missing, so a rerun over complete data only counts. Otherwise, for
 each table with a gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``,
-then the count again, so that the totals stay exact next to other writers.
+and, if that left rows without an entry, the count again, so that the totals stay exact next to other
+writers.
 
 Idempotent and resumable without a checkpoint: every batch commits on its own and a row that has its
 entry is skipped by the ledger's unique constraint, so after a kill (the open batch rolls back) a plain
@@ -249,13 +250,18 @@ def _run_batch(cursor: CursorWrapper, which: str, params: dict[str, Any], result
     for new in created.values():
         result.created.update(kind for kind, _ in new)
     result.messages += len({message_id for new in created.values() for _, message_id in new})
-    # Counted again after the insert: rows another writer filled meanwhile are present, not skipped.
-    _, entries = _totals(cursor, which, params)
-    result.already_present += entries - sum(len(new) for new in created.values())
-    if entries < total:  # rows the ledger cannot hold (from before the source tables' constraints)
-        with_entry = _per_table(cursor, which, params)
-        for table, count in rows.items():
-            result.skipped[table] += count - with_entry[table]
+    written = sum(len(new) for new in created.values())
+    if entries + written < total:
+        # Some rows were not written: counted again, so that rows another writer filled meanwhile count as
+        # present; what is still missing are rows the ledger cannot hold (from before the source tables'
+        # constraints), counted per table.
+        _, after = _totals(cursor, which, params)
+        entries = after - written
+        if after < total:
+            with_entry = _per_table(cursor, which, params)
+            for table, count in rows.items():
+                result.skipped[table] += count - with_entry[table]
+    result.already_present += entries
     return total
 
 
