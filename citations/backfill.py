@@ -9,11 +9,11 @@ The walk: keyset pagination over messages in ``(created_at, id)`` order (the ind
 ``messages_created_idx``), never ``OFFSET`` over the whole table: each batch is the next ``batch_size``
 messages in scope, with all their source rows (so no batch holds half a turn), in one transaction of its
 own. Creation order, because a turn's rows are written together: a batch reads a few contiguous pages of
-each table. Per batch: one count of the batch's rows (per source table) and of its messages' entries; as
-many entries as rows means nothing is missing, so a rerun over complete data only counts. Otherwise, for
-each table with a gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``,
-and, if that left rows without an entry, the count again, so that the totals stay exact next to other
-writers.
+each table. A batch counts its rows (per source table) and its messages' entries; as many entries as rows
+means nothing is missing, so a rerun over complete data only counts. Otherwise, for each table with a
+gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. After a batch that
+wrote all of its rows (a first run) the next one writes first and counts after. Whenever an insert leaves
+rows without an entry, the batch is counted again, so that the totals stay exact next to other writers.
 
 Idempotent and resumable without a checkpoint: every batch commits on its own and a row that has its
 entry is skipped by the ledger's unique constraint, so after a kill (the open batch rolls back) a plain
@@ -64,11 +64,11 @@ LIMIT 2 OFFSET %(last)s
 # as many entries as rows means that every row has its entry). Each count goes through a message_id index; the
 # entries are counted per message by a subquery, which PostgreSQL runs as an index lookup per message whatever
 # it believes of the ledger's size (a ledger growing during a run has stale statistics).
-_TOTALS_TEMPLATE = """
-SELECT {row_counts},
-       (SELECT coalesce(sum((SELECT count(*) FROM {ledger} e WHERE e.message_id = m.id)), 0)
-        FROM {messages} m WHERE {which_messages})
-"""
+_TOTALS_TEMPLATE = "SELECT {row_counts}, {entries}"
+_ENTRY_COUNT_TEMPLATE = """(
+    SELECT coalesce(sum((SELECT count(*) FROM {ledger} e WHERE e.message_id = m.id)), 0)
+    FROM {messages} m WHERE {which_messages}
+)"""
 _ROW_COUNT_TEMPLATE = (
     "(SELECT count(*) FROM {source} s JOIN {messages} m ON m.id = s.message_id WHERE {which_messages})"
 )
@@ -183,6 +183,7 @@ def backfill_ledger(
     result = BackfillResult(dry_run=dry_run)
     started = time.monotonic()
     after: tuple[Any, Any] | None = None
+    write_first = False  # the first batch counts first: a rerun then only counts
     while True:
         try:
             with transaction.atomic(), connection.cursor() as cursor:
@@ -191,7 +192,7 @@ def backfill_ledger(
                     cursor.execute("SELECT set_config('statement_timeout', %s, true)", [timeout_ms])
                 up_to = _batch_end(cursor, after, batch_size, scope_sql, scope_params)
                 which, params = _batch_sql(after, up_to, scope_sql, scope_params)
-                rows = _run_batch(cursor, which, params, result)
+                rows, write_first = _run_batch(cursor, which, params, result, write_first=write_first)
                 if check:
                     result.disagreements += disagreements(cursor, which_messages=which, params=params)
                 if dry_run:
@@ -234,19 +235,31 @@ def _batch_sql(
     return which, {**scope_params, **_bound("after", after), **_bound("up_to", up_to)}
 
 
-def _run_batch(cursor: CursorWrapper, which: str, params: dict[str, Any], result: BackfillResult) -> int:
-    """Count, then write, the entries of the batch's rows; add them to ``result``; the rows scanned."""
-    rows, entries = _totals(cursor, which, params)
-    total = sum(rows.values())
-    if entries == total:  # every row has its entry (a rerun): nothing to write
-        result.already_present += entries
-        return total
-    if entries == 0:
-        gaps = [mapping for mapping in SOURCE_MAPPINGS if rows[mapping.table]]
+def _run_batch(
+    cursor: CursorWrapper, which: str, params: dict[str, Any], result: BackfillResult, *, write_first: bool
+) -> tuple[int, bool]:
+    """Write the entries missing for the batch's rows and count them into ``result``; the rows scanned, and
+    whether this batch wrote every one of its rows.
+
+    ``write_first`` (the previous batch wrote all of its rows, as on a first run): the inserts run at once and
+    the rows are counted after them. Otherwise the batch is counted first and only the tables with a gap are
+    written: a batch whose rows all have their entry (every batch of a rerun) only counts.
+    """
+    if write_first:
+        created = write_entries(cursor, which_messages=which, params=params)
+        rows, entries = _totals(cursor, which, params, with_entries=False)
     else:
-        with_entry = _per_table(cursor, which, params)
-        gaps = [mapping for mapping in SOURCE_MAPPINGS if with_entry[mapping.table] < rows[mapping.table]]
-    created = write_entries(cursor, which_messages=which, params=params, mappings=gaps)
+        rows, entries = _totals(cursor, which, params)
+        if entries == sum(rows.values()):
+            result.already_present += entries
+            return entries, False
+        if entries == 0:
+            gaps = [mapping for mapping in SOURCE_MAPPINGS if rows[mapping.table]]
+        else:
+            with_entry = _per_table(cursor, which, params)
+            gaps = [mapping for mapping in SOURCE_MAPPINGS if with_entry[mapping.table] < rows[mapping.table]]
+        created = write_entries(cursor, which_messages=which, params=params, mappings=gaps)
+    total = sum(rows.values())
     for new in created.values():
         result.created.update(kind for kind, _ in new)
     result.messages += len({message_id for new in created.values() for _, message_id in new})
@@ -262,17 +275,24 @@ def _run_batch(cursor: CursorWrapper, which: str, params: dict[str, Any], result
             for table, count in rows.items():
                 result.skipped[table] += count - with_entry[table]
     result.already_present += entries
-    return total
+    return total, written == total
 
 
-def _totals(cursor: CursorWrapper, which: str, params: dict[str, Any]) -> tuple[dict[str, int], int]:
-    """The batch's rows, per table, and the entries of its messages."""
+def _totals(
+    cursor: CursorWrapper, which: str, params: dict[str, Any], *, with_entries: bool = True
+) -> tuple[dict[str, int], int]:
+    """The batch's rows, per table, and the entries of its messages (0 without ``with_entries``)."""
     messages, ledger_table = Message._meta.db_table, CitationLedgerEntry._meta.db_table
     row_counts = ", ".join(
         _ROW_COUNT_TEMPLATE.format(source=mapping.table, messages=messages, which_messages=which)
         for mapping in SOURCE_MAPPINGS
     )
-    sql = _TOTALS_TEMPLATE.format(row_counts=row_counts, ledger=ledger_table, messages=messages, which_messages=which)
+    sql = _TOTALS_TEMPLATE.format(
+        row_counts=row_counts,
+        entries=_ENTRY_COUNT_TEMPLATE.format(ledger=ledger_table, messages=messages, which_messages=which)
+        if with_entries
+        else "0",
+    )
     cursor.execute(sql, params)
     *rows, entries = cursor.fetchone()
     return {mapping.table: int(count) for mapping, count in zip(SOURCE_MAPPINGS, rows, strict=True)}, int(entries)

@@ -166,6 +166,17 @@ def test_rerun_writes_nothing(two_turns: list[Message]) -> None:
     assert entries_by_source() == before
 
 
+def test_a_rerun_over_complete_data_only_counts(two_turns: list[Message]) -> None:
+    # Given a backfill that ran in batches of one message
+    backfill_ledger(batch_size=1)
+    # When it runs again
+    with CaptureQueriesContext(connection) as captured:
+        again = backfill_ledger(batch_size=1)
+    # Then no batch tried to insert anything: each counted its rows and entries and moved on
+    assert (again.total_created, again.already_present, again.batches) == (0, 8, 2)
+    assert not [q for q in captured.captured_queries if "INSERT INTO" in str(q["sql"])]
+
+
 def test_empty_tables_backfill_nothing() -> None:
     out, _ = run_command()
     assert summary(out)["n"] == 0
