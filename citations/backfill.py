@@ -15,6 +15,9 @@ gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO NOTHING
 wrote all of its rows (a first run) the next one writes first and counts after. Whenever an insert leaves
 rows without an entry, the batch is counted again, so that the totals stay exact next to other writers.
 
+A run that wrote entries ends with ``ANALYZE`` of the ledger on PostgreSQL, as after any bulk load, so
+that the planner knows the ledger's new size and spread.
+
 Idempotent and resumable without a checkpoint: every batch commits on its own and a row that has its
 entry is skipped by the ledger's unique constraint, so after a kill (the open batch rolls back) a plain
 rerun completes the job, and a rerun over complete data writes nothing. A checkpoint would be wrong
@@ -205,6 +208,11 @@ def backfill_ledger(
         if on_batch is not None:
             on_batch(result, rows)
         if up_to is None:  # no more than batch_size messages were left: that was the last batch
+            if result.total_created and not dry_run and connection.vendor == "postgresql":
+                # After a bulk write, fresh statistics (as after any bulk load): the next run's per-message
+                # entry lookups are then planned as the few-row index scans they are.
+                with connection.cursor() as cursor:
+                    cursor.execute(f"ANALYZE {CitationLedgerEntry._meta.db_table}")
             return result
         after = up_to
         if sleep:
