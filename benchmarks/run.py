@@ -273,7 +273,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
     rows.append(
         Row(
             "5",
-            "queries the ledger adds to a turn (savepoint, time bound, one statement)",
+            "queries the ledger adds to a turn (savepoint, time bound, one statement per source table, release)",
             ", ".join(f"+{share.added_queries} at {share.citations} citation(s)" for share in shares),
             "constant",
             _verdict(len({share.added_queries for share in shares}) == 1),
