@@ -2,7 +2,10 @@
 
 Parents (users, projects, chats, messages, documents, opinions) get deterministic ids (``md5(prefix || n)``)
 so that children can name them without lookups; source rows get random ``gen_random_uuid()`` ids, like
-production (uuid4), so their id order is unrelated to their physical order. A message's rows are
+production before time-ordered keys (uuid4), so their id order is unrelated to their physical order. With
+``keys="v7"`` the rows a turn writes get time-ordered ids instead, as production now gives them
+(``chats.ids``): messages a deterministic version 7 id carrying their ``created_at`` (so children can still
+name them), source rows ``uuid_generate_v7()``. A message's rows are
 contiguous on disk, as a turn's rows are (one ``bulk_create`` per turn). The source rows split 40% KB
 quotes, 30% caselaw quotes, 30% tool sources (half ``caselaw``, half ``mcp``). Every row has a shape the
 ledger can hold: the quote tables' constraints refuse any other.
@@ -14,6 +17,25 @@ from dataclasses import dataclass
 from typing import Any
 
 USERS = 20
+KEYS = ("v4", "v7")
+# A version 7 UUID from a time in milliseconds (``ms``) and a seed text: the time, the version nibble, then
+# md5(seed) bits with the variant nibble set; deterministic, so children compute their parent's id.
+_V7_FROM = (
+    "(lpad(to_hex({ms}), 12, '0') || '7' || substr(md5({seed}), 1, 3) || '8' || substr(md5({seed}), 4, 15))::uuid"
+)
+_EPOCH_2024_MS = 1_704_067_200_000
+
+
+def message_id_sql(number: str, *, keys: str) -> str:
+    """SQL for the id of message ``number`` (an SQL expression): turn ``number / 2`` is a minute after the
+    previous one from 2024-01-01, and with ``keys="v7"`` its id carries that time."""
+    if keys == "v4":
+        return f"md5('m' || ({number}))::uuid"
+    return _V7_FROM.format(ms=f"({_EPOCH_2024_MS}::bigint + ({number})::bigint / 2 * 60000)", seed=f"'m' || ({number})")
+
+
+def source_id_sql(*, keys: str) -> str:
+    return "gen_random_uuid()" if keys == "v4" else "uuid_generate_v7()"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +82,7 @@ class Sizes:
         return self.rows
 
 
-def generate_parents(cursor: Any, sizes: Sizes) -> None:
+def generate_parents(cursor: Any, sizes: Sizes, *, keys: str = "v4") -> None:
     """Users, projects, chats, messages (a user and an assistant message per turn), documents, opinions."""
     p, c, a = sizes.projects, sizes.chats, sizes.assistant_messages
     cursor.execute(
@@ -87,7 +109,7 @@ def generate_parents(cursor: Any, sizes: Sizes) -> None:
     # Message 2k is turn k's user message, 2k+1 its assistant message, a minute apart over 2024.
     cursor.execute(
         "INSERT INTO messages (id, chat_id, role, content, status, finalized_at, created_at, updated_at) "
-        "SELECT md5('m' || g)::uuid, md5('c' || ((g / 2) %% %s))::uuid, "
+        f"SELECT {message_id_sql('g', keys=keys).replace('%', '%%')}, md5('c' || ((g / 2) %% %s))::uuid, "
         "CASE WHEN g %% 2 = 0 THEN 'user' ELSE 'assistant' END, 'bench turn', 'complete', "
         "timestamptz '2024-01-01' + (g / 2) * interval '1 minute', "
         "timestamptz '2024-01-01' + (g / 2) * interval '1 minute', "
@@ -109,7 +131,9 @@ def generate_parents(cursor: Any, sizes: Sizes) -> None:
     )
 
 
-def generate_sources(cursor: Any, sizes: Sizes, *, fraction: tuple[float, float] = (0.0, 1.0)) -> None:
+def generate_sources(
+    cursor: Any, sizes: Sizes, *, fraction: tuple[float, float] = (0.0, 1.0), keys: str = "v4"
+) -> None:
     """The source rows of the three tables whose number within their table falls in ``fraction`` of it
     (so a dataset can grow in steps: its first tenth, then the rest)."""
     a, p, c = sizes.assistant_messages, sizes.projects, sizes.chats
@@ -119,7 +143,8 @@ def generate_sources(cursor: Any, sizes: Sizes, *, fraction: tuple[float, float]
             continue
         # Row g of a table belongs to turn (g * a) / count: each turn gets its share, contiguously.
         turn = f"((g::bigint * {a}) / {count})"
-        message = f"md5('m' || (2 * {turn} + 1))::uuid"
+        message = message_id_sql(f"2 * {turn} + 1", keys=keys)
+        new_id = source_id_sql(keys=keys)
         created = f"timestamptz '2024-01-01' + {turn} * interval '1 minute'"
         if table == "kb":
             # The quoted document belongs to the turn's chat's project.
@@ -127,7 +152,7 @@ def generate_sources(cursor: Any, sizes: Sizes, *, fraction: tuple[float, float]
             cursor.execute(
                 "INSERT INTO message_citations (id, message_id, document_id, quote, source_offset_start, "
                 "source_offset_end, verification_method, verification_confidence, created_at) "
-                f"SELECT gen_random_uuid(), {message}, {document}, 'bench quote', 0, 11, "
+                f"SELECT {new_id}, {message}, {document}, 'bench quote', 0, 11, "
                 "CASE WHEN g %% 5 = 0 THEN 'tolerant_match' "
                 f"ELSE 'exact_match' END, CASE WHEN g %% 5 = 0 THEN 0.950 ELSE 1.000 END, {created} "
                 "FROM generate_series(%s, %s) g",
@@ -137,7 +162,7 @@ def generate_sources(cursor: Any, sizes: Sizes, *, fraction: tuple[float, float]
             cursor.execute(
                 "INSERT INTO message_caselaw_citations (id, message_id, opinion_id, quote, source_offset_start, "
                 "source_offset_end, verification_method, verification_confidence, created_at) "
-                f"SELECT gen_random_uuid(), {message}, md5('o' || (g %% {sizes.opinions}))::uuid, 'bench quote', "
+                f"SELECT {new_id}, {message}, md5('o' || (g %% {sizes.opinions}))::uuid, 'bench quote', "
                 "0, 11, CASE WHEN g %% 4 = 0 THEN 'tolerant_match' ELSE 'exact_match' END, "
                 f"CASE WHEN g %% 4 = 0 THEN 0.98 ELSE 1.0 END, {created} FROM generate_series(%s, %s) g",
                 [first, last],
@@ -146,7 +171,7 @@ def generate_sources(cursor: Any, sizes: Sizes, *, fraction: tuple[float, float]
             cursor.execute(
                 "INSERT INTO message_tool_sources (id, message_id, source_kind, tool, provider, label, subtitle, "
                 "url, external_ref, created_at) "
-                f"SELECT gen_random_uuid(), {message}, CASE WHEN g %% 2 = 0 THEN 'caselaw' ELSE 'mcp' END, "
+                f"SELECT {new_id}, {message}, CASE WHEN g %% 2 = 0 THEN 'caselaw' ELSE 'mcp' END, "
                 "CASE WHEN g %% 2 = 0 THEN 'caselaw_search' ELSE 'mcp_docs' END, "
                 "CASE WHEN g %% 2 = 0 THEN 'courtlistener' ELSE NULL END, 'Source ' || g, '', '', g::text, "
                 f"{created} FROM generate_series(%s, %s) g",

@@ -43,31 +43,34 @@ SCRIPTED = "chats.assistant.ScriptedBackend"
 TURN_SETTINGS: dict[str, Any] = {"ALLOWED_HOSTS": ["testserver"]}
 
 # The limit: everything in one hand-written statement, same schema and constraints, no batching, no
-# counting, no anti-join. Written here on purpose, independently of citations/ledger.py.
-RAW_SQL = """
+# counting, no anti-join. Written here on purpose, independently of citations/ledger.py; {new_id} is the SQL
+# that makes each entry's id.
+RAW_SQL_TEMPLATE = """
 INSERT INTO citation_ledger_entry (
     id, project_id, chat_id, message_id, source_kind,
     message_citation_id, message_caselaw_citation_id, message_tool_source_id,
     verification_status, confidence, provider, retrieved_at, treatment_id, created_at
 )
-SELECT gen_random_uuid(), c.project_id, m.chat_id, s.message_id, 'kb_document', s.id, NULL::uuid, NULL::uuid,
+SELECT {new_id}, c.project_id, m.chat_id, s.message_id, 'kb_document', s.id, NULL::uuid, NULL::uuid,
        s.verification_method, s.verification_confidence::double precision, NULL::varchar, NULL::timestamptz,
        NULL::uuid, now()
 FROM message_citations s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id
 WHERE s.verification_method NOT IN ('', 'provenance') AND s.verification_confidence BETWEEN 0 AND 1
 UNION ALL
-SELECT gen_random_uuid(), c.project_id, m.chat_id, s.message_id, 'caselaw', NULL::uuid, s.id, NULL::uuid,
+SELECT {new_id}, c.project_id, m.chat_id, s.message_id, 'caselaw', NULL::uuid, s.id, NULL::uuid,
        s.verification_method, s.verification_confidence, o.provider, s.created_at, NULL, now()
 FROM message_caselaw_citations s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id
 JOIN caselaw_opinions o ON o.id = s.opinion_id
 WHERE s.verification_method NOT IN ('', 'provenance') AND s.verification_confidence BETWEEN 0 AND 1
 UNION ALL
-SELECT gen_random_uuid(), c.project_id, m.chat_id, s.message_id, s.source_kind, NULL::uuid, NULL::uuid, s.id,
+SELECT {new_id}, c.project_id, m.chat_id, s.message_id, s.source_kind, NULL::uuid, NULL::uuid, s.id,
        'provenance', NULL::double precision, s.provider, s.created_at, NULL::uuid, now()
 FROM message_tool_sources s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id
 WHERE s.source_kind <> ''
 ON CONFLICT DO NOTHING
 """
+# As the ledger writes its ids (random, version 4); benchmarks.scale_bench compares version 7.
+RAW_SQL = RAW_SQL_TEMPLATE.format(new_id="gen_random_uuid()")
 
 # Every column an entry copies from its source (not id, not created_at), hashed and summed: equal
 # fingerprints mean the raw SQL and the backfill wrote the same entries.

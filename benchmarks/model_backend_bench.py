@@ -4,9 +4,11 @@ A turn of three requests, as a tool-using model answers: two rounds of tool call
 three to a tool that returns at once, two ``cite`` claims), then an answer streamed in 50 chunks. The
 same three requests are also replayed raw: posted with the HTTP client the ``openai`` package uses
 (``httpx2``, keep-alive) and their streamed bytes read to the end, with no parsing. The backend's
-overhead is the difference of the medians: building requests, parsing chunks, events, tool dispatch
-and claims. The goal applies to this process's CPU time; wall time is reported too (a busy machine
-inflates it, the CPU time much less). Turns and replays alternate; no database is used (a chat
+overhead is the difference of the medians: the ``openai`` package's request building, its stream of
+typed chunks, events, tool dispatch and claims. The goal is what a user feels: that CPU time of this
+process against a turn answered at a model's pace (:data:`PACED_TURN_S`, a 1,000-token answer at 40
+tokens a second), at most :data:`GOAL_SHARE` of it; wall time is reported too (a busy machine inflates
+it, the CPU time much less). Turns and replays alternate; no database is used (a chat
 outside any matter). The fake server runs in a child process, as a real server would, so that its
 own Python work does not compete with the backend's for this process's interpreter lock.
 
@@ -33,7 +35,9 @@ if str(ROOT) not in sys.path:
 
 CHUNKS = 50
 TOOL_CALLS = 5
-GOAL_MS = 5.0
+# A turn as a user waits for it: 1,000 tokens at a model's 40 tokens a second.
+PACED_TURN_S = 1000 / 40
+GOAL_SHARE = 0.01
 
 
 def _serve(script: tuple[Any, ...], repeats: int, conn: Connection) -> None:
@@ -150,9 +154,11 @@ def main() -> None:
     print(
         f"{CHUNKS} streamed chunks, {TOOL_CALLS} tool calls, 3 requests; median of {result['turns']:.0f} turns:\n"
         f"  wall: backend turn {result['turn_ms']:.2f} ms, raw HTTP replay {result['raw_ms']:.2f} ms, "
-        f"backend overhead {result['overhead_ms']:.2f} ms (goal <= {GOAL_MS:.0f} ms)\n"
+        f"backend overhead {result['overhead_ms']:.2f} ms\n"
         f"  CPU:  backend turn {result['turn_cpu_ms']:.2f} ms, raw HTTP replay {result['raw_cpu_ms']:.2f} ms, "
-        f"backend overhead {result['overhead_cpu_ms']:.2f} ms"
+        f"backend overhead {result['overhead_cpu_ms']:.2f} ms = "
+        f"{result['overhead_cpu_ms'] / 1000 / PACED_TURN_S:.3%} of a {PACED_TURN_S:.0f} s model-paced turn "
+        f"(goal <= {GOAL_SHARE:.0%})"
     )
 
 

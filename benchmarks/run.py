@@ -21,15 +21,25 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
 6. quote verification throughput on a 1 MB source (``benchmarks.verification_bench``), for the record;
 7. the OpenAI-compatible backend's own cost per turn (``benchmarks.model_backend_bench``): a turn of
    50 streamed chunks and 5 tool calls against a fake server answering at once, minus the raw HTTP
-   replay of the same requests, in CPU time of the benchmark's process (goal: <= 5 ms; wall time too,
-   for the record, which a busy machine inflates);
+   replay of the same requests, in CPU time of the benchmark's process, and its share of a turn a user
+   waits for (a 1,000-token answer at a model's 40 tokens a second; goal: <= 1%; wall time for the record);
 8. the case-citation check of a 20 KB answer citing 50 times, local store only
    (``benchmarks.case_citations_bench``), against that turn's ``finalize_turn`` (goal: <= 10%); for the
    record, eyecite's tokenization apart from the rest of the extraction, and the check's share of a whole
    API turn answering that text;
 
 plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), next to
-``citations.backfill.DEFAULT_BATCH_SIZE``.
+``citations.backfill.DEFAULT_BATCH_SIZE``;
+
+9. the ledger at scale (``benchmarks.scale_bench``): the raw-SQL limit into the ledger with random
+   (version 4) against time-ordered (version 7) keys, at 100,000 and 1,000,000 source rows (and
+   10,000,000 with ``--scale-10m``), time and WAL per row (goal, version 7: <= 12 x the time for 10 x the
+   rows, WAL per row flat);
+10. a turn's retrieval in a matter of 10,000 documents against one of 10 (``benchmarks.retrieval_bench``;
+   goal: <= 2 x).
+
+``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10); e.g.
+``make bench BENCH_ARGS="--items scale,retrieval"``.
 """
 
 from __future__ import annotations
@@ -58,6 +68,7 @@ MEMORY_LIMIT_MB = 200.0
 MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
 TURN_SHARE_GOAL = 0.05
 CASE_CITATION_GOAL = 0.10
+ITEMS = ("ledger", "scale", "retrieval")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +90,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tune", default="1000,20000", help="batch sizes to compare, comma-separated ('' to skip)")
     parser.add_argument("--turns", type=int, default=100, help="turns per configuration for the per-turn share")
     parser.add_argument("--no-record", action="store_true", help=f"do not append the table to {RESULTS.name}")
+    parser.add_argument(
+        "--items",
+        default=",".join(ITEMS),
+        help=f"which measurements, comma-separated, of {', '.join(ITEMS)} (default: all)",
+    )
+    parser.add_argument(
+        "--scale-10m",
+        action="store_true",
+        help="item 9 at 10,000,000 source rows too (over an hour and 100 GB of WAL: an idle server only)",
+    )
     args = parser.parse_args(argv)
     if args.rows < 1_000 or args.repeats < 1 or args.turns < 1:
         parser.error("--rows must be at least 1000, --repeats and --turns at least 1")
+    items = [item.strip() for item in args.items.split(",") if item.strip()]
+    unknown = sorted(set(items) - set(ITEMS))
+    if unknown or not items:
+        parser.error(f"--items: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(ITEMS)}")
+    args.items = items
     return args
 
 
@@ -123,8 +149,6 @@ def main(argv: list[str] | None = None) -> int:
 
         call_command("migrate", verbosity=0)
         rows, context = run_suite(args, bench_url)
-        arguments = " ".join(sys.argv[1:] if argv is None else argv)
-        context["machine"] += f'\n\nCommand: `make bench BENCH_ARGS="{arguments}"`.'
     finally:
         try:
             from django.db import connections
@@ -152,6 +176,50 @@ def step(message: str) -> None:
 
 
 def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict[str, Any]]:
+    """The items ``args.items`` asks for, in order, in one table."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        server_version = cursor.fetchone()[0]
+    rows: list[Row] = []
+    notes: list[str] = []
+    title = []
+    if "ledger" in args.items:
+        ledger_rows, ledger_notes = ledger_suite(args, bench_url)
+        rows += ledger_rows
+        notes += ledger_notes
+        title.append(f"{args.rows:,} source rows")
+    if "scale" in args.items:
+        scale_rows, scale_notes = scale_suite(args)
+        rows += scale_rows
+        notes += scale_notes
+        title.append("the ledger at scale")
+    if "retrieval" in args.items:
+        retrieval_rows, retrieval_notes = retrieval_suite(args)
+        rows += retrieval_rows
+        notes += retrieval_notes
+        title.append("retrieval at matter scale")
+    now = datetime.now(tz=UTC)
+    context = {
+        "title": f"## {now:%Y-%m-%d %H:%M} UTC: {', '.join(title)}",
+        "machine": (
+            f"Machine: {os.cpu_count()} cores, {_ram_gb():.0f} GB RAM, PostgreSQL {server_version}, "
+            f"Python {platform.python_version()}; shared with other test runs (noisy: goals are ratios). "
+            + (
+                f"Median of {args.repeats} alternating runs; {args.turns} turns per per-turn configuration. "
+                if "ledger" in args.items
+                else ""
+            )
+            + f'Command: `make bench BENCH_ARGS="{" ".join(sys.argv[1:])}"`.'
+        ),
+        "notes": notes,
+    }
+    return rows, context
+
+
+def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], list[str]]:
+    """Items 1-8."""
     from django.db import connection
 
     from benchmarks import dataset, ledger_bench
@@ -171,8 +239,6 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
     with connection.cursor() as cursor:
         dataset.generate_sources(cursor, sizes, fraction=(0.1, 1.0))
         dataset.vacuum_analyze(cursor)
-        cursor.execute("SHOW server_version")
-        server_version = cursor.fetchone()[0]
         cursor.execute(
             "SELECT (SELECT count(*) FROM message_citations) + (SELECT count(*) FROM "
             "message_caselaw_citations) + (SELECT count(*) FROM message_tool_sources)"
@@ -311,8 +377,12 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
             f"{model_backend['overhead_cpu_ms']:.2f} ms (turn {model_backend['turn_cpu_ms']:.2f} - replay "
             f"{model_backend['raw_cpu_ms']:.2f}); wall {model_backend['overhead_ms']:.2f} ms "
             f"(turn {model_backend['turn_ms']:.2f} - replay {model_backend['raw_ms']:.2f})",
-            f"<= {model_backend_bench.GOAL_MS:.0f} ms",
-            _verdict(model_backend["overhead_cpu_ms"] <= model_backend_bench.GOAL_MS),
+            f"<= {model_backend_bench.GOAL_SHARE:.0%} of a {model_backend_bench.PACED_TURN_S:.0f} s model-paced turn "
+            f"({model_backend['overhead_cpu_ms'] / 1000 / model_backend_bench.PACED_TURN_S:.3%})",
+            _verdict(
+                model_backend["overhead_cpu_ms"] / 1000
+                <= model_backend_bench.GOAL_SHARE * model_backend_bench.PACED_TURN_S
+            ),
         )
     )
     rows.append(
@@ -362,31 +432,134 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
                 "-",
             )
         )
-    now = datetime.now(tz=UTC)
-    context = {
-        "title": f"## {now:%Y-%m-%d %H:%M} UTC: {sizes.rows:,} source rows",
-        "machine": (
-            f"Machine: {os.cpu_count()} cores, {_ram_gb():.0f} GB RAM, PostgreSQL {server_version}, "
-            f"Python {platform.python_version()}; shared with other test runs (noisy: goals are ratios). "
-            f"Median of {args.repeats} alternating runs; {args.turns} turns per per-turn configuration."
+    notes = [
+        f"Data: {sizes.kb:,} KB quotes, {sizes.caselaw:,} caselaw "
+        f"quotes, {sizes.tool:,} tool sources, {sizes.assistant_messages:,} turns in {sizes.chats:,} chats; "
+        f"{sizes.valid:,} entries. Raw SQL and backfill wrote identical entries (fingerprint of every "
+        "column but id and created_at).",
+        f"Default --batch-size: {DEFAULT_BATCH_SIZE:,} messages (citations.backfill.DEFAULT_BATCH_SIZE). "
+        f"Backfill: {last.total_created:,} created for {last.messages:,} messages, "
+        f"{last.total_skipped:,} skipped. Command (subprocess): `{command_summary}`.",
+        "Per-turn: POST /api/chats/{id}/messages/ in-process (authentication, retrieval, the backend, "
+        "verification, finalize with the ledger written in the turn's transaction, the response), each turn "
+        "in a fresh chat of a matter whose KB documents are the real opinions of 20-100 KB ("
+        + ", ".join(f"{p.stat().st_size // 1024} KB" for p in ledger_bench.TURN_DOCUMENTS)
+        + "); medians of turns interleaved receiver on / off; every turn's entries checked.",
+        CASE_CITATIONS_NOTE,
+    ]
+    return rows, notes
+
+
+def retrieval_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
+    """Item 10: a turn's retrieval in a matter of 10,000 documents against one of 10."""
+    from benchmarks import retrieval_bench
+
+    result = retrieval_bench.run(step=step)
+    rows = [
+        Row(
+            "10",
+            f"a turn's KB retrieval, matter of {result.large_documents:,} documents vs of {retrieval_bench.SMALL}",
+            f"{result.large_s * 1000:.1f} ms vs {result.small_s * 1000:.1f} ms = {result.ratio:.2f} x",
+            f"<= {retrieval_bench.GOAL:.0f} x",
+            _verdict(result.ratio <= retrieval_bench.GOAL),
         ),
-        "notes": [
-            f"Data: {sizes.kb:,} KB quotes, {sizes.caselaw:,} caselaw "
-            f"quotes, {sizes.tool:,} tool sources, {sizes.assistant_messages:,} turns in {sizes.chats:,} chats; "
-            f"{sizes.valid:,} entries. Raw SQL and backfill wrote identical entries (fingerprint of every "
-            "column but id and created_at).",
-            f"Default --batch-size: {DEFAULT_BATCH_SIZE:,} messages (citations.backfill.DEFAULT_BATCH_SIZE). "
-            f"Backfill: {last.total_created:,} created for {last.messages:,} messages, "
-            f"{last.total_skipped:,} skipped. Command (subprocess): `{command_summary}`.",
-            "Per-turn: POST /api/chats/{id}/messages/ in-process (authentication, retrieval, the backend, "
-            "verification, finalize with the ledger written in the turn's transaction, the response), each turn "
-            "in a fresh chat of a matter whose KB documents are the real opinions of 20-100 KB ("
-            + ", ".join(f"{p.stat().st_size // 1024} KB" for p in ledger_bench.TURN_DOCUMENTS)
-            + "); medians of turns interleaved receiver on / off; every turn's entries checked.",
-            CASE_CITATIONS_NOTE,
-        ],
-    }
-    return rows, context
+        Row(
+            "10 detail",
+            "for the record: the retrieval that split the best documents on every turn (before stored passages), "
+            "once per matter",
+            f"{result.before_large_s * 1000:,.0f} ms at {result.large_documents:,} documents, "
+            f"{result.before_small_s * 1000:.0f} ms at {retrieval_bench.SMALL}",
+            "(for the record)",
+            "-",
+        ),
+        Row(
+            "10 detail",
+            "making the passages of the large matter once (documents inserted in bulk, made on first use)",
+            f"{result.make_passages_s:.0f} s for {result.large_documents:,} documents, "
+            f"{result.large_megabytes:.0f} MB, {result.passages:,} passages",
+            "(for the record)",
+            "-",
+        ),
+    ]
+    notes = [
+        f"Retrieval (10): documents of 2-8 KB cut from the real opinions of chats/data/opinions (the large matter "
+        f"is the small one and 9,990 more of the kind); {retrieval_bench.QUESTIONS} questions made of its words, "
+        "5 rounds, the two "
+        "matters alternating; the timed call is chats.assistant.extractive.matter_passages (the backends' "
+        "retrieval), medians kept.",
+    ]
+    return rows, notes
+
+
+def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
+    """Item 9: the raw-SQL limit with version 4 against version 7 keys, at each size."""
+    from django.db import connection
+
+    from benchmarks import scale_bench
+
+    sizes = (*scale_bench.DEFAULT_SIZES, *((scale_bench.LARGE_SIZE,) if args.scale_10m else ()))
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW shared_buffers")
+        shared_buffers = cursor.fetchone()[0]
+    runs = scale_bench.run(sizes=sizes, step=step)
+    rows = [
+        Row(
+            "9",
+            f"raw SQL into the ledger, {run.rows:,} source rows, {run.keys} keys",
+            f"{run.seconds:.1f} s = {run.us_per_row:.1f} us/row; WAL {run.wal_bytes / 1e6:,.0f} MB = "
+            f"{run.wal_per_row:,.0f} B/row; ledger indexes {run.index_bytes / 1e6:,.0f} MB",
+            "(for the record)",
+            "-",
+        )
+        for run in sorted(runs, key=lambda r: (r.rows, r.keys))
+    ]
+    for keys in ("v4", "v7"):
+        for smaller, larger in scale_bench.growth(runs, keys=keys):
+            factor = larger.rows / smaller.rows
+            time_goal = scale_bench.TIME_GROWTH_GOAL * factor / 10
+            time_growth = larger.seconds / smaller.seconds
+            wal_growth = larger.wal_per_row / smaller.wal_per_row
+            # The goal is stated from 1M to 10M, both past memory; from 100k (in shared_buffers) to 1M (not)
+            # the step into eviction dominates: shown, not judged.
+            judged = keys == "v7" and smaller.rows >= scale_bench.JUDGED_FROM
+            rows.append(
+                Row(
+                    "9",
+                    f"{keys} keys, {smaller.rows:,} -> {larger.rows:,} rows ({factor:.0f} x): time, WAL per row",
+                    f"time {time_growth:.1f} x; WAL per row {wal_growth:.2f} x",
+                    f"<= {time_goal:.0f} x; <= {scale_bench.WAL_FLATNESS_GOAL} x"
+                    if judged
+                    else "(for the record: the goal is from 1M to 10M, --scale-10m)"
+                    if keys == "v7"
+                    else "(for the record)",
+                    _verdict(time_growth <= time_goal and wal_growth <= scale_bench.WAL_FLATNESS_GOAL)
+                    if judged
+                    else "-",
+                )
+            )
+    for rows_at in sizes:
+        v4 = next(r for r in runs if r.rows == rows_at and r.keys == "v4")
+        v7 = next(r for r in runs if r.rows == rows_at and r.keys == "v7")
+        rows.append(
+            Row(
+                "9",
+                f"v7 against v4 at {rows_at:,} rows: time, WAL",
+                f"time {v7.seconds / v4.seconds:.2f} x; WAL {v7.wal_bytes / v4.wal_bytes:.2f} x",
+                "(for the record)",
+                "-",
+            )
+        )
+    notes = [
+        "Scale (9): for each size and kind of key a fresh dataset (benchmarks.dataset: 40% KB quotes, 30% "
+        "caselaw quotes, 30% tool sources, about 4 per turn, 20 per chat, 1,000 per matter) whose messages and "
+        "source rows have that kind of key, then one INSERT ... SELECT ... ON CONFLICT DO NOTHING of every "
+        "entry into an empty ledger (after a CHECKPOINT) with ids of that kind: gen_random_uuid() or "
+        "uuid_generate_v7(). One run per size and kind, the kinds alternating which goes first; the server's "
+        f"shared_buffers: {shared_buffers}; build times: "
+        + ", ".join(f"{r.rows:,} {r.keys} {r.build_seconds:.0f} s" for r in runs)
+        + ".",
+    ]
+    return rows, notes
 
 
 CASE_CITATIONS_NOTE = (

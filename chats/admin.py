@@ -33,12 +33,15 @@ from chats.models import (
     CaselawOpinion,
     Chat,
     Document,
+    DocumentPassage,
+    MatterTerm,
     Message,
     MessageCaseCitation,
     MessageCaselawCitation,
     MessageCitation,
     MessageToolSource,
     Project,
+    TurnRateCount,
 )
 
 
@@ -238,3 +241,37 @@ class MessageCaseCitationAdmin(_ArtifactAdmin):
     joined = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact case-citation, message or opinion id (UUID)."
+
+
+# Derived search data (chats.passages): made from the documents, never edited by hand.
+@admin.register(DocumentPassage)
+class DocumentPassageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("document", "position", "start", "end")
+    list_select_related = ("document",)
+    show_full_result_count = False
+    search_fields = ("=document__id",)
+    search_help_text = "An exact document id (UUID)."
+
+
+@admin.register(MatterTerm)
+class MatterTermAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("lexeme", "passages", "project")
+    list_select_related = ("project",)
+    show_full_result_count = False
+    search_fields = ("=lexeme",)
+
+
+@admin.register(TurnRateCount)
+class TurnRateCountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The turn-rate counts (chats.throttles), for an operator asking why a user gets 429: read-only, and
+    shown to superusers only (they name users across every matter)."""
+
+    list_display = ["user", "window_start", "turns"]
+    list_select_related = ["user"]
+    show_full_result_count = False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)

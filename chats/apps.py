@@ -10,6 +10,13 @@ class ChatsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+
+        from chats import checks  # noqa: F401  # registers the system checks
+        from chats.ids import register_sqlite_functions
+
+        connection_created.connect(register_sqlite_functions, dispatch_uid="chats.register_sqlite_functions")
+
         check_assistant_backend()
 
 

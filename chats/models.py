@@ -13,12 +13,13 @@ import uuid
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import IntegrityError, models
-from django.db.models import Q, Value
+from django.db import IntegrityError, models, transaction
+from django.db.models import F, Q, Value
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from chats.db_functions import JSONTypeOf
+from chats.ids import uuid7
 from chats.verification import results as verification_results
 
 
@@ -150,7 +151,9 @@ class Message(models.Model):
     Role = MessageRole
     Status = MessageStatus
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Time-ordered (chats.ids), as for every row a turn writes: two per turn, and the ledger's message_id
+    # index holds them too, so random keys would cost a cold page per insert there as well.
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
@@ -250,13 +253,105 @@ class Document(CitedTextGuard):
     title = models.CharField(max_length=300)
     content = models.TextField()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # Hex SHA-256 of the content its passages (DocumentPassage) were made from; empty while they are to be
+    # made: a document inserted in bulk or in SQL, or one whose content changed below save() (a trigger of
+    # migration chats.0020 empties it then). Retrieval makes them on first use (chats.passages).
+    passages_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
 
     class Meta:
         db_table = "documents"
         ordering = ["title"]
+        indexes = [
+            # Retrieval looks for a matter's documents without passages on every turn: this partial index
+            # holds only those, so the look-up costs nothing once they are made.
+            models.Index(fields=["project"], condition=Q(passages_sha256=""), name="documents_passages_missing_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.title
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saves, then makes the passages of a new or changed content (chats.passages), in one transaction:
+        every way of adding a document through the ORM (the pages, the API, the admin, the demo) goes
+        through here; bulk inserts get theirs on first use."""
+        from chats.passages import content_sha256, make_passages
+
+        update_fields = kwargs.get("update_fields")
+        content_saved = "content" not in self.get_deferred_fields() and (
+            update_fields is None or "content" in update_fields
+        )
+        with transaction.atomic(using=kwargs.get("using") or self._state.db):
+            super().save(*args, **kwargs)
+            if content_saved and self.passages_sha256 != content_sha256(self.content):
+                make_passages(document_ids=[self.pk])
+                self.passages_sha256 = content_sha256(self.content)
+
+
+class DocumentPassage(models.Model):
+    """A quotable passage of a KB document (``chats.retrieval.passages``): ``document.content[start:end] ==
+    text``. Made once per content (``chats.passages.make_passages``) and searched through a full-text index
+    on PostgreSQL (the ``search_vector`` column and GIN index of migration chats.0020, which the model
+    state leaves out to stay backend-neutral), so that a turn's retrieval does not read and split every
+    document of its matter."""
+
+    id = models.BigAutoField(primary_key=True)
+    # Indexed: a document's passages are replaced and deleted by document.
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="passages")
+    # The document's matter, copied: a matter's passages are searched with no join, and a distributed
+    # database keeps them on the matter's node with its documents (docs/scale.md). Indexed by the unique
+    # constraint below.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # The passage's place in its document, from 0.
+    position = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text = models.TextField()
+
+    class Meta:
+        db_table = "document_passages"
+        ordering = ["document", "position"]
+        constraints = [
+            # A passage is made once per content: two making it at once cannot both insert it. The matter
+            # first: a small matter's search reads its passages through this index (the planner's choice by
+            # size), and a database distributed by matter requires it in every unique key (docs/scale.md).
+            models.UniqueConstraint(
+                fields=["project", "document", "position"],
+                name="document_passages_position_uniq",
+                violation_error_message="A document has one passage at each position.",
+            ),
+            # A passage is a non-empty span of its document.
+            models.CheckConstraint(
+                condition=Q(start__lt=models.F("end")),
+                name="document_passages_span_not_empty",
+                violation_error_message="A passage's start must be before its end.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"passage {self.position} of {self.document_id}"
+
+
+class MatterTerm(models.Model):
+    """How many of a matter's passages hold a word (a lexeme of PostgreSQL's ``english`` configuration):
+    the search picks a question's rarer words to choose its candidate passages from, so that a common
+    word in a large matter does not make it rank every passage (``chats.passages``). Kept by
+    ``make_passages`` on PostgreSQL (counts of a deleted document's passages stay: an over-count, which
+    only makes a word look commoner); unused elsewhere."""
+
+    id = models.BigAutoField(primary_key=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    lexeme = models.TextField()
+    passages = models.IntegerField()
+
+    class Meta:
+        db_table = "matter_terms"
+        constraints = [
+            # One count per word and matter (the upsert of make_passages); also the search's look-up index.
+            models.UniqueConstraint(fields=["project", "lexeme"], name="matter_terms_project_lexeme_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme}: {self.passages}"
 
 
 class CaselawOpinion(CitedTextGuard):
@@ -367,6 +462,17 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             violation_error_message="A verified quote needs its source, offsets and confidence and no reason; "
             "an unverified one has no offsets and no confidence, and a reason.",
         ),
+        # A claim is placed in the answer by a whole span (and then needs no reason), or not at all.
+        models.CheckConstraint(
+            condition=Q(answer_offset_start__isnull=True, answer_offset_end__isnull=True)
+            | (
+                Q(answer_offset_start__isnull=False, answer_offset_end__isnull=False)
+                & Q(answer_offset_end__gte=F("answer_offset_start"))
+                & Q(answer_unplaced_reason="")
+            ),
+            name=f"{table}_answer_span_shape",
+            violation_error_message="A claim's answer span has both ends (start <= end) and no reason, or neither.",
+        ),
         # The admin and the trace iterate the alterations: anything but a list cannot be shown.
         models.CheckConstraint(
             condition=Exact(JSONTypeOf("alterations"), Value("array")),
@@ -387,7 +493,7 @@ class ClaimedQuote(models.Model):
     it verified, where it is in the source (``source[start:end]``), a digest of that passage and its
     alterations. Each table adds the message and its own kind of source."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     quote = models.TextField()
     source_offset_start = models.IntegerField(null=True, blank=True)
     source_offset_end = models.IntegerField(null=True, blank=True)
@@ -408,6 +514,12 @@ class ClaimedQuote(models.Model):
     # turn's go on from its first run's), so that a turn's quotes read in the order it claimed them. 0 for
     # rows from before it was recorded (also the database default, for raw SQL writers).
     position = models.PositiveIntegerField(default=0, db_default=0)
+    # Where the claim stands in the answer text (``answer[start:end]``, like a case citation's offsets), found
+    # at finalize (chats.answer_positions); null when it cannot be placed, ``answer_unplaced_reason`` saying
+    # why. Null with no reason for rows stored before positions were recorded (also the database default).
+    answer_offset_start = models.PositiveIntegerField(null=True, blank=True)
+    answer_offset_end = models.PositiveIntegerField(null=True, blank=True)
+    answer_unplaced_reason = models.CharField(max_length=200, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -463,7 +575,7 @@ class MessageToolSource(models.Model):
 
     SourceKind = SourceKind
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="tool_sources")
     # Extensible on purpose: new tool kinds flow into the ledger with no schema change.
     source_kind = models.CharField(max_length=32)
@@ -524,7 +636,7 @@ class MessageCaseCitation(models.Model):
     Kind = CaseCitationKind
     Status = CaseCitationStatus
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="case_citations")
     answer_offset_start = models.IntegerField()
     answer_offset_end = models.IntegerField()
@@ -586,3 +698,28 @@ class MessageCaseCitation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.citation} ({self.status})"
+
+
+class TurnRateCount(models.Model):
+    """How many turns a user started in one window of the turn rate (``LQAI_THROTTLE_TURNS``): counted by
+    one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` per turn (chats.throttles), so that concurrent
+    requests of every server process count one after the other. Rows of past windows are disposable."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # The window's start, in whole seconds since the epoch (a multiple of the rate's period).
+    window_start = models.BigIntegerField()
+    turns = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        db_table = "turn_rate_counts"
+        constraints = [
+            # The conflict target of the count (chats.throttles), and the index its prune of old windows uses.
+            models.UniqueConstraint(
+                fields=["user", "window_start"],
+                name="turn_rate_counts_user_window_uniq",
+                violation_error_message="This user already has a count for this window.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.turns} turn(s) of user {self.user_id} from {self.window_start}"

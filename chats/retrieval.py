@@ -174,7 +174,7 @@ def _on_postgres() -> bool:
     return connection.vendor == "postgresql"
 
 
-def _tsquery(terms: Sequence[str]) -> str:
+def tsquery(terms: Sequence[str]) -> str:
     # Terms are [a-z0-9]+ only (see query_terms), so this raw tsquery cannot be malformed.
     return " | ".join(terms)
 
@@ -193,11 +193,16 @@ def rank_passages(candidates: Sequence[Passage], question: str, *, limit: int) -
                 "SELECT t.idx FROM unnest(%s::text[]) WITH ORDINALITY AS t(body, idx), "
                 "to_tsquery('english', %s) AS q WHERE to_tsvector('english', t.body) @@ q "
                 "ORDER BY ts_rank(to_tsvector('english', t.body), q) DESC, t.idx LIMIT %s",
-                [[c.text for c in candidates], _tsquery(terms), margin],
+                [[c.text for c in candidates], tsquery(terms), margin],
             )
             ranked = [candidates[idx - 1] for (idx,) in cursor.fetchall()]
     else:
-        ranked = _rank_by_overlap(candidates, terms, limit=margin)
+        ranked = rank_by_overlap(candidates, terms, limit=margin)
+    return without_overlaps(ranked, limit=limit)
+
+
+def without_overlaps(ranked: Sequence[Passage], *, limit: int) -> list[Passage]:
+    """The first ``limit`` of ``ranked`` that overlap no passage of the same source kept before them."""
     chosen: list[Passage] = []
     for passage in ranked:
         if not any(p.source == passage.source and p.start < passage.end and passage.start < p.end for p in chosen):
@@ -207,7 +212,8 @@ def rank_passages(candidates: Sequence[Passage], question: str, *, limit: int) -
     return chosen
 
 
-def _rank_by_overlap(candidates: Sequence[Passage], terms: Sequence[str], *, limit: int) -> list[Passage]:
+def rank_by_overlap(candidates: Sequence[Passage], terms: Sequence[str], *, limit: int) -> list[Passage]:
+    """The ``limit`` candidates with the most inverse-document-frequency weight of ``terms`` (ties: order)."""
     query = {_stem(t) for t in terms}
     stems = [_stems(c.text) & query for c in candidates]
     document_frequency = Counter(term for found in stems for term in found)
@@ -228,7 +234,7 @@ def rank_sources(queryset: QuerySet[ModelT], *, field: str, question: str, limit
     if not terms or limit <= 0:
         return []
     if _on_postgres():
-        query = SearchQuery(_tsquery(terms), search_type="raw", config="english")
+        query = SearchQuery(tsquery(terms), search_type="raw", config="english")
         vector = SearchVector(field, config="english")
         return list(
             queryset.annotate(search=vector, rank=SearchRank(vector, query))
@@ -238,4 +244,4 @@ def rank_sources(queryset: QuerySet[ModelT], *, field: str, question: str, limit
     stems = [_stem(t) for t in terms]
     rows = list(queryset.filter(reduce(or_, (Q(**{f"{field}__icontains": s}) for s in stems))).order_by("pk"))
     as_passages = [Passage(source=i, start=0, end=0, text=getattr(row, field)) for i, row in enumerate(rows)]
-    return [rows[p.source] for p in _rank_by_overlap(as_passages, terms, limit=limit)]
+    return [rows[p.source] for p in rank_by_overlap(as_passages, terms, limit=limit)]

@@ -57,7 +57,37 @@ CLAIM_POSITION_HELP = (
 )
 
 
-class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
+ANSWER_START_HELP = "Where the claim stands in the answer text: content[answer_start:answer_end]; null if unplaced."
+ANSWER_UNPLACED_HELP = "Why the claim has no place in the answer (its quote is not in the answer text); else null."
+# The reason shown for a row stored before answer positions were recorded.
+PLACED_BEFORE_POSITIONS = "stored before answer positions were recorded"
+
+
+class AnswerSpanFields(serializers.Serializer[Any]):
+    """A quote row's place in the answer: ``answer_start``/``answer_end``, or null and ``answer_unplaced_reason``."""
+
+    answer_start = serializers.IntegerField(
+        source="answer_offset_start", read_only=True, allow_null=True, help_text=ANSWER_START_HELP
+    )
+    answer_end = serializers.IntegerField(source="answer_offset_end", read_only=True, allow_null=True)
+    answer_unplaced_reason = serializers.SerializerMethodField(help_text=ANSWER_UNPLACED_HELP)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_answer_unplaced_reason(self, obj: MessageCitation | MessageCaselawCitation) -> str | None:
+        return answer_unplaced_reason(obj)
+
+
+def answer_unplaced_reason(row: MessageCitation | MessageCaselawCitation) -> str | None:
+    """Why a quote row has no answer span (None when it has one)."""
+    if row.answer_offset_start is not None:
+        return None
+    return row.answer_unplaced_reason or PLACED_BEFORE_POSITIONS
+
+
+ANSWER_SPAN_FIELDS = ["answer_start", "answer_end", "answer_unplaced_reason"]
+
+
+class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[MessageCitation]):
     """A verified quote from a matter document."""
 
     kind = serializers.SerializerMethodField()
@@ -81,6 +111,7 @@ class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
             "end",
             "method",
             "confidence",
+            *ANSWER_SPAN_FIELDS,
         ]
         read_only_fields = fields
 
@@ -88,7 +119,7 @@ class KBCitationSerializer(serializers.ModelSerializer[MessageCitation]):
         return SourceKind.KB_DOCUMENT
 
 
-class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitation]):
+class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[MessageCaselawCitation]):
     """A verified quote from a court opinion."""
 
     kind = serializers.SerializerMethodField()
@@ -120,6 +151,7 @@ class CaselawCitationSerializer(serializers.ModelSerializer[MessageCaselawCitati
             "end",
             "method",
             "confidence",
+            *ANSWER_SPAN_FIELDS,
         ]
         read_only_fields = fields
 
@@ -136,7 +168,7 @@ class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):
         read_only_fields = fields
 
 
-class FailedClaimSerializer(serializers.Serializer[MessageCitation | MessageCaselawCitation]):
+class FailedClaimSerializer(AnswerSpanFields):
     """A quote the assistant claimed that did not verify: recorded, with why, and listed apart from citations."""
 
     id = serializers.UUIDField(read_only=True)
@@ -277,6 +309,18 @@ class UnverifiedQuoteSerializer(serializers.Serializer[UnverifiedQuote]):
     kind = serializers.CharField(help_text="kb_document or caselaw: the table that records it.")
     quote = serializers.CharField()
     reason = serializers.CharField()
+    answer_start = serializers.IntegerField(allow_null=True, help_text=ANSWER_START_HELP)
+    answer_end = serializers.IntegerField(allow_null=True)
+    answer_unplaced_reason = serializers.SerializerMethodField(help_text=ANSWER_UNPLACED_HELP)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_answer_unplaced_reason(self, obj: UnverifiedQuote | dict[str, Any]) -> str | None:
+        fields = (
+            obj if isinstance(obj, dict) else {"answer_start": obj.answer_start, "reason": obj.answer_unplaced_reason}
+        )
+        if fields.get("answer_start") is not None:
+            return None
+        return fields.get("answer_unplaced_reason", fields.get("reason")) or PLACED_BEFORE_POSITIONS
 
 
 class TurnSerializer(serializers.Serializer[dict[str, Any]]):

@@ -26,6 +26,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from chats.answer_positions import place_claims
 from chats.case_citations import CheckedCitation, check_case_citations
 from chats.models import (
     UNVERIFIED,
@@ -98,6 +99,10 @@ class UnverifiedQuote:
     reason: str
     kind: str
     id: UUID
+    # Where the claim stands in the answer, or None and why (chats.answer_positions).
+    answer_start: int | None = None
+    answer_end: int | None = None
+    answer_unplaced_reason: str = ""
 
 
 @dataclass(slots=True)
@@ -482,6 +487,7 @@ def finalize_turn(
         # Verified inside the transaction: a quoted text cannot change before its citation commits.
         first_claim = message.citations.count() + message.caselaw_citations.count() if resumed else 0
         kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now, first_position=first_claim)
+        place_claims([*kb, *caselaw], content)
         message.content = content
         message.status = status
         message.finalized_at = message.updated_at = now
@@ -505,7 +511,15 @@ def finalize_turn(
         # Inside the transaction: records of the turn (the ledger) exist exactly when the turn does.
         post_finalize.send(sender=Message, message=message)
     unverified = [
-        UnverifiedQuote(quote=row.quote, reason=row.unverified_reason, kind=kind, id=row.pk)
+        UnverifiedQuote(
+            quote=row.quote,
+            reason=row.unverified_reason,
+            kind=kind,
+            id=row.pk,
+            answer_start=row.answer_offset_start,
+            answer_end=row.answer_offset_end,
+            answer_unplaced_reason=row.answer_unplaced_reason,
+        )
         for kind, rows in ((SourceKind.KB_DOCUMENT, kb), (SourceKind.CASELAW, caselaw))
         for row in rows
         if row.verification_method == UNVERIFIED

@@ -9,10 +9,10 @@ The streamed views answer with server-sent events (``text/event-stream``), one f
     event: <name>
     data: <json>
 
-``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend failed, or
-the stream reached ``LQAI_MAX_STREAM_SECONDS``), then after finalize one ``citation`` per verified quote
-and ``done`` (status and unverified quotes). While the assistant is silent, a ``: keepalive`` comment
-every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
+``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend or finalize
+failed, or the stream reached ``LQAI_MAX_STREAM_SECONDS``), then after finalize one ``citation`` per verified
+quote and ``done`` (status and unverified quotes), each quote with its span in the answer. While the
+assistant is silent, a ``: keepalive`` comment every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
 
 Turns are bounded per user: :class:`chats.throttles.TurnRateThrottle` (429 with ``Retry-After``) and
 ``LQAI_MAX_CONCURRENT_STREAMS`` (429). A chat's messages are read page by page (cursor pagination).
@@ -54,7 +54,7 @@ from chats.assistant import (
     TurnTimedOut,
     load_backend,
 )
-from chats.assistant.runner import RunEvent
+from chats.assistant.runner import RunEvent, TurnNotSaved
 from chats.models import Chat, Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation
 from chats.selectors import chats_visible_to
 from chats.serializers import (
@@ -77,7 +77,8 @@ STREAM_DESCRIPTION = (
     "A `text/event-stream` of server-sent events, each `event: <name>` and `data: <json>`: "
     "`start` {message_id}, `delta` {text}, `tool_call` {call_id, tool, arguments}, "
     "`tool_result` {call_id, tool, result, sources}, `error` {code, detail} if the assistant fails, "
-    "then one `citation` per verified quote (a KB or caselaw citation) and `done` "
+    "then one `citation` per verified quote (a KB or caselaw citation, with its span in the answer: "
+    "`answer_start`, `answer_end`) and `done` "
     "{message_id, status, verdict, case_citations, citation_count, unverified_count, unverified}. "
     "If the client disconnects, "
     "the turn is saved as `interrupted` with what was produced so far; resume it with `.../resume/`. "
@@ -285,6 +286,9 @@ class MessageCreateView(generics.ListAPIView[Message]):
             404: NOT_FOUND,
             429: THROTTLED,
             502: OpenApiResponse(TurnErrorSerializer, description="The assistant failed; the turn is saved as failed."),
+            503: OpenApiResponse(
+                TurnErrorSerializer, description="The turn could not be saved (the database is unavailable)."
+            ),
         },
     )
     def post(self, request: Request, chat_id: UUID) -> Response:
@@ -293,7 +297,11 @@ class MessageCreateView(generics.ListAPIView[Message]):
         backend = load_backend()
         user_message, assistant_message = start_turn(chat=chat, content=content, author=_author(request))
         run = TurnRun(message=assistant_message, backend=backend, tools={})
-        result = run.run_to_end()
+        try:
+            result = run.run_to_end()
+        except TurnNotSaved as exc:
+            error = {"detail": str(exc), "code": "not_saved", "message_id": assistant_message.pk}
+            return Response(TurnErrorSerializer(error).data, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         if run.failure is not None:
             error = {"detail": run.failure, "code": "backend_error", "message_id": assistant_message.pk}
             return Response(TurnErrorSerializer(error).data, status=status.HTTP_502_BAD_GATEWAY)

@@ -14,23 +14,27 @@ its filters nor its date hierarchy run ``SELECT DISTINCT`` over every entry.
 from __future__ import annotations
 
 import datetime
+import uuid
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import Max, Min, Model, QuerySet
+from django.db.models import Max, Min, Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import formats, timezone
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
 from chats.admin import MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
 from chats.models import (
     UNVERIFIED,
+    CaselawOpinion,
     Chat,
+    Document,
     Message,
     MessageCaseCitation,
     MessageCaselawCitation,
@@ -42,9 +46,9 @@ from chats.models import (
     CaseCitationStatus as CaseStatus,
 )
 from chats.verification import EXACT_MATCH, TOLERANT_MATCH
-from chats.verification.results import CASE, ELLIPSIS
-from citations import selectors
+from citations import passages, selectors
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
+from citations.statuses import StatusInWords, status_in_words
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).
 _SOURCES: tuple[tuple[str, type[Model], str], ...] = (
@@ -155,98 +159,38 @@ def passage_html(entry: CitationLedgerEntry) -> SafeString | str:
     return format_html("{} {}", source.label, source.url)
 
 
-def _describe(alteration: dict[str, Any], replaced: str) -> str:
-    """An alteration in words: its kind (and detail), what the quote wrote, the source text ``replaced`` it
-    stands for or omits."""
-    kind = alteration["kind"] + (f" ({alteration['detail']})" if alteration["detail"] else "")
-    if alteration["kind"] == ELLIPSIS:
-        return f"omission: the quote's \u201c{alteration['quote_text']}\u201d omits \u201c{replaced}\u201d"
-    if alteration["kind"] == CASE:
-        return "case: the passage matches the quote only when case is ignored"
-    if alteration["source_start"] == alteration["source_end"]:
-        return f"{kind}: the quote adds \u201c{alteration['quote_text']}\u201d"
-    return f"{kind}: the quote's \u201c{alteration['quote_text']}\u201d stands for \u201c{replaced}\u201d"
-
-
-def _marked(context: selectors.PassageInContext, start: int, end: int, alterations: list[dict[str, Any]]) -> str:
-    """The source text ``[start, end)`` of ``context`` with ``alterations`` (inside it, in order, disjoint)
-    marked: each a ``span`` titled with the alteration in words, holding the source text it replaces or omits
-    struck out (``<del>``) and, for a bracket, the quote's text (``<ins>``). Escaped."""
-    parts: list[str] = []
-    at = start
-    for alteration in alterations:
-        a, b = alteration["source_start"], alteration["source_end"]
-        replaced = context.slice(a, b)
-        added = "" if alteration["kind"] == ELLIPSIS else format_html("<ins>{}</ins>", alteration["quote_text"])
-        parts.append(
-            format_html(
-                '{}<span class="alteration" data-kind="{}" title="{}">{}{}</span>',
-                context.slice(at, a),
-                alteration["kind"],
-                _describe(alteration, replaced),
-                format_html("<del>{}</del>", replaced) if a < b else "",
-                added,
-            )
-        )
-        at = b
-    parts.append(format_html("{}", context.slice(at, end)))
-    return "".join(parts)
-
-
 def passage_in_context_html(entry: CitationLedgerEntry, context: selectors.PassageInContext | None) -> SafeString | str:
-    """The ledger entry page's view of what an entry points at (``selectors.entry_in_context``): the passage
-    highlighted (``<mark>``) in the source text around it, each alteration and omission marked in place
-    (``_marked``) and listed below with its source offsets. A failed claim or a consulted source as
-    :func:`passage_html` shows it."""
+    """The ledger entry page's view of what an entry points at (``selectors.entry_in_context``): the passage in
+    the source text around it, with its alterations (the one renderer, :mod:`citations.passages`). A failed
+    claim or a consulted source as :func:`passage_html` shows it."""
     quote = entry.message_citation or entry.message_caselaw_citation
     if context is None or quote is None:
         return passage_html(entry)
-    span = context.passage
-    alterations = sorted(quote.alterations, key=lambda a: (a["source_start"], a["source_end"]))
-    # Marked in place: each alteration wholly inside the passage or wholly beside it, not overlapping the one
-    # before (a case-only match spans the whole passage: it is listed, not marked).
-    segments: list[list[dict[str, Any]]] = [[], [], []]  # before, inside, after the passage
-    at = context.start
-    for alteration in alterations:
-        a, b = alteration["source_start"], alteration["source_end"]
-        if alteration["kind"] == CASE or a < at or b > context.end:
-            continue
-        if span.start <= a and b <= span.end:
-            segments[1].append(alteration)
-        elif b <= span.start:
-            segments[0].append(alteration)
-        elif a >= span.end:
-            segments[2].append(alteration)
-        else:
-            continue
-        at = b
-    listed = format_html_join(
-        "",
-        '<li data-kind="{}">{} <small>[{}:{}]</small></li>',
-        (
-            (
-                a["kind"],
-                _describe(a, context.slice(a["source_start"], a["source_end"])),
-                a["source_start"],
-                a["source_end"],
-            )
-            for a in alterations
-        ),
-    )
-    return format_html(
-        '<div class="passage-in-context" style="white-space: pre-wrap">{}{}<mark title="{}">{}</mark>{}{}</div>'
-        "<small>passage [{}:{}] of the source, with the text around it</small>{}{}",
-        "\u2026 " if context.more_before else "",
-        mark_safe(_marked(context, context.start, span.start, segments[0])),  # noqa: S308 - escaped by _marked
-        f"the verified passage [{span.start}:{span.end}]",
-        mark_safe(_marked(context, span.start, span.end, segments[1])),  # noqa: S308 - escaped by _marked
-        mark_safe(_marked(context, span.end, context.end, segments[2])),  # noqa: S308 - escaped by _marked
-        " \u2026" if context.more_after else "",
-        span.start,
-        span.end,
-        _changed_flag(span),
-        format_html('<ol class="alterations">{}</ol>', listed) if alterations else "",
-    )
+    return passages.passage_in_context_html(context, quote.alterations)
+
+
+def cited_label(entry: CitationLedgerEntry) -> str:
+    """What an entry cites, for an entry whose source rows are joined: the document's title, the case's name
+    and citation (for a case citation, as the answer wrote it), or the consulted source's label."""
+    if entry.message_citation is not None:
+        document = entry.message_citation.document
+        return document.title if document is not None else "(no document of the matter)"
+    if entry.message_caselaw_citation is not None:
+        opinion = entry.message_caselaw_citation.opinion
+        if opinion is None:
+            return "(no known opinion)"
+        return ", ".join(part for part in (opinion.case_name, opinion.citation) if part)
+    if entry.message_case_citation is not None:
+        case = entry.message_case_citation
+        return ", ".join(part for part in (case.case_name, case.citation) if part)
+    if entry.message_tool_source is not None:
+        return entry.message_tool_source.label
+    return "-"
+
+
+def status_words(entry: CitationLedgerEntry) -> StatusInWords:
+    quote = entry.message_citation or entry.message_caselaw_citation
+    return status_in_words(entry.verification_status, alterations=quote.alterations if quote is not None else ())
 
 
 class _FixedValuesFilter(admin.SimpleListFilter):
@@ -312,13 +256,31 @@ class ProviderFilter(_FixedValuesFilter):
         }
 
 
+# The source rows a changelist row names (what was cited), joined in without their text; search matches in them.
+_CITED_ROWS = (
+    "message_citation__document",
+    "message_caselaw_citation__opinion",
+    "message_case_citation__opinion",
+    "message_tool_source",
+)
+_CITED_TEXT_COLUMNS = (
+    "message__content",
+    "message_citation__quote",
+    "message_citation__document__content",
+    "message_caselaw_citation__quote",
+    "message_caselaw_citation__opinion__text",
+    "message_case_citation__opinion__text",
+)
+
+
 @admin.register(CitationLedgerEntry)
 class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
     list_display = (
         "created_at",
-        "source_kind",
-        "verification_status",
+        "cited",
+        "status",
         "confidence",
+        "source_kind",
         "provider",
         "chat_link",
         "message_column",
@@ -326,8 +288,10 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
     list_filter = (SourceKindFilter, VerificationStatusFilter, ProviderFilter)
     date_hierarchy = "created_at"
     search_fields = ("chat_id", "message_id", "project_id")
-    search_help_text = "An exact chat, message or project id (UUID)."
-    list_select_related = ("chat", "message")
+    search_help_text = (
+        "An exact chat, message or project id (UUID), or words of a document title, a case name or a citation."
+    )
+    list_select_related = ("chat", "message", *_CITED_ROWS)
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     # Draws the date hierarchy from date_drilldown() instead of Django's {% date_hierarchy %}.
@@ -336,7 +300,11 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
         "id",
         "created_at",
         "source_kind",
+        "cited",
         "source_link",
+        "trace_page_link",
+        "status",
+        "claimed_quote",
         "passage",
         "verification_status",
         "confidence",
@@ -347,7 +315,20 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
         "message_link",
         "treatment_id",
     )
-    readonly_fields = ("source_link", "passage", "project_link", "chat_link", "message_link")
+    readonly_fields = (
+        "cited",
+        "source_link",
+        "trace_page_link",
+        "status",
+        "claimed_quote",
+        "passage",
+        "project_link",
+        "chat_link",
+        "message_link",
+    )
+
+    class Media:
+        css = {"all": (passages.STYLESHEET,)}
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
@@ -357,17 +338,75 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
         return response
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CitationLedgerEntry]:
-        # Chat and message are named on every row: joined, without the message's text.
-        return super().get_queryset(request).select_related("chat", "message").defer("message__content")
+        # Chat, message and what was cited are named on every row: joined, without their text.
+        return super().get_queryset(request).select_related("chat", "message", *_CITED_ROWS).defer(*_CITED_TEXT_COLUMNS)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[CitationLedgerEntry], search_term: str
+    ) -> tuple[QuerySet[CitationLedgerEntry], bool]:
+        """An id (UUID) matches exactly, as everywhere in the admin; other words match, case-insensitively, the
+        title of a document quoted, the name or citation of an opinion quoted or of a case cited (as found, or
+        as the answer wrote it). The documents and opinions are looked up first (small tables), the entries
+        by their rows' keys."""
+        term = search_term.strip()
+        if not term or _is_uuid(term):
+            return super().get_search_results(request, queryset, search_term)
+        documents = Document.objects.filter(title__icontains=term).values("pk")
+        opinions = CaselawOpinion.objects.filter(Q(case_name__icontains=term) | Q(citation__icontains=term)).values(
+            "pk"
+        )
+        return (
+            queryset.filter(
+                Q(message_citation__document__in=documents)
+                | Q(message_caselaw_citation__opinion__in=opinions)
+                | Q(message_case_citation__opinion__in=opinions)
+                | Q(message_case_citation__citation__iexact=term)
+                | Q(message_case_citation__case_name__icontains=term)
+            ),
+            False,
+        )
+
+    def _resolved(self, entry: CitationLedgerEntry) -> tuple[CitationLedgerEntry, selectors.PassageInContext | None]:
+        # The entry page's fields read one resolved entry: one query, however many fields show it.
+        cached: tuple[CitationLedgerEntry, selectors.PassageInContext | None] | None = getattr(
+            entry, "_resolved_in_context", None
+        )
+        if cached is None:
+            cached = selectors.entry_in_context(entry.pk)
+            entry._resolved_in_context = cached  # type: ignore[attr-defined]
+        return cached
+
+    @admin.display(description="cited")
+    def cited(self, entry: CitationLedgerEntry) -> str:
+        # The changelist's rows have their source rows joined (list_select_related); the entry page resolves them.
+        return cited_label(entry)
+
+    @admin.display(description="status")
+    def status(self, entry: CitationLedgerEntry) -> SafeString:
+        words = status_words(entry)
+        return format_html('<span class="status" data-status="{}">{} {}</span>', words.code, words.symbol, words)
+
+    @admin.display(description="claimed quote")
+    def claimed_quote(self, entry: CitationLedgerEntry) -> SafeString | str:
+        # The quote as the answer claimed it: for a failed claim, the quote that failed.
+        quote = selectors.claimed_quote(self._resolved(entry)[0])
+        return "-" if quote is None else format_html('<blockquote class="claimed-quote">{}</blockquote>', quote)
 
     @admin.display(description="source")
     def source_link(self, entry: CitationLedgerEntry) -> SafeString | str:
         return source_link(entry)
 
+    @admin.display(description="on the chat's trace page")
+    def trace_page_link(self, entry: CitationLedgerEntry) -> SafeString:
+        # A claim has its card on the chat's page (members of the matter only); a consulted source is listed there.
+        page = reverse("pages:chat", args=[entry.chat_id])
+        anchor = f"turn-{entry.message_id}" if entry.message_tool_source_id else f"claim-{entry.source_row_id}"
+        return format_html('<a href="{}#{}">read it as the matter\'s members do</a>', page, anchor)
+
     @admin.display(description="passage")
     def passage(self, entry: CitationLedgerEntry) -> SafeString | str:
         # The entry page only (one query): the changelist never reads the content layer.
-        return passage_in_context_html(*selectors.entry_in_context(entry.pk))
+        return passage_in_context_html(*self._resolved(entry))
 
     @admin.display(description="project")
     def project_link(self, entry: CitationLedgerEntry) -> SafeString | str:
@@ -385,6 +424,14 @@ class CitationLedgerEntryAdmin(ReadOnlyAdminMixin, UUIDSearchAdmin):
     def message_column(self, entry: CitationLedgerEntry) -> SafeString:
         # A narrow column: the role and the id's first block (the whole id is the search key, and the link).
         return admin_link(Message, entry.message_id, f"{entry.message.role} {str(entry.message_id)[:8]}…")
+
+
+def _is_uuid(term: str) -> bool:
+    try:
+        uuid.UUID(term)
+    except ValueError:
+        return False
+    return True
 
 
 class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):

@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from chats.ids import uuid7
 from chats.models import (
     UNVERIFIED,
     Chat,
@@ -52,7 +53,8 @@ _exactly_one_source = reduce(
 
 
 class CitationLedgerEntry(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Time-ordered (chats.ids): new entries append to the right edge of every index (docs/scale.md).
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # Deleting a matter deletes its chats and so their entries; cascading here
     # too means no entry can ever point at a deleted project.
     project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
-from django.db.models import Case, F, IntegerField, QuerySet, Value, When
+from django.db.models import Case, Expression, F, IntegerField, QuerySet, Value, When
 from django.db.models.functions import Coalesce, Greatest, Substr
 
 from chats.models import Chat
@@ -29,6 +30,7 @@ _TEXT = "passage_text"
 _DIGEST = "passage_digest"
 _CONTEXT_START = "passage_context_start"
 _CONTEXT_TEXT = "passage_context_text"
+_QUOTE = "claimed_quote"
 
 # Characters of the source shown on each side of a passage on a ledger entry's admin page.
 CONTEXT_CHARS = 200
@@ -136,35 +138,58 @@ def entry_in_context(
 
     # From the passage's offsets as with_sources() reads them: GREATEST ignores NULLs on PostgreSQL (not on
     # SQLite), so it must not see the other quote table's (NULL) offsets.
-    context_start = Greatest(F(_START) - context_chars, Value(0), output_field=IntegerField())
     source_text = Coalesce(*(F(f"{quote}__{text}") for quote, text in _QUOTE_SOURCES))
+    window = context_window(start=F(_START), end=F(_END), text=source_text, context_chars=context_chars)
     entry = (
         with_sources(CitationLedgerEntry.objects.filter(pk=entry_id))
-        .annotate(**{_CONTEXT_START: context_start})
-        .annotate(
-            **{_CONTEXT_TEXT: Substr(source_text, F(_CONTEXT_START) + 1, F(_END) + context_chars - F(_CONTEXT_START))}
-        )
+        .annotate(**{_CONTEXT_START: window["context_start"], _CONTEXT_TEXT: window["context_text"]})
+        # The quote as claimed (with_sources() defers it): the entry page shows it, also for a failed claim.
+        .annotate(**{_QUOTE: Coalesce(*(F(f"{quote}__quote") for quote, _ in _QUOTE_SOURCES))})
         .get()
     )
     span = passage(entry)
     text = getattr(entry, _CONTEXT_TEXT)
     if span is None or text is None:
         return entry, None
-    start = getattr(entry, _CONTEXT_START)
+    return entry, context_around(span, start=getattr(entry, _CONTEXT_START), text=text, context_chars=context_chars)
+
+
+def claimed_quote(entry: CitationLedgerEntry) -> str | None:
+    """The quote as claimed, of an entry read through :func:`entry_in_context`; ``None`` unless it is a quote."""
+    quote: str | None = getattr(entry, _QUOTE, None)
+    return quote
+
+
+def context_window(
+    *, start: Expression | F, end: Expression | F, text: str | Expression, context_chars: int = CONTEXT_CHARS
+) -> dict[str, Any]:
+    """Annotations that cut, on the database side, ``context_chars`` characters of the source column ``text`` on
+    each side of the span ``[start, end)``: ``context_start`` and ``context_text`` (null without a span). Read
+    them with :func:`context_around`. For querysets of quote rows (``start=F("source_offset_start")``, ...)."""
+    context_start = Greatest(start - context_chars, Value(0), output_field=IntegerField())
+    return {
+        "context_start": context_start,
+        "context_text": Substr(text, context_start + 1, end + context_chars - context_start),
+    }
+
+
+def context_around(span: Passage, *, start: int, text: str, context_chars: int = CONTEXT_CHARS) -> PassageInContext:
+    """The passage ``span`` in ``text`` (``source[start:start + len(text)]``, cut with ``context_chars`` characters
+    on each side of the span), trimmed to whole words at either edge, never into the passage."""
     more_before = start > 0
     # The whole length asked for came back: the source (most likely) goes on after it.
     more_after = start + len(text) == span.end + context_chars
     # Whole words only: drop a word cut at either edge of the context, never any of the passage.
     if more_before:
-        gap = re.search(r"\s", text[: span.start - start])
-        if gap is not None:
-            start, text = start + gap.end(), text[gap.end() :]
+        first_space = re.search(r"\s", text[: span.start - start])
+        if first_space is not None:
+            start, text = start + first_space.end(), text[first_space.end() :]
     if more_after:
         after = span.end - start
         gap = max(text.rfind(" ", after), text.rfind("\n", after))
         if gap >= 0:
             text = text[:gap]
-    return entry, PassageInContext(passage=span, start=start, text=text, more_before=more_before, more_after=more_after)
+    return PassageInContext(passage=span, start=start, text=text, more_before=more_before, more_after=more_after)
 
 
 _SOURCES = ("message_citation", "message_caselaw_citation", "message_case_citation", "message_tool_source")

@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chats.models import CaselawOpinion, Document, MessageCaseCitation, MessageToolSource
+from chats.serializers import ANSWER_START_HELP, ANSWER_UNPLACED_HELP, answer_unplaced_reason
 from citations import selectors
 from citations.models import CitationLedgerEntry
 
@@ -124,8 +125,34 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     )
     unverified_reason = serializers.SerializerMethodField(help_text="Why an 'unverified' claim failed; else null.")
     confidence = serializers.FloatField(read_only=True, allow_null=True)
+    answer_start = serializers.SerializerMethodField(help_text=ANSWER_START_HELP + " Null for a consulted source.")
+    answer_end = serializers.SerializerMethodField()
+    answer_unplaced_reason = serializers.SerializerMethodField(help_text=ANSWER_UNPLACED_HELP)
     provider = serializers.CharField(read_only=True, allow_null=True)
     retrieved_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+    @staticmethod
+    def _answer_span(entry: CitationLedgerEntry) -> tuple[int | None, int | None, str | None]:
+        """The answer span of the entry's claim or case citation; none, and no reason, for a consulted source."""
+        quote = entry.message_citation or entry.message_caselaw_citation
+        if quote is not None:
+            return quote.answer_offset_start, quote.answer_offset_end, answer_unplaced_reason(quote)
+        case = entry.message_case_citation
+        if case is not None:
+            return case.answer_offset_start, case.answer_offset_end, None
+        return None, None, None
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_answer_start(self, entry: CitationLedgerEntry) -> int | None:
+        return self._answer_span(entry)[0]
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_answer_end(self, entry: CitationLedgerEntry) -> int | None:
+        return self._answer_span(entry)[1]
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_answer_unplaced_reason(self, entry: CitationLedgerEntry) -> str | None:
+        return self._answer_span(entry)[2]
 
     @extend_schema_field(DocumentRefSerializer(allow_null=True))
     def get_document(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.test import Client, override_settings
+from django.urls import reverse
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -387,6 +388,14 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
         )
     )
     return turns, Chat.objects.get(pk=chat["id"])
+
+
+SERVE_URL = "http://127.0.0.1:8000"  # where `make serve` listens
+
+
+def page_url(chat: Chat) -> str:
+    """The address of ``chat``'s trace page under `make serve`."""
+    return f"{SERVE_URL}{reverse('pages:chat', args=[chat.pk])}"
 
 
 def _event_data(events: list[tuple[str, dict[str, Any]]], name: str) -> dict[str, Any]:

@@ -15,7 +15,11 @@ Environment variables:
 - ``LQAI_OPENAI_*``: the OpenAI-compatible model backend
   (``chats.assistant.OpenAICompatibleBackend``): ``BASE_URL``, ``API_KEY``, ``MODEL``,
   ``TIMEOUT`` (seconds), ``MAX_TOKENS``, ``TEMPERATURE``, ``MAX_TOOL_ROUNDS``,
-  ``MAX_RETRIES`` and ``RETRY_BACKOFF`` (seconds); checked at start-up when that backend is selected.
+  ``MAX_RETRIES`` (the ``openai`` package's own retries) and ``STREAM`` (``false`` for a server that
+  does not stream); checked at start-up when that backend is selected.
+- Turns that always end (docs/architecture-turns.md): ``LQAI_HISTORY_MAX_CHARS`` (the chat history sent
+  to the model), ``LQAI_MAX_ANSWER_CHARS`` (the longest stored answer), ``LQAI_BACKEND_STOP_SECONDS``
+  (how long a run waits for its backend's thread to end).
 - ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
 - Production security (see docs/configuration.md): with ``DEBUG`` off, HTTPS is required
   by default (``SECURE_SSL_REDIRECT``, ``SECURE_HSTS_SECONDS``, ``SECURE_HSTS_INCLUDE_SUBDOMAINS``,
@@ -154,6 +158,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "chats.apps.ChatsConfig",
     "citations.apps.CitationsConfig",
+    "pages.apps.PagesConfig",
     "demo.apps.DemoConfig",
 ]
 
@@ -247,7 +252,15 @@ LQAI_OPENAI_MAX_TOKENS = env_int("LQAI_OPENAI_MAX_TOKENS", default=1024)
 LQAI_OPENAI_TEMPERATURE = env_float("LQAI_OPENAI_TEMPERATURE", default=0.0)
 LQAI_OPENAI_MAX_TOOL_ROUNDS = env_int("LQAI_OPENAI_MAX_TOOL_ROUNDS", default=6)
 LQAI_OPENAI_MAX_RETRIES = env_int("LQAI_OPENAI_MAX_RETRIES", default=2)
-LQAI_OPENAI_RETRY_BACKOFF = env_float("LQAI_OPENAI_RETRY_BACKOFF", default=1.0)
+# False for a server that answers each request with one JSON completion instead of an event stream.
+LQAI_OPENAI_STREAM = env_bool("LQAI_OPENAI_STREAM", default=True)
+# The chat history a model backend is sent, at most this many characters: the turn's question and the
+# newest earlier messages that fit (older ones are left out whole).
+LQAI_HISTORY_MAX_CHARS = env_int("LQAI_HISTORY_MAX_CHARS", default=60_000)
+# The longest answer stored: a turn reaching it ends `interrupted` with a note, its text cut there.
+LQAI_MAX_ANSWER_CHARS = env_int("LQAI_MAX_ANSWER_CHARS", default=200_000)
+# How long a streamed run waits for its backend's thread to stop, once told to (disconnect, timeout, error).
+LQAI_BACKEND_STOP_SECONDS = env_float("LQAI_BACKEND_STOP_SECONDS", default=5.0)
 
 # --- Bounded use of the turn endpoints (0 or "off" turns a limit off) ---
 # Turns (single-shot, streamed, resumed) one user may start, per DRF rate ("30/min"): then 429 with Retry-After.
@@ -257,18 +270,9 @@ if _turn_rate not in {"", "0", "off", "none"} and not re.fullmatch(
 ):
     raise ImproperlyConfigured(f"LQAI_THROTTLE_TURNS={_turn_rate!r} is not a rate: use e.g. 30/min, 500/hour or off.")
 LQAI_THROTTLE_TURNS: str | None = None if _turn_rate in {"", "0", "off", "none"} else _turn_rate
-# Where the rate counts live: a table of the database (created by chats' migration 0013), so that every server
-# process and host counts a user's turns together; a per-process cache would let each worker allow the rate.
-# One entry per user active within the rate's period; past MAX_ENTRIES the cache would drop live counts (after
-# the expired ones), so it is set far above the users a deployment has at once.
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "throttle": {
-        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-        "LOCATION": "lqai_throttle_cache",
-        "OPTIONS": {"MAX_ENTRIES": 100_000},
-    },
-}
+# The rate counts live in a table of the database (chats.throttles), so that every server process and host
+# counts a user's turns together.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Streams (streamed and resumed turns) one user may have open at once, counted in the database: then 429.
 LQAI_MAX_CONCURRENT_STREAMS = env_int("LQAI_MAX_CONCURRENT_STREAMS", default=3)
 # A stream still running after this many seconds ends `interrupted` (resumable).
@@ -277,7 +281,8 @@ LQAI_MAX_STREAM_SECONDS = env_int("LQAI_MAX_STREAM_SECONDS", default=300)
 # keep the connection; on, the assistant runs in a thread of the request (see chats/assistant/runner.py).
 LQAI_SSE_HEARTBEAT_SECONDS: float = env_int("LQAI_SSE_HEARTBEAT_SECONDS", default=15)
 # A `pending` or `streaming` turn without progress for this long (its worker died) may be resumed.
-LQAI_STALE_TURN_SECONDS = env_int("LQAI_STALE_TURN_SECONDS", default=120)
+# Checked at start-up (chats/checks.py) against the backend's worst-case request (timeouts, retries, waits).
+LQAI_STALE_TURN_SECONDS = env_int("LQAI_STALE_TURN_SECONDS", default=600)
 if LQAI_SSE_HEARTBEAT_SECONDS > 0 and LQAI_STALE_TURN_SECONDS < 2 * LQAI_SSE_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured(
         "LQAI_STALE_TURN_SECONDS must be at least twice LQAI_SSE_HEARTBEAT_SECONDS: a live stream "

@@ -14,9 +14,11 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from chats.assistant import Script, ScriptedBackend
+from chats.assistant.openai_compatible import _client
 from chats.models import CaselawOpinion, Chat
 from chats.verification import NormalizedSource
 from tests import factories
+from tests.fake_openai import MODEL, FakeOpenAIServer
 
 
 @pytest.fixture
@@ -76,6 +78,24 @@ def scripted_backend(settings: LazySettings) -> Iterator[Callable[..., Script]]:
     settings.LQAI_ASSISTANT_BACKEND = "chats.assistant.ScriptedBackend"
     with ScriptedBackend.scripted():
         yield ScriptedBackend.set_script
+
+
+@pytest.fixture
+def fake_openai(settings: LazySettings) -> Iterator[FakeOpenAIServer]:
+    """A fake server, and settings selecting the backend against it (fast retries, a short timeout)."""
+    server = FakeOpenAIServer().start()
+    settings.LQAI_ASSISTANT_BACKEND = "chats.assistant.OpenAICompatibleBackend"
+    settings.LQAI_OPENAI_BASE_URL = server.base_url
+    settings.LQAI_OPENAI_API_KEY = ""
+    settings.LQAI_OPENAI_MODEL = MODEL
+    settings.LQAI_OPENAI_TIMEOUT = 2.0
+    settings.LQAI_OPENAI_MAX_RETRIES = 2
+    settings.LQAI_OPENAI_MAX_TOOL_ROUNDS = 6
+    try:
+        yield server
+    finally:
+        server.stop()
+        _client.cache_clear()
 
 
 @pytest.fixture

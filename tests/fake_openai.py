@@ -2,8 +2,10 @@
 
 It answers ``POST /v1/chat/completions`` with the responses it was given, in order: a streamed
 answer replayed as the server-sent events real servers send (``data: {chunk}`` frames in chunked
-transfer encoding, then ``data: [DONE]``), an error status, a stall (to trip the client's timeout) or
-a stream cut mid-answer (the connection dropped without the last chunk). It records each request's
+transfer encoding, then ``data: [DONE]``), an error status (by default asking for a quick retry), a
+stall (to trip the client's timeout), a stream cut mid-answer (the connection dropped without the
+last chunk) or stalled mid-answer, or a 200 with a JSON body (a whole completion, as a server that
+does not stream answers). Text may hold anything JSON can escape (NUL, lone surrogates). It records each request's
 JSON body. Nothing here reaches the network.
 """
 
@@ -87,10 +89,11 @@ class Stream:
 
 @dataclass(frozen=True)
 class Status:
-    """An error response (e.g. 429 with ``Retry-After``, 500)."""
+    """An error response (e.g. 429 with ``Retry-After``, 500); by default it asks for a retry after 5 ms, so that
+    the client's retries are quick in tests."""
 
     code: int
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=lambda: {"retry-after-ms": "5"})
     message: str = "error"
 
 
@@ -101,7 +104,53 @@ class Stall:
     seconds: float
 
 
-Response = Stream | Status | Stall
+@dataclass(frozen=True)
+class Json:
+    """A 200 answered with one JSON body (``application/json``), as servers that do not stream answer: a whole
+    completion (:func:`completion`), or anything else a server might send instead of an event stream."""
+
+    body: dict[str, Any]
+
+
+Response = Stream | Status | Stall | Json
+
+
+def completion(
+    text: str | None = None,
+    *,
+    calls: Sequence[tuple[str, str, str]] = (),
+    finish_reason: str | None = None,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 20,
+) -> Json:
+    """A whole (non-streamed) chat completion: its text and/or tool calls ``(call_id, name, arguments_json)``."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for call_id, name, arguments in calls
+        ]
+    return Json(
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1764500000,
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
 
 
 def answer(text: str, *, pieces: int | None = None, **usage: int) -> Stream:
@@ -191,8 +240,18 @@ class FakeOpenAIServer:
                     response = Status(500, message="stalled")
                 if isinstance(response, Status):
                     self._status(response)
+                elif isinstance(response, Json):
+                    self._json(response)
                 else:
                     self._stream(response)
+
+            def _json(self, response: Json) -> None:
+                payload = json.dumps(response.body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
             def _status(self, response: Status) -> None:
                 payload = json.dumps({"error": {"message": response.message, "type": "server_error"}}).encode()

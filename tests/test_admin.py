@@ -20,7 +20,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
-from chats.models import Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.models import (
+    CaselawOpinion,
+    Message,
+    MessageCaseCitation,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+)
 from citations import ledger
 from citations.admin import LedgerEntryInline
 from citations.models import CitationLedgerEntry
@@ -177,7 +184,7 @@ def test_the_changelist_shows_the_columns_and_links_to_chat_and_message(admin_cl
     response = admin_client.get(reverse(CHANGELIST))
 
     html = response.content.decode()
-    for column in ("created_at", "source_kind", "verification_status", "confidence", "provider"):
+    for column in ("created_at", "source_kind", "cited", "status", "confidence", "provider"):
         assert f"column-{column}" in html
     assert _url(Message, "change", message.pk) in html
     assert _url(type(message.chat), "change", message.chat.pk) in html
@@ -305,13 +312,73 @@ def test_search_by_chat_message_or_project_id(admin_client: Client) -> None:
         assert len(shown) == 3
 
 
-def test_a_search_term_that_is_not_a_uuid_finds_nothing_and_says_why(admin_client: Client) -> None:
-    message = factories.assembled_turn()
+def test_search_by_document_title_case_name_or_citation(admin_client: Client) -> None:
+    # Given a turn quoting a memo and an opinion, a turn citing a case under a wrong name, and unrelated turns
+    project = factories.ProjectFactory.create()
+    message = factories.MessageFactory.create(chat__project=project)
+    memo = factories.DocumentFactory.create(project=project, title="Strict scrutiny memo")
+    kb = factories.MessageCitationFactory.create(message=message, document=memo)
+    fisher = factories.CaselawOpinionFactory.create(case_name="Fisher v. University of Texas", citation="570 U.S. 297")
+    caselaw = factories.MessageCaselawCitationFactory.create(message=message, opinion=fisher)
+    ledger.assemble(message)
+    cited = factories.MessageCaseCitationFactory.create(
+        opinion=fisher, case_name="Grutter v. Bollinger", status="name_mismatch", citation="570 U.S. 297"
+    )
+    ledger.assemble(cited.message)
+    factories.assembled_turn()
+    CaselawOpinion.objects.exclude(pk=fisher.pk).update(citation="539 U.S. 306")
 
-    response = admin_client.get(reverse(CHANGELIST), {"q": str(message.pk)[:8]})
+    def found(term: str) -> set[object]:
+        return {entry.source_row_id for entry in _changelist(admin_client, q=term)}
 
-    assert list(response.context["cl"].result_list) == []
-    assert "is not a UUID" in response.content.decode()
+    # Then words of the title, of either name, or the citation find those entries, whatever their case
+    assert found("scrutiny MEMO") == {kb.pk}
+    assert found("fisher") == {caselaw.pk, cited.pk}
+    assert found("Grutter") == {cited.pk}
+    assert found("570 U.S. 297") == {caselaw.pk, cited.pk}
+    assert found("no such case") == set()
+
+
+def test_the_changelist_names_what_was_cited_and_the_status_in_words(admin_client: Client) -> None:
+    message = factories.MessageFactory.create()
+    factories.MessageCitationFactory.create(message=message, document__title="Strict scrutiny memo")
+    factories.MessageCitationFactory.create(message=message, failed=True, document=None)
+    factories.MessageCaseCitationFactory.create(
+        message=message, case_name="Grutter v. Bollinger", status="name_mismatch", answer_offset_start=300
+    )
+    ledger.assemble(message)
+
+    html = admin_client.get(reverse(CHANGELIST)).content.decode()
+
+    assert '<td class="field-cited">Strict scrutiny memo</td>' in html
+    assert '<td class="field-cited">Grutter v. Bollinger, 570 U.S. 297</td>' in html
+    assert '<td class="field-cited">(no document of the matter)</td>' in html
+    assert "\u2713 verified exactly</span>" in html
+    assert "\u2717 not found in the source</span>" in html
+    assert "\u2717 cited under another case&#x27;s name</span>" in html
+
+
+def test_an_entry_page_names_its_document_and_shows_the_quote_that_failed(
+    admin_client: Client, django_assert_max_num_queries: AssertNumQueries
+) -> None:
+    message = factories.MessageFactory.create()
+    failed = factories.MessageCitationFactory.create(
+        message=message, failed=True, quote="a quote the memo never says", document__title="Strict scrutiny memo"
+    )
+    ledger.assemble(message)
+    entry = CitationLedgerEntry.objects.get(message_citation=failed)
+    verified = CitationLedgerEntry.objects.get(message=factories.assembled_turn(caselaw=0, tools=0))
+    admin_client.get(_url(CitationLedgerEntry, "change", verified.pk))  # warm the session and the content types
+    with CaptureQueriesContext(connection) as verified_page:
+        admin_client.get(_url(CitationLedgerEntry, "change", verified.pk))
+
+    with django_assert_max_num_queries(len(verified_page.captured_queries)):
+        html = admin_client.get(_url(CitationLedgerEntry, "change", entry.pk)).content.decode()
+
+    assert '<div class="readonly">Strict scrutiny memo</div>' in html
+    assert '<blockquote class="claimed-quote">a quote the memo never says</blockquote>' in html
+    assert f'href="/chats/{message.chat_id}/#claim-{failed.pk}"' in html  # its card on the trace page
+    assert "\u2717 not found in the source" in html
 
 
 def test_a_uuid_search_is_an_exact_match_not_a_like(admin_client: Client) -> None:
@@ -363,7 +430,7 @@ def test_an_entry_page_shows_the_passage(admin_client: Client) -> None:
     content = citation.document.content
     html = response.content.decode()
     assert (
-        f'<div class="passage-in-context" style="white-space: pre-wrap">{escape(content[:start])}'
+        f'<div class="passage-in-context">{escape(content[:start])}'
         f'<mark title="the verified passage [{start}:{end}]">{escape(content[start:end])}</mark>'
         f"{escape(content[end:])}</div>"
     ) in html
@@ -401,9 +468,7 @@ def test_an_entry_page_shows_the_passage_in_its_context_with_each_alteration_mar
     marked = html[html.index('<div class="passage-in-context"') : html.index("</div>", html.index("<mark "))]
     shown_from = text.index("A preamble.")
     assert start - shown_from < CONTEXT_CHARS
-    assert marked.startswith(
-        f'<div class="passage-in-context" style="white-space: pre-wrap">\u2026 {text[shown_from:start]}'
-    )
+    assert marked.startswith(f'<div class="passage-in-context">\u2026 {text[shown_from:start]}')
     shown_to = text.index(" And more.") + len(" And")
     assert shown_to - end < CONTEXT_CHARS
     assert marked.endswith(f"</mark>{text[end:shown_to]} \u2026")

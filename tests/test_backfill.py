@@ -199,10 +199,14 @@ def test_batches_are_whole_messages_so_counts_are_exact_at_any_batch_size(batch_
 
 
 def test_batches_follow_message_creation_order_not_message_ids() -> None:
-    # Given turns created a minute apart, whose random ids sort in another order
+    # Given turns created a minute apart, whose ids sort in another order (time-ordered ids made in the
+    # reverse order of the turns' times, as for turns imported newest first)
     start = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
-    messages = [make_turn(created_at=start + timedelta(minutes=i), kb=1, caselaw=0, tool_kinds=()) for i in range(6)]
-    assert sorted(messages, key=lambda m: str(m.pk)) != messages  # (a 1-in-720 chance: then the test proves less)
+    newest_first = [
+        make_turn(created_at=start + timedelta(minutes=i), kb=1, caselaw=0, tool_kinds=()) for i in reversed(range(6))
+    ]
+    messages = newest_first[::-1]
+    assert sorted(messages, key=lambda m: str(m.pk)) != messages
     # When the backfill runs one row per batch, noting the messages that had entries after each batch
     seen: list[set[UUID]] = []
 

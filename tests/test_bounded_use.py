@@ -22,13 +22,12 @@ import pytest
 from django.conf import LazySettings
 from django.conf import settings as django_settings
 from django.contrib.auth.models import User
-from django.core.cache import caches
 from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chats.assistant import AssistantEvent, FinalAnswer, Script, ScriptedBackend, TextDelta, Turn, TurnRun
-from chats.models import CaselawOpinion, Chat, Message
+from chats.models import CaselawOpinion, Chat, Message, TurnRateCount
 from chats.retrieval import MAX_QUERY_TERMS, query_terms
 from chats.services import reopen_interrupted_turn, start_turn
 from tests import factories
@@ -74,10 +73,10 @@ def test_a_question_of_two_thousand_distinct_words_is_answered(
 
 @pytest.fixture
 def fresh_throttles() -> Iterator[None]:
-    """Throttle counts live in the ``throttle`` cache (a table): start and end each test with none."""
-    caches["throttle"].clear()
+    """Throttle counts live in a table (chats.throttles): start and end each test with none."""
+    TurnRateCount.objects.all().delete()
     yield
-    caches["throttle"].clear()
+    TurnRateCount.objects.all().delete()
 
 
 def _ask(client: APIClient, chat: Chat) -> Any:
@@ -177,12 +176,13 @@ def test_a_users_count_survives_many_other_users_counts(
     fresh_throttles: None,
     scripted_backend: Callable[..., Script],
 ) -> None:
-    # Given a user's first turn, then many other users' live counts (more than a cache keeps by default
-    # before it drops some, the lowest keys first: hers sorts before theirs)
+    # Given a user's first turn, then many other users' counts in the same window
     settings.LQAI_THROTTLE_TURNS = "2/min"
     scripted_backend(TextDelta("Answer."), FinalAnswer())
     assert _ask(api_client, matter_chat).status_code == 201
-    caches["throttle"].set_many({f"user-{n}": [time.time()] for n in range(400)}, timeout=60)
+    window_start = TurnRateCount.objects.get().window_start
+    others = factories.UserFactory.create_batch(50)
+    TurnRateCount.objects.bulk_create(TurnRateCount(user=u, window_start=window_start) for u in others)
 
     # Then her count is kept: her third turn within the minute is refused
     assert [_ask(api_client, matter_chat).status_code for _ in range(2)] == [201, 429]
@@ -394,13 +394,22 @@ def test_the_schema_says_the_messages_are_cursor_paginated(api_client: APIClient
 
 
 class GatedBackend:
-    """Says a first sentence, then is silent until the test opens the gate (at most 10 s), then finishes."""
+    """Says a first sentence, then is silent until the test opens the gate or the run cancels it (at most
+    10 s), then finishes."""
 
     gate = threading.Event()
 
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
     def respond(self, turn: Turn) -> Iterator[AssistantEvent]:
         yield TextDelta("Thinking. ")
-        GatedBackend.gate.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while not (GatedBackend.gate.is_set() or self.cancelled.is_set()) and time.monotonic() < deadline:
+            time.sleep(0.01)
         yield TextDelta("Done.")
         yield FinalAnswer()
 

@@ -125,7 +125,7 @@ def test_a_superuser_traces_an_entry_to_its_source_and_can_change_nothing(live_s
             page.screenshot(path=ARTIFACTS / "2-ledger-caselaw.png", full_page=True)
 
             # ... opens a caselaw quote's entry
-            quote_row = page.locator("#result_list tbody tr", has=page.locator("td", has_text="exact_match")).first
+            quote_row = page.locator("#result_list tbody tr", has=page.locator("td", has_text="verified exactly")).first
             quote_row.locator("th a").click()
             page.wait_for_url(re.compile(r"/admin/citations/citationledgerentry/[0-9a-f-]{36}/change/"))
             assert page.locator(".field-passage mark").inner_text() == "strict scrutiny"

@@ -180,6 +180,10 @@ def test_chat_messages_have_their_citations_and_tool_sources(api_client: APIClie
             "end": kb.source_offset_end,
             "method": "exact_match",
             "confidence": 1.0,
+            # A row made without a place in the answer reads as one stored before positions were recorded.
+            "answer_start": None,
+            "answer_end": None,
+            "answer_unplaced_reason": "stored before answer positions were recorded",
         }
     ]
     [caselaw_json] = assistant["caselaw_citations"]
@@ -248,10 +252,15 @@ def test_single_shot_turn_with_the_default_backend(
             "end": c.source_offset_end,
             "method": EXACT_MATCH,
             "confidence": 1.0,
+            "answer_start": c.answer_offset_start,
+            "answer_end": c.answer_offset_end,
+            "answer_unplaced_reason": None,
         }
         for n, c in enumerate(citations)
     ]
     assert all(document.content[c.source_offset_start : c.source_offset_end] == c.quote for c in citations)
+    # Each quote is placed where the answer says it.
+    assert all(message.content[c.answer_offset_start : c.answer_offset_end] == c.quote for c in citations)
     assert body["message"]["caselaw_citations"] == body["message"]["tool_sources"] == []
     assert (body["unverified_count"], body["unverified"]) == (0, [])
     # The ledger, through the real post_finalize receiver

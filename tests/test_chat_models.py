@@ -23,11 +23,14 @@ CHAT_TABLES = {
     "chats",
     "messages",
     "documents",
+    "document_passages",  # a document's passages, made once (chats.passages)
+    "matter_terms",  # a matter's passages per word (chats.passages)
     "caselaw_opinions",
     "message_citations",
     "message_caselaw_citations",
     "message_tool_sources",
     "message_case_citations",
+    "turn_rate_counts",  # the turn rate's counts (chats.throttles)
 }
 
 

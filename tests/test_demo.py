@@ -66,6 +66,9 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     assert "verdict=fail" in first
     assert "name_mismatch  -           local     cited: Grutter v. Bollinger, 570 U.S. 297" in first
     _entries_match_rows()
+    # ... and the address of the demo chat's trace page, to read it in a browser
+    api_chat = Chat.objects.get(title="Demo: ballots and candidates")
+    assert f"  http://127.0.0.1:8000/chats/{api_chat.pk}/\n" in first
     turns = Message.objects.filter(role=Message.Role.ASSISTANT, chat__project__name__contains="demo")
     assert set(turns.values_list("status", flat=True)) == {Message.Status.COMPLETE}
 

@@ -160,8 +160,9 @@ def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_veri
     scripted_backend: Callable[..., Script],
 ) -> None:
     document = matter_chat.project.documents.get()  # type: ignore[union-attr]
+    answer = 'The memo requires "strict scrutiny".'
     scripted_backend(
-        TextDelta("Quoted."),
+        TextDelta(answer),
         FinalAnswer(
             (
                 ClaimedCitation("strict scrutiny", document_id=document.pk),
@@ -173,6 +174,10 @@ def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_veri
     events = list(sse_events(stream(api_client, matter_chat).streaming_content))  # type: ignore[arg-type]
 
     assert names(events) == ["start", "delta", "citation", "done"]
+    # The citation event says where the quote stands in the answer; the failed claim why it has no place.
+    citation = events[2][1]
+    assert answer[citation["answer_start"] : citation["answer_end"]] == "strict scrutiny"
+    assert citation["answer_unplaced_reason"] is None
     done = events[-1][1]
     assert (done["citation_count"], done["unverified_count"], done["verdict"]) == (1, 1, "fail")
     (failed,) = done["unverified"]
@@ -181,6 +186,9 @@ def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_veri
         "kind": "kb_document",
         "quote": "words the memo never used",
         "reason": "not found in the document",
+        "answer_start": None,
+        "answer_end": None,
+        "answer_unplaced_reason": "the quote is not in the answer text",
     }
     assert ledger_kinds(done["message_id"]) == [("kb_document", EXACT_MATCH), ("kb_document", "unverified")]
 

@@ -7,7 +7,8 @@ tool calls and their results, and one :class:`FinalAnswer` carrying the quotes i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ class Turn:
     tools: Mapping[str, Tool] = field(default_factory=dict)
     # On a resume: the content already produced; the backend continues after it.
     partial: str = ""
+    # Tells the run that it is alive: a backend calls it while it waits (e.g. at each attempt of a request).
+    progress: Callable[[], None] = field(default=lambda: None, compare=False, repr=False)
 
     @property
     def question(self) -> str:
@@ -82,3 +85,26 @@ class FinalAnswer:
 
 
 AssistantEvent = TextDelta | ToolCall | ToolResult | FinalAnswer
+
+# Code points a stored text cannot hold: NUL (PostgreSQL refuses it) and lone surrogates (not encodable).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` as it can be stored and sent: NUL dropped, each lone surrogate replaced by U+FFFD. The runner
+    passes everything a backend yields through it; a backend applies it to what it acts on itself (a
+    model's tool arguments)."""
+    if not _UNSTORABLE.search(text):
+        return text
+    return _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", text)
+
+
+def clean_json(value: Any) -> Any:
+    """A JSON-able value with every string in it (keys too) passed through :func:`clean_text`."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, Mapping):
+        return {clean_text(str(key)): clean_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_json(item) for item in value]
+    return value

@@ -14,7 +14,8 @@ from uuid import UUID
 
 from chats.assistant.events import AssistantEvent, FinalAnswer, TextDelta, ToolCall, ToolResult, Turn
 from chats.models import Chat, Document
-from chats.retrieval import Passage, passages, rank_passages, rank_sources
+from chats.passages import search_matter_passages
+from chats.retrieval import Passage
 from chats.services import ClaimedCitation
 
 CASELAW_TOOL = "caselaw_search"
@@ -28,14 +29,11 @@ def _display(quote: str) -> str:
 
 def matter_passages(chat: Chat, question: str, *, documents: int, limit: int) -> list[tuple[Document, Passage]]:
     """The ``limit`` passages of the chat's matter documents that best answer ``question`` (best first),
-    drawn from its ``documents`` best-matching documents; none for a chat outside a matter."""
+    drawn from at most ``documents`` documents; none for a chat outside a matter. Searched among the
+    passages stored once per document (:mod:`chats.passages`), not by splitting the documents again."""
     if chat.project_id is None:
         return []
-    ranked = rank_sources(
-        Document.objects.filter(project_id=chat.project_id), field="content", question=question, limit=documents
-    )
-    candidates = [p for i, d in enumerate(ranked) for p in passages(d.content, source=i)]
-    return [(ranked[p.source], p) for p in rank_passages(candidates, question, limit=limit)]
+    return search_matter_passages(project_id=chat.project_id, question=question, limit=limit, documents=documents)
 
 
 class ExtractiveBackend:

@@ -19,14 +19,20 @@ server), through the official ``openai`` package, configured by the ``LQAI_OPENA
   goes through the same verification in ``finalize_turn`` as any backend's. A claim naming a source
   id the turn did not provide names neither a document nor an opinion: it is reported unverified,
   never stored.
-- **Failures.** A request refused with 429 or 5xx, or that times out or cannot connect, is retried
-  ``max_retries`` times with exponential backoff (honouring ``Retry-After`` up to
-  :data:`MAX_RETRY_WAIT`), then ends the turn ``failed`` with a :class:`BackendError` naming the
-  cause; any other refusal (4xx) fails at once. Once a round's stream has begun, a dropped
-  connection, a read timeout, an error event or an undecodable one from the server, or a stream
-  that ends before the model finished raises :class:`BackendInterrupted`: the turn ends
-  ``interrupted`` with what was produced, resumable. In every case the quotes claimed so far and
-  the usage come first, in a :class:`FinalAnswer`.
+- **Failures.** Requests go through the package's own client: a request refused with 408, 409, 429 or
+  5xx, or that times out or cannot connect, is retried by the package ``max_retries`` times (its
+  exponential backoff, honouring ``Retry-After`` up to :data:`SDK_MAX_RETRY_WAIT`), then ends the turn
+  ``failed`` with a :class:`BackendError` naming the cause; any other refusal (4xx) fails at once, and
+  so does a 200 that is not an event stream (a server that does not stream: set
+  ``LQAI_OPENAI_STREAM=false``, and each round is one JSON completion). Once a round's stream has
+  begun, a dropped connection, a read timeout, an error event or an undecodable one from the server,
+  or a stream that ends before the model finished raises :class:`BackendInterrupted`: the turn ends
+  ``interrupted`` with what was produced, resumable. In every case the quotes claimed so far and the
+  usage come first, in a :class:`FinalAnswer`. :meth:`OpenAICompatibleBackend.cancel` (from another
+  thread) shuts the live stream's connection, so that a run whose consumer went away stops at once.
+- **Liveness.** Each attempt of a request (the first and every retry) calls ``turn.progress``, so a
+  run waiting on the model's retries records that it is alive;
+  :meth:`OpenAICompatibleBackend.worst_case_wait_seconds` bounds how long one request can take.
 - **Usage.** The model's name, prompt and completion tokens summed over the turn's requests (as the
   server reports them with ``stream_options.include_usage``) and the time spent waiting on the
   model (requests and streams, not tools) go into the :class:`FinalAnswer` and onto the message.
@@ -38,12 +44,14 @@ the backends, and the package is slow to import.
 
 from __future__ import annotations
 
-import itertools
+import contextlib
+import contextvars
 import json
 import logging
+import socket
 import time
 import uuid
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -53,7 +61,15 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from chats.assistant.backends import BackendError, BackendInterrupted
-from chats.assistant.events import AssistantEvent, FinalAnswer, TextDelta, ToolCall, ToolResult, Turn
+from chats.assistant.events import (
+    AssistantEvent,
+    FinalAnswer,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Turn,
+    clean_json,
+)
 from chats.assistant.extractive import matter_passages
 from chats.services import ClaimedCitation, TurnUsage
 
@@ -66,8 +82,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CITE_TOOL = "cite"
-# The longest wait before a retry, whatever the server's Retry-After says.
-MAX_RETRY_WAIT = 30.0
+# The longest ``Retry-After`` the ``openai`` package honours before a retry (it does not retry a server asking
+# for more); its own backoff, without that header, is shorter. Used for the worst case of one request.
+SDK_MAX_RETRY_WAIT = 120.0
+# Status codes the package retries besides 5xx: a failure with one of them names the attempts made.
+RETRIED_STATUSES = frozenset({408, 409, 429})
+
+# Called at each attempt of a request (see ``_on_attempt``): the running turn's ``progress``, per thread.
+_attempt_callback: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "lqai_openai_attempt", default=None
+)
 
 CITE_SPEC: dict[str, Any] = {
     "type": "function",
@@ -116,7 +140,7 @@ class OpenAICompatibleConfig:
     temperature: float
     max_tool_rounds: int
     max_retries: int
-    retry_backoff: float
+    stream: bool = True
 
     @classmethod
     def from_settings(cls) -> OpenAICompatibleConfig:
@@ -130,7 +154,7 @@ class OpenAICompatibleConfig:
             temperature=settings.LQAI_OPENAI_TEMPERATURE,
             max_tool_rounds=settings.LQAI_OPENAI_MAX_TOOL_ROUNDS,
             max_retries=settings.LQAI_OPENAI_MAX_RETRIES,
-            retry_backoff=settings.LQAI_OPENAI_RETRY_BACKOFF,
+            stream=settings.LQAI_OPENAI_STREAM,
         )
         problems = config._problems()
         if problems:
@@ -159,14 +183,24 @@ class OpenAICompatibleConfig:
             problems.append(f"LQAI_OPENAI_MAX_TOOL_ROUNDS={self.max_tool_rounds} must be at least 1")
         if self.max_retries < 0:
             problems.append(f"LQAI_OPENAI_MAX_RETRIES={self.max_retries} must be 0 or more")
-        if self.retry_backoff < 0:
-            problems.append(f"LQAI_OPENAI_RETRY_BACKOFF={self.retry_backoff} must be 0 or more seconds")
         return problems
+
+    def worst_case_wait_seconds(self) -> float:
+        """The longest one request can keep a run waiting before it answers or fails: every attempt timing
+        out, and the longest wait the package honours between two."""
+        return self.timeout * (self.max_retries + 1) + SDK_MAX_RETRY_WAIT * self.max_retries
+
+
+def _on_attempt(request: httpx2.Request) -> None:
+    """The HTTP client's request hook: each attempt (first try or retry) tells the running turn it is alive."""
+    callback = _attempt_callback.get()
+    if callback is not None:
+        callback()
 
 
 @lru_cache(maxsize=8)
 def _client(config: OpenAICompatibleConfig) -> openai.OpenAI:
-    """One client per configuration, so turns reuse its connections. Retries are ours (see ``_open``)."""
+    """One client per configuration, so turns reuse its connections; the package's timeouts and retries."""
     import openai  # slow to import: paid on the first turn (see the module docstring)
 
     return openai.OpenAI(
@@ -174,7 +208,8 @@ def _client(config: OpenAICompatibleConfig) -> openai.OpenAI:
         # Local servers need no key, but the client requires one: a placeholder they ignore.
         api_key=config.api_key or "unused",
         timeout=config.timeout,
-        max_retries=0,
+        max_retries=config.max_retries,
+        http_client=openai.DefaultHttpxClient(event_hooks={"request": [_on_attempt]}),
     )
 
 
@@ -260,11 +295,30 @@ class OpenAICompatibleBackend:
 
     def __init__(self, config: OpenAICompatibleConfig | None = None) -> None:
         self.config = config or OpenAICompatibleConfig.from_settings()
+        self._live: httpx2.Response | None = None  # the response being read, for cancel()
+        self._cancelled = False
 
     @classmethod
     def check_configuration(cls) -> None:
         """Raise :class:`ImproperlyConfigured` if the settings cannot run this backend (start-up check)."""
         OpenAICompatibleConfig.from_settings()
+
+    @classmethod
+    def worst_case_wait_seconds(cls) -> float:
+        """How long one request of the configured backend can keep a run waiting (start-up check)."""
+        return OpenAICompatibleConfig.from_settings().worst_case_wait_seconds()
+
+    def cancel(self) -> None:
+        """Stop the turn from another thread: the connection of the stream being read is shut down, so the
+        read waiting on it returns at once (the run then ends ``interrupted``), and no further request is made.
+        A request still waiting for its response headers ends within its timeout."""
+        self._cancelled = True
+        response = self._live
+        network_stream = response.extensions.get("network_stream") if response is not None else None
+        sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):  # already closed: the stream has ended anyway
+                sock.shutdown(socket.SHUT_RDWR)
 
     def respond(self, turn: Turn) -> Iterator[AssistantEvent]:
         state = _TurnState(model_name=self.config.model)
@@ -281,7 +335,7 @@ class OpenAICompatibleBackend:
         tools = [self._spec(tool) for tool in turn.tools.values() if tool.name != CITE_TOOL] + [CITE_SPEC]
         rounds = 0
         while True:
-            result = yield from self._stream(messages, tools, state)
+            result = yield from self._stream(messages, tools, state, turn)
             if not result.calls:
                 if result.finish_reason == "length":
                     logger.warning("the model reached LQAI_OPENAI_MAX_TOKENS: its answer is cut short")
@@ -337,41 +391,57 @@ class OpenAICompatibleBackend:
         }
 
     def _stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], state: _TurnState
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], state: _TurnState, turn: Turn
     ) -> Generator[TextDelta, None, _Round]:
-        """One request: yields its text as it streams, returns what it produced."""
+        """One request: yields its text as it streams (or at once, from a server that does not stream),
+        returns what it produced."""
+        import openai  # slow to import: paid on the first turn (see the module docstring)
+
         text: list[str] = []
         calls: dict[int, _PendingCall] = {}
         finish_reason = ""
         started = time.perf_counter()
-        stream = None
         try:
-            stream = self._open(messages, tools)
-            for chunk in _payloads(stream.response):
-                self._usage(chunk, state)
-                choices = chunk.get("choices") or ()
-                choice = choices[0] if choices else {}
-                delta = choice.get("delta") or {}
-                content = delta.get("content")
-                if content:
-                    text.append(content)
-                    yield TextDelta(content)
-                for piece in delta.get("tool_calls") or ():
-                    index = piece.get("index")
-                    if not isinstance(index, int):
-                        # A server that omits the index starts each call with its id or name; the rest continues it.
-                        starts = piece.get("id") or (piece.get("function") or {}).get("name")
-                        index = len(calls) if starts or not calls else max(calls)
-                    call = calls.setdefault(index, _PendingCall())
-                    call.call_id = call.call_id or piece.get("id") or ""
-                    function = piece.get("function") or {}
-                    call.name = call.name or function.get("name") or ""
-                    if function.get("arguments"):
-                        call.arguments.append(function["arguments"])
-                finish_reason = choice.get("finish_reason") or finish_reason
+            if not self.config.stream:
+                completion = self._request(messages, tools, turn)
+                chunks: Iterator[dict[str, Any]] = iter([_as_chunk(completion.to_dict())])
+                stream = None
+            else:
+                stream = self._request(messages, tools, turn)
+                chunks = (chunk.to_dict() for chunk in stream)
+            try:
+                for chunk in chunks:
+                    self._usage(chunk, state)
+                    choices = chunk.get("choices") or ()
+                    choice = choices[0] if choices else {}
+                    delta = choice.get("delta") or {}
+                    content = delta.get("content")
+                    if content:
+                        text.append(content)
+                        yield TextDelta(content)
+                    for piece in delta.get("tool_calls") or ():
+                        index = piece.get("index")
+                        if not isinstance(index, int):
+                            # A server that omits the index starts each call with its id or name; the rest continues it.
+                            starts = piece.get("id") or (piece.get("function") or {}).get("name")
+                            index = len(calls) if starts or not calls else max(calls)
+                        call = calls.setdefault(index, _PendingCall())
+                        call.call_id = call.call_id or piece.get("id") or ""
+                        function = piece.get("function") or {}
+                        call.name = call.name or function.get("name") or ""
+                        if function.get("arguments"):
+                            call.arguments.append(function["arguments"])
+                    finish_reason = choice.get("finish_reason") or finish_reason
+            except openai.APIError as exc:
+                # Raised by the package's stream: an error event, a read timeout, a dropped connection.
+                raise BackendInterrupted(f"the model's stream broke off: {_describe_stream_error(exc)}") from exc
+            except ValueError as exc:
+                raise BackendInterrupted(f"the model server sent an undecodable event: {exc}") from exc
+            finally:
+                self._live = None
+                if stream is not None:
+                    stream.close()
         finally:
-            if stream is not None:
-                stream.close()
             state.waited += time.perf_counter() - started
         if not finish_reason:
             raise BackendInterrupted("the model's stream ended before the model finished")
@@ -390,41 +460,58 @@ class OpenAICompatibleBackend:
         if isinstance(usage, dict):
             state.add_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
-    def _open(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> openai.Stream[object]:
-        """Start a streamed request; 429, 5xx, timeouts and connection errors are retried (see the module).
-
-        Posted with the client's generic ``post``: the typed ``create()`` walks every message through
-        the package's parameter transform on each request, several times the cost of the rest of the
-        turn. The HTTP, the retry-worthy status errors and the timeouts are the package's; the body is
-        read by :func:`_payloads`.
-        """
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: Turn) -> Any:
+        """Send one chat-completions request through the package (its timeouts and retries, see the module):
+        the stream of chunks, or with ``LQAI_OPENAI_STREAM=false`` the whole completion. Every failure is a
+        :class:`BackendError` naming its cause, and so is a 200 that is not an event stream."""
         import openai  # slow to import: paid on the first turn (see the module docstring)
 
+        if self._cancelled:
+            raise BackendInterrupted("the turn was stopped")
         config = self.config
-        body = {
-            "model": config.model,
-            "messages": messages,
-            "tools": tools,
-            "max_tokens": config.max_tokens,
-            "temperature": config.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        for attempt in range(config.max_retries + 1):
-            try:
-                return _client(config).post(
-                    "/chat/completions", body=body, cast_to=object, stream=True, stream_cls=openai.Stream[object]
+        options: dict[str, Any] = {"stream_options": {"include_usage": True}} if config.stream else {}
+        attempts = 0
+
+        def attempt() -> None:
+            nonlocal attempts
+            attempts += 1
+            turn.progress()
+
+        token = _attempt_callback.set(attempt)
+        try:
+            response = _client(config).chat.completions.create(
+                model=config.model,
+                messages=messages,  # type: ignore[arg-type]  # the package's TypedDicts, built as plain dicts
+                tools=tools,  # type: ignore[arg-type]
+                max_tokens=config.max_tokens,
+                temperature=config.temperature,
+                stream=config.stream,
+                **options,
+            )
+        except openai.APIStatusError as exc:
+            if exc.status_code in RETRIED_STATUSES or exc.status_code >= 500:
+                raise BackendError(f"the model server failed {attempts} time(s): HTTP {exc.status_code}") from exc
+            raise BackendError(f"the model server refused the request: HTTP {exc.status_code}") from exc
+        except openai.APIConnectionError as exc:
+            cause = "timed out" if isinstance(exc, openai.APITimeoutError) else "could not connect"
+            raise BackendError(f"the model server failed {attempts} time(s): {cause}") from exc
+        except openai.APIError as exc:
+            raise BackendError(f"the model server answered with something that is not a completion: {exc}") from exc
+        finally:
+            _attempt_callback.reset(token)
+        if isinstance(response, openai.Stream):
+            content_type = response.response.headers.get("content-type", "")
+            if not content_type.startswith("text/event-stream"):
+                response.close()
+                raise BackendError(
+                    f"the model server answered 200 with {content_type or 'no content type'}, not an event stream "
+                    "(for a server that does not stream, set LQAI_OPENAI_STREAM=false)"
                 )
-            except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
-                cause = _describe(exc)
-                if attempt == config.max_retries:
-                    raise BackendError(f"the model server failed {attempt + 1} time(s): {cause}") from exc
-                wait = _retry_wait(exc, backoff=config.retry_backoff * 2**attempt)
-                logger.warning("model request failed (%s); retry %d in %.2f s", cause, attempt + 1, wait)
-                time.sleep(wait)
-            except openai.APIStatusError as exc:
-                raise BackendError(f"the model server refused the request: {_describe(exc)}") from exc
-        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+            self._live = response.response
+            if self._cancelled:  # cancelled while the request was on its way: cancel() found no stream to shut
+                response.close()
+                raise BackendInterrupted("the turn was stopped")
+        return response
 
     def _dispatch(
         self, call: _PendingCall, tools: Mapping[str, Tool], state: _TurnState
@@ -432,7 +519,7 @@ class OpenAICompatibleBackend:
         """Run one tool call; yields its events, returns the tool message's content for the model."""
         raw = "".join(call.arguments) or "{}"
         try:
-            arguments = json.loads(raw)
+            arguments = clean_json(json.loads(raw))  # the model's words, as the runner cleans the rest
         except ValueError:
             arguments = None
         if not isinstance(arguments, dict):
@@ -468,71 +555,22 @@ class OpenAICompatibleBackend:
         return {**payload, "results": labelled}
 
 
-def _payloads(response: httpx2.Response) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a chat-completions event stream (``data: {...}`` events), up to ``data: [DONE]``.
-
-    The rest of the body is read after ``[DONE]``, so the connection goes back to the client's pool
-    (the package's own stream reader closes it there, and every request of a turn would connect
-    anew). A dropped connection, a read timeout, an undecodable event or an error event raise
-    :class:`BackendInterrupted`; a body that ends without ``[DONE]`` just ends (the caller checks that
-    the model finished).
-    """
-    import httpx2  # with openai, which depends on it: not imported before the first turn
-
-    pieces = response.iter_bytes()
-    buffer = b""
-    try:
-        for piece in itertools.chain(pieces, [b"\n\n"]):
-            # Events end with a blank line; CRLF line ends are allowed too.
-            buffer = (buffer + piece).replace(b"\r\n", b"\n")
-            *events, buffer = buffer.split(b"\n\n")
-            for event in events:
-                data = b"\n".join(
-                    line[6:] if line.startswith(b"data: ") else line[5:]
-                    for line in event.split(b"\n")
-                    if line.startswith(b"data:")
-                )
-                if not data:
-                    continue  # comments (": ping"), event:/id:/retry: fields alone
-                if data.strip() == b"[DONE]":
-                    for _rest in pieces:
-                        pass
-                    return
-                yield _chunk(data)
-    except httpx2.HTTPError as exc:
-        raise BackendInterrupted(f"the model's stream broke off: {type(exc).__name__}: {exc}") from exc
+def _as_chunk(completion: dict[str, Any]) -> dict[str, Any]:
+    """A whole (non-streamed) completion as the one chunk it amounts to: its message as the delta."""
+    choices = [
+        {"delta": choice.get("message") or {}, "finish_reason": choice.get("finish_reason")}
+        for choice in completion.get("choices") or ()
+        if isinstance(choice, dict)
+    ]
+    return {**completion, "choices": choices}
 
 
-def _chunk(data: bytes) -> dict[str, Any]:
-    """One event's JSON object; an error event or an undecodable one raises :class:`BackendInterrupted`."""
-    try:
-        chunk = json.loads(data)
-    except ValueError:
-        raise BackendInterrupted(f"the model server sent an undecodable event: {data[:200]!r}") from None
-    if not isinstance(chunk, dict):
-        raise BackendInterrupted(f"the model server sent an event that is not an object: {data[:200]!r}")
-    if chunk.get("error"):
-        error = chunk["error"]
-        message = error.get("message") if isinstance(error, dict) else error
-        raise BackendInterrupted(f"the model server reported an error mid-answer: {str(message)[:200]}")
-    return chunk
-
-
-def _describe(exc: Exception) -> str:
+def _describe_stream_error(exc: Exception) -> str:
     import openai  # slow to import: paid on the first turn (see the module docstring)
 
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}"
-    return "timed out" if isinstance(exc, openai.APITimeoutError) else "could not connect"
-
-
-def _retry_wait(exc: Exception, *, backoff: float) -> float:
-    """The server's ``Retry-After`` (seconds, or ``retry-after-ms``) if it gave one, else ``backoff``; capped."""
-    response = getattr(exc, "response", None)
-    headers = response.headers if response is not None else {}
-    for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            return min(max(float(headers[header]) * scale, 0.0), MAX_RETRY_WAIT)
-        except (KeyError, ValueError):
-            continue
-    return min(backoff, MAX_RETRY_WAIT)
+    if isinstance(exc, openai.APITimeoutError):
+        return "the read timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"the connection failed ({type(exc.__cause__).__name__})"
+    message = getattr(exc, "message", "") or str(exc)
+    return f"the model server reported an error mid-answer: {message[:200]}"

@@ -19,7 +19,20 @@ thread of its own (:class:`BackendPump`, started and ended by the run, inside th
 while it is silent the run still wakes every ``heartbeat_seconds`` and yields a :class:`Heartbeat`
 (the stream sends a keep-alive comment) and records the turn's progress; a run still going after
 ``max_seconds`` ends ``interrupted`` (resumable) and yields :class:`TurnTimedOut` before
-:class:`TurnFinalized`. Unpaced (single-shot), the backend runs in the caller's thread.
+:class:`TurnFinalized`. When the run ends for any reason (the consumer went away, the timeout, an
+error), the pump cancels the backend (``backend.cancel()``, if it has one: the model's stream is shut)
+and joins its thread, waiting at most ``LQAI_BACKEND_STOP_SECONDS``: the thread does not outlive the
+request. Unpaced (single-shot), the backend runs in the caller's thread and the run records progress
+at its events and whenever the backend calls ``turn.progress`` (at each attempt of a model request);
+the start-up check (``chats.checks``) keeps ``LQAI_STALE_TURN_SECONDS`` above the longest wait between two.
+
+Turns always end: text and claims are sanitized as they leave the backend (:func:`clean_text`); an answer
+reaching ``LQAI_MAX_ANSWER_CHARS`` is cut there with a note (:data:`ANSWER_LIMIT_NOTE`) and the backend
+stopped; a database error while recording progress is logged and the run goes on; and if finalize itself
+raises, it is retried once on a fresh connection (a database error) and otherwise the turn is finalized
+``failed`` with :data:`FINALIZE_FAILED` (a :class:`TurnFailed` event says so). If not even that can be
+written (the database is gone), the run ends with :class:`TurnFailed` (:data:`NOT_SAVED`) and no
+:class:`TurnFinalized`, and :meth:`TurnRun.run_to_end` raises :class:`TurnNotSaved`.
 """
 
 from __future__ import annotations
@@ -29,16 +42,27 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Generator, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 from django.conf import settings
-from django.db import connections
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections
 from django.db.models import Q
+from django.db.models.functions import Length
 
 from chats.assistant.backends import AssistantBackend, BackendError, BackendInterrupted
-from chats.assistant.events import FinalAnswer, HistoryEntry, TextDelta, ToolCall, ToolResult, Turn
+from chats.assistant.events import (
+    FinalAnswer,
+    HistoryEntry,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Turn,
+    clean_json,
+    clean_text,
+)
 from chats.models import Message, MessageToolSource
 from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, TurnUsage, finalize_turn, record_progress
 
@@ -48,6 +72,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BACKEND_FAILED = "The assistant failed while answering. The turn was saved as failed; please ask again."
+FINALIZE_FAILED = "The answer could not be recorded as given. The turn was saved as failed; please ask again."
+NOT_SAVED = "The answer could not be saved: the database is unavailable. The turn stays unfinished; resume it later."
+ANSWER_LIMIT_NOTE = "\n\n[The answer reached the maximum length (LQAI_MAX_ANSWER_CHARS) and was cut here.]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +103,11 @@ class TurnTimedOut:
     detail: str
 
 
+class TurnNotSaved(Exception):
+    """Not even a ``failed`` turn could be written (the database is unavailable): the turn stays unfinished,
+    and becomes resumable once its progress is stale."""
+
+
 RunEvent = TextDelta | ToolCall | ToolResult | Heartbeat | TurnFailed | TurnTimedOut | TurnFinalized
 
 _DONE = object()
@@ -86,12 +118,14 @@ class BackendPump:
     consumer can wait for the next one with a timeout (:meth:`next_within`).
 
     The thread runs in a copy of the caller's context, uses its own database connection and closes it
-    when it ends. :meth:`close` asks it to stop: it closes the backend's iterator after the event it is
-    waiting for (a backend cannot be interrupted in the middle of a call) and ends; the caller does not wait.
+    when it ends. :meth:`close` stops it: it calls ``cancel`` (the backend's way to abandon the call it is
+    blocked in, e.g. shutting the model's stream), then joins the thread for at most ``join_seconds``; the
+    thread closes the backend's iterator as it ends. Returns whether the thread has ended.
     """
 
-    def __init__(self, events: Iterator[object]) -> None:
+    def __init__(self, events: Iterator[object], *, cancel: Callable[[], None] | None = None) -> None:
         self._events = events
+        self._cancel = cancel
         self._queue: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(maxsize=16)
         self._stop = threading.Event()
         context = contextvars.copy_context()
@@ -135,8 +169,18 @@ class BackendPump:
             raise StopIteration
         return item
 
-    def close(self) -> None:
+    def close(self, join_seconds: float) -> bool:
         self._stop.set()
+        if self.thread.is_alive() and self._cancel is not None:
+            try:
+                self._cancel()
+            except Exception:
+                logger.exception("cancelling the assistant backend failed")
+        self.thread.join(timeout=join_seconds)
+        if self.thread.is_alive():
+            logger.warning("the assistant backend's thread did not stop within %g s", join_seconds)
+            return False
+        return True
 
 
 SourceKey = tuple[str, str, str | None, str, str, str]
@@ -169,13 +213,17 @@ def turn_history(message: Message) -> tuple[HistoryEntry, ...]:
     the chat after it (another turn's question, running at the same time) are never part of this
     turn. A message stored before ``reply_to`` existed (null) falls back to every message created up
     to it, so its question is the latest user message before it.
+
+    The history has a budget, ``LQAI_HISTORY_MAX_CHARS`` characters: the question is always kept, then
+    the earlier messages from the newest back, each whole, as long as they fit; the first that does not
+    fit ends the history there (older ones are left out too, so the model never sees a gap).
     """
     if message.reply_to_id is not None:
         question = Message.objects.only("created_at").get(pk=message.reply_to_id)
         up_to = Q(created_at__lt=question.created_at) | Q(created_at=question.created_at, id__lte=question.pk)
     else:
         up_to = Q(created_at__lte=message.created_at)
-    rows = (
+    rows = list(
         Message.objects.filter(up_to, chat_id=message.chat_id)
         .exclude(pk=message.pk)
         .filter(
@@ -183,9 +231,23 @@ def turn_history(message: Message) -> tuple[HistoryEntry, ...]:
             | Q(status__in=[Message.Status.COMPLETE, Message.Status.INTERRUPTED], role=Message.Role.ASSISTANT)
         )
         .order_by("created_at", "id")
-        .values_list("role", "content")
+        .annotate(length=Length("content"))
+        .values_list("pk", "length")
     )
-    return tuple(HistoryEntry(role=role, content=content) for role, content in rows)
+    # The budget: the question always, then the newest earlier messages while they fit (read in two steps,
+    # so that a long answer left out is never loaded).
+    budget = settings.LQAI_HISTORY_MAX_CHARS
+    kept: list[UUID] = []
+    for n, (pk, length) in enumerate(reversed(rows)):
+        if n > 0 and length > budget:
+            break
+        kept.append(pk)
+        budget -= length
+    contents = {
+        pk: (role, content)
+        for pk, role, content in Message.objects.filter(pk__in=kept).values_list("pk", "role", "content")
+    }
+    return tuple(HistoryEntry(role=contents[pk][0], content=contents[pk][1]) for pk in reversed(kept))
 
 
 class TurnRun:
@@ -223,9 +285,17 @@ class TurnRun:
                 "source_kind", "tool", "provider", "label", "url", "external_ref"
             )
         }
-        self.turn = Turn(chat=message.chat, history=turn_history(message), tools=tools, partial=message.content)
+        self._last_progress = time.monotonic()
+        self.turn = Turn(
+            chat=message.chat,
+            history=turn_history(message),
+            tools=tools,
+            partial=message.content,
+            progress=lambda: self._progress(force=True),  # a backend's call: it is waiting, record it
+        )
         self._usage: TurnUsage | None = None
         self.failure: str | None = None
+        self.answer_limit_reached = False
         self.result: FinalizedTurn | None = None
         self._events = self._generate()
 
@@ -242,16 +312,32 @@ class TurnRun:
         self._finalize(Message.Status.INTERRUPTED)
 
     def run_to_end(self) -> FinalizedTurn:
+        """Run the turn to its end; :class:`TurnNotSaved` if it could not be written at all."""
         for _ in self:
             pass
-        assert self.result is not None  # noqa: S101 - _generate always finalizes before it ends
+        if self.result is None:
+            raise TurnNotSaved(self.failure or NOT_SAVED)
         return self.result
+
+    def _progress(self, *, force: bool = False) -> None:
+        """Record that the turn is alive, at most every ``progress_every`` seconds (unless ``force``). A
+        database error here is logged and the run goes on: progress is a hint, the answer is what matters."""
+        now = time.monotonic()
+        if not force and now - self._last_progress < self.progress_every:
+            return
+        self._last_progress = now
+        try:
+            record_progress(message=self.message)
+        except DatabaseError:
+            logger.warning("turn %s: could not record progress; the run goes on", self.message.pk, exc_info=True)
+            if not connection.in_atomic_block:
+                connection.close()  # the next query opens a fresh connection
 
     def _paced(self, events: Iterator[object]) -> Generator[object, None, None]:
         """The backend's events, with a :class:`Heartbeat` whenever it is silent for ``heartbeat_seconds``
         (the backend then runs in a :class:`BackendPump`), up to ``max_seconds``; progress recorded on the way."""
-        started = last_progress = time.monotonic()
-        pump = BackendPump(events) if self.heartbeat_seconds > 0 else None
+        started = time.monotonic()
+        pump = BackendPump(events, cancel=getattr(self.backend, "cancel", None)) if self.heartbeat_seconds > 0 else None
         try:
             while True:
                 if pump is None:
@@ -263,17 +349,14 @@ class TurnRun:
                         event = _DONE
                 if event is _DONE:
                     return
-                now = time.monotonic()
-                if self.max_seconds > 0 and now - started >= self.max_seconds:
+                if self.max_seconds > 0 and time.monotonic() - started >= self.max_seconds:
                     self.timed_out = True
                     return
-                if now - last_progress >= self.progress_every or (event is None and self.heartbeat_seconds > 0):
-                    record_progress(message=self.message)
-                    last_progress = now
+                self._progress(force=event is None)
                 yield Heartbeat() if event is None else event
         finally:
             if pump is not None:
-                pump.close()
+                pump.close(settings.LQAI_BACKEND_STOP_SECONDS)
 
     def _generate(self) -> Generator[RunEvent, None, None]:
         status = Message.Status.INTERRUPTED
@@ -281,13 +364,15 @@ class TurnRun:
             backend_events = self.backend.respond(self.turn)
             paced = self._paced(backend_events)
             try:
-                for event in paced:
-                    if isinstance(event, Heartbeat):
-                        yield event
+                for raw in paced:
+                    if isinstance(raw, Heartbeat):
+                        yield raw
                         continue
-                    self._record(event)
-                    if not isinstance(event, FinalAnswer):
-                        yield event  # type: ignore[misc]  # _record refused anything but an assistant event
+                    event = self._record(raw)
+                    if event is not None:
+                        yield event
+                    if self.answer_limit_reached:
+                        break
             except BackendInterrupted as exc:
                 logger.warning("turn %s: the answer was cut off (%s); saved as interrupted", self.message.pk, exc)
                 status = Message.Status.INTERRUPTED
@@ -314,39 +399,102 @@ class TurnRun:
             self._finalize(status)
         if self.failure is not None:
             yield TurnFailed(self.failure)
+        if self.result is None:
+            return  # nothing was saved: no `done`
         if self.timed_out:
             yield TurnTimedOut(
                 f"The answer took longer than {self.max_seconds:g} s and was saved as interrupted; resume it to go on."
             )
-        assert self.result is not None  # noqa: S101 - set by _finalize just above
         yield TurnFinalized(self.result)
 
-    def _record(self, event: object) -> None:
+    def _record(self, event: object) -> RunEvent | None:
+        """Take one backend event in, sanitized (:func:`clean_text`); returns what the consumer is shown
+        (nothing for the :class:`FinalAnswer`). A delta past ``LQAI_MAX_ANSWER_CHARS`` is cut to fit, the
+        note added and :attr:`answer_limit_reached` set (the run stops there)."""
         if isinstance(event, TextDelta):
-            self._content.append(event.text)
-        elif isinstance(event, ToolResult):
-            for source in event.sources:
+            text = clean_text(event.text)
+            room = settings.LQAI_MAX_ANSWER_CHARS - sum(map(len, self._content))
+            if len(text) >= room:
+                logger.warning("turn %s: the answer reached LQAI_MAX_ANSWER_CHARS; cut there", self.message.pk)
+                text = text[: max(room, 0)] + ANSWER_LIMIT_NOTE
+                self.answer_limit_reached = True
+            self._content.append(text)
+            return TextDelta(text)
+        if isinstance(event, ToolResult):
+            sources = tuple(_clean_source(source) for source in event.sources)
+            for source in sources:
                 key = _key(
                     source.source_kind, source.tool, source.provider, source.label, source.url, source.external_ref
                 )
                 if key not in self._seen:
                     self._seen.add(key)
                     self._sources.append(source)
-        elif isinstance(event, FinalAnswer):
-            self._claims.extend(event.citations)
+            return replace(event, payload=clean_json(event.payload), sources=sources)
+        if isinstance(event, FinalAnswer):
+            self._claims.extend(
+                replace(claim, quote=clean_text(claim.quote), named_source=clean_text(claim.named_source))
+                for claim in event.citations
+            )
             if event.usage is not None:
-                self._usage = _add_usage(self.message, event.usage)
-        elif not isinstance(event, ToolCall):
-            raise TypeError(f"an assistant backend yielded {type(event).__name__}, not an assistant event")
+                self._usage = _add_usage(
+                    self.message, replace(event.usage, model_name=clean_text(event.usage.model_name))
+                )
+            return None
+        if isinstance(event, ToolCall):
+            return replace(event, arguments=clean_json(event.arguments))
+        raise TypeError(f"an assistant backend yielded {type(event).__name__}, not an assistant event")
 
     def _finalize(self, status: str) -> None:
+        """Finalize the turn once, whatever happens: a database error is retried once on a fresh connection;
+        if finalize still raises, the turn is finalized ``failed`` (without its claims and sources, which
+        may be what broke it) and :attr:`failure` says so."""
         if self.result is not None:
             return
-        self.result = finalize_turn(
+        content = "".join(self._content)
+        self._progress(force=True)  # a slow finalize (case-citation lookups) must not look stale
+        try:
+            try:
+                self.result = self._finalize_as(status, content, claims=self._claims, sources=self._sources)
+                return
+            except (OperationalError, InterfaceError):
+                if connection.in_atomic_block:
+                    raise
+                logger.warning("turn %s: finalize lost the database; retrying once", self.message.pk, exc_info=True)
+                connection.close()
+                self.message.refresh_from_db()
+                self.result = self._finalize_as(status, content, claims=self._claims, sources=self._sources)
+                return
+        except Exception:
+            logger.exception("turn %s: finalize failed; saving the turn as failed", self.message.pk)
+        self.failure = FINALIZE_FAILED
+        try:
+            self.message.refresh_from_db()
+            self.result = self._finalize_as(Message.Status.FAILED, content, claims=(), sources=())
+        except Exception:
+            logger.exception("turn %s: not even a failed turn could be saved; it stays unfinished", self.message.pk)
+            self.failure = NOT_SAVED
+
+    def _finalize_as(
+        self, status: str, content: str, *, claims: Sequence[ClaimedCitation], sources: Sequence[ConsultedSource]
+    ) -> FinalizedTurn:
+        return finalize_turn(
             message=self.message,
-            content="".join(self._content),
+            content=content,
             status=status,
-            claimed_citations=self._claims,
-            tool_sources=self._sources,
+            claimed_citations=claims,
+            tool_sources=sources,
             usage=self._usage,
         )
+
+
+def _clean_source(source: ConsultedSource) -> ConsultedSource:
+    return replace(
+        source,
+        source_kind=clean_text(source.source_kind),
+        tool=clean_text(source.tool),
+        label=clean_text(source.label),
+        provider=None if source.provider is None else clean_text(source.provider),
+        subtitle=clean_text(source.subtitle),
+        url=clean_text(source.url),
+        external_ref=clean_text(source.external_ref),
+    )

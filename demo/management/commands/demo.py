@@ -39,7 +39,7 @@ class Command(BaseCommand):
             out.write(f"  (replaced the previous run's demo chats: {removed} rows removed)")
 
         out.write(self.style.MIGRATE_HEADING("Chat turns through the HTTP API"))
-        turns, _chat = demo.run_turns(matter)
+        turns, chat = demo.run_turns(matter)
         for turn in turns:
             out.write("")
             for line in demo.describe_turn(turn):
@@ -62,4 +62,9 @@ class Command(BaseCommand):
         total = CitationLedgerEntry.objects.filter(project=matter.project).count()
         out.write("")
         out.write(self.style.SUCCESS(f"Demo done: {total} ledger entries in the demo matter."))
-        out.write("Next: `make serve`, then open http://127.0.0.1:8000/admin/ and log in as shown above.")
+        out.write(
+            "Next: `make serve`, then log in as shown above and read the demo chat, every claim beside its source:"
+        )
+        out.write(f"  {demo.page_url(chat)}")
+        out.write(f"  only what needs review: {demo.page_url(chat)}?review=1")
+        out.write("  operators: http://127.0.0.1:8000/admin/ (the citation ledger)")

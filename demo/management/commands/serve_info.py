@@ -1,4 +1,4 @@
-"""Print where the development server's admin and API are, and the demo login."""
+"""Print where the development server's trace pages, admin and API are, and the demo login."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, base_url: str, **options: Any) -> None:
         base = base_url.rstrip("/")
+        self.stdout.write(f"Trace pages:    {base}/   (your matters; sign in at {base}/accounts/login/)")
         self.stdout.write(f"Admin:          {base}/admin/   (ledger: {base}/admin/citations/citationledgerentry/)")
         self.stdout.write(f"API schema:     {base}/api/schema/")
         self.stdout.write(f"Chats API:      {base}/api/chats/")

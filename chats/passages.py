@@ -1,0 +1,221 @@
+"""The passages of KB documents: made once per content, searched per turn.
+
+A document's quotable passages (:func:`chats.retrieval.passages`) are stored in ``document_passages``
+(:class:`chats.models.DocumentPassage`) when the document is saved (``Document.save()``, the one hook every
+ORM creator goes through: pages, API, admin, demo), or on first use for documents inserted in bulk or in
+SQL and for those whose content changed below ``save()`` (a trigger empties ``passages_sha256`` then).
+A turn's retrieval then searches the matter's stored passages instead of reading and splitting its
+documents:
+
+- on PostgreSQL through the GIN index on ``document_passages.search_vector`` (``to_tsvector('english',
+  text)``, a stored generated column: migration chats.0020), ranked by ``ts_rank``, the same ranking
+  :func:`chats.retrieval.rank_passages` gives. The candidates ranked are the passages holding any of the
+  question's words when those hold at most :data:`CANDIDATE_PASSAGES` passages of the matter in all (then
+  the result is exactly the exhaustive ranking's); past that, the passages holding its rarer words (by
+  ``matter_terms``, the matter's count of passages per word), rarest first, until the next word would
+  bring the total past it; the ranking still scores every word of the question. A question whose every
+  word is common in a large matter is searched among the first ``2 * CANDIDATE_PASSAGES`` passages
+  holding its rarest word. So a turn ranks a bounded number of passages whatever the matter's size, as a
+  search engine's rare terms carry the ranking (a word in most passages tells little);
+- elsewhere (SQLite) by a plain scan of the matter's stored passages with the same term-overlap scorer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from uuid import UUID
+
+from django.db import connection, transaction
+
+from chats.models import Document, DocumentPassage, MatterTerm
+from chats.retrieval import Passage, passages, query_terms, rank_by_overlap, tsquery, without_overlaps
+
+# How many ranked passages are read for each one kept: overlapping ones (a short sentence alone and joined
+# with the next) are dropped after ranking, as rank_passages does.
+MARGIN = 4
+# Documents whose passages are made in one transaction on first use.
+BATCH = 200
+
+# At most this many of a matter's passages are ranked against a question (see the module docstring).
+CANDIDATE_PASSAGES = 1000
+
+# The question's words (as the index holds them: stemmed lexemes) with how many of the matter's passages hold
+# each, rarest first.
+WORDS_SQL = """
+SELECT w.lexeme, coalesce(m.passages, 0)
+FROM unnest(tsvector_to_array(to_tsvector('english', %(words)s))) AS w(lexeme)
+LEFT JOIN {terms} m ON m.project_id = %(project)s AND m.lexeme = w.lexeme
+ORDER BY 2, 1
+"""
+# The candidates hold any of the chosen words (raw lexemes); the whole question ranks them.
+SEARCH_SQL = """
+SELECT p.document_id, p.start, p."end", p.text
+FROM (
+    SELECT * FROM {passages}
+    WHERE project_id = %(project)s AND search_vector @@ %(candidates)s::tsquery
+    LIMIT %(candidate_limit)s
+) AS p, to_tsquery('english', %(query)s) AS q
+ORDER BY ts_rank(p.search_vector, q) DESC, p.id
+LIMIT %(margin)s
+"""
+# The matter's count of passages per word, by the passages of the given documents: +1 each (made) or -1
+# (about to be replaced). Sorted, so that two makers in one matter lock the rows of shared words in one
+# order (no deadlock).
+COUNT_WORDS_SQL = """
+INSERT INTO {terms} (project_id, lexeme, passages)
+SELECT p.project_id, w.lexeme, %(sign)s * count(*)
+FROM {passages} p, unnest(tsvector_to_array(p.search_vector)) AS w(lexeme)
+WHERE p.document_id = ANY(%(documents)s)
+GROUP BY p.project_id, w.lexeme
+ORDER BY p.project_id, w.lexeme
+ON CONFLICT (project_id, lexeme) DO UPDATE SET passages = {terms}.passages + EXCLUDED.passages
+"""
+
+
+def content_sha256(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def make_passages(*, document_ids: Sequence[UUID]) -> int:
+    """Stores the passages of each document's current content (as the database holds it), replacing those
+    of an earlier content; nothing for a document whose passages are already made from it. Returns how
+    many documents it made them for.
+
+    One transaction; the documents' rows are locked first, in primary-key order (one lock order, so two
+    makers never deadlock), so that two turns making the passages of one document at once make them once:
+    the second finds them made."""
+    made = 0
+    with transaction.atomic():
+        rows = list(
+            Document.objects.select_for_update()
+            .filter(pk__in=document_ids)
+            .order_by("pk")
+            .values_list("pk", "content", "passages_sha256", "project_id")
+        )
+        stale = {
+            pk: (content, project_id)
+            for pk, content, made_from, project_id in rows
+            if made_from != content_sha256(content)
+        }
+        if stale:
+            _count_words(list(stale), sign=-1)
+            DocumentPassage.objects.filter(document_id__in=stale).delete()
+            DocumentPassage.objects.bulk_create(
+                [
+                    DocumentPassage(
+                        document_id=pk,
+                        project_id=project_id,
+                        position=position,
+                        start=passage.start,
+                        end=passage.end,
+                        text=passage.text,
+                    )
+                    for pk, (content, project_id) in stale.items()
+                    for position, passage in enumerate(passages(content))
+                ],
+                batch_size=1000,
+            )
+            _count_words(list(stale), sign=1)
+            Document.objects.bulk_update(
+                [Document(pk=pk, passages_sha256=content_sha256(content)) for pk, (content, _) in stale.items()],
+                ["passages_sha256"],
+                batch_size=1000,
+            )
+            made = len(stale)
+    return made
+
+
+def _count_words(document_ids: list[UUID], *, sign: int) -> None:
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            COUNT_WORDS_SQL.format(terms=MatterTerm._meta.db_table, passages=DocumentPassage._meta.db_table),
+            {"sign": sign, "documents": document_ids},
+        )
+
+
+def _candidate_words(*, project_id: UUID, terms: Sequence[str]) -> list[str]:
+    """The question's words that choose the candidate passages: all of them when they hold at most
+    CANDIDATE_PASSAGES passages in all, else the rarest ones up to that total (the rarest at least)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            WORDS_SQL.format(terms=MatterTerm._meta.db_table), {"words": " ".join(terms), "project": project_id}
+        )
+        counted = cursor.fetchall()
+    chosen: list[str] = []
+    total = 0
+    for lexeme, passages_holding in counted:
+        if chosen and total + passages_holding > CANDIDATE_PASSAGES:
+            break
+        chosen.append(lexeme)
+        total += passages_holding
+    return chosen
+
+
+def ensure_passages(*, project_id: UUID) -> int:
+    """Makes the passages of the matter's documents that have none for their content (inserted in bulk or
+    SQL, or changed below ``save()``), :data:`BATCH` documents per transaction; the number of documents it
+    made them for. One indexed look-up (``documents_passages_missing_idx``) when there are none, as on
+    nearly every turn."""
+    missing = list(Document.objects.filter(project_id=project_id, passages_sha256="").values_list("pk", flat=True))
+    return sum(make_passages(document_ids=missing[i : i + BATCH]) for i in range(0, len(missing), BATCH))
+
+
+def search_matter_passages(
+    *, project_id: UUID, question: str, limit: int, documents: int
+) -> list[tuple[Document, Passage]]:
+    """The ``limit`` passages of the matter's documents that best answer ``question`` (best first), none
+    overlapping another, drawn from at most ``documents`` documents; none that share no term with it.
+    Ties go to the earlier stored passage (an earlier document, then its order)."""
+    terms = query_terms(question)
+    if not terms or limit <= 0 or documents <= 0:
+        return []
+    ensure_passages(project_id=project_id)
+    margin = limit * MARGIN
+    if connection.vendor == "postgresql":
+        words = _candidate_words(project_id=project_id, terms=terms)
+        if not words:
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(
+                SEARCH_SQL.format(passages=DocumentPassage._meta.db_table),
+                {
+                    "project": project_id,
+                    # Lexemes are [a-z0-9]+ (query_terms, stemmed): a valid raw tsquery.
+                    "candidates": " | ".join(words),
+                    "candidate_limit": 2 * CANDIDATE_PASSAGES,
+                    "query": tsquery(terms),
+                    "margin": margin,
+                },
+            )
+            rows = cursor.fetchall()
+        document_ids = [document_id for document_id, *_ in rows]
+        order = {document_id: n for n, document_id in enumerate(dict.fromkeys(document_ids))}
+        ranked = [
+            Passage(source=order[document_id], start=start, end=end, text=text)
+            for document_id, start, end, text in rows
+        ]
+    else:
+        stored = list(
+            DocumentPassage.objects.filter(project_id=project_id)
+            .order_by("id")
+            .values_list("document_id", "start", "end", "text")
+        )
+        order = {document_id: n for n, document_id in enumerate(dict.fromkeys(row[0] for row in stored))}
+        candidates = [
+            Passage(source=order[document_id], start=start, end=end, text=text)
+            for document_id, start, end, text in stored
+        ]
+        ranked = rank_by_overlap(candidates, terms, limit=margin)
+    by_source = {n: document_id for document_id, n in order.items()}
+    chosen: list[Passage] = []
+    for passage in without_overlaps(ranked, limit=len(ranked)):
+        kept_documents = {p.source for p in chosen}
+        if passage.source in kept_documents or len(kept_documents) < documents:
+            chosen.append(passage)
+        if len(chosen) == limit:
+            break
+    loaded = Document.objects.in_bulk([by_source[p.source] for p in chosen])
+    return [(loaded[by_source[p.source]], p) for p in chosen]

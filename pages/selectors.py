@@ -1,0 +1,313 @@
+"""Reads of the trace pages: a member's matters and chats, and a chat's turns with every claim of each answer.
+
+A claim is a quote the answer claimed from a KB document or an opinion (verified or failed) or a case
+citation the answer wrote (as checked). Each gets a card: its source, page cites, its status in words
+(:mod:`citations.statuses`), the passage in context with its alterations (:mod:`citations.passages`), and a
+numbered marker at its place in the answer (:mod:`pages.answer`).
+
+A chat page is a constant number of queries whatever the number of turns and claims: the messages, one
+query per kind of claim row (the passage and its context cut on the database side, never the whole source
+text), the consulted sources, and one for the page boundaries of the opinions quoted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import F, OuterRef, Prefetch, QuerySet, Subquery
+from django.utils.safestring import SafeString
+
+from chats.models import (
+    Chat,
+    Message,
+    MessageCaseCitation,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+    Project,
+)
+from chats.selectors import chats_visible_to, projects_visible_to
+from citations.passages import passage_in_context_html
+from citations.selectors import Passage, context_around, context_window
+from citations.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
+from pages import answer as answer_text
+from pages import page_cites
+
+QUOTE, CASE = "quote", "case"
+# Characters of the source shown on each side of a quoted passage on a card (the admin shows more).
+CARD_CONTEXT_CHARS = 120
+
+
+@dataclass
+class Claim:
+    """One card of a turn, and its marker in the answer."""
+
+    id: UUID
+    kind: str  # QUOTE | CASE
+    status: StatusInWords
+    source: str
+    pages: str = ""
+    passage_html: SafeString | None = None
+    quote: str = ""
+    reason: str = ""
+    source_url: str = ""
+    # A case citation: the name and citation as the answer wrote them, and the case found at that citation.
+    name_written: str = ""
+    name_found: str = ""
+    citation: str = ""
+    detail: str = ""
+    # Where its marker goes in the answer; None when the answer does not write it.
+    answer_offset: int | None = None
+    order: int = 0  # the claim's place among its turn's claims of its kind
+    number: int = 0
+
+    @property
+    def anchor(self) -> str:
+        return f"claim-{self.id}"
+
+    @property
+    def marker_anchor(self) -> str:
+        return f"marker-{self.id}"
+
+
+@dataclass
+class Turn:
+    answer: Message
+    question: Message | None
+    verdict: VerdictInWords
+    claims: list[Claim] = field(default_factory=list)
+    parts: list[answer_text.Part[Claim]] = field(default_factory=list)
+    consulted: list[MessageToolSource] = field(default_factory=list)
+
+    @property
+    def anchor(self) -> str:
+        return f"turn-{self.answer.pk}"
+
+    @property
+    def unplaced(self) -> list[Claim]:
+        """Claims whose place in the answer is not known: listed after it."""
+        return [claim for claim in self.claims if claim.answer_offset is None]
+
+    @property
+    def review_count(self) -> int:
+        return sum(claim.status.needs_review for claim in self.claims)
+
+
+@dataclass(frozen=True)
+class ChatSummary:
+    chat: Chat
+    latest_verdict: VerdictInWords | None
+    latest_at: datetime | None
+
+
+@dataclass
+class MatterSummary:
+    project: Project | None
+    chats: list[ChatSummary] = field(default_factory=list)
+
+
+def matters_of(user: AbstractBaseUser | AnonymousUser) -> list[MatterSummary]:
+    """The user's matters (owned or a member of, now), each with its chats newest first and each chat's latest
+    verdict; then the user's chats outside any matter. Two queries."""
+    latest = Message.objects.filter(chat=OuterRef("pk"), role=Message.Role.ASSISTANT).order_by("-created_at", "-id")
+    chats = (
+        chats_visible_to(user)
+        .annotate(
+            latest_verdict=Subquery(latest.values("verdict")[:1]),
+            latest_status=Subquery(latest.values("status")[:1]),
+            latest_at=Subquery(latest.values("created_at")[:1]),
+        )
+        .order_by("-created_at", "-id")
+    )
+    matters = {project.pk: MatterSummary(project) for project in projects_visible_to(user).order_by("name", "id")}
+    outside = MatterSummary(None)
+    for chat in chats:
+        summary = ChatSummary(
+            chat=chat,
+            latest_verdict=None
+            if chat.latest_status is None
+            else verdict_in_words(chat.latest_verdict, status=chat.latest_status),
+            latest_at=chat.latest_at,
+        )
+        matter = matters.get(chat.project_id) if chat.project_id else outside
+        if matter is not None:
+            matter.chats.append(summary)
+    return [*matters.values(), *([outside] if outside.chats else [])]
+
+
+def visible_chat(user: AbstractBaseUser | AnonymousUser, chat_id: UUID) -> Chat | None:
+    """The chat, if ``user`` may read it now (the API's rule: :func:`chats.selectors.chats_visible_to`)."""
+    return chats_visible_to(user).select_related("project").filter(pk=chat_id).first()
+
+
+def _quote_rows(model: type[MessageCitation] | type[MessageCaselawCitation], source: str, text: str) -> Prefetch:
+    window = context_window(
+        start=F("source_offset_start"),
+        end=F("source_offset_end"),
+        text=f"{source}__{text}",
+        context_chars=CARD_CONTEXT_CHARS,
+    )
+    return Prefetch(
+        "citations" if model is MessageCitation else "caselaw_citations",
+        queryset=model.objects.select_related(source).defer(f"{source}__{text}").annotate(**window),
+    )
+
+
+def _messages(messages: QuerySet[Message]) -> list[Message]:
+    return list(
+        messages.order_by("created_at", "id").prefetch_related(
+            _quote_rows(MessageCitation, "document", "content"),
+            _quote_rows(MessageCaselawCitation, "opinion", "text"),
+            Prefetch(
+                "case_citations", queryset=MessageCaseCitation.objects.select_related("opinion").defer("opinion__text")
+            ),
+            "tool_sources",
+        )
+    )
+
+
+def chat_turns(chat: Chat, *, answer_id: UUID | None = None) -> list[Turn]:
+    """The turns of ``chat`` in order (only the one answering with ``answer_id``, if given), each answer's
+    claims numbered in the order of the answer."""
+    messages = Message.objects.filter(chat=chat)
+    if answer_id is not None:
+        answer = Message.objects.filter(pk=answer_id, chat=chat).values("reply_to_id")
+        messages = messages.filter(pk=answer_id) | messages.filter(pk__in=Subquery(answer))
+    # A question and its answer stored at the same instant (older turns): the question first.
+    rows = sorted(_messages(messages), key=lambda m: (m.created_at, m.role == Message.Role.ASSISTANT))
+    opinions = {
+        row.opinion_id
+        for message in rows
+        for row in message.caselaw_citations.all()
+        if row.opinion_id is not None and row.source_offset_start is not None
+    }
+    boundaries = page_cites.opinion_page_boundaries(opinions)
+    questions = {message.pk: message for message in rows if message.role == Message.Role.USER}
+    turns: list[Turn] = []
+    unanswered: list[Message] = []
+    for message in rows:
+        if message.role == Message.Role.USER:
+            unanswered.append(message)
+            continue
+        # Its own question; for a turn stored before answers pointed at them, the question asked before it.
+        question = (
+            questions.get(message.reply_to_id) if message.reply_to_id else (unanswered[-1] if unanswered else None)
+        )
+        if question in unanswered:
+            unanswered.remove(question)
+        turns.append(_turn(message, question, boundaries))
+    return turns
+
+
+def _turn(message: Message, question: Message | None, boundaries: dict[UUID, list[tuple[int, int]]]) -> Turn:
+    content = message.content
+    claims: list[Claim] = []
+    taken: dict[str, set[int]] = {}
+    quotes: list[MessageCitation | MessageCaselawCitation] = [
+        *message.citations.all(),
+        *message.caselaw_citations.all(),
+    ]
+    for order, row in enumerate(quotes):
+        claim = _quote_claim(row, boundaries)
+        claim.order = order
+        claim.answer_offset = _quote_marker_offset(row, content, taken=taken.setdefault(row.quote, set()))
+        claims.append(claim)
+    for order, case in enumerate(message.case_citations.all()):
+        claim = _case_claim(case)
+        claim.order = order
+        if case.answer_offset_end <= len(content):
+            claim.answer_offset = answer_text.marker_offset(content, case.answer_offset_end)
+        claims.append(claim)
+    # Numbered in the order of the answer; claims it does not write last, in their turn's order.
+    claims.sort(key=lambda c: (math.inf if c.answer_offset is None else c.answer_offset, c.kind == CASE, c.order))
+    for number, claim in enumerate(claims, start=1):
+        claim.number = number
+    placed = [(claim.answer_offset, claim) for claim in claims if claim.answer_offset is not None]
+    return Turn(
+        answer=message,
+        question=question,
+        verdict=verdict_in_words(message.verdict, status=message.status),
+        claims=claims,
+        parts=answer_text.with_markers(content, placed),
+        consulted=list(message.tool_sources.all()),
+    )
+
+
+def _quote_marker_offset(row: MessageCitation | MessageCaselawCitation, content: str, *, taken: set[int]) -> int | None:
+    """Where a quote's marker goes in the answer ``content``: after the quote's span of the answer. The one place
+    that places a quote: the span the row records (``answer_offset_end``, once quote rows record it) or else the
+    place the answer writes the quote (:func:`pages.answer.quote_span`); ``None`` when neither is known."""
+    recorded: int | None = getattr(row, "answer_offset_end", None)
+    if recorded is not None and 0 < recorded <= len(content):
+        return answer_text.marker_offset(content, recorded)
+    span = answer_text.quote_span(content, row.quote, taken=taken)
+    return None if span is None else answer_text.marker_offset(content, span[1])
+
+
+def _quote_claim(row: MessageCitation | MessageCaselawCitation, boundaries: dict[UUID, list[tuple[int, int]]]) -> Claim:
+    claim = Claim(
+        id=row.pk,
+        kind=QUOTE,
+        status=status_in_words(row.verification_method, alterations=row.alterations),
+        source=_source_label(row),
+        quote=row.quote,
+        reason=row.unverified_reason,
+    )
+    if isinstance(row, MessageCaselawCitation) and row.opinion is not None:
+        claim.source_url = _http_only(row.opinion.absolute_url)
+    start, end = row.source_offset_start, row.source_offset_end
+    context_start: int | None = getattr(row, "context_start", None)
+    context_text: str | None = getattr(row, "context_text", None)
+    if start is None or end is None or context_start is None or context_text is None:
+        return claim
+    span = Passage(
+        start=start,
+        end=end,
+        text=context_text[start - context_start : end - context_start],
+        verified_sha256=row.passage_sha256,
+    )
+    claim.passage_html = passage_in_context_html(
+        context_around(span, start=context_start, text=context_text, context_chars=CARD_CONTEXT_CHARS),
+        row.alterations,
+        offsets=False,
+    )
+    if isinstance(row, MessageCaselawCitation) and row.opinion_id is not None:
+        claim.pages = page_cites.page_cite(boundaries.get(row.opinion_id, []), start=start, end=end)
+    return claim
+
+
+def _source_label(row: MessageCitation | MessageCaselawCitation) -> str:
+    if isinstance(row, MessageCitation):
+        return row.document.title if row.document is not None else "no document of this matter"
+    if row.opinion is None:
+        return "no opinion known to the product"
+    return ", ".join(part for part in (row.opinion.case_name, row.opinion.citation) if part)
+
+
+def _case_claim(case: MessageCaseCitation) -> Claim:
+    found = case.opinion
+    return Claim(
+        id=case.pk,
+        kind=CASE,
+        status=status_in_words(case.status),
+        source=", ".join(part for part in (case.case_name, case.citation) if part),
+        name_written=case.case_name,
+        name_found=found.case_name if found is not None else "",
+        citation=case.citation,
+        detail=case.detail,
+        source_url=_http_only(found.absolute_url) if found is not None else "",
+    )
+
+
+def _http_only(url: str) -> str:
+    # A link only to http(s): a stored url is data from outside, and href="javascript:..." must not run.
+    return url if url.startswith(("https://", "http://")) else ""
+
+
+def review_count(turns: list[Turn]) -> int:
+    """How many claims of ``turns`` need review (the filter's count)."""
+    return sum(turn.review_count for turn in turns)

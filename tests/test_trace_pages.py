@@ -1,0 +1,439 @@
+"""The trace pages: login, access by membership (404 to others), a chat's turns with a marker per claim and a card
+per marker, the "needs review" filter, page cites from star paging, a strict-CSP-ready page, and a constant
+number of queries whatever the number of turns."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+from pytest_django import DjangoAssertNumQueries as AssertNumQueries
+
+from chats.models import Chat, Message, MessageCaseCitation
+from citations.passages import passage_in_context_html
+from citations.selectors import Passage, PassageInContext
+from citations.statuses import status_in_words, verdict_in_words
+from pages import answer, page_cites, selectors
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+SJS = (
+    Path(__file__).resolve().parent / "fixtures" / "opinions" / "in-re-sjs-134-sw3d-673-mo-ct-app-2004.txt"
+).read_text(encoding="utf-8")
+KB_QUOTE = "must ultimately be satisfied"
+ANSWER = (
+    'The court "must ultimately be\nsatisfied" that no alternative works. See Doe v. Roe, 570 U.S. 297 (2013). '
+    "And strict scrutiny applies."
+)
+
+
+def _page(chat: Chat) -> str:
+    return reverse("pages:chat", args=[chat.pk])
+
+
+def _turn(chat: Chat, *, content: str = ANSWER, verdict: str = "fail", **rows: Any) -> Message:
+    """A finalized turn of ``chat``: its question and its answer, a verified KB quote the answer writes, a failed
+    claim, a caselaw quote and a verified case citation at its place in the answer, and a consulted source."""
+    question = factories.UserMessageFactory.create(chat=chat, content="Is strict scrutiny satisfied?")
+    message = factories.MessageFactory.create(chat=chat, content=content, reply_to=question, verdict=verdict)
+    memo = chat.project.documents.first() if chat.project is not None else None
+    factories.MessageCitationFactory.create(message=message, quote=KB_QUOTE, document=memo)
+    factories.MessageCitationFactory.create(
+        message=message, failed=True, quote="a sentence the memo never says", document=memo
+    )
+    factories.MessageCaselawCitationFactory.create(message=message, **rows.get("caselaw", {}))
+    start = content.find("570 U.S. 297")
+    if start >= 0:
+        factories.MessageCaseCitationFactory.create(
+            message=message, answer_offset_start=start, answer_offset_end=start + len("570 U.S. 297")
+        )
+    factories.MessageToolSourceFactory.create(message=message, label="Grutter v. Bollinger")
+    return message
+
+
+@pytest.fixture
+def member(user: User) -> User:
+    return user
+
+
+@pytest.fixture
+def member_client(member: User) -> Client:
+    client = Client()
+    client.force_login(member)
+    return client
+
+
+@pytest.fixture
+def chat(member: User) -> Chat:
+    owner = factories.UserFactory.create(username="owner")
+    project = factories.ProjectFactory.create(owner=owner, name="Admissions matter", members=[member])
+    factories.DocumentFactory.create(project=project, title="Strict scrutiny memo")
+    return factories.ChatFactory.create(project=project, owner=owner, title="Admissions")
+
+
+# --- Login and access --------------------------------------------------------------------------------------------
+
+
+def test_a_logged_out_visitor_is_sent_to_the_login_page(client: Client, chat: Chat) -> None:
+    message = _turn(chat)
+    for url in ("/", _page(chat), reverse("pages:turn", args=[chat.pk, message.pk])):
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response["Location"] == f"/accounts/login/?next={url}"
+    login = client.get("/accounts/login/?next=/")
+    assert login.status_code == 200
+    assert b'<input type="password" name="password"' in login.content
+
+
+def test_signing_in_lands_on_the_matters_and_signing_out_leaves(client: Client, member: User, chat: Chat) -> None:
+    response = client.post(
+        "/accounts/login/", {"username": member.username, "password": "correct horse battery staple", "next": ""}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+    assert "Admissions matter" in client.get("/").content.decode()
+
+    assert client.post("/accounts/logout/")["Location"] == "/accounts/login/"
+    assert client.get("/").status_code == 302
+
+
+def test_a_wrong_password_is_refused_with_a_message(client: Client, member: User) -> None:
+    response = client.post("/accounts/login/", {"username": member.username, "password": "wrong"})
+    assert response.status_code == 200
+    assert "did not match" in response.content.decode()
+
+
+def test_a_non_member_gets_404_and_a_removed_member_too(chat: Chat, member: User, member_client: Client) -> None:
+    message = _turn(chat)
+    stranger = Client()
+    stranger.force_login(factories.UserFactory.create(username="mallory"))
+    urls = (_page(chat), reverse("pages:turn", args=[chat.pk, message.pk]))
+
+    assert [member_client.get(url).status_code for url in urls] == [200, 200]
+    assert [stranger.get(url).status_code for url in urls] == [404, 404]
+    assert "Admissions" not in stranger.get("/").content.decode()
+
+    # When the member leaves the matter, the next request is refused as well
+    assert chat.project is not None
+    chat.project.members.remove(member)
+    assert [member_client.get(url).status_code for url in urls] == [404, 404]
+
+
+def test_a_turn_of_another_chat_is_not_found_under_this_one(chat: Chat, member_client: Client) -> None:
+    other = factories.ChatFactory.create(project=chat.project, owner=chat.owner)
+    message = _turn(other)
+    assert member_client.get(reverse("pages:turn", args=[chat.pk, message.pk])).status_code == 404
+
+
+# --- The matters --------------------------------------------------------------------------------------------------
+
+
+def test_the_home_page_lists_the_matters_with_their_chats_and_latest_verdicts(
+    member: User, member_client: Client, chat: Chat
+) -> None:
+    _turn(chat, verdict="pass")
+    _turn(chat, verdict="fail")
+    empty = factories.ChatFactory.create(project=chat.project, owner=chat.owner, title="Not asked yet")
+    own = factories.ChatFactory.create(project=None, owner=member, title="A private chat")
+    factories.ChatFactory.create(title="Somebody else's chat")
+
+    html = member_client.get("/").content.decode()
+
+    assert "Admissions matter" in html
+    assert f'href="{_page(chat)}">Admissions</a>' in html
+    row = html[html.index(_page(chat)) : html.index("</tr>", html.index(_page(chat)))]
+    assert "Fail" in row  # the latest turn's verdict, in words
+    assert "Pass" not in row
+    assert f'href="{_page(empty)}"' in html
+    assert "no turn yet" in html
+    assert "Chats outside a matter" in html
+    assert f'href="{_page(own)}"' in html
+    assert "Somebody else" not in html
+
+
+# --- A chat -------------------------------------------------------------------------------------------------------
+
+
+def _cards(html: str) -> list[str]:
+    return re.findall(r'<li class="claim-card[^"]*" id="claim-([0-9a-f-]+)"', html)
+
+
+def test_each_claim_has_a_numbered_marker_at_its_place_in_the_answer_and_a_card(
+    member_client: Client, chat: Chat
+) -> None:
+    message = _turn(chat)
+    kb, failed = message.citations.order_by("verification_method")  # exact_match, unverified
+    caselaw = message.caselaw_citations.get()
+    case = message.case_citations.get()
+
+    html = member_client.get(_page(chat)).content.decode()
+
+    # The quote (written across a line break) gets marker 1 after its closing quote mark, the case citation 2,
+    # the caselaw quote ("strict scrutiny") 3
+    answer_html = html[html.index('<div class="answer">') : html.index("</div>", html.index('<div class="answer">'))]
+    assert re.search(
+        rf'satisfied&quot;<a class="marker tone-ok" id="marker-{kb.pk}" href="#claim-{kb.pk}"', answer_html
+    )
+    assert re.search(
+        rf'570 U.S. 297<a class="marker tone-ok" id="marker-{case.pk}" href="#claim-{case.pk}"', answer_html
+    )
+    assert 'aria-label="Claim 1: verified exactly"' in answer_html
+    assert 'aria-label="Claim 2: case verified: the citation is this case"' in answer_html
+    # ... the claims the answer does not write as claimed are listed after it, and every claim has its card
+    assert "Not found as written in the answer" in html
+    assert _cards(html) == [str(kb.pk), str(case.pk), str(caselaw.pk), str(failed.pk)]
+    # The verdict in words, the turn's id and time
+    assert "Verdict: Fail</strong>" in html
+    assert str(message.pk) in html
+    assert "Is strict scrutiny satisfied?" in html
+    # A verified quote's card: its source and its passage highlighted in context
+    kb_card = html[html.index(f'id="claim-{kb.pk}"') : html.index("</li>", html.index(f'id="claim-{kb.pk}"'))]
+    assert "Strict scrutiny memo" in kb_card
+    assert "<mark title=" in kb_card
+    assert f">{KB_QUOTE}</mark>" in kb_card
+    # A failed claim's card: the quote that failed and why
+    failed_card = html[html.index(f'id="claim-{failed.pk}"') :]
+    assert 'aria-hidden="true">\u2717</span> not found in the source' in failed_card
+    assert '<blockquote class="claimed-quote">a sentence the memo never says</blockquote>' in failed_card
+    assert "Why it failed: not found in the document." in failed_card
+    # A case citation's card: the name written and the name found
+    case_card = html[html.index(f'id="claim-{case.pk}"') :]
+    assert "<dt>Name written</dt><dd>" in case_card
+    assert case.opinion is not None
+    assert f"<dt>Name found</dt><dd>{case.opinion.case_name}</dd>" in case_card
+    # The source consulted, not quoted
+    assert "Sources consulted, not quoted (1)" in html
+    assert "Grutter v. Bollinger" in html
+
+
+def test_the_filter_shows_only_what_needs_review_without_javascript(member_client: Client, chat: Chat) -> None:
+    message = _turn(chat)
+    failed = message.citations.get(verification_method="unverified")
+    mismatch = factories.MessageCaseCitationFactory.create(
+        message=message,
+        case_name="Grutter v. Bollinger",
+        status="name_mismatch",
+        answer_offset_start=0,
+        answer_offset_end=3,
+    )
+    altered = factories.MessageCitationFactory.create(message=message, altered=True)
+    everything = member_client.get(_page(chat)).content.decode()
+    assert len(_cards(everything)) == 6
+    assert f'href="{_page(chat)}?review=1"' in everything
+
+    html = member_client.get(_page(chat), {"review": "1"}).content.decode()
+
+    assert set(_cards(html)) == {str(failed.pk), str(mismatch.pk)}
+    assert str(altered.pk) not in _cards(html)  # a tolerant match with marked alterations: verified
+    assert "Showing only what needs review</strong> (2 claims)" in html
+    assert f'<a href="{_page(chat)}">Show every claim</a>' in html
+    # ... the other claims' markers stay in the answer, numbered, without a link to a hidden card
+    assert 'class="marker marker-hidden"' in html
+
+
+def test_a_quote_with_alterations_says_so_and_is_marked_with_the_one_renderer(
+    member_client: Client, chat: Chat
+) -> None:
+    question = factories.UserMessageFactory.create(chat=chat)
+    message = factories.MessageFactory.create(
+        chat=chat, reply_to=question, content=f"He wrote {factories.ALTERED_QUOTE}."
+    )
+    altered = factories.MessageCitationFactory.create(message=message, altered=True)
+
+    html = member_client.get(_page(chat)).content.decode()
+
+    assert "verified, with marked alterations" in html
+    assert '<span class="alteration" data-kind="letter"' in html
+    assert '<span class="alteration" data-kind="ellipsis"' in html
+    assert "passage [" not in html  # offsets are for operators: the card shows page cites
+    # The card's drawing is the renderer's
+    assert altered.document is not None
+    content = altered.document.content
+    assert altered.source_offset_start is not None
+    assert altered.source_offset_end is not None
+    span = Passage(
+        start=altered.source_offset_start,
+        end=altered.source_offset_end,
+        text=content[altered.source_offset_start : altered.source_offset_end],
+        verified_sha256=altered.passage_sha256,
+    )
+    drawn = passage_in_context_html(
+        PassageInContext(passage=span, start=0, text=content), altered.alterations, offsets=False
+    )
+    assert str(drawn).strip() in html
+
+
+def test_a_caselaw_quote_of_a_star_paged_opinion_has_its_page_cite(member_client: Client, chat: Chat) -> None:
+    opinion = factories.CaselawOpinionFactory.create(
+        case_name="In re S.J.S.", citation="134 S.W.3d 673", text=SJS, absolute_url="https://example.com/sjs"
+    )
+    quote = "the sanction of a court given by order *677approving such a transfer"
+    on_one_page = "Father, T.J.S., appeals"
+    question = factories.UserMessageFactory.create(chat=chat)
+    message = factories.MessageFactory.create(chat=chat, reply_to=question, content=f'"{quote}" and "{on_one_page}"')
+    across = factories.MessageCaselawCitationFactory.create(message=message, opinion=opinion, quote=quote)
+    one = factories.MessageCaselawCitationFactory.create(message=message, opinion=opinion, quote=on_one_page)
+
+    html = member_client.get(_page(chat)).content.decode()
+
+    def card(row: Any) -> str:
+        at = html.index(f'id="claim-{row.pk}"')
+        return html[at : html.index("</li>", at)]
+
+    assert 'In re S.J.S., 134 S.W.3d 673</a>, <span class="claim-pages">pp. 676\u2013677</span>' in card(across)
+    assert '<span class="claim-pages">p. 675</span>' in card(one)
+    assert 'href="https://example.com/sjs"' in card(one)
+
+
+def test_the_page_uses_no_inline_script_or_style(member_client: Client, chat: Chat) -> None:
+    # A strict Content-Security-Policy (no 'unsafe-inline') must hold on every page.
+    _turn(chat)
+    for url in ("/", _page(chat), "/accounts/login/"):
+        html = member_client.get(url).content.decode()
+        assert not re.search(r"<script(?![^>]*\bsrc=)", html), url
+        assert "<style" not in html
+        assert not re.search(r"\sstyle=", html), url
+        assert not re.search(r"\son[a-z]+=", html), url
+
+
+def test_the_text_of_sources_and_answers_is_escaped(member_client: Client, chat: Chat) -> None:
+    question = factories.UserMessageFactory.create(chat=chat, content="<script>alert(1)</script>?")
+    factories.MessageFactory.create(chat=chat, reply_to=question, content="<img src=x onerror=alert(1)>")
+    html = member_client.get(_page(chat)).content.decode()
+    assert "<script>alert(1)" not in html
+    assert "<img src=x" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_an_unfinished_turn_has_no_verdict_yet(member_client: Client, chat: Chat) -> None:
+    question = factories.UserMessageFactory.create(chat=chat, content="Still thinking?")
+    factories.MessageFactory.create(
+        chat=chat, reply_to=question, content="Partial", status=Message.Status.INTERRUPTED, finalized_at=None
+    )
+    html = member_client.get(_page(chat)).content.decode()
+    assert "Verdict: No verdict yet</strong> — the turn is interrupted." in html
+
+
+@pytest.mark.parametrize("turns", [1, 50])
+def test_the_chat_page_is_a_constant_number_of_queries(
+    member_client: Client, chat: Chat, turns: int, django_assert_num_queries: AssertNumQueries
+) -> None:
+    # Given a chat of one turn with every kind of claim, the page's queries counted
+    _turn(chat)
+    member_client.get(_page(chat))  # warm the session
+    with CaptureQueriesContext(connection) as one_turn:
+        assert member_client.get(_page(chat)).status_code == 200
+
+    # When it has `turns` turns, each with every kind of claim
+    for _ in range(turns - 1):
+        _turn(chat)
+
+    # Then the page runs as many queries, and shows every card
+    with django_assert_num_queries(len(one_turn.captured_queries)):
+        html = member_client.get(_page(chat)).content.decode()
+    assert len(_cards(html)) == 4 * turns
+    assert MessageCaseCitation.objects.filter(message__chat=chat).count() == turns
+
+
+# --- The pieces ---------------------------------------------------------------------------------------------------
+
+
+def test_a_quote_is_found_in_the_answer_whatever_its_line_breaks() -> None:
+    text = 'He said "a b\n  c" and then "a b c".'
+    taken: set[int] = set()
+    first = answer.quote_span(text, "a\nb c", taken=taken)
+    second = answer.quote_span(text, "a b c", taken=taken)
+    assert first == (9, 16)
+    assert second is not None
+    assert text[second[0] : second[1]] == "a b c"
+    assert answer.quote_span(text, "a b c", taken=taken) is None  # both places are taken
+    assert answer.quote_span(text, "   ") is None
+    assert answer.quote_span(text, "a.b") is None  # regex characters are literal
+    assert answer.marker_offset(text, 16) == 17  # after the closing quote mark
+
+
+def test_star_paging() -> None:
+    boundaries = page_cites.star_pages(SJS)
+    assert [page for _, page in boundaries] == [675, 676, 677, 678]
+    start = SJS.index("*676")
+    assert page_cites.page_cite(boundaries, start=start - 10, end=start - 1) == "p. 675"
+    assert page_cites.page_cite(boundaries, start=start - 10, end=start + 10) == "pp. 675\u2013676"
+    assert page_cites.page_cite(boundaries, start=0, end=5) == "p. 674"  # before the first break
+    assert page_cites.page_cite([], start=0, end=5) == ""
+    # Pin cites into other sources, and lone stars, are not page breaks
+    assert page_cites.star_pages("See Ray, 2008 WL 3457021, at *7 (E.D. Tex.); id. at *5-6.") == []
+    assert page_cites.star_pages("a *12 lone star") == []
+    assert page_cites.star_pages("text *12 more *13 and *2 out of order") == [(5, 12), (14, 13)]
+
+
+def test_every_status_has_words_and_an_unknown_one_needs_review() -> None:
+    for code in ("exact_match", "tolerant_match", "altered", "unverified", *MessageCaseCitation.Status.values):
+        words = status_in_words(code)
+        assert words.words
+        assert words.symbol
+        assert "_" not in words.words
+    assert status_in_words("name_mismatch").words == "cited under another case's name"
+    assert not status_in_words("exact_match").needs_review
+    assert status_in_words("altered").needs_review
+    unknown = status_in_words("pin_mismatch")
+    assert unknown.needs_review
+    assert unknown.words.startswith("pin mismatch")
+    assert verdict_in_words(None, status="streaming").explanation == "the turn is streaming"
+    assert verdict_in_words(None, status="complete").title == "No verdict recorded"
+    assert verdict_in_words("fail").title == "Fail"
+    assert verdict_in_words("someday").tone == "review"
+
+
+def test_a_quote_s_recorded_place_in_the_answer_comes_before_searching_for_it(chat: Chat) -> None:
+    # Quote rows are to record their span of the answer (answer_offset_start/end): once they do, it is used.
+    row = factories.MessageCitationFactory.build(quote="strict scrutiny")
+    content = "strict scrutiny, and again strict scrutiny"
+    assert selectors._quote_marker_offset(row, content, taken=set()) == len("strict scrutiny")
+    setattr(row, "answer_offset_end", len(content))  # noqa: B010 - a column quote rows do not have yet
+    assert selectors._quote_marker_offset(row, content, taken=set()) == len(content)
+
+
+@pytest.mark.parametrize("chats", [1, 20])
+def test_the_home_page_is_a_constant_number_of_queries(
+    member_client: Client, chat: Chat, chats: int, django_assert_num_queries: AssertNumQueries
+) -> None:
+    _turn(chat)
+    member_client.get("/")
+    with CaptureQueriesContext(connection) as one_chat:
+        member_client.get("/")
+    for _ in range(chats - 1):
+        _turn(factories.ChatFactory.create(project=chat.project, owner=chat.owner))
+    with django_assert_num_queries(len(one_chat.captured_queries)):
+        html = member_client.get("/").content.decode()
+    assert html.count('<td><a href="/chats/') == chats
+
+
+def test_an_older_turn_without_reply_to_gets_the_question_asked_with_it(member_client: Client, chat: Chat) -> None:
+    # Turns stored before answers pointed at their question, question and answer at the same instant
+    # (the answer's id sorts before its question's)
+    for n in range(3):
+        when = timezone.now() - datetime.timedelta(days=10 - n)
+        answer_first = factories.MessageFactory.create(
+            chat=chat, id=uuid.UUID(int=2 * n + 1), content=f"Older answer {n}", created_at=when
+        )
+        factories.UserMessageFactory.create(
+            chat=chat, id=uuid.UUID(int=2 * n + 2), content=f"Older question {n}", created_at=when
+        )
+        assert answer_first.reply_to is None
+
+    html = member_client.get(_page(chat)).content.decode()
+
+    questions = re.findall(r'<span class="label">Question</span> (Older question \d)', html)
+    assert questions == ["Older question 0", "Older question 1", "Older question 2"]
+    assert "(no question recorded)" not in html
