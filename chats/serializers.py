@@ -20,6 +20,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    SourceKind,
 )
 from chats.selectors import projects_visible_to
 from chats.services import UnverifiedQuote
@@ -115,7 +116,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Message
         read_only_fields = fields
 
     def get_kind(self, obj: MessageCitation) -> str:
-        return "kb_document"
+        return SourceKind.KB_DOCUMENT
 
 
 class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[MessageCaselawCitation]):
@@ -155,7 +156,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Me
         read_only_fields = fields
 
     def get_kind(self, obj: MessageCaselawCitation) -> str:
-        return "caselaw"
+        return SourceKind.CASELAW
 
 
 class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):
@@ -180,7 +181,7 @@ class FailedClaimSerializer(AnswerSpanFields):
     )
 
     def get_kind(self, obj: MessageCitation | MessageCaselawCitation) -> str:
-        return "caselaw" if isinstance(obj, MessageCaselawCitation) else "kb_document"
+        return SourceKind.CASELAW if isinstance(obj, MessageCaselawCitation) else SourceKind.KB_DOCUMENT
 
     @extend_schema_field(serializers.UUIDField(allow_null=True))
     def get_source_id(self, obj: MessageCitation | MessageCaselawCitation) -> str | None:
