@@ -9,8 +9,8 @@ database.
 The machine is shared and small, so every goal is a ratio of two measurements taken side by side in
 one run, on the same data; the timed runs alternate and the median of ``--repeats`` is kept.
 
-1. the raw-SQL limit: one hand-written ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` over the three
-   source tables;
+1. the raw-SQL limit: one hand-written ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` over the source
+   tables the dataset fills (quotes and tool sources; it has no case citations);
 2. ``backfill_ledger`` on the same data (goal: <= 1.25 x the limit);
 3. its rerun on complete data (goal: writes nothing, <= 0.1 x the first run);
 4. the command's peak memory, in a subprocess, at a tenth of the rows and at all of them (goal: flat,
@@ -32,7 +32,8 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
    (goal: <= +50%); how the check grows with the answer's size up to its bound; what the pin-cite and
    short-form volume checks add to the check (goal: <= 10%);
 
-plus the ``--batch-size`` tuning runs that chose ``citations.backfill.DEFAULT_BATCH_SIZE``;
+plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), next to
+``citations.backfill.DEFAULT_BATCH_SIZE``;
 
 9. the ledger at scale (``benchmarks.scale_bench``): the raw-SQL limit into the ledger with random
    (version 4) against time-ordered (version 7) keys, at 100,000 and 1,000,000 source rows (and
@@ -91,10 +92,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="make bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="source rows to generate (default 100000)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement; the median is kept")
-    parser.add_argument("--batch-size", type=int, default=None, help="the backfill's batch size (default: its own)")
     parser.add_argument(
-        "--tune", default="5000,20000,50000", help="batch sizes to compare, comma-separated ('' to skip)"
+        "--batch-size", type=int, default=None, help="the backfill's messages per batch (default: its own)"
     )
+    parser.add_argument("--tune", default="1000,20000", help="batch sizes to compare, comma-separated ('' to skip)")
     parser.add_argument("--turns", type=int, default=100, help="turns per configuration for the per-turn share")
     parser.add_argument("--no-record", action="store_true", help=f"do not append the table to {RESULTS.name}")
     parser.add_argument(
@@ -358,7 +359,7 @@ def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], l
     rows.append(
         Row(
             "5",
-            "queries the ledger adds to a turn (savepoint, time bound, one statement)",
+            "queries the ledger adds to a turn (savepoint, time bound, one statement per source table, release)",
             ", ".join(f"+{share.added_queries} at {share.citations} citation(s)" for share in shares),
             "constant",
             _verdict(len({share.added_queries for share in shares}) == 1),
@@ -494,7 +495,7 @@ def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], l
         f"quotes, {sizes.tool:,} tool sources, {sizes.assistant_messages:,} turns in {sizes.chats:,} chats; "
         f"{sizes.valid:,} entries. Raw SQL and backfill wrote identical entries (fingerprint of every "
         "column but id and created_at).",
-        f"Default --batch-size: {DEFAULT_BATCH_SIZE:,} (citations.backfill.DEFAULT_BATCH_SIZE). "
+        f"Default --batch-size: {DEFAULT_BATCH_SIZE:,} messages (citations.backfill.DEFAULT_BATCH_SIZE). "
         f"Backfill: {last.total_created:,} created for {last.messages:,} messages, "
         f"{last.total_skipped:,} skipped. Command (subprocess): `{command_summary}`.",
         "Per-turn: POST /api/chats/{id}/messages/ in-process (authentication, retrieval, the backend, "

@@ -1,7 +1,7 @@
 """Admin of the chat domain.
 
-The record of a turn is read-only for everyone, superusers included: messages and the per-turn tables
-(``message_citations``, ``message_caselaw_citations``, ``message_case_citations``,
+The record of a turn is read-only for everyone, superusers included: messages and the four per-turn
+tables (``message_citations``, ``message_caselaw_citations``, ``message_case_citations``,
 ``message_tool_sources``) record what a turn said, quoted or consulted, and the citation ledger indexes
 them (on PostgreSQL the permanent-record triggers refuse any change anyway: ``chats.record``). Matters,
 chats, documents and opinions are editable by staff, except a cited document's text and matter and a

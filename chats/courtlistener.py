@@ -24,7 +24,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.html import strip_tags
 
-from chats.models import CaselawOpinion
+from chats.models import CaselawOpinion, fit
 
 if TYPE_CHECKING:
     from courtlistener import CourtListener
@@ -127,34 +127,46 @@ def search_and_materialize(client: CourtListener, query: str, *, limit: int) -> 
     return opinions
 
 
-def _materialize(
-    hit: dict[str, Any], *, opinion_id: Any, detail: dict[str, Any], text: str, citations: list[str]
-) -> CaselawOpinion:
-    """Create or refresh the materialized copy of one opinion. Metadata is refreshed; the text too,
-    unless a quote already cites the stored one: cited text is immutable (its quotes point into it by
-    offset), so a cited opinion keeps the text its quotes were verified against and the turn goes on."""
-    metadata = {
-        "cluster_id": str(hit.get("cluster_id") or ""),
-        "case_name": (hit.get("caseName") or hit.get("caseNameFull") or f"Opinion {opinion_id}")[:500],
-        "citation": (citations[0] if citations else "")[:200],
-        "court": (hit.get("court") or "")[:200],
-        "date_filed": _date(hit.get("dateFiled")),
-        "absolute_url": _absolute(hit.get("absolute_url") or detail.get("absolute_url"))[:500],
-        "retrieved_at": timezone.now(),
-    }
-    with transaction.atomic():  # a savepoint inside a caller's transaction: a failure leaves it usable
+def save_opinion(*, opinion_id: str, metadata: dict[str, Any], text: str) -> CaselawOpinion:
+    """Create or refresh the materialized copy of one CourtListener opinion: the one way a provider's opinion
+    is saved (the caselaw search tool and the case-citation lookup both call it).
+
+    ``metadata`` (case name, citation, court, URL, ...) is refreshed, each value fitted to its column. The
+    text is set on creation and refreshed when one was fetched (``text`` not empty), unless a quote already
+    cites the stored one: cited text is immutable (its quotes point into it by offset), so a cited opinion
+    keeps the text its quotes were verified against and the turn goes on. In a savepoint, so that a
+    ``DatabaseError`` (which it raises) leaves the caller's transaction usable.
+    """
+    metadata = {name: fit(CaselawOpinion, name, value) for name, value in metadata.items()}
+    with transaction.atomic():
         # update_or_create locks the row (SELECT ... FOR UPDATE) until this block ends, so no quote of
         # it can commit between the check below and the text update.
         opinion, created = CaselawOpinion.objects.update_or_create(
             provider=PROVIDER,
-            opinion_id=str(opinion_id),
+            opinion_id=opinion_id,
             defaults=metadata,
             create_defaults={**metadata, "text": text},
         )
-        if not created and opinion.text != text:
+        if not created and text and opinion.text != text:
             if opinion.is_cited():
                 logger.info("courtlistener: opinion %s is cited; its stored text is kept", opinion_id)
             else:
                 opinion.text = text
                 opinion.save(update_fields=["text"])
     return opinion
+
+
+def _materialize(
+    hit: dict[str, Any], *, opinion_id: Any, detail: dict[str, Any], text: str, citations: list[str]
+) -> CaselawOpinion:
+    """The search hit's opinion, saved (:func:`save_opinion`)."""
+    metadata = {
+        "cluster_id": str(hit.get("cluster_id") or ""),
+        "case_name": hit.get("caseName") or hit.get("caseNameFull") or f"Opinion {opinion_id}",
+        "citation": citations[0] if citations else "",
+        "court": hit.get("court") or "",
+        "date_filed": _date(hit.get("dateFiled")),
+        "absolute_url": _absolute(hit.get("absolute_url") or detail.get("absolute_url")),
+        "retrieved_at": timezone.now(),
+    }
+    return save_opinion(opinion_id=str(opinion_id), metadata=metadata, text=text)

@@ -1,6 +1,7 @@
 """The chat domain: matters (projects), chats, messages, the sources a turn can
 quote (knowledge-base documents and materialized caselaw opinions), and the
-three per-turn artifact tables that record what a turn quoted or consulted.
+four per-turn tables that record what a turn quoted (KB and caselaw quotes),
+consulted (tool sources) and cited (case citations).
 
 Table names are explicit because the citation ledger, the backfill's raw SQL
 and the benchmarks name them.
@@ -30,6 +31,14 @@ from chats.record import (
     message_change_refusal,
     purge_in_progress,
 )
+from chats.verification import results as verification_results
+
+
+def fit(model: type[models.Model], field: str, value: Any) -> Any:
+    """``value`` cut to the width of ``model.field``'s column when it is a longer string: the widths of the
+    columns that store what providers, tools and models send are defined once, on the fields."""
+    max_length = getattr(model._meta.get_field(field), "max_length", None)
+    return value[:max_length] if isinstance(value, str) and max_length is not None else value
 
 
 class CitedTextChangeError(IntegrityError):
@@ -227,17 +236,23 @@ class MessageQuerySet(models.QuerySet["Message"]):
         return super().delete()
 
 
-class Message(models.Model):
-    class Role(models.TextChoices):
-        USER = "user"
-        ASSISTANT = "assistant"
+class MessageRole(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
 
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        STREAMING = "streaming"
-        INTERRUPTED = "interrupted"
-        COMPLETE = "complete"
-        FAILED = "failed"
+
+class MessageStatus(models.TextChoices):
+    PENDING = "pending"
+    STREAMING = "streaming"
+    INTERRUPTED = "interrupted"
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+
+class Message(models.Model):
+    # Module-level enumerations (so that Meta's constraints can name them too), reachable as Message.Role/Status.
+    Role = MessageRole
+    Status = MessageStatus
 
     # Time-ordered (chats.ids), as for every row a turn writes: two per turn, and the ledger's message_id
     # index holds them too, so random keys would cost a cold page per insert there as well.
@@ -295,26 +310,26 @@ class Message(models.Model):
         constraints = [
             # Only the two speakers of a turn exist; anything else is a bug upstream.
             models.CheckConstraint(
-                condition=Q(role__in=["user", "assistant"]),
+                condition=Q(role__in=MessageRole.values),
                 name="messages_role_valid",
                 violation_error_message="Role must be 'user' or 'assistant'.",
             ),
             # The turn lifecycle is closed: an unknown status would be invisible to every view.
             models.CheckConstraint(
-                condition=Q(status__in=["pending", "streaming", "interrupted", "complete", "failed"]),
+                condition=Q(status__in=MessageStatus.values),
                 name="messages_status_valid",
-                violation_error_message="Status must be one of pending, streaming, interrupted, complete, failed.",
+                violation_error_message=f"Status must be one of {', '.join(MessageStatus.values)}.",
             ),
             # A verdict is one of the four, and only a finalized assistant turn has one.
             models.CheckConstraint(
                 condition=Q(verdict__isnull=True)
-                | Q(verdict__in=Verdict.values, role="assistant", finalized_at__isnull=False),
+                | Q(verdict__in=Verdict.values, role=MessageRole.ASSISTANT, finalized_at__isnull=False),
                 name="messages_verdict_valid",
                 violation_error_message="A verdict is one of pass, supported, fail, none, on a finalized turn.",
             ),
             # Only an answer answers something: a user message replying to another would be a second question.
             models.CheckConstraint(
-                condition=Q(reply_to__isnull=True) | Q(role="assistant"),
+                condition=Q(reply_to__isnull=True) | Q(role=MessageRole.ASSISTANT),
                 name="messages_reply_to_only_assistant",
                 violation_error_message="Only an assistant message can reply to a message.",
             ),
@@ -326,7 +341,7 @@ class Message(models.Model):
             ),
             # Usage is what a model spent answering: a user's message has none.
             models.CheckConstraint(
-                condition=Q(role="assistant")
+                condition=Q(role=MessageRole.ASSISTANT)
                 | Q(model_name="", prompt_tokens__isnull=True, completion_tokens__isnull=True, latency_ms__isnull=True),
                 name="messages_usage_only_on_assistant",
                 violation_error_message="Only an assistant message records model usage.",
@@ -538,16 +553,16 @@ class CaselawOpinion(CitedTextGuard):
 
 
 class VerificationMethod(models.TextChoices):
-    """How a claimed quote fared against its source (``chats.verification``); the ledger copies it as the
-    entry's status. ``exact_match``: the characters match and nothing next to the passage limits it;
-    ``tolerant_match``: formatting only, and alterations that cannot change the meaning; ``altered``: found,
-    but an alteration, an omission or the quote's edges may change what the source says (confidence at
-    most :data:`ALTERED_MAX_CONFIDENCE`, the turn at best ``supported``); ``unverified``: the claim did not
-    hold (or named no source this turn may quote)."""
+    """How a claimed quote fared against its source (``chats.verification``, whose names these are); the
+    ledger copies it as the entry's status. ``exact_match``: the characters match and nothing next to the
+    passage limits it; ``tolerant_match``: formatting only, and alterations that cannot change the meaning;
+    ``altered``: found, but an alteration, an omission or the quote's edges may change what the source says
+    (confidence at most ``ALTERED_MAX_CONFIDENCE``, the turn at best ``supported``); ``unverified``: the
+    claim did not hold (or named no source this turn may quote)."""
 
-    EXACT_MATCH = "exact_match"
-    TOLERANT_MATCH = "tolerant_match"
-    ALTERED = "altered"
+    EXACT_MATCH = verification_results.EXACT_MATCH
+    TOLERANT_MATCH = verification_results.TOLERANT_MATCH
+    ALTERED = verification_results.ALTERED
     UNVERIFIED = "unverified"
 
 
@@ -749,12 +764,19 @@ class MessageCaselawCitation(ClaimedQuote):
         return f"Caselaw quote {self.id}"
 
 
+class SourceKind(models.TextChoices):
+    """What a source is: a matter's KB document, a caselaw opinion, or a resource of an MCP tool. The ledger's
+    ``source_kind`` and the API's ``kind`` name these; a tool may report a kind of its own (the column is open)."""
+
+    KB_DOCUMENT = "kb_document", "KB document"
+    CASELAW = "caselaw", "Caselaw"
+    MCP = "mcp", "MCP tool"
+
+
 class MessageToolSource(AppendOnlyModel):
     """A source a tool consulted during the turn ("sources consulted"): provenance, not a quote."""
 
-    class SourceKind(models.TextChoices):
-        CASELAW = "caselaw"
-        MCP = "mcp"
+    SourceKind = SourceKind
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="tool_sources")
@@ -790,27 +812,36 @@ class MessageToolSource(AppendOnlyModel):
         return f"{self.source_kind} source {self.label}"
 
 
+class CaseCitationKind(models.TextChoices):
+    FULL = "full"  # 570 U.S. 297
+    SHORT = "short"  # 570 U.S., at 311
+    ID = "id"  # Id., at 312
+    SUPRA = "supra"  # Grutter, supra, at 330
+    REFERENCE = "reference"  # Grutter at 330 (a case named again with a pin cite)
+    STATUTE = "statute"  # 42 U.S.C. § 1983
+    OTHER = "other"  # law reviews, unknown citation forms
+
+
+class CaseCitationStatus(models.TextChoices):
+    VERIFIED = "verified"
+    NAME_MISMATCH = "name_mismatch"
+    # The case exists and is named right, but the pin cite is a page outside the opinion.
+    PIN_MISMATCH = "pin_mismatch"
+    NOT_FOUND = "not_found"
+    AMBIGUOUS = "ambiguous"
+    UNCHECKED = "unchecked"
+
+
+# The case-citation statuses that name the case the citation is.
+CASE_RESOLVED = (CaseCitationStatus.VERIFIED, CaseCitationStatus.NAME_MISMATCH, CaseCitationStatus.PIN_MISMATCH)
+
+
 class MessageCaseCitation(AppendOnlyModel):
     """A case citation written in an assistant's answer, as checked at finalize (``chats.case_citations``):
     one row per citation span of the answer, with what the check found."""
 
-    class Kind(models.TextChoices):
-        FULL = "full"
-        SHORT = "short"
-        ID = "id"
-        SUPRA = "supra"
-        REFERENCE = "reference"
-        STATUTE = "statute"
-        OTHER = "other"
-
-    class Status(models.TextChoices):
-        VERIFIED = "verified"
-        NAME_MISMATCH = "name_mismatch"
-        # The case exists and is named right, but the pin cite is a page outside the opinion.
-        PIN_MISMATCH = "pin_mismatch"
-        NOT_FOUND = "not_found"
-        AMBIGUOUS = "ambiguous"
-        UNCHECKED = "unchecked"
+    Kind = CaseCitationKind
+    Status = CaseCitationStatus
 
     class PinStatus(models.TextChoices):
         """How the pin cite (``at 311``) fared against the cited opinion's page range; empty when the citation
@@ -850,12 +881,9 @@ class MessageCaseCitation(AppendOnlyModel):
         constraints = [
             # Only the statuses the checker gives: the verdict and the ledger read them.
             models.CheckConstraint(
-                condition=Q(
-                    status__in=["verified", "name_mismatch", "pin_mismatch", "not_found", "ambiguous", "unchecked"]
-                ),
+                condition=Q(status__in=CaseCitationStatus.values),
                 name="message_case_citations_status_valid",
-                violation_error_message="status must be one of verified, name_mismatch, pin_mismatch, not_found, "
-                "ambiguous, unchecked.",
+                violation_error_message=f"status must be one of {', '.join(CaseCitationStatus.values)}.",
             ),
             # Only the pin outcomes the checker gives; a pin_mismatch is a pin outside the opinion.
             models.CheckConstraint(
@@ -867,9 +895,9 @@ class MessageCaseCitation(AppendOnlyModel):
             ),
             # Only the kinds the checker gives.
             models.CheckConstraint(
-                condition=Q(kind__in=["full", "short", "id", "supra", "reference", "statute", "other"]),
+                condition=Q(kind__in=CaseCitationKind.values),
                 name="message_case_citations_kind_valid",
-                violation_error_message="kind must be one of full, short, id, supra, reference, statute, other.",
+                violation_error_message=f"kind must be one of {', '.join(CaseCitationKind.values)}.",
             ),
             # Offsets index the answer: negative ones point nowhere.
             models.CheckConstraint(
@@ -886,8 +914,8 @@ class MessageCaseCitation(AppendOnlyModel):
             # Verified, name_mismatch and pin_mismatch are statements about a case: they name it; the others
             # have none.
             models.CheckConstraint(
-                condition=(Q(status__in=["verified", "name_mismatch", "pin_mismatch"]) & Q(opinion__isnull=False))
-                | (~Q(status__in=["verified", "name_mismatch", "pin_mismatch"]) & Q(opinion__isnull=True)),
+                condition=(Q(status__in=CASE_RESOLVED) & Q(opinion__isnull=False))
+                | (~Q(status__in=CASE_RESOLVED) & Q(opinion__isnull=True)),
                 name="message_case_citations_opinion_iff_resolved",
                 violation_error_message="verified, name_mismatch and pin_mismatch need the opinion; other statuses "
                 "have none.",

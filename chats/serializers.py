@@ -20,6 +20,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    SourceKind,
 )
 from chats.pages import pages_of_span
 from chats.selectors import projects_visible_to
@@ -131,7 +132,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Message
         read_only_fields = fields
 
     def get_kind(self, obj: MessageCitation) -> str:
-        return "kb_document"
+        return SourceKind.KB_DOCUMENT
 
     @extend_schema_field(PAGES_FIELD)
     def get_pages(self, obj: MessageCitation) -> list[str] | None:
@@ -177,7 +178,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Me
         read_only_fields = fields
 
     def get_kind(self, obj: MessageCaselawCitation) -> str:
-        return "caselaw"
+        return SourceKind.CASELAW
 
     @extend_schema_field(PAGES_FIELD)
     def get_pages(self, obj: MessageCaselawCitation) -> list[str] | None:
@@ -206,7 +207,7 @@ class FailedClaimSerializer(AnswerSpanFields):
     )
 
     def get_kind(self, obj: MessageCitation | MessageCaselawCitation) -> str:
-        return "caselaw" if isinstance(obj, MessageCaselawCitation) else "kb_document"
+        return SourceKind.CASELAW if isinstance(obj, MessageCaselawCitation) else SourceKind.KB_DOCUMENT
 
     @extend_schema_field(serializers.UUIDField(allow_null=True))
     def get_source_id(self, obj: MessageCitation | MessageCaselawCitation) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 from uuid import UUID
@@ -41,8 +41,10 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    SourceKind,
     Verdict,
     VerificationMethod,
+    fit,
 )
 from chats.selectors import open_streams_of
 from chats.signals import post_finalize
@@ -394,20 +396,17 @@ def _reason(why: str, source: str) -> str:
     return (why or "not found in the source").replace("the source", f"the {source}")
 
 
-def _verdict(
-    rows: Sequence[MessageCitation | MessageCaselawCitation], case_citations: Sequence[MessageCaseCitation] = ()
-) -> str:
-    """The gate verdict of one finalize's quote rows and case citations (see :class:`chats.models.Verdict`):
-    a failed quote, a case that does not exist, a case cited under another name or to a page it does not have
-    fails the turn; a quote the
-    verifier cannot vouch for (``altered``) leaves it at best ``supported``."""
-    methods = {row.verification_method for row in rows}
+def turn_verdict(*, methods: Collection[str], case_statuses: Collection[str] = ()) -> str:
+    """The gate verdict of a turn's quote rows (their verification methods) and case citations (their
+    statuses), see :class:`chats.models.Verdict`: a failed quote, a case that does not exist, a case cited
+    under another name or to a page it does not have fails the turn; a quote the verifier cannot vouch for
+    (``altered``) leaves it at best ``supported``. ``backfill_ledger --check`` holds stored verdicts to it."""
     wrong_cases = {
         MessageCaseCitation.Status.NOT_FOUND,
         MessageCaseCitation.Status.NAME_MISMATCH,
         MessageCaseCitation.Status.PIN_MISMATCH,
     }
-    if UNVERIFIED in methods or any(case.status in wrong_cases for case in case_citations):
+    if UNVERIFIED in methods or wrong_cases & set(case_statuses):
         return Verdict.FAIL
     if VerificationMethod.TOLERANT_MATCH in methods or VerificationMethod.ALTERED in methods:
         return Verdict.SUPPORTED
@@ -424,7 +423,7 @@ def _tool_source_rows(
     """
     rows = []
     for position, source in enumerate(consulted, start=first_position):
-        kind = source.source_kind.strip()[:32]
+        kind = fit(MessageToolSource, "source_kind", source.source_kind.strip())
         if not kind:
             logger.warning("turn %s: dropped a consulted source with no kind (tool %r)", message.pk, source.tool)
             continue
@@ -432,12 +431,12 @@ def _tool_source_rows(
             MessageToolSource(
                 message=message,
                 source_kind=kind,
-                tool=source.tool[:100],
-                provider=source.provider[:50] if source.provider else None,
-                label=source.label[:500],
-                subtitle=source.subtitle[:500],
-                url=source.url[:500],
-                external_ref=source.external_ref[:200],
+                tool=fit(MessageToolSource, "tool", source.tool),
+                provider=fit(MessageToolSource, "provider", source.provider) or None,
+                label=fit(MessageToolSource, "label", source.label),
+                subtitle=fit(MessageToolSource, "subtitle", source.subtitle),
+                url=fit(MessageToolSource, "url", source.url),
+                external_ref=fit(MessageToolSource, "external_ref", source.external_ref),
                 position=position,
                 created_at=now,
             )
@@ -467,13 +466,13 @@ def _case_citation_rows(
             answer_offset_start=citation.start,
             answer_offset_end=citation.end,
             kind=citation.kind.value,
-            citation=citation.citation[:200],
-            case_name=citation.case_name[:500],
+            citation=fit(MessageCaseCitation, "citation", citation.citation),
+            case_name=fit(MessageCaseCitation, "case_name", citation.case_name),
             status=citation.status.value,
-            detail=citation.detail[:1000],
+            detail=fit(MessageCaseCitation, "detail", citation.detail),
             opinion=citation.opinion,
-            provider=citation.provider[:50],
-            pin=citation.pin[:40],
+            provider=fit(MessageCaseCitation, "provider", citation.provider),
+            pin=fit(MessageCaseCitation, "pin", citation.pin),
             pin_status=citation.pin_status,
             created_at=now,
         )
@@ -565,10 +564,14 @@ def finalize_turn(
         message.content = content
         message.status = status
         message.finalized_at = message.updated_at = now
-        message.verdict = Verdict.worst(stored.verdict, _verdict([*kb, *caselaw], case_citations))
+        verdict = turn_verdict(
+            methods={row.verification_method for row in [*kb, *caselaw]},
+            case_statuses={case.status for case in case_citations},
+        )
+        message.verdict = Verdict.worst(stored.verdict, verdict)
         update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
         if usage is not None:
-            message.model_name = usage.model_name[:200]
+            message.model_name = fit(Message, "model_name", usage.model_name)
             message.prompt_tokens = usage.prompt_tokens
             message.completion_tokens = usage.completion_tokens
             message.latency_ms = usage.latency_ms
@@ -590,7 +593,7 @@ def finalize_turn(
             answer_end=row.answer_offset_end,
             answer_unplaced_reason=row.answer_unplaced_reason,
         )
-        for kind, rows in (("kb_document", kb), ("caselaw", caselaw))
+        for kind, rows in ((SourceKind.KB_DOCUMENT, kb), (SourceKind.CASELAW, caselaw))
         for row in rows
         if row.verification_method == UNVERIFIED
     ]

@@ -3,14 +3,14 @@
 A :class:`Tool` takes JSON-able arguments and returns a :class:`ToolOutput`: a JSON-able
 payload (what the model and the client see) and the :class:`~chats.services.ConsultedSource`
 list it drew on. The turn runner turns those into ``message_tool_sources`` rows at finalize,
-whatever the tool: ``caselaw_search`` here, any MCP server's tool through :class:`McpTool`.
+whatever the tool (``caselaw_search`` here; any other tool, such as an MCP server's, the same way).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -124,53 +124,6 @@ def caselaw_source(opinion: CaselawOpinion, *, tool: str) -> ConsultedSource:
         url=opinion.absolute_url,
         external_ref=opinion.cluster_id,
     )
-
-
-McpCall = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
-"""Calls an MCP server's tool by name; returns its ``CallToolResult`` as a dict."""
-
-
-@dataclass(frozen=True, slots=True)
-class McpTool:
-    """A tool of an MCP server. Its result's ``resource_link`` and embedded ``resource`` content
-    items become consulted sources of kind ``mcp`` (provider: the server); its text is the payload."""
-
-    name: str
-    description: str
-    server: str
-    call: McpCall
-    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
-
-    def run(self, arguments: Mapping[str, Any]) -> ToolOutput:
-        result = self.call(self.name, arguments)
-        texts: list[str] = []
-        sources: list[ConsultedSource] = []
-        for item in result.get("content") or []:
-            kind = item.get("type")
-            if kind == "text":
-                texts.append(str(item.get("text", "")))
-            elif kind == "resource_link":
-                sources.append(self._source(item))
-            elif kind == "resource" and isinstance(item.get("resource"), Mapping):
-                sources.append(self._source(item["resource"]))
-        if result.get("isError"):
-            return ToolOutput(payload={"error": "\n".join(texts) or "the tool reported an error"})
-        return ToolOutput(
-            payload={"text": "\n".join(texts), "structured": result.get("structuredContent")},
-            sources=tuple(sources),
-        )
-
-    def _source(self, resource: Mapping[str, Any]) -> ConsultedSource:
-        uri = str(resource.get("uri") or "")
-        return ConsultedSource(
-            source_kind=MessageToolSource.SourceKind.MCP,
-            tool=self.name,
-            provider=self.server,
-            label=str(resource.get("title") or resource.get("name") or uri or self.name),
-            subtitle=str(resource.get("description") or resource.get("mimeType") or ""),
-            url=uri if uri.startswith(("http://", "https://")) else "",
-            external_ref=uri,
-        )
 
 
 def default_tools() -> dict[str, Tool]:

@@ -44,6 +44,9 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
+from chats.models import (
+    CaseCitationStatus as CaseStatus,
+)
 from chats.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 from citations import passages, selectors
 from citations.models import PROVENANCE, CitationLedgerEntry, MatterPurge, SealChainHead, SourceKind, TurnSeal
@@ -222,12 +225,12 @@ class VerificationStatusFilter(_FixedValuesFilter):
         (TOLERANT_MATCH, "tolerant match"),
         (ALTERED, "altered (found, but may change what the source says)"),
         (UNVERIFIED, "unverified (a claim that did not verify)"),
-        ("verified", "case citation verified"),
-        ("name_mismatch", "case citation under another case's name"),
-        ("pin_mismatch", "case citation to a page the case does not have"),
-        ("not_found", "case citation to no case"),
-        ("ambiguous", "case citation matching several cases"),
-        ("unchecked", "case citation not checked"),
+        (CaseStatus.VERIFIED, "case citation verified"),
+        (CaseStatus.NAME_MISMATCH, "case citation under another case's name"),
+        (CaseStatus.PIN_MISMATCH, "case citation to a page the case does not have"),
+        (CaseStatus.NOT_FOUND, "case citation to no case"),
+        (CaseStatus.AMBIGUOUS, "case citation matching several cases"),
+        (CaseStatus.UNCHECKED, "case citation not checked"),
         (PROVENANCE, "provenance (consulted, not quoted)"),
     )
 

@@ -2,71 +2,31 @@
 
 Turns finalized before the ledger existed, and turns whose ledger write failed (a ledger failure is
 logged, never fatal), have source rows without entries; this is the repair path. It writes exactly the
-entries :func:`citations.ledger.assemble` would, because it executes the same mapping
-(:data:`~citations.ledger.SOURCE_MAPPINGS` through :func:`~citations.ledger.insert_sql`), set-based and in
-batches, so that it can run on tables of tens of millions of rows next to live traffic.
+entries :func:`citations.ledger.assemble` would, by running the same statements
+(:func:`citations.ledger.write_entries`) over batches of messages instead of one.
 
-How it walks: keyset pagination over messages in ``(created_at, id)`` order (the index
-``messages_created_idx``), never OFFSET. A batch is the window ``(lo, hi]`` of the next *k* messages
-(in scope) and holds all their source rows: always whole messages, so no batch holds half a turn, the
-scope filters (project, chat, the message's ``created_at``) are per message, and the messages of each
-batch add up to the exact number of messages that got entries, with memory bounded by one batch.
-*k* is chosen so that a batch holds about ``batch_size`` source rows: for the first batch from the rows
-per message of the first thousand messages, then from those of the previous batch (growing at most
-twofold per batch); so a batch exceeds ``batch_size`` only by a change of rows per message between two
-batches, or by a single message's rows.
+The walk: keyset pagination over messages in ``(created_at, id)`` order (the index
+``messages_created_idx``), never ``OFFSET`` over the whole table: each batch is the next ``batch_size``
+messages in scope, with all their source rows (so no batch holds half a turn), in one transaction of its
+own. Creation order, because a turn's rows are written together: a batch reads a few contiguous pages of
+each table. A batch counts its rows (per source table) and its messages' entries; as many entries as rows
+means nothing is missing, so a rerun over complete data only counts. Otherwise, for each table with a
+gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. After a batch that
+wrote all of its rows (a first run) the next one writes first and counts after. Whenever an insert leaves
+rows without an entry, the batch is counted again, so that the totals stay exact next to other writers.
 
-Why creation order: turns are written in that order, so a batch's messages and their source rows sit
-together on disk, and each batch reads (and, through the ledger's foreign-key checks at commit, locks)
-a few contiguous pages of each table. Walking message ids instead (random UUIDs) scattered every batch
-over every page: each page was read and re-locked by many batches, writing more WAL and taking longer
-than the raw SQL limit (measured in ``benchmarks/RESULTS.md``). Far beyond memory the difference is
-between reading each page once and reading it once per batch.
+A run that wrote entries ends with ``ANALYZE`` of the ledger on PostgreSQL, as after any bulk load, so
+that the planner knows the ledger's new size and spread.
 
-Each batch is one transaction with a statement timeout (``set_config(..., is_local => true)``, i.e.
-``SET LOCAL``, on PostgreSQL) that takes one of two paths:
+Idempotent and resumable without a checkpoint: every batch commits on its own and a row that has its
+entry is skipped by the ledger's unique constraint, so after a kill (the open batch rolls back) a plain
+rerun completes the job, and a rerun over complete data writes nothing. A checkpoint would be wrong
+anyway: a turn whose ledger write failed can sit anywhere behind it. Concurrent writers (another backfill,
+live ``assemble()``) insert in the same order and settle conflicts on the unique constraints: no
+deadlock, never two entries for a row.
 
-- **First pass** (PostgreSQL, writing, and the previous batch found no entry, as on a first run): per
-  table, in the mapping order, one statement (:func:`ledger.counted_insert_sql`) reads the batch's rows
-  once into a materialized CTE, feeds those the ledger can hold to the shared mapping's
-  ``INSERT ... ORDER BY s.id ON CONFLICT DO NOTHING`` and counts what it read and wrote. A row that was
-  not written already had its entry (``already present``); if there was one, the next batch counts first.
-- **Count first** (otherwise: the first batch, a batch after one that found entries, and always in a dry
-  run or on SQLite):
-
-  1. one read that counts, per table, the batch's rows the ledger can hold, those it cannot
-     (``SourceMapping.valid``: skipped and counted, never fatal), and the ledger's entries for the same
-     messages (an entry carries its source row's message). Where the two counts meet the table has no
-     gap in the batch: on a rerun that is every batch, which therefore only reads;
-  2. for each table with a gap, in the mapping order, the shared
-     ``INSERT ... SELECT ... ORDER BY s.id ON CONFLICT DO NOTHING`` restricted to the batch and, by an
-     anti-join probing the ledger's unique index row by row, to rows with no entry yet (the anti-join is
-     left out when the batch had no entry at all). A batch without any entry sends the next one back to
-     the first pass.
-
-On PostgreSQL the batch also pins its plan shape (``SET LOCAL``): every statement is right as "index
-range scan of the batch's messages, then index lookups", while the planner, with a ledger growing under
-stale statistics, may pick a plan that reads whole tables per batch (a sequential scan or a hash join
-built from a whole table) or starts parallel workers. So sequential scans, hash and merge joins,
-parallel workers and JIT are switched off for the batch's transaction only; so are bitmap scans, which
-the planner picks for the per-message ledger lookups from the same stale statistics (thousands of rows
-expected, two or three found), where plain index scans are faster (``benchmarks/RESULTS.md``).
-
-The counts rely on source rows not being edited once their entry exists (nothing edits them: a turn's
-rows are written once, by ``finalize_turn``); an entry kept for a row later made invalid could offset one
-missing row of the same table and batch. ``ON CONFLICT`` keeps the writes exact regardless.
-
-Concurrency: every writer (this, another backfill, live ``assemble()``) inserts in the same order
-(mapping order, then source id), so waits on the per-row unique indexes cannot form a cycle: no
-deadlock. Those unique constraints, not a read-then-write check, decide who writes an entry: two
-writers never both create one, and ``ON CONFLICT DO NOTHING`` makes the loser skip it.
-
-Resumable without a checkpoint table, on purpose: every batch commits on its own and the insert is
-idempotent, so after a kill (even SIGKILL mid-batch: the open batch rolls back) a plain rerun completes
-the job exactly, and a rerun over rows that already have entries only reads (``benchmarks/RESULTS.md``
-measures it at a few percent of a first run). A checkpoint would not even be right: rows whose ledger
-write fails later land anywhere in the id space, behind any checkpoint, and a checkpoint would have to be
-keyed by scope and shared by concurrent runs. Only a full pass finds every gap.
+``dry_run`` runs each batch's statements and rolls the batch back: it counts exactly what a run would
+write, and keeps nothing.
 """
 
 from __future__ import annotations
@@ -82,32 +42,51 @@ from uuid import UUID
 
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
-from django.utils import timezone
 
-from citations.ledger import (
-    LEDGER_TABLE,
-    SOURCE_MAPPINGS,
-    SourceMapping,
-    counted_insert_sql,
-    db_value,
-    insert_sql,
-    source_from_sql,
-)
+from chats.models import Chat, Message
+from citations.agreement import Disagreement, disagreements
+from citations.ledger import SOURCE_MAPPINGS, db_value, write_entries
+from citations.models import CitationLedgerEntry
 
 logger = logging.getLogger(__name__)
 
-# Source rows per batch, chosen with `make bench` (benchmarks/RESULTS.md): from 10k to 50k rows a run
-# takes about the same time (per-batch overhead is a few percent; 5k is measurably slower), while a
-# batch's transaction, and so how long it holds its locks, grows with its size: 10k keeps it within
-# about a second on the (slow, shared) benchmark machine, a fraction of that on a production server.
-DEFAULT_BATCH_SIZE = 10_000
-# A window of messages holds at most this many messages per source row of the batch size: a stretch of
-# messages without source rows (user messages, turns without sources) is still walked in bounded batches.
-MAX_MESSAGES_PER_ROW = 10
-# The first window's size comes from the rows per message of this many first messages in scope.
-FIRST_WINDOW_SAMPLE = 1_000
+# Messages per batch (a turn is two messages: the question and the answer with its rows).
+DEFAULT_BATCH_SIZE = 5_000
 # A safety net, not a pace: a batch statement that runs this long is holding its locks too long.
 DEFAULT_STATEMENT_TIMEOUT = 30.0
+
+# The last message of the next batch (the batch_size-th in scope after the previous batch), and the first of
+# the one after it, if there is one.
+_BATCH_END_TEMPLATE = """
+SELECT m.created_at, m.id FROM {messages} m
+WHERE ({after}) AND ({scope})
+ORDER BY m.created_at, m.id
+LIMIT 2 OFFSET %(last)s
+"""
+# A batch's source rows, per table, and the entries of its messages (an entry carries its row's message, so
+# as many entries as rows means that every row has its entry). Each count goes through a message_id index; the
+# entries are counted per message by a subquery, which PostgreSQL runs as an index lookup per message whatever
+# it believes of the ledger's size (a ledger growing during a run has stale statistics).
+_TOTALS_TEMPLATE = "SELECT {row_counts}, {entries}"
+_ENTRY_COUNT_TEMPLATE = """(
+    SELECT coalesce(sum((SELECT count(*) FROM {ledger} e WHERE e.message_id = m.id)), 0)
+    FROM {messages} m WHERE {which_messages}
+)"""
+_ROW_COUNT_TEMPLATE = (
+    "(SELECT count(*) FROM {source} s JOIN {messages} m ON m.id = s.message_id WHERE {which_messages})"
+)
+# For a batch whose rows are partly in the ledger: per table, its rows and those with their entry, each
+# entry looked up by the ledger's unique index on the row's column.
+_PER_TABLE_TEMPLATE = """
+SELECT '{table}', count(*), count(e.{column})
+FROM {source} s JOIN {messages} m ON m.id = s.message_id LEFT JOIN {ledger} e ON e.{column} = s.id
+WHERE {which_messages}
+"""
+# Keyset bounds. Each also bounds created_at alone: PostgreSQL estimates a row comparison's selectivity poorly
+# (many times the batch), enough to plan hash joins over whole tables; a plain range it estimates from the
+# column's histogram, so every batch is planned as the index range scan it is.
+_AFTER = "m.created_at >= %(after_created_at)s AND (m.created_at, m.id) > (%(after_created_at)s, %(after_id)s)"
+_UP_TO = "m.created_at <= %(up_to_created_at)s AND (m.created_at, m.id) <= (%(up_to_created_at)s, %(up_to_id)s)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +105,21 @@ class BackfillScope:
     def is_everything(self) -> bool:
         return self.project_id is None and self.chat_id is None and self.since is None and self.until is None
 
+    def sql(self) -> tuple[str, dict[str, Any]]:
+        """The scope as a predicate over the message ``m``, and its parameters."""
+        filters = {
+            "project_id": (
+                self.project_id,
+                f"m.chat_id IN (SELECT id FROM {Chat._meta.db_table} WHERE project_id = %(project_id)s)",  # noqa: S608
+            ),
+            "chat_id": (self.chat_id, "m.chat_id = %(chat_id)s"),
+            "since": (self.since, "m.created_at >= %(since)s"),
+            "until": (self.until, "m.created_at < %(until)s"),
+        }
+        clauses = [clause for value, clause in filters.values() if value is not None]
+        params = {name: db_value(value) for name, (value, _) in filters.items() if value is not None}
+        return " AND ".join(clauses) or "1 = 1", params
+
 
 @dataclass(slots=True)
 class BackfillResult:
@@ -140,6 +134,8 @@ class BackfillResult:
     already_present: int = 0
     # Source rows in scope the ledger cannot hold, by source table.
     skipped: Counter[str] = field(default_factory=Counter)
+    # With ``check``: where the ledger and the turns disagree (citations.agreement).
+    disagreements: list[Disagreement] = field(default_factory=list)
     batches: int = 0
     rows_scanned: int = 0
     seconds: float = 0.0
@@ -157,49 +153,8 @@ class BackfillResult:
 ProgressCallback = Callable[[BackfillResult, int], None]
 
 
-@dataclass(frozen=True, slots=True)
-class _ScopeSQL:
-    """A scope as SQL: the messages ``m`` a walk reads (with their chat ``c`` when the scope filters on the
-    project) and the predicate over them, with its parameters."""
-
-    messages: str
-    predicate: str
-    params: list[Any]
-
-    def window(self, lower: tuple[Any, Any] | None, upper: tuple[Any, Any] | None) -> tuple[str, list[Any]]:
-        """Messages after ``lower`` and up to ``upper`` in ``(created_at, id)`` order (either may be open),
-        within the scope: one range of the ``messages_created_idx`` index."""
-        clauses: list[str] = []
-        params: list[Any] = []
-        if lower is not None:
-            clauses.append("(m.created_at, m.id) > (%s, %s)")
-            params += lower
-        if upper is not None:
-            clauses.append("(m.created_at, m.id) <= (%s, %s)")
-            params += upper
-        clauses.append(f"({self.predicate})")
-        return " AND ".join(clauses), [*params, *self.params]
-
-
-@dataclass(frozen=True, slots=True)
-class _Batch:
-    """One batch: the in-scope source rows of the messages whose ``(created_at, id)`` is in ``(lower, upper]``
-    (``lower`` None: from the first message)."""
-
-    lower: tuple[Any, Any] | None
-    upper: tuple[Any, Any]
-    scope: _ScopeSQL
-
-    def where(self) -> tuple[str, list[Any]]:
-        """The batch as a SQL predicate over the message ``m`` (and chat ``c``) of a row, and its parameters."""
-        return self.scope.window(self.lower, self.upper)
-
-
-@dataclass(slots=True)
-class _TableTally:
-    valid: int = 0
-    invalid: int = 0
-    entries: int = 0
+class _DryRunRollback(Exception):
+    """Raised to roll a dry run's batch back."""
 
 
 def backfill_ledger(
@@ -207,13 +162,16 @@ def backfill_ledger(
     scope: BackfillScope | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     dry_run: bool = False,
+    check: bool = False,
     sleep: float = 0.0,
     statement_timeout: float = DEFAULT_STATEMENT_TIMEOUT,
     on_batch: ProgressCallback | None = None,
 ) -> BackfillResult:
-    """Write the ledger entries missing for the source rows in ``scope`` (everything by default).
+    """Write the ledger entries missing for the source rows in ``scope`` (everything by default), in
+    batches of ``batch_size`` messages.
 
-    With ``dry_run`` nothing is written and the result counts what would be. ``sleep`` seconds pass
+    With ``dry_run`` nothing is kept and the result counts what would be written; ``check`` is a dry run
+    that also lists where the ledger and the turns disagree (:mod:`citations.agreement`). ``sleep`` seconds pass
     between batches (a throttle); ``statement_timeout`` seconds bound every statement (PostgreSQL).
     Idempotent, safe next to live turns and other backfills, and resumable by running it again.
     """
@@ -223,37 +181,146 @@ def backfill_ledger(
         raise ValueError("sleep must not be negative")
     if statement_timeout <= 0:
         raise ValueError("statement_timeout must be positive")
-    scope_sql = _scope_sql(scope or BackfillScope())
+    scope_sql, scope_params = (scope or BackfillScope()).sql()
+    dry_run = dry_run or check
     result = BackfillResult(dry_run=dry_run)
     started = time.monotonic()
-    with transaction.atomic(), connection.cursor() as cursor:
-        _begin_batch(cursor, statement_timeout)
-        messages = _first_window(cursor, batch_size, scope_sql)
-        bound = _window_end(cursor, None, messages, scope_sql)
-    lower: tuple[Any, Any] | None = None
-    fresh = False  # the first batch counts first: on a rerun it then only reads; a first run switches after it
-    while bound is not None:
-        upper, window = bound
-        with transaction.atomic(), connection.cursor() as cursor:
-            _begin_batch(cursor, statement_timeout)
-            batch_rows, fresh = _run_batch(cursor, _Batch(lower, upper, scope_sql), result=result, fresh=fresh)
-            # The next window, looked up now so that no pause follows the last batch; a window of fewer
-            # messages than asked for ran out of messages: this was the last batch.
-            if window < messages:
-                bound = None
-            else:
-                messages = _next_window(messages, batch_rows, batch_size)
-                bound = _window_end(cursor, upper, messages, scope_sql)
-        lower = upper
+    after: tuple[Any, Any] | None = None
+    write_first = False  # the first batch counts first: a rerun then only counts
+    while True:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                if connection.vendor == "postgresql":
+                    timeout_ms = str(max(1, round(statement_timeout * 1000)))
+                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [timeout_ms])
+                up_to = _batch_end(cursor, after, batch_size, scope_sql, scope_params)
+                which, params = _batch_sql(after, up_to, scope_sql, scope_params)
+                rows, write_first = _run_batch(cursor, which, params, result, write_first=write_first)
+                if check:
+                    result.disagreements += disagreements(cursor, which_messages=which, params=params)
+                if dry_run:
+                    raise _DryRunRollback
+        except _DryRunRollback:
+            pass
         result.batches += 1
-        result.rows_scanned += batch_rows
+        result.rows_scanned += rows
         result.seconds = time.monotonic() - started
         if on_batch is not None:
-            on_batch(result, batch_rows)
-        if bound is not None and sleep:
+            on_batch(result, rows)
+        if up_to is None:  # no more than batch_size messages were left: that was the last batch
+            if result.total_created and not dry_run and connection.vendor == "postgresql":
+                # After a bulk write, fresh statistics (as after any bulk load): the next run's per-message
+                # entry lookups are then planned as the few-row index scans they are.
+                with connection.cursor() as cursor:
+                    cursor.execute(f"ANALYZE {CitationLedgerEntry._meta.db_table}")
+            return result
+        after = up_to
+        if sleep:
             time.sleep(sleep)
-    result.seconds = time.monotonic() - started
-    return result
+
+
+def _batch_end(
+    cursor: CursorWrapper, after: tuple[Any, Any] | None, batch_size: int, scope: str, params: dict[str, Any]
+) -> tuple[Any, Any] | None:
+    """The ``(created_at, id)`` of the last message of the batch after ``after``; ``None`` if no more than
+    ``batch_size`` messages are left (the batch then runs to the end)."""
+    sql = _BATCH_END_TEMPLATE.format(messages=Message._meta.db_table, after=_AFTER if after else "1 = 1", scope=scope)
+    cursor.execute(sql, {**params, **_bound("after", after), "last": batch_size - 1})
+    rows = cursor.fetchall()
+    return (rows[0][0], rows[0][1]) if len(rows) == 2 else None
+
+
+def _bound(name: str, bound: tuple[Any, Any] | None) -> dict[str, Any]:
+    return {} if bound is None else {f"{name}_created_at": bound[0], f"{name}_id": bound[1]}
+
+
+def _batch_sql(
+    after: tuple[Any, Any] | None, up_to: tuple[Any, Any] | None, scope: str, scope_params: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """The batch's messages (after ``after``, up to ``up_to``, in scope) as a predicate over ``m``, and its
+    parameters."""
+    which = " AND ".join([*([_AFTER] if after else []), *([_UP_TO] if up_to else []), f"({scope})"])
+    return which, {**scope_params, **_bound("after", after), **_bound("up_to", up_to)}
+
+
+def _run_batch(
+    cursor: CursorWrapper, which: str, params: dict[str, Any], result: BackfillResult, *, write_first: bool
+) -> tuple[int, bool]:
+    """Write the entries missing for the batch's rows and count them into ``result``; the rows scanned, and
+    whether this batch wrote every one of its rows.
+
+    ``write_first`` (the previous batch wrote all of its rows, as on a first run): the inserts run at once and
+    the rows are counted after them. Otherwise the batch is counted first and only the tables with a gap are
+    written: a batch whose rows all have their entry (every batch of a rerun) only counts.
+    """
+    if write_first:
+        created = write_entries(cursor, which_messages=which, params=params)
+        rows, entries = _totals(cursor, which, params, with_entries=False)
+    else:
+        rows, entries = _totals(cursor, which, params)
+        if entries == sum(rows.values()):
+            result.already_present += entries
+            return entries, False
+        if entries == 0:
+            gaps = [mapping for mapping in SOURCE_MAPPINGS if rows[mapping.table]]
+        else:
+            with_entry = _per_table(cursor, which, params)
+            gaps = [mapping for mapping in SOURCE_MAPPINGS if with_entry[mapping.table] < rows[mapping.table]]
+        created = write_entries(cursor, which_messages=which, params=params, mappings=gaps)
+    total = sum(rows.values())
+    for new in created.values():
+        result.created.update(kind for kind, _ in new)
+    result.messages += len({message_id for new in created.values() for _, message_id in new})
+    written = sum(len(new) for new in created.values())
+    if entries + written < total:
+        # Some rows were not written: counted again, so that rows another writer filled meanwhile count as
+        # present; what is still missing are rows the ledger cannot hold (from before the source tables'
+        # constraints), counted per table.
+        _, after = _totals(cursor, which, params)
+        entries = after - written
+        if after < total:
+            with_entry = _per_table(cursor, which, params)
+            for table, count in rows.items():
+                result.skipped[table] += count - with_entry[table]
+    result.already_present += entries
+    return total, written == total
+
+
+def _totals(
+    cursor: CursorWrapper, which: str, params: dict[str, Any], *, with_entries: bool = True
+) -> tuple[dict[str, int], int]:
+    """The batch's rows, per table, and the entries of its messages (0 without ``with_entries``)."""
+    messages, ledger_table = Message._meta.db_table, CitationLedgerEntry._meta.db_table
+    row_counts = ", ".join(
+        _ROW_COUNT_TEMPLATE.format(source=mapping.table, messages=messages, which_messages=which)
+        for mapping in SOURCE_MAPPINGS
+    )
+    sql = _TOTALS_TEMPLATE.format(
+        row_counts=row_counts,
+        entries=_ENTRY_COUNT_TEMPLATE.format(ledger=ledger_table, messages=messages, which_messages=which)
+        if with_entries
+        else "0",
+    )
+    cursor.execute(sql, params)
+    *rows, entries = cursor.fetchone()
+    return {mapping.table: int(count) for mapping, count in zip(SOURCE_MAPPINGS, rows, strict=True)}, int(entries)
+
+
+def _per_table(cursor: CursorWrapper, which: str, params: dict[str, Any]) -> dict[str, int]:
+    """Per table: how many of the batch's rows have their entry."""
+    sql = " UNION ALL ".join(
+        _PER_TABLE_TEMPLATE.format(
+            table=mapping.table,
+            source=mapping.table,
+            column=mapping.column,
+            ledger=CitationLedgerEntry._meta.db_table,
+            messages=Message._meta.db_table,
+            which_messages=which,
+        )
+        for mapping in SOURCE_MAPPINGS
+    )
+    cursor.execute(sql, params)
+    return {table: int(with_entry) for table, _, with_entry in cursor.fetchall()}
 
 
 def estimated_source_rows(scope: BackfillScope | None = None) -> int | None:
@@ -300,248 +367,3 @@ class LogProgress:
             totals.rows_scanned / totals.seconds if totals.seconds else 0.0,
             totals.seconds,
         )
-
-
-def _scope_sql(scope: BackfillScope) -> _ScopeSQL:
-    """The scope as SQL over a source row's message ``m`` and chat ``c``."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    for value, clause in (
-        (scope.project_id, "c.project_id = %s"),
-        (scope.chat_id, "m.chat_id = %s"),
-        (scope.since, "m.created_at >= %s"),
-        (scope.until, "m.created_at < %s"),
-    ):
-        if value is not None:
-            clauses.append(clause)
-            params.append(db_value(value))
-    messages = "messages m JOIN chats c ON c.id = m.chat_id" if scope.project_id is not None else "messages m"
-    return _ScopeSQL(messages=messages, predicate=" AND ".join(clauses) or "1 = 1", params=params)
-
-
-def _begin_batch(cursor: CursorWrapper, statement_timeout: float) -> None:
-    """Set the batch's transaction up: on PostgreSQL its statement timeout and planner settings (see the
-    module docstring); ``is_local``, like ``SET LOCAL``, ends each setting with the transaction."""
-    if connection.vendor == "postgresql":
-        cursor.execute(
-            "SELECT set_config('statement_timeout', %s, true), set_config('enable_seqscan', 'off', true), "
-            "set_config('enable_bitmapscan', 'off', true), "
-            "set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), "
-            "set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)",
-            [str(max(1, round(statement_timeout * 1000)))],
-        )
-
-
-def _first_window(cursor: CursorWrapper, batch_size: int, scope: _ScopeSQL) -> int:
-    """Messages in the first window: as many as hold about ``batch_size`` source rows at the density of the
-    first ``FIRST_WINDOW_SAMPLE`` messages in scope (counted through the tables' ``message_id`` indexes)."""
-    rows = " + ".join(
-        f"(SELECT count(*) FROM w JOIN {m.table} s ON s.message_id = w.id)"  # noqa: S608
-        for m in SOURCE_MAPPINGS
-    )
-    cursor.execute(
-        f"WITH w AS (SELECT m.id FROM {scope.messages} WHERE {scope.predicate} "  # noqa: S608
-        f"ORDER BY m.created_at, m.id LIMIT %s) SELECT (SELECT count(*) FROM w), {rows}",
-        [*scope.params, FIRST_WINDOW_SAMPLE],
-    )
-    messages, sample_rows = cursor.fetchone()
-    return _messages_for(batch_size, messages=int(messages), rows=int(sample_rows or 0))
-
-
-def _next_window(messages: int, rows: int, batch_size: int) -> int:
-    """Messages in the next window, after a window of ``messages`` messages held ``rows`` source rows: as
-    many as hold ``batch_size`` rows at that density, but at most twice as many as before (twice as many
-    after a window without rows)."""
-    return min(2 * messages, _messages_for(batch_size, messages=messages, rows=rows))
-
-
-def _messages_for(batch_size: int, *, messages: int, rows: int) -> int:
-    """How many messages hold about ``batch_size`` source rows at ``rows`` per ``messages``: at least one,
-    at most ``MAX_MESSAGES_PER_ROW`` per row of the batch (a stretch of messages without rows is still
-    walked in bounded batches)."""
-    cap = MAX_MESSAGES_PER_ROW * batch_size
-    if rows <= 0:
-        return cap
-    return max(1, min(cap, messages * batch_size // rows))
-
-
-def _window_end(
-    cursor: CursorWrapper, lower: tuple[Any, Any] | None, messages: int, scope: _ScopeSQL
-) -> tuple[tuple[Any, Any], int] | None:
-    """The ``(created_at, id)`` of the last of the next ``messages`` messages in scope after ``lower``, and
-    how many there are (fewer than ``messages``: the last window); ``None`` when no message is left.
-    One index range scan of ``messages_created_idx`` (joined to the chat when the scope needs it)."""
-    where, where_params = scope.window(lower, None)
-    cursor.execute(
-        f"SELECT created_at, id, count(*) OVER () FROM (SELECT m.created_at, m.id FROM {scope.messages} "  # noqa: S608
-        f"WHERE {where} ORDER BY m.created_at, m.id LIMIT %s) AS w "
-        "ORDER BY created_at DESC, id DESC LIMIT 1",
-        [*where_params, messages],
-    )
-    row = cursor.fetchone()
-    return None if row is None else ((row[0], row[1]), int(row[2]))
-
-
-def _no_flattening() -> str:
-    """``OFFSET 0`` on PostgreSQL: a subquery the planner must run as written, per outer row."""
-    return " OFFSET 0" if connection.vendor == "postgresql" else ""
-
-
-def _entries_join() -> str:
-    """The ledger entries ``e`` of each message ``m``, looked up per message through the ledger's
-    ``message_id`` index. On PostgreSQL a ``LATERAL ... OFFSET 0`` subquery: the ledger grows during a run,
-    so its statistics are stale, and a planner believing it empty would walk the whole ledger and probe
-    the messages instead (a batch would cost as much as the ledger is large)."""
-    fk_columns = ", ".join(f"e.{m.fk_column}" for m in SOURCE_MAPPINGS)
-    if connection.vendor == "postgresql":
-        return (
-            f"CROSS JOIN LATERAL (SELECT {fk_columns} FROM {LEDGER_TABLE} e "  # noqa: S608
-            "WHERE e.message_id = m.id OFFSET 0) AS e"
-        )
-    return f"JOIN {LEDGER_TABLE} e ON e.message_id = m.id"
-
-
-def _entry_probe(mapping: SourceMapping) -> str:
-    """The ledger entry of source row ``s``, looked up by its unique index (for ``[NOT] EXISTS``).
-
-    ``OFFSET 0`` keeps PostgreSQL from turning ``[NOT] EXISTS`` into a join: the ledger grows during a
-    run, so its statistics are always stale and a hash or merge join would read the whole ledger per
-    batch (quadratic over a run). A probe per row keeps a batch's cost proportional to its size.
-    """
-    return f"(SELECT 1 FROM {LEDGER_TABLE} e WHERE e.{mapping.fk_column} = s.id{_no_flattening()})"  # noqa: S608
-
-
-def _tally(cursor: CursorWrapper, batch: _Batch) -> dict[str, _TableTally]:
-    """One read over the batch: per table, its rows the ledger can and cannot hold, and their entries.
-
-    Each count walks the batch's messages and looks their rows up by ``message_id`` (the source tables'
-    and the ledger's indexes), so that a batch with no gap (every batch of a rerun) costs index lookups
-    only: an entry carries its source row's message (the mapping copies it), so both counts cover the same
-    rows. The chat is joined only when the scope needs it: a source row's message, chat and opinion are
-    NOT NULL foreign keys, so the insert's other inner joins drop no row.
-    """
-    where, where_params = batch.where()
-    messages = batch.scope.messages
-    parts = [
-        f"SELECT '{m.table}', CASE WHEN ({m.valid}) THEN 1 ELSE 0 END, count(*) "  # noqa: S608
-        f"FROM {messages} JOIN {m.table} s ON s.message_id = m.id WHERE {where} GROUP BY 2"
-        for m in SOURCE_MAPPINGS
-    ]
-    table_of_entry = " ".join(f"WHEN e.{m.fk_column} IS NOT NULL THEN '{m.table}'" for m in SOURCE_MAPPINGS)
-    parts.append(
-        f"SELECT CASE {table_of_entry} END, 2, count(*) FROM {messages} {_entries_join()} "  # noqa: S608
-        f"WHERE {where} GROUP BY 1"
-    )
-    cursor.execute(" UNION ALL ".join(parts), where_params * len(parts))
-    tallies = {m.table: _TableTally() for m in SOURCE_MAPPINGS}
-    for table, what, rows in cursor.fetchall():
-        tally = tallies[table]
-        if what == 2:
-            tally.entries += rows
-        elif what == 1:
-            tally.valid += rows
-        else:
-            tally.invalid += rows
-    return tallies
-
-
-def _missing_where(mapping: SourceMapping, batch: _Batch, *, any_entries: bool) -> tuple[str, list[Any]]:
-    """The batch's rows of ``mapping`` without an entry. When the batch had no entry at all (a first run),
-    the anti-join is left out: it would find nothing, and a race is still settled by ON CONFLICT."""
-    where, params = batch.where()
-    return (f"{where} AND NOT EXISTS {_entry_probe(mapping)}" if any_entries else where), params
-
-
-def _insert(
-    cursor: CursorWrapper, mapping: SourceMapping, batch: _Batch, *, any_entries: bool
-) -> tuple[Counter[str], set[Any]]:
-    """Write the batch's missing entries of one table; returns how many by kind, and for which messages."""
-    where, params = _missing_where(mapping, batch, any_entries=any_entries)
-    sql = insert_sql(
-        mapping,
-        vendor=connection.vendor,
-        where=where,
-        returning=True,
-        returning_columns=("source_kind", "message_id"),
-    )
-    if connection.vendor == "postgresql":
-        # Aggregate in the database: one row per (kind, message) comes back, not one per entry.
-        sql = f"WITH ins AS ({sql}) SELECT source_kind, message_id, count(*) FROM ins GROUP BY 1, 2"  # noqa: S608
-    cursor.execute(sql, [db_value(timezone.now()), *params])
-    return _by_kind_and_message(cursor.fetchall())
-
-
-def _missing(
-    cursor: CursorWrapper, mapping: SourceMapping, batch: _Batch, *, any_entries: bool
-) -> tuple[Counter[str], set[Any]]:
-    """What :func:`_insert` would write (dry run): the rows it selects, by kind, and their messages."""
-    where, params = _missing_where(mapping, batch, any_entries=any_entries)
-    cursor.execute(
-        f"SELECT {mapping.source_kind}, s.message_id, count(*) FROM {source_from_sql(mapping)} "  # noqa: S608
-        f"WHERE ({mapping.valid}) AND {where} GROUP BY 1, 2",
-        params,
-    )
-    return _by_kind_and_message(cursor.fetchall())
-
-
-def _by_kind_and_message(rows: list[Any]) -> tuple[Counter[str], set[Any]]:
-    """Rows of (kind, message[, count]) as entries by kind and the set of messages."""
-    by_kind: Counter[str] = Counter()
-    messages: set[Any] = set()
-    for row in rows:
-        by_kind[row[0]] += row[2] if len(row) > 2 else 1
-        messages.add(row[1])
-    return by_kind, messages
-
-
-def _run_batch(cursor: CursorWrapper, batch: _Batch, *, result: BackfillResult, fresh: bool) -> tuple[int, bool]:
-    """Fill (unless dry run) and count the batch's gaps, table by table; returns the rows scanned, and
-    whether the batch found no entry at all (the next batch then takes the first-pass path).
-
-    ``fresh`` (on PostgreSQL, writing): the previous batch found no entry, as on a first run, so this one
-    most likely has none either: each table's rows are read once by :func:`ledger.counted_insert_sql`,
-    which writes and counts. Otherwise the batch is counted first (:func:`_tally`) and only tables with a
-    gap are written: a rerun only reads."""
-    if fresh and not result.dry_run and connection.vendor == "postgresql":
-        return _first_pass(cursor, batch, result=result)
-    tallies = _tally(cursor, batch)
-    messages: set[Any] = set()
-    for mapping in SOURCE_MAPPINGS:
-        tally = tallies[mapping.table]
-        result.skipped[mapping.table] += tally.invalid
-        if tally.entries == tally.valid:
-            result.already_present += tally.valid  # no gap: nothing to write
-            continue
-        write = _missing if result.dry_run else _insert
-        created, created_for = write(cursor, mapping, batch, any_entries=tally.entries > 0)
-        result.created.update(created)
-        messages |= created_for
-        # The insert reads a later snapshot than the count: rows that appeared in between may add to it.
-        result.already_present += max(0, tally.valid - sum(created.values()))
-    result.messages += len(messages)
-    return sum(t.valid + t.invalid for t in tallies.values()), not any(t.entries for t in tallies.values())
-
-
-def _first_pass(cursor: CursorWrapper, batch: _Batch, *, result: BackfillResult) -> tuple[int, bool]:
-    """The batch written and counted in one read per table (PostgreSQL): see :func:`_run_batch`."""
-    where, params = batch.where()
-    messages: set[Any] = set()
-    scanned = 0
-    none_present = True
-    for mapping in SOURCE_MAPPINGS:
-        cursor.execute(counted_insert_sql(mapping, where=where), [db_value(timezone.now()), *params])
-        valid = created = 0
-        for kind, message_id, count, invalid in cursor.fetchall():
-            if kind is None:
-                valid = count
-                result.skipped[mapping.table] += invalid
-                scanned += count + invalid
-            else:
-                result.created[kind] += count
-                created += count
-                messages.add(message_id)
-        # A row the ledger can hold that was not written already had its entry.
-        result.already_present += valid - created
-        none_present = none_present and valid == created
-    result.messages += len(messages)
-    return scanned, none_present

@@ -34,6 +34,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    SourceKind,
     VerificationMethod,
 )
 from chats.record import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
@@ -46,12 +47,6 @@ CASE_CITATION_STATUSES = tuple(MessageCaseCitation.Status.values)
 UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED, *CASE_CITATION_STATUSES)
 # A quote's status is how it fared against its source (exact_match, tolerant_match, altered, unverified).
 QUOTE_STATUSES = tuple(VerificationMethod.values)
-
-
-class SourceKind(models.TextChoices):
-    KB_DOCUMENT = "kb_document", "KB document"
-    CASELAW = "caselaw", "Caselaw"
-    MCP = "mcp", "MCP tool"
 
 
 SOURCE_FIELDS = ("message_citation", "message_caselaw_citation", "message_tool_source", "message_case_citation")
@@ -90,7 +85,7 @@ class CitationLedgerEntry(AppendOnlyModel):
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="ledger_entries", db_index=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="ledger_entries")
     source_kind = models.CharField(max_length=32)
-    # The unique constraints below index these three columns; a second plain index would be redundant.
+    # The unique constraints below index these four columns; a second plain index would be redundant.
     message_citation = models.ForeignKey(
         MessageCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
     )

@@ -3,7 +3,7 @@
 The passage of a quote is ``source[start:end]``: the document's content or the opinion's text,
 sliced at the offsets of the citation row. It is read from the content layer whenever an entry
 is read, never stored in the ledger. It is cut on the database side (``SUBSTR``, 1-based) so
-that only the passage leaves the database, not a 100KB text per entry; the text columns
+that only the passage leaves the database, not a whole source text per entry; the text columns
 themselves are deferred. The quote row's ``passage_sha256`` (the digest of the passage as it was
 verified; a digest, not content) tells whether the passage read now is still that one
 (:attr:`Passage.intact`). The trace API and the admin both read entries through here.

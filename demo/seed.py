@@ -40,6 +40,7 @@ from chats.models import (
     MessageCitation,
     MessageToolSource,
     Project,
+    SourceKind,
 )
 from chats.services import ClaimedCitation
 from chats.verification import verify_quote
@@ -287,7 +288,7 @@ def create_turns_without_ledger(matter: DemoMatter, *, count: int = 3) -> Chat:
             )
         MessageToolSource.objects.create(
             message=message,
-            source_kind="mcp",
+            source_kind=SourceKind.MCP,
             tool="docket_lookup",
             provider="example-mcp",
             label=f"Docket entry {index + 1}",

@@ -21,7 +21,7 @@ Environment variables:
   to the model), ``LQAI_MAX_ANSWER_CHARS`` (the longest stored answer), ``LQAI_BACKEND_STOP_SECONDS``
   (how long a run waits for its backend's thread to end).
 - ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
-- Production security (see the README's "Production settings"): with ``DEBUG`` off, HTTPS is required
+- Production security (see docs/configuration.md): with ``DEBUG`` off, HTTPS is required
   by default (``SECURE_SSL_REDIRECT``, ``SECURE_HSTS_SECONDS``, ``SECURE_HSTS_INCLUDE_SUBDOMAINS``,
   ``SECURE_HSTS_PRELOAD``, ``SESSION_COOKIE_SECURE``, ``CSRF_COOKIE_SECURE``), each relaxable;
   ``SECURE_PROXY_SSL_HEADER`` (e.g. ``X-Forwarded-Proto``) behind a TLS-terminating proxy;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -15,6 +16,7 @@ from rest_framework.test import APIClient
 from chats.assistant import Script, ScriptedBackend
 from chats.assistant.openai_compatible import _client
 from chats.models import CaselawOpinion, Chat
+from chats.verification import NormalizedSource
 from tests import factories
 from tests.fake_openai import MODEL, FakeOpenAIServer
 
@@ -47,7 +49,33 @@ def api_client(user: User) -> APIClient:
 # --- Chat API, assistant backends and tools ---------------------------------------
 
 
-CORPUS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
+# --- The corpus: the real public-domain opinions and statutes the project ships (chats/data), read once --------
+
+DATA = Path(__file__).resolve().parent.parent / "chats" / "data"
+CORPUS = DATA / "opinions"
+# Names of corpus texts, relative to DATA.
+FISHER = "opinions/fisher-v-university-of-texas-2013-slip.txt"
+DEMOCRACY = "opinions/democracy-nc-v-nc-board-of-elections-mdnc-2022.txt"
+HOGARTH = "opinions/hogarth-v-bell-edn-c-2025.txt"
+STATUTE = "statutes/42-usc-1981-1988.txt"
+
+
+@functools.cache
+def corpus_text(name: str) -> str:
+    """The corpus text ``name`` (relative to ``DATA``)."""
+    return (DATA / name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def corpus() -> dict[str, str]:
+    """Every opinion of the corpus, by name."""
+    return {f"opinions/{path.name}": corpus_text(f"opinions/{path.name}") for path in sorted(CORPUS.glob("*.txt"))}
+
+
+@functools.cache
+def normalized(name: str) -> NormalizedSource:
+    """The corpus text ``name``, normalized once for verification."""
+    return NormalizedSource.build(corpus_text(name))
 
 
 @pytest.fixture
@@ -96,7 +124,7 @@ def local_opinion(db: None) -> CaselawOpinion:
         citation="570 U.S. 297",
         court="Supreme Court of the United States",
         absolute_url="https://www.supremecourt.gov/opinions/12pdf/11-345_l5gm.pdf",
-        text=(CORPUS / "fisher-v-university-of-texas-2013-slip.txt").read_text(encoding="utf-8"),
+        text=corpus_text(FISHER),
     )
 
 

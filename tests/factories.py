@@ -138,6 +138,19 @@ FAILED_CLAIM: dict[str, Any] = {
 }
 
 
+def _next_quote_position(row: Any) -> int:
+    """The next place among its turn's quotes (KB and caselaw numbered together), as finalize numbers them."""
+    message = row.message
+    if message._state.adding:
+        return 0
+    return int(message.citations.count() + message.caselaw_citations.count())
+
+
+def _next_tool_source_position(row: Any) -> int:
+    message = row.message
+    return 0 if message._state.adding else int(message.tool_sources.count())
+
+
 class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCitation]):
     class Meta:
         model = models.MessageCitation
@@ -151,6 +164,7 @@ class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCit
     source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
     verification_method = "exact_match"
     verification_confidence = 1.0
+    position = factory.LazyAttribute(_next_quote_position)
     passage_sha256 = factory.LazyAttribute(
         lambda c: passage_sha256(c.document.content[c.source_offset_start : c.source_offset_end])
     )
@@ -172,6 +186,7 @@ class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.Mes
     source_offset_end = factory.LazyAttribute(lambda c: c.source_offset_start + len(c.quote))
     verification_method = "exact_match"
     verification_confidence = 1.0
+    position = factory.LazyAttribute(_next_quote_position)
     passage_sha256 = factory.LazyAttribute(
         lambda c: passage_sha256(c.opinion.text[c.source_offset_start : c.source_offset_end])
     )
@@ -193,6 +208,7 @@ class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageT
     subtitle = "570 U.S. 297 (2013)"
     url = "https://www.courtlistener.com/opinion/1/doe-v-roe/"
     external_ref = factory.Sequence(lambda n: str(1000 + n))
+    position = factory.LazyAttribute(_next_tool_source_position)
 
 
 class MessageCaseCitationFactory(factory.django.DjangoModelFactory[models.MessageCaseCitation]):

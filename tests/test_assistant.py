@@ -34,8 +34,8 @@ from chats.services import ClaimedCitation, ConsultedSource, reopen_interrupted_
 from chats.tools import CaselawSearchTool
 from chats.verification import EXACT_MATCH, NormalizedSource
 from tests import factories
+from tests.conftest import CORPUS
 
-CORPUS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 QUESTION = (
     "Must the reviewing court be satisfied that no workable race-neutral alternative exists under strict scrutiny?"
 )

@@ -143,18 +143,6 @@ def test_backfill_writes_the_same_entries_as_assemble() -> None:
     assert summary(out)["n"] == len(assembled)
 
 
-def test_insert_sql_returns_what_it_is_asked_and_the_kind_by_default() -> None:
-    # The backfill asks the shared insert for (kind, message) of each entry; assemble() callers keep the default.
-    mapping = ledger.SOURCE_MAPPINGS[0]
-    assert ledger.insert_sql(mapping, vendor="postgresql", where="1 = 1", returning=True).endswith(
-        "ON CONFLICT DO NOTHING RETURNING source_kind"
-    )
-    assert ledger.insert_sql(
-        mapping, vendor="postgresql", where="1 = 1", returning=True, returning_columns=("source_kind", "message_id")
-    ).endswith("RETURNING source_kind, message_id")
-    assert ledger.source_from_sql(mapping) in ledger.insert_sql(mapping, vendor="sqlite", where="1 = 1")
-
-
 def test_summary_line_counts_entries_by_kind_messages_and_already_present(two_turns: list[Message]) -> None:
     # Given one turn already in the ledger
     ledger.assemble(two_turns[0])
@@ -179,6 +167,17 @@ def test_rerun_writes_nothing(two_turns: list[Message]) -> None:
     out, _ = run_command()
     assert summary(out) == {"verb": "created", "n": 0, "kb": 0, "caselaw": 0, "mcp": 0, "m": 0, "k": 8}
     assert entries_by_source() == before
+
+
+def test_a_rerun_over_complete_data_only_counts(two_turns: list[Message]) -> None:
+    # Given a backfill that ran in batches of one message
+    backfill_ledger(batch_size=1)
+    # When it runs again
+    with CaptureQueriesContext(connection) as captured:
+        again = backfill_ledger(batch_size=1)
+    # Then no batch tried to insert anything: each counted its rows and entries and moved on
+    assert (again.total_created, again.already_present, again.batches) == (0, 8, 2)
+    assert not [q for q in captured.captured_queries if "INSERT INTO" in str(q["sql"])]
 
 
 def test_empty_tables_backfill_nothing() -> None:
@@ -222,36 +221,6 @@ def test_batches_follow_message_creation_order_not_message_ids() -> None:
     assert seen == [{m.pk for m in messages[: i + 1]} for i in range(len(messages))]
 
 
-def test_batch_windows_follow_the_rows_per_message() -> None:
-    # Given sparse turns (1 row each), then dense turns (8 rows each), then sparse turns again
-    start = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
-    densities = [1] * 24 + [8] * 12 + [1] * 24
-    for minute, rows in enumerate(densities):
-        make_turn(created_at=start + timedelta(minutes=minute), kb=rows, caselaw=0, tool_kinds=())
-    # When the backfill runs with batches of 8 rows
-    batches: list[int] = []
-    result = backfill_ledger(batch_size=8, on_batch=lambda totals, rows: batches.append(rows))
-    # Then the windows shrink on the dense turns and grow again after them: only at the rise in density
-    # do batches overshoot (a window sized on sparse turns, then one sized on a mixed window)
-    assert result.rows_scanned == sum(densities)
-    over = [i for i, rows in enumerate(batches) if rows > 8]
-    assert len(over) <= 2, batches
-    assert over == [] or over == list(range(over[0], over[0] + len(over))), batches  # adjacent
-    assert max(batches) <= 8 * 8
-    assert len(batches) <= 2 * sum(densities) // 8
-    assert_exactly_one_entry_per_source_row()
-
-
-def test_window_sizes() -> None:
-    # As many messages as hold a batch at the last window's density, growing at most twofold per window
-    assert backfill._next_window(100, 200, 1000) == 200  # 5 rows per message: 200 messages, not 500
-    assert backfill._next_window(100, 1000, 100) == 10
-    assert backfill._next_window(100, 0, 100) == 200  # no rows: twice as many
-    assert backfill._next_window(1, 50, 10) == 1  # a single message heavier than a batch: one at a time
-    # Never more than MAX_MESSAGES_PER_ROW messages per row of the batch size
-    assert backfill._messages_for(10, messages=10_000, rows=0) == 10 * backfill.MAX_MESSAGES_PER_ROW
-
-
 @contextmanager
 def rolled_back() -> Iterator[None]:
     """Run the block in a savepoint that is rolled back: what it wrote is gone, nothing was deleted."""
@@ -291,66 +260,6 @@ def test_queries_per_batch_do_not_grow_with_rows() -> None:
     # Then no batch ran more queries for 80 rows than for 8: set-based, no per-row or per-message query
     assert max(large) == max(small)
     assert CitationLedgerEntry.objects.count() == 80
-
-
-def _paths_per_batch(**kwargs: Any) -> tuple[BackfillResult, list[str]]:
-    """Run the backfill; per batch, the path it took: ``first pass`` (each table written and counted in one
-    read) or ``count`` (the batch counted first), with ``+insert`` when the count found a gap."""
-    paths: list[str] = []
-    with CaptureQueriesContext(connection) as captured:
-        seen = [0]
-
-        def path(totals: BackfillResult, batch_rows: int) -> None:
-            sqls = [str(q["sql"]) for q in captured.captured_queries[seen[0] :]]
-            seen[0] = len(captured)
-            if any(sql.startswith("WITH batch AS MATERIALIZED") for sql in sqls):
-                paths.append("first pass")
-            else:
-                paths.append("count" + ("+insert" if any("INSERT INTO" in sql for sql in sqls) else ""))
-
-        result = backfill_ledger(on_batch=path, **kwargs)
-    return result, paths
-
-
-@pytest.mark.postgres
-def test_a_first_run_reads_each_batch_once_and_a_rerun_only_reads() -> None:
-    # Given turns without entries
-    messages = [make_turn() for _ in range(6)]
-    rows = len(source_ids())
-
-    # When the backfill runs: after a first batch counted (and found no entry), each table's rows are written
-    # and counted in one read
-    first, paths = _paths_per_batch(batch_size=3)
-    assert first.batches > 2
-    assert paths[0] == "count+insert"
-    assert set(paths[1:]) == {"first pass"}
-    assert (first.total_created, first.already_present, first.messages) == (rows, 0, len(messages))
-
-    # When it runs again: every batch is counted and nothing is written
-    again, paths = _paths_per_batch(batch_size=3)
-    assert set(paths) == {"count"}
-    assert (again.total_created, again.already_present, again.messages) == (0, rows, 0)
-    assert_exactly_one_entry_per_source_row()
-
-
-@pytest.mark.postgres
-def test_a_run_over_a_partly_filled_ledger_switches_paths_and_counts_exactly() -> None:
-    # Given six turns in creation order, the middle two already in the ledger
-    now = datetime.now(UTC)
-    turns = [make_turn(created_at=now - timedelta(minutes=10 - i)) for i in range(6)]
-    ledger.assemble(turns[2])
-    ledger.assemble(turns[3])
-    present = CitationLedgerEntry.objects.count()
-
-    # When the backfill walks them a message at a time
-    result, paths = _paths_per_batch(batch_size=1)
-
-    # Then it writes in first passes until it meets entries, counts while it finds them, and goes back to
-    # first passes after a batch without entries; the totals are exact either way
-    assert paths == ["count+insert", "first pass", "first pass", "count", "count+insert", "first pass"]
-    assert (result.total_created, result.already_present) == (len(source_ids()) - present, present)
-    assert result.messages == 4
-    assert_exactly_one_entry_per_source_row()
 
 
 # --- Modes ---------------------------------------------------------------------------------------------------------

@@ -3,8 +3,6 @@ table's rules (each constraint twice: ``full_clean()`` and a direct insert)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -21,7 +19,6 @@ from chats.services import finalize_turn
 from tests import factories
 
 pytestmark = pytest.mark.django_db
-CaptureOnCommit = Callable[..., AbstractContextManager[list[Callable[[], Any]]]]
 
 ANSWER = (
     "Strict scrutiny applies: Fisher v. University of Texas at Austin, 570 U. S. 297, 310 (2013). "
@@ -46,13 +43,10 @@ def _assistant_message() -> Message:
     return factories.MessageFactory.create(status=Message.Status.STREAMING, content="", finalized_at=None)
 
 
-def test_finalize_stores_one_checked_row_per_citation_span(
-    fisher: CaselawOpinion, django_capture_on_commit_callbacks: CaptureOnCommit
-) -> None:
+def test_finalize_stores_one_checked_row_per_citation_span(fisher: CaselawOpinion) -> None:
     message = _assistant_message()
 
-    with django_capture_on_commit_callbacks(execute=True):
-        turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
+    turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
 
     rows = list(MessageCaseCitation.objects.filter(message=message).order_by("answer_offset_start"))
     assert rows == turn.case_citations
@@ -76,11 +70,10 @@ def test_finalize_stores_one_checked_row_per_citation_span(
     assert {r.provider for r in rows[:4]} == {"local"}
 
 
-def test_an_answer_without_citations_stores_none(django_capture_on_commit_callbacks: CaptureOnCommit) -> None:
+def test_an_answer_without_citations_stores_none() -> None:
     message = _assistant_message()
 
-    with django_capture_on_commit_callbacks(execute=True):
-        turn = finalize_turn(message=message, content="No authority needed.", status=Message.Status.COMPLETE)
+    turn = finalize_turn(message=message, content="No authority needed.", status=Message.Status.COMPLETE)
 
     assert turn.case_citations == []
     assert not MessageCaseCitation.objects.exists()
@@ -89,7 +82,6 @@ def test_an_answer_without_citations_stores_none(django_capture_on_commit_callba
 def test_a_failing_check_never_fails_the_turn(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-    django_capture_on_commit_callbacks: CaptureOnCommit,
 ) -> None:
     def broken(answer_text: str) -> list[Any]:
         raise RuntimeError("eyecite choked")
@@ -97,8 +89,7 @@ def test_a_failing_check_never_fails_the_turn(
     monkeypatch.setattr(services, "check_case_citations", broken)
     message = _assistant_message()
 
-    with django_capture_on_commit_callbacks(execute=True):
-        turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
+    turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
 
     message.refresh_from_db()
     assert message.status == Message.Status.COMPLETE
@@ -106,17 +97,13 @@ def test_a_failing_check_never_fails_the_turn(
     assert "the case-citation check failed" in caplog.text
 
 
-def test_a_resumed_turn_adds_only_the_citations_it_had_not_written(
-    fisher: CaselawOpinion, django_capture_on_commit_callbacks: CaptureOnCommit
-) -> None:
+def test_a_resumed_turn_adds_only_the_citations_it_had_not_written(fisher: CaselawOpinion) -> None:
     message = _assistant_message()
     first = ANSWER[: ANSWER.index(" But")]
-    with django_capture_on_commit_callbacks(execute=True):
-        finalize_turn(message=message, content=first, status=Message.Status.INTERRUPTED)
+    finalize_turn(message=message, content=first, status=Message.Status.INTERRUPTED)
     assert MessageCaseCitation.objects.filter(message=message).count() == 2
 
-    with django_capture_on_commit_callbacks(execute=True):
-        turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
+    turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
 
     added = [ANSWER.index("570 U.S."), ANSWER.index("999"), ANSWER.index("42 U.S.C.")]
     assert [r.answer_offset_start for r in turn.case_citations] == added
@@ -243,4 +230,4 @@ def test_a_case_cited_under_another_name_fails_the_turn(fisher: CaselawOpinion, 
 def test_the_gate_fails_on_a_case_that_does_not_exist_or_has_another_name(status: str, verdict: str) -> None:
     case = MessageCaseCitation(status=status)
 
-    assert services._verdict([], [case]) == verdict
+    assert services.turn_verdict(methods=set(), case_statuses={case.status}) == verdict

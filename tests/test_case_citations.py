@@ -31,17 +31,16 @@ from chats.case_citations import CheckedCitation, Kind, Status, check_case_citat
 from chats.case_citations.extraction import (
     CitationKey,
     extract_citations,
-    normalize_citation,
     tokenizer,
 )
 from chats.case_citations.names import names_match, parse_case_name
 from chats.models import CaselawOpinion
 from tests import factories
+from tests.conftest import FISHER, corpus_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "courtlistener"
-CORPUS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
-FISHER_TEXT = (CORPUS / "fisher-v-university-of-texas-2013-slip.txt").read_text(encoding="utf-8")
+FISHER_TEXT = corpus_text(FISHER)
 TOKEN = "test-token"
 
 
@@ -276,23 +275,6 @@ def test_names_are_read_in_the_forms_answers_write_them(text: str, names: list[t
     assert [(c.kind, c.case_name) for c in found] == names
     for citation in found:
         assert text[citation.start : citation.end] == citation.text
-
-
-@pytest.mark.parametrize(
-    ("stored", "key"),
-    [
-        ("570 U.S. 297 (2013)", CitationKey("570", "U.S.", "297")),
-        ("570 U. S. 297", CitationKey("570", "U.S.", "297")),
-        ("590 F. Supp. 3d 850 (M.D.N.C. 2022)", CitationKey("590", "F. Supp. 3d", "850")),
-        ("78 F. 3d 932", CitationKey("78", "F.3d", "932")),
-    ],
-)
-def test_citations_are_normalized_whatever_the_spelling_of_the_reporter(stored: str, key: CitationKey) -> None:
-    assert normalize_citation(stored) == [key]
-
-
-def test_a_docket_number_is_no_case_citation() -> None:
-    assert normalize_citation("No. 5:24-CV-481-FL (E.D.N.C. 2025)") == []
 
 
 def test_eyecite_is_used_as_published() -> None:
@@ -595,6 +577,33 @@ def test_a_materialized_courtlistener_case_is_local_the_next_time(fake_courtlist
     assert checked.status is Status.VERIFIED
     assert len(fake_courtlistener.lookups) == 1
     assert CaselawOpinion.objects.filter(opinion_id="930001").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_cited_courtlistener_opinion_looked_up_again_keeps_its_text_and_still_resolves(
+    fake_courtlistener: FakeCourtListener,
+) -> None:
+    # Given CourtListener's opinion 930001, saved by the caselaw search under no citation the local store can
+    # match, whose stored text a turn quoted, and whose text at CourtListener has since changed
+    stored = factories.CaselawOpinionFactory.create(
+        provider="courtlistener", opinion_id="930001", citation="", case_name="Grutter v. Bollinger"
+    )
+    factories.MessageCaselawCitationFactory.create(opinion=stored)
+    cited_text = stored.text
+
+    # When an answer cites it and the check looks it up at CourtListener
+    [checked] = check_case_citations(
+        "See Grutter v. Bollinger, 539 U.S. 306 (2003).", courtlistener_client=fake_courtlistener.client()
+    )
+
+    # Then it resolves to the stored opinion, whose metadata is refreshed and whose quoted text is kept (the
+    # lookup used to overwrite the text, which the cited-text guard refused: the case came out unchecked)
+    assert checked.status is Status.VERIFIED
+    assert checked.opinion == stored
+    stored.refresh_from_db()
+    assert stored.text == cited_text
+    assert stored.citation == "539 U.S. 306"
+    assert fake_courtlistener.opinion_fetches == ["930001"]
 
 
 @pytest.mark.django_db

@@ -226,10 +226,8 @@ def test_single_shot_turn_with_the_default_backend(
     api_client: APIClient,
     matter_chat: Chat,
     local_opinion: CaselawOpinion,
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
-    with django_capture_on_commit_callbacks(execute=True):
-        response = api_client.post(messages_url(matter_chat), {"content": QUESTION}, format="json")
+    response = api_client.post(messages_url(matter_chat), {"content": QUESTION}, format="json")
 
     assert response.status_code == 201
     body = response.json()
@@ -276,7 +274,6 @@ def test_single_shot_turn_reports_and_records_unverified_and_malformed_claims_ap
     local_opinion: CaselawOpinion,
     other_user: User,
     scripted_backend: Callable[..., Script],
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     document = Document.objects.get()
     foreign_document = factories.DocumentFactory.create(project=factories.ProjectFactory.create(owner=other_user))
@@ -300,8 +297,7 @@ def test_single_shot_turn_reports_and_records_unverified_and_malformed_claims_ap
         ),
     )
 
-    with django_capture_on_commit_callbacks(execute=True):
-        response = api_client.post(messages_url(matter_chat), {"content": QUESTION}, format="json")
+    response = api_client.post(messages_url(matter_chat), {"content": QUESTION}, format="json")
 
     assert response.status_code == 201
     body = response.json()
@@ -355,7 +351,6 @@ def test_a_backend_error_in_a_single_shot_turn_is_a_502_with_the_failed_turn_per
     api_client: APIClient,
     matter_chat: Chat,
     scripted_backend: Callable[..., Script],
-    django_capture_on_commit_callbacks: Callable[..., Any],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     consulted = ConsultedSource(source_kind="mcp", tool="statutes", label="KRS 117.265", provider="statutes-mcp")
@@ -365,7 +360,6 @@ def test_a_backend_error_in_a_single_shot_turn_is_a_502_with_the_failed_turn_per
 
     with (
         caplog.at_level(logging.ERROR, logger="chats.assistant.runner"),
-        django_capture_on_commit_callbacks(execute=True),
     ):
         response = api_client.post(messages_url(matter_chat), {"content": QUESTION}, format="json")
 
@@ -491,14 +485,13 @@ def test_chats_you_cannot_see_are_404_everywhere(
 
 
 def test_a_project_member_can_read_and_ask_in_the_matters_chats(
-    api_client: APIClient, user: User, other_user: User, django_capture_on_commit_callbacks: Callable[..., Any]
+    api_client: APIClient, user: User, other_user: User
 ) -> None:
     project = factories.ProjectFactory.create(owner=other_user, members=[user])
     chat = factories.ChatFactory.create(project=project, owner=other_user)
 
     assert api_client.get(f"/api/chats/{chat.pk}/").status_code == 200
-    with django_capture_on_commit_callbacks(execute=True):
-        assert api_client.post(messages_url(chat), {"content": QUESTION}, format="json").status_code == 201
+    assert api_client.post(messages_url(chat), {"content": QUESTION}, format="json").status_code == 201
 
 
 @pytest.mark.parametrize("endpoint", range(4))
@@ -519,21 +512,16 @@ def test_unauthenticated_chat_list_and_create_are_refused() -> None:
     assert APIClient().post("/api/chats/", {}, format="json").status_code == 401
 
 
-def test_token_authentication_works(
-    matter_chat: Chat, user: User, django_capture_on_commit_callbacks: Callable[..., Any]
-) -> None:
+def test_token_authentication_works(matter_chat: Chat, user: User) -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {factories.api_token(user)}")
 
-    with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(messages_url(matter_chat), {"content": QUESTION}, format="json")
+    response = client.post(messages_url(matter_chat), {"content": QUESTION}, format="json")
 
     assert response.status_code == 201
 
 
-def test_session_authentication_works(
-    client: Any, matter_chat: Chat, user: User, django_capture_on_commit_callbacks: Callable[..., Any]
-) -> None:
+def test_session_authentication_works(client: Any, matter_chat: Chat, user: User) -> None:
     client.force_login(user)
 
     response = client.get(f"/api/chats/{matter_chat.pk}/")

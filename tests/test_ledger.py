@@ -8,6 +8,7 @@ raises ``IntegrityError``, and a raw SQL ``INSERT`` (bypassing Django) raises ``
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import Counter
@@ -31,7 +32,7 @@ from chats.record import purging
 from chats.signals import post_finalize
 from citations import ledger
 from citations.backfill import backfill_ledger
-from citations.models import PROVENANCE, CitationLedgerEntry
+from citations.models import PROVENANCE, SOURCE_FIELDS, CitationLedgerEntry
 from tests import factories
 
 DISPATCH_UID = "citations.assemble_ledger_on_finalize"
@@ -556,10 +557,9 @@ def test_assemble_runs_a_constant_number_of_queries(
     factories.MessageToolSourceFactory.create_batch(rows_per_kind, message=message)
     factories.MessageCaseCitationFactory.create_batch(rows_per_kind, message=message)
 
-    # Whatever the row count: on PostgreSQL one statement, elsewhere one INSERT ... SELECT per source table;
-    # plus the savepoint around them (two queries: SAVEPOINT and RELEASE).
-    statements = 1 if connection.vendor == "postgresql" else 4
-    with django_assert_num_queries(statements + 2):
+    # Whatever the row count: one INSERT ... SELECT per source table, plus the savepoint around them (two
+    # queries: SAVEPOINT and RELEASE).
+    with django_assert_num_queries(len(ledger.SOURCE_MAPPINGS) + 2):
         created = ledger.assemble(message)
 
     assert created == 4 * rows_per_kind
@@ -865,3 +865,22 @@ def test_a_raw_delete_of_a_message_chat_or_project_cascades_in_the_database(tabl
             cursor.execute("DELETE FROM chats WHERE project_id = %s", [chat.project_id])
             cursor.execute("DELETE FROM documents WHERE project_id = %s", [chat.project_id])
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+# --- The shared statement --------------------------------------------------------------------------------------------
+
+
+def test_the_insert_template_names_only_columns_the_models_have() -> None:
+    # The template writes the ledger's own column names; the source tables' come from each mapping's model.
+    columns = re.search(r"INSERT INTO \{ledger\} \((.*?)\)\nSELECT", ledger.INSERT_TEMPLATE, re.DOTALL)
+    assert columns is not None
+    named = [c.strip() for c in columns.group(1).split(",")]
+    ledger_columns = {f.column for f in CitationLedgerEntry._meta.concrete_fields}
+    assert set(named) - {"{source_column}"} <= ledger_columns
+    assert {m.column for m in ledger.SOURCE_MAPPINGS} == {
+        getattr(CitationLedgerEntry._meta.get_field(f), "column", None) for f in SOURCE_FIELDS
+    }
+    for mapping in ledger.SOURCE_MAPPINGS:
+        assert getattr(mapping.model._meta.get_field("message"), "column", None) == "message_id"
+    assert getattr(Message._meta.get_field("chat"), "column", None) == "chat_id"
+    assert getattr(Chat._meta.get_field("project"), "column", None) == "project_id"

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +121,6 @@ def test_tool_calls_over_several_rounds_are_run_reported_and_their_opinions_beco
     matter_chat: Chat,
     local_opinion: CaselawOpinion,
     fake_openai: FakeOpenAIServer,
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     search = json.dumps({"query": "race-neutral alternative strict scrutiny"})
     fake_openai.respond(
@@ -136,8 +134,7 @@ def test_tool_calls_over_several_rounds_are_run_reported_and_their_opinions_beco
         answer("strict scrutiny applies."),
     )
 
-    with django_capture_on_commit_callbacks(execute=True):
-        events = streamed(api_client, matter_chat)
+    events = streamed(api_client, matter_chat)
 
     assert names(events)[:5] == ["start", "tool_call", "tool_result", "tool_call", "tool_result"]
     assert events[1][1] == {"call_id": "call_1", "tool": "caselaw_search", "arguments": json.loads(search)}
@@ -171,7 +168,6 @@ def test_claims_that_do_not_verify_and_unknown_sources_are_recorded_unverified(
     matter_chat: Chat,
     local_opinion: CaselawOpinion,
     fake_openai: FakeOpenAIServer,
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     fake_openai.respond(
         tool_round(
@@ -183,8 +179,7 @@ def test_claims_that_do_not_verify_and_unknown_sources_are_recorded_unverified(
         answer("Done."),
     )
 
-    with django_capture_on_commit_callbacks(execute=True):
-        events = streamed(api_client, matter_chat)
+    events = streamed(api_client, matter_chat)
 
     summary = done(events)
     assert summary["status"] == "complete"
@@ -516,12 +511,10 @@ def test_the_ledger_of_a_model_turn_has_the_shape_of_the_extractive_backends_for
     matter_chat: Chat,
     local_opinion: CaselawOpinion,
     settings: LazySettings,
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     # Given a turn answered by the extractive backend
     settings.LQAI_ASSISTANT_BACKEND = "chats.assistant.ExtractiveBackend"
-    with django_capture_on_commit_callbacks(execute=True):
-        extractive = done(streamed(api_client, matter_chat))
+    extractive = done(streamed(api_client, matter_chat))
     extractive_message = Message.objects.get(pk=extractive["message_id"])
     kb_quotes = list(extractive_message.citations.values_list("quote", flat=True))
     opinion_quotes = list(extractive_message.caselaw_citations.values_list("quote", flat=True))
@@ -544,8 +537,7 @@ def test_the_ledger_of_a_model_turn_has_the_shape_of_the_extractive_backends_for
             ),
             answer(f"Both sources agree ({case})."),
         )
-        with django_capture_on_commit_callbacks(execute=True):
-            model = done(streamed(api_client, matter_chat))
+        model = done(streamed(api_client, matter_chat))
     finally:
         server.stop()
         _client.cache_clear()

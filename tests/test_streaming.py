@@ -97,10 +97,8 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
     api_client: APIClient,
     matter_chat: Chat,
     local_opinion: CaselawOpinion,
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
-    with django_capture_on_commit_callbacks(execute=True):
-        events = list(sse_events(stream(api_client, matter_chat).streaming_content))  # type: ignore[arg-type]
+    events = list(sse_events(stream(api_client, matter_chat).streaming_content))  # type: ignore[arg-type]
 
     assert _collapse_deltas(names(events)) == ["start", "tool_call", "tool_result", "delta", "citation", "done"]
     data = dict(events)
@@ -160,7 +158,6 @@ def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_veri
     api_client: APIClient,
     matter_chat: Chat,
     scripted_backend: Callable[..., Script],
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     document = matter_chat.project.documents.get()  # type: ignore[union-attr]
     answer = 'The memo requires "strict scrutiny".'
@@ -174,8 +171,7 @@ def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_veri
         ),
     )
 
-    with django_capture_on_commit_callbacks(execute=True):
-        events = list(sse_events(stream(api_client, matter_chat).streaming_content))  # type: ignore[arg-type]
+    events = list(sse_events(stream(api_client, matter_chat).streaming_content))  # type: ignore[arg-type]
 
     assert names(events) == ["start", "delta", "citation", "done"]
     # The citation event says where the quote stands in the answer; the failed claim why it has no place.
@@ -201,7 +197,6 @@ def test_a_backend_error_mid_stream_ends_the_turn_failed_with_an_error_event(
     api_client: APIClient,
     matter_chat: Chat,
     scripted_backend: Callable[..., Script],
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     consulted = ConsultedSource(source_kind="mcp", tool="statutes", label="KRS 117.265", provider="statutes-mcp")
     scripted_backend(
@@ -211,8 +206,7 @@ def test_a_backend_error_mid_stream_ends_the_turn_failed_with_an_error_event(
         RuntimeError("model down"),
     )
 
-    with django_capture_on_commit_callbacks(execute=True):
-        events = list(sse_events(stream(api_client, matter_chat).streaming_content))  # type: ignore[arg-type]
+    events = list(sse_events(stream(api_client, matter_chat).streaming_content))  # type: ignore[arg-type]
 
     assert names(events) == ["start", "tool_call", "tool_result", "delta", "error", "done"]
     assert events[4][1]["code"] == "backend_error"
@@ -229,20 +223,17 @@ def test_a_disconnect_saves_the_turn_interrupted_and_resume_completes_it(
     api_client: APIClient,
     matter_chat: Chat,
     local_opinion: CaselawOpinion,
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     # Given the answer the same question gets when nothing goes wrong
     reference_chat = factories.ChatFactory.create(project=matter_chat.project, owner=matter_chat.owner)
-    with django_capture_on_commit_callbacks(execute=True):
-        reference = list(sse_events(stream(api_client, reference_chat).streaming_content))  # type: ignore[arg-type]
+    reference = list(sse_events(stream(api_client, reference_chat).streaming_content))  # type: ignore[arg-type]
     full_answer = Message.objects.get(pk=reference[0][1]["message_id"]).content
 
     # When the client reads the tool events and the first delta, then goes away
-    with django_capture_on_commit_callbacks(execute=True):
-        response = stream(api_client, matter_chat)
-        events = sse_events(response.streaming_content)  # type: ignore[arg-type]
-        first = [next(events) for _ in range(4)]
-        disconnect(response)
+    response = stream(api_client, matter_chat)
+    events = sse_events(response.streaming_content)  # type: ignore[arg-type]
+    first = [next(events) for _ in range(4)]
+    disconnect(response)
 
     # Then the turn is saved as interrupted with what was produced, and its consulted source is in the ledger
     assert names(first) == ["start", "tool_call", "tool_result", "delta"]
@@ -254,10 +245,9 @@ def test_a_disconnect_saves_the_turn_interrupted_and_resume_completes_it(
     assert ledger_kinds(message.pk) == [("caselaw", "provenance")]
 
     # When the client resumes it
-    with django_capture_on_commit_callbacks(execute=True):
-        resumed = resume(api_client, matter_chat, message.pk)
-        assert resumed.status_code == 200
-        rest = list(sse_events(resumed.streaming_content))
+    resumed = resume(api_client, matter_chat, message.pk)
+    assert resumed.status_code == 200
+    rest = list(sse_events(resumed.streaming_content))
 
     # Then the content is the partial answer plus its continuation: the uninterrupted answer
     assert _collapse_deltas(names(rest)) == ["start", "tool_call", "tool_result", "delta", "citation", "done"]
@@ -277,13 +267,12 @@ def test_a_disconnect_saves_the_turn_interrupted_and_resume_completes_it(
 
 
 def test_a_disconnect_before_the_first_event_leaves_an_interrupted_record(
-    api_client: APIClient, matter_chat: Chat, django_capture_on_commit_callbacks: Callable[..., Any]
+    api_client: APIClient, matter_chat: Chat
 ) -> None:
-    with django_capture_on_commit_callbacks(execute=True):
-        response = stream(api_client, matter_chat)
-        message = Message.objects.get(chat=matter_chat, role="assistant")
-        assert message.status == "streaming"  # recorded before the first byte
-        disconnect(response)
+    response = stream(api_client, matter_chat)
+    message = Message.objects.get(chat=matter_chat, role="assistant")
+    assert message.status == "streaming"  # recorded before the first byte
+    disconnect(response)
 
     message.refresh_from_db()
     assert (message.status, message.content) == ("interrupted", "")
@@ -294,15 +283,13 @@ def test_resume_gives_the_backend_the_history_and_the_partial_content(
     api_client: APIClient,
     matter_chat: Chat,
     scripted_backend: Callable[..., Script],
-    django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     consulted = ConsultedSource(source_kind="mcp", tool="statutes", label="KRS 117.265", provider="statutes-mcp")
     scripted_backend(ToolResult("c1", "statutes", {}, sources=(consulted,)), TextDelta("The answer "), TextDelta("is"))
-    with django_capture_on_commit_callbacks(execute=True):
-        response = stream(api_client, matter_chat)
-        events = sse_events(response.streaming_content)  # type: ignore[arg-type]
-        [next(events) for _ in range(3)]
-        disconnect(response)
+    response = stream(api_client, matter_chat)
+    events = sse_events(response.streaming_content)  # type: ignore[arg-type]
+    [next(events) for _ in range(3)]
+    disconnect(response)
     message = Message.objects.get(chat=matter_chat, role="assistant")
     assert (message.status, message.content) == ("interrupted", "The answer ")
 
@@ -312,8 +299,7 @@ def test_resume_gives_the_backend_the_history_and_the_partial_content(
         TextDelta("strict scrutiny."),
         FinalAnswer((ClaimedCitation("strict scrutiny", document_id=document.pk),)),
     )
-    with django_capture_on_commit_callbacks(execute=True):
-        rest = list(sse_events(resume(api_client, matter_chat, message.pk).streaming_content))
+    rest = list(sse_events(resume(api_client, matter_chat, message.pk).streaming_content))
 
     [turn] = script.turns
     assert turn.partial == "The answer "

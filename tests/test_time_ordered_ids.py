@@ -122,3 +122,20 @@ def test_the_sql_function_is_volatile_and_parallel_safe() -> None:
             "SELECT provolatile, proparallel FROM pg_proc WHERE proname = 'uuid_generate_v7' AND pronargs = 0"
         )
         assert cursor.fetchall() == [("v", "s")]
+
+
+def test_ledger_entries_written_by_the_shared_statement_get_version_7_ids() -> None:
+    # Given a turn whose entries the ledger's own INSERT ... SELECT writes (assemble, as finalize and the
+    # backfill do)
+    from citations import ledger
+    from citations.models import CitationLedgerEntry
+
+    message = factories.assembled_turn(kb=2, caselaw=1, tools=1)
+    ledger.assemble(message)
+    # Then every entry's id is a version 7 UUID of about now
+    entries = list(CitationLedgerEntry.objects.filter(message=message))
+    assert len(entries) == 4
+    now_ms = int(time.time() * 1000)
+    for entry in entries:
+        assert_version_7(entry.pk)
+        assert abs(unix_ms(entry.pk) - now_ms) < 60_000, entry.pk

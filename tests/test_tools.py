@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from django.conf import LazySettings
 from chats import courtlistener
 from chats.models import CaselawOpinion, MessageToolSource
 from chats.retrieval import rank_sources
-from chats.tools import CaselawSearchTool, McpTool, caselaw_source, default_tools
+from chats.tools import CaselawSearchTool, caselaw_source, default_tools
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -207,81 +206,7 @@ def test_a_courtlistener_error_degrades_to_local_results_with_a_warning(
     assert "CourtListener failed" in warning.getMessage()
 
 
-# --- generic MCP tool -------------------------------------------------------------------------------------------
-
-
-def mcp_server(result: Mapping[str, Any]) -> Callable[[str, Mapping[str, Any]], Mapping[str, Any]]:
-    def call(name: str, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
-        assert name == "statute_lookup"
-        assert arguments == {"citation": "KRS 117.265"}
-        return result
-
-    return call
-
-
-def test_an_mcp_tool_reports_its_resource_links_and_resources_as_mcp_sources() -> None:
-    tool = McpTool(
-        name="statute_lookup",
-        description="Look up a statute.",
-        server="statutes-mcp",
-        call=mcp_server(
-            {
-                "content": [
-                    {"type": "text", "text": "KRS 117.265 governs write-in votes."},
-                    {
-                        "type": "resource_link",
-                        "uri": "https://apps.legislature.ky.gov/law/statutes/statute.aspx?id=1",
-                        "name": "krs-117-265",
-                        "title": "KRS 117.265",
-                        "description": "Write-in voting",
-                    },
-                    {"type": "resource", "resource": {"uri": "statutes://ky/117.235", "text": "..."}},
-                ],
-                "structuredContent": {"sections": 2},
-            }
-        ),
-    )
-
-    output = tool.run({"citation": "KRS 117.265"})
-
-    assert output.payload == {"text": "KRS 117.265 governs write-in votes.", "structured": {"sections": 2}}
-    link, resource = output.sources
-    assert (link.source_kind, link.tool, link.provider, link.label) == (
-        "mcp",
-        "statute_lookup",
-        "statutes-mcp",
-        "KRS 117.265",
-    )
-    assert link.subtitle == "Write-in voting"
-    assert link.url.startswith("https://apps.legislature.ky.gov/")
-    # A non-web URI is kept as the external reference, not as a link
-    assert (resource.label, resource.url, resource.external_ref) == (
-        "statutes://ky/117.235",
-        "",
-        "statutes://ky/117.235",
-    )
-
-
-def test_an_mcp_tool_error_is_a_payload_without_sources() -> None:
-    tool = McpTool(
-        name="statute_lookup",
-        description="Look up a statute.",
-        server="statutes-mcp",
-        call=mcp_server(
-            {
-                "isError": True,
-                "content": [{"type": "text", "text": "upstream down"}, {"type": "resource_link", "uri": "x://y"}],
-            }
-        ),
-    )
-
-    output = tool.run({"citation": "KRS 117.265"})
-
-    assert output.payload == {"error": "upstream down"}
-    assert output.sources == ()
-
-
-# --- PostgreSQL full-text search ----------------------------------------------------------------------------------
+# --- Opinion search on PostgreSQL -------------------------------------------------------------------------------
 
 
 @pytest.mark.postgres

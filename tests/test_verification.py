@@ -8,7 +8,6 @@ import re
 import time
 import unicodedata
 from dataclasses import FrozenInstanceError
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -25,23 +24,9 @@ from chats.verification import (
     verify_quote,
 )
 from chats.verification.normalization import is_token_boundary
-
-OPINIONS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
-FISHER = "fisher-v-university-of-texas-2013-slip.txt"
-DEMOCRACY = "democracy-nc-v-nc-board-of-elections-mdnc-2022.txt"
-HOGARTH = "hogarth-v-bell-edn-c-2025.txt"
+from tests.conftest import DEMOCRACY, FISHER, HOGARTH, corpus, normalized
 
 PROPERTY_SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@functools.cache
-def corpus() -> dict[str, str]:
-    return {path.name: path.read_text(encoding="utf-8") for path in sorted(OPINIONS.glob("*.txt"))}
-
-
-@functools.cache
-def normalized(name: str) -> NormalizedSource:
-    return NormalizedSource.build(corpus()[name])
 
 
 def verify(name: str, quote: str) -> QuoteMatch | None:

@@ -7,9 +7,6 @@ Pure Python, no database.
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import pytest
 
 from chats.verification import (
@@ -17,30 +14,14 @@ from chats.verification import (
     SUBSTITUTION_MAX_CONFIDENCE,
     TOLERANT_MATCH,
     Alteration,
-    NormalizedSource,
     QuoteMatch,
-    explain_failure,
     verify_quote,
     verify_quote_detailed,
 )
 from chats.verification.normalization import is_token_boundary
+from tests.conftest import DEMOCRACY, FISHER, HOGARTH, STATUTE, normalized
+from tests.conftest import corpus_text as text
 from tests.test_verification import assert_exact
-
-DATA = Path(__file__).resolve().parent.parent / "chats" / "data"
-FISHER = "opinions/fisher-v-university-of-texas-2013-slip.txt"
-DEMOCRACY = "opinions/democracy-nc-v-nc-board-of-elections-mdnc-2022.txt"
-HOGARTH = "opinions/hogarth-v-bell-edn-c-2025.txt"
-STATUTE = "statutes/42-usc-1981-1988.txt"
-
-
-@functools.cache
-def text(name: str) -> str:
-    return (DATA / name).read_text(encoding="utf-8")
-
-
-@functools.cache
-def normalized(name: str) -> NormalizedSource:
-    return NormalizedSource.build(text(name))
 
 
 def found(name: str, quote: str) -> QuoteMatch:
@@ -56,7 +37,6 @@ def refused(name: str, quote: str) -> str:
     match, reason = normalized(name).verify_detailed(quote)
     assert match is None, (quote, passage(name, match) if match else None)
     assert verify_quote(quote, text(name)) is None
-    assert explain_failure(quote, text(name)) == reason
     assert reason
     return reason
 
@@ -534,13 +514,7 @@ def test_running_heads_without_digits_are_still_skipped() -> None:
     ],
 )
 def test_failure_reasons(quote: str, reason: str) -> None:
-    assert explain_failure(quote, text(STATUTE)) == reason
     assert verify_quote_detailed(quote, normalized(STATUTE)) == (None, reason)
-
-
-def test_explain_failure_is_none_for_a_quote_that_verifies() -> None:
-    assert explain_failure("shall be liable to the party injured", text(STATUTE)) is None
-    assert explain_failure("shall be liable to the party [injured]", normalized(STATUTE)) is None
 
 
 # --- Edge brackets and attached markers -----------------------------------------------------------------------------

@@ -11,17 +11,16 @@ import functools
 import random
 import re
 import unicodedata
-from pathlib import Path
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from chats.verification import SUBSTITUTION_MAX_CONFIDENCE, NormalizedSource, QuoteMatch
+from chats.verification import SUBSTITUTION_MAX_CONFIDENCE, QuoteMatch
 from chats.verification.normalization import is_token_boundary
 from chats.verification.policy import ARTICLES, MODALS, NEGATIONS, PRONOUNS, ROLE_NOUNS
+from tests.conftest import corpus, normalized
 from tests.test_verification import assert_exact, assert_tolerant, flagged_only
 
-OPINIONS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 PROPERTY_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _WORDS = re.compile(r"\S+")
@@ -30,16 +29,6 @@ REFERENCE_WORDS = PRONOUNS | ARTICLES | ROLE_NOUNS
 # skipped: passages with one are kept out of the properties about changed words.
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n|\n[^\S\n]*\d+[^\S\n]*\n")
 _MARKERS = re.compile(r"\.\.\.|\. \.|\u2026|\[|\]")
-
-
-@functools.cache
-def corpus() -> dict[str, str]:
-    return {path.name: path.read_text(encoding="utf-8") for path in sorted(OPINIONS.glob("*.txt"))}
-
-
-@functools.cache
-def normalized(name: str) -> NormalizedSource:
-    return NormalizedSource.build(corpus()[name])
 
 
 @functools.cache

@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -32,19 +31,13 @@ from chats import courtlistener
 from chats.case_citations.extraction import CitationKey, FoundCitation, Kind, extract_citations
 from chats.case_citations.lookup import Lookup, Outcome, find_local, lookup_courtlistener
 from chats.case_citations.names import names_match, only_generic, parse_case_name
-from chats.models import CaselawOpinion
+from chats.models import CaseCitationStatus, CaselawOpinion
 
 if TYPE_CHECKING:
     from courtlistener import CourtListener
 
 
-class Status(StrEnum):
-    VERIFIED = "verified"
-    NAME_MISMATCH = "name_mismatch"
-    PIN_MISMATCH = "pin_mismatch"
-    NOT_FOUND = "not_found"
-    AMBIGUOUS = "ambiguous"
-    UNCHECKED = "unchecked"
+Status = CaseCitationStatus  # what the check found: the statuses its rows store
 
 
 @dataclass(frozen=True, slots=True)

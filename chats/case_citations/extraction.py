@@ -16,18 +16,11 @@ import functools
 import logging
 import re
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any, NamedTuple
 
+from chats.models import CaseCitationKind
 
-class Kind(StrEnum):
-    FULL = "full"  # 570 U.S. 297
-    SHORT = "short"  # 570 U.S., at 311
-    ID = "id"  # Id., at 312
-    SUPRA = "supra"  # Grutter, supra, at 330
-    REFERENCE = "reference"  # Grutter at 330 (a case named again with a pin cite)
-    STATUTE = "statute"  # 42 U.S.C. § 1983
-    OTHER = "other"  # law reviews, unknown citation forms
+Kind = CaseCitationKind  # the forms a citation takes: the kinds its rows store
 
 
 class CitationKey(NamedTuple):
@@ -105,22 +98,6 @@ def tokenizer() -> Any:
             return selected.values()
 
     return Tokenizer()
-
-
-def normalize_citation(text: str) -> list[CitationKey]:
-    """The keys of the full case citations in ``text`` (e.g. a stored ``"570 U. S. 297 (2013)"``)."""
-    return list(_keys_of(text))
-
-
-@functools.lru_cache(maxsize=8192)
-def _keys_of(text: str) -> tuple[CitationKey, ...]:
-    from eyecite.models import FullCaseCitation
-
-    return tuple(
-        key
-        for citation in _eyecite().get_citations(text, tokenizer=tokenizer())
-        if isinstance(citation, FullCaseCitation) and (key := _key(citation)) is not None
-    )
 
 
 def _key(citation: Any) -> CitationKey | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 from django.utils import timezone
 
 from chats import courtlistener
@@ -245,26 +245,19 @@ def _materialize(client: CourtListener, key: CitationKey, cluster: Mapping[str, 
     found = _OPINION_URL_ID.search(str(sub_opinions[0])) if sub_opinions else None
     opinion_id = found.group(1) if found else f"cluster-{cluster_id}"
     text = _opinion_text(client, opinion_id) if found else ""
-    fields = {
+    metadata = {
         "cluster_id": str(cluster_id),
-        "case_name": str(cluster.get("case_name") or cluster.get("case_name_full") or f"Cluster {cluster_id}")[:500],
+        "case_name": str(cluster.get("case_name") or cluster.get("case_name_full") or f"Cluster {cluster_id}"),
         "citation": str(key),
         "date_filed": courtlistener._date(cluster.get("date_filed")),
-        "absolute_url": courtlistener._absolute(cluster.get("absolute_url"))[:500],
+        "absolute_url": courtlistener._absolute(cluster.get("absolute_url")),
         "retrieved_at": timezone.now(),
     }
     try:
-        with transaction.atomic():  # a savepoint: a failure leaves the caller's transaction usable
-            opinion, _ = CaselawOpinion.objects.update_or_create(
-                provider=COURTLISTENER,
-                opinion_id=opinion_id,
-                defaults=fields | ({"text": text} if text else {}),
-                create_defaults=fields | {"text": text},
-            )
+        return courtlistener.save_opinion(opinion_id=opinion_id, metadata=metadata, text=text)
     except DatabaseError:
         logger.warning("case citations: CourtListener cluster %s could not be materialized", cluster_id, exc_info=True)
         return None
-    return opinion
 
 
 def _opinion_text(client: CourtListener, opinion_id: str) -> str:

@@ -4,7 +4,7 @@ An assistant's quote only counts if it can be found in the text of the source it
 a quote occurs in a source and, if it does, returns the offsets ``start``/``end`` into the ORIGINAL source so that
 ``source[start:end]`` is the passage the quote came from (a reviewer can highlight it), with every alteration and
 omission the quote made and the source text each one stands for. A quote that does not verify gets a short reason
-(:func:`verify_quote_detailed`, :func:`explain_failure`).
+(:func:`verify_quote_detailed`).
 
 Every tier matches only from a token boundary to a token boundary of the source: a quote never starts or ends inside
 a word or a number (numbers with inner separators, ``4.5``, ``10,000``, ``42-1983.1``, ``1/2/2024``, are one token).
@@ -62,7 +62,7 @@ is ``str.find``/``str.rfind`` over the canonical string; a per-quote search budg
 (they then fail closed: ``None``).
 """
 
-from chats.verification.engine import NormalizedSource, explain_failure, verify_quote, verify_quote_detailed
+from chats.verification.engine import NormalizedSource, verify_quote, verify_quote_detailed
 from chats.verification.policy import ALTERED_MAX_CONFIDENCE, MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFIDENCE
 from chats.verification.results import (
     ALTERED,
@@ -103,7 +103,6 @@ __all__ = [
     "QuoteMatch",
     "alterations_record",
     "context_flags_record",
-    "explain_failure",
     "verify_quote",
     "verify_quote_detailed",
 ]

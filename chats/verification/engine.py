@@ -393,9 +393,3 @@ def verify_quote_detailed(quote: str, source: str | NormalizedSource) -> tuple[Q
         if match is not None:
             return _judged(source, match), ""
     return NormalizedSource.build(source).verify_detailed(quote)
-
-
-def explain_failure(quote: str, source: str | NormalizedSource) -> str | None:
-    """Why ``quote`` does not verify against ``source`` (a short human reason), or None if it verifies."""
-    match, reason = verify_quote_detailed(quote, source)
-    return None if match is not None else reason

@@ -1,7 +1,9 @@
 """``manage.py backfill_ledger``: write the missing citation-ledger entries (see :mod:`citations.backfill`).
 
 Parses and validates the options, calls :func:`citations.backfill.backfill_ledger`, shows progress and
-prints the one-line summary. ``--check`` is the monitoring mode: exit status 1 when any gap exists.
+prints the one-line summary. ``--check`` is the monitoring mode: exit status 1 when a source row lacks its
+entry or the ledger and the turns disagree (:mod:`citations.agreement`), each disagreement printed with
+its message id.
 """
 
 from __future__ import annotations
@@ -50,10 +52,10 @@ def format_summary(result: BackfillResult) -> str:
 class Command(BaseCommand):
     help = (
         "Write the citation-ledger entries missing for existing source rows (KB quotes, caselaw quotes, "
-        "tool sources), exactly as finalizing the turn would have. Set-based, in batches of whole messages, "
-        "each its own short transaction; safe next to live traffic and other runs; idempotent, so stopping "
-        "it (even with SIGKILL) and running it again completes the job. Rows the ledger cannot hold are "
-        "skipped and counted."
+        "tool sources, checked case citations: the four source tables), exactly as finalizing the turn would "
+        "have. Set-based, in batches of messages, each its own short transaction; safe next to live traffic "
+        "and other runs; idempotent, so stopping it (even with SIGKILL) and running it again completes the "
+        "job. Rows the ledger cannot hold are skipped and counted."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -61,15 +63,17 @@ class Command(BaseCommand):
             "--batch-size",
             type=int,
             default=DEFAULT_BATCH_SIZE,
-            help=f"about this many source rows per batch (whole messages in creation order, one transaction each; "
-            f"default {DEFAULT_BATCH_SIZE}, tuned by `make bench`)",
+            help=f"messages per batch (in creation order, with all their source rows, one transaction each; "
+            f"default {DEFAULT_BATCH_SIZE})",
         )
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--dry-run", action="store_true", help="count what would be written; write nothing")
         mode.add_argument(
             "--check",
             action="store_true",
-            help="write nothing; exit with status 1 and print the counts by kind if any source row lacks its entry",
+            help="write nothing; exit with status 1 if any source row lacks its entry (printing the counts by "
+            "kind) or an entry, a verdict or a position disagrees with the turn's rows (printing each, with its "
+            "message id)",
         )
         parser.add_argument("--project", metavar="UUID", help="only messages of chats of this project (matter)")
         parser.add_argument("--chat", metavar="UUID", help="only messages of this chat")
@@ -110,7 +114,8 @@ class Command(BaseCommand):
             result = backfill_ledger(
                 scope=scope,
                 batch_size=batch_size,
-                dry_run=options["dry_run"] or check,
+                dry_run=options["dry_run"],
+                check=check,
                 sleep=sleep,
                 statement_timeout=statement_timeout,
                 on_batch=progress,
@@ -135,14 +140,22 @@ class Command(BaseCommand):
         if not check:
             self.stdout.write(format_summary(result))
             return
+        for disagreement in result.disagreements:
+            self.stdout.write(f"{NAME} --check: message {disagreement.message_id}: {disagreement.what}")
         if result.total_created:
             self.stdout.write(
                 f"{NAME} --check: {result.total_created} source rows lack their ledger entry "
                 f"({format_kinds(result.created)}); run `manage.py {NAME}` to write them"
             )
+        if result.disagreements:
+            self.stdout.write(
+                f"{NAME} --check: {len(result.disagreements)} disagreements between the ledger and the turns"
+            )
+        if result.total_created or result.disagreements:
             sys.exit(1)
         self.stdout.write(
-            f"{NAME} --check: every source row in scope has its ledger entry ({result.already_present} present)"
+            f"{NAME} --check: every source row in scope has its ledger entry ({result.already_present} present), "
+            "and the entries, verdicts and positions agree with the turns"
         )
 
     def _scope(self, options: dict[str, Any]) -> BackfillScope:

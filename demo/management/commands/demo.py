@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from chats.models import Message
 from citations.models import CitationLedgerEntry
 from demo import seed as demo
 
@@ -58,11 +59,12 @@ class Command(BaseCommand):
         out.write(self.style.MIGRATE_HEADING("Older turns without ledger entries, repaired by backfill_ledger"))
         older = demo.create_turns_without_ledger(matter)
         missing = CitationLedgerEntry.objects.filter(chat=older).count()
-        out.write(f"  {older.messages.filter(role='assistant').count()} older turns; ledger entries before: {missing}")
+        older_turns = older.messages.filter(role=Message.Role.ASSISTANT).count()
+        out.write(f"  {older_turns} older turns; ledger entries before: {missing}")
         summary = io.StringIO()
         call_command("backfill_ledger", chat=str(older.pk), stdout=summary, stderr=io.StringIO())
         out.write("  " + summary.getvalue().strip().splitlines()[-1])
-        for message in older.messages.filter(role="assistant").order_by("created_at"):
+        for message in older.messages.filter(role=Message.Role.ASSISTANT).order_by("created_at"):
             out.write(f"  Turn {message.created_at:%Y-%m-%d} ({message.pk}):")
             for line in demo.ledger_table(message):
                 out.write(line)
