@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from chats.db_functions import JSONTypeOf
 from chats.ids import uuid7
-from chats.pages import star_pages
+from chats.pages import opinion_pages
 from chats.record import (
     FINAL_FIELDS,
     AppendOnlyError,
@@ -543,10 +543,10 @@ class CaselawOpinion(CitedTextGuard):
         return self.case_name
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        """Saves, with ``pages`` computed from the text's star paging (when the text is saved)."""
+        """Saves, with ``pages`` computed from the text (``chats.pages.opinion_pages``) when the text is saved."""
         update_fields = kwargs.get("update_fields")
         if "text" not in self.get_deferred_fields() and (update_fields is None or "text" in update_fields):
-            self.pages = star_pages(self.text, citation=self.citation)
+            self.pages = opinion_pages(self.text, citation=self.citation)
             if update_fields is not None:
                 kwargs["update_fields"] = {*update_fields, "pages"}
         super().save(*args, **kwargs)

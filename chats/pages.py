@@ -5,7 +5,9 @@ character ``start`` and runs to the next pair's start (the last one to the end o
 means the source has no known pages. Two kinds of source have them:
 
 - a PDF uploaded as a document: one page per PDF page, labelled ``"1"``, ``"2"``, ... (:func:`join_pages`);
-- a court opinion with star paging, the reporter's page breaks written inline as ``*1047`` (:func:`star_pages`).
+- a court opinion with star paging, the reporter's page breaks written inline as ``*1047`` (:func:`star_pages`),
+  or, without star paging, a slip opinion whose text keeps the PDF's page breaks as form feeds
+  (:func:`form_feed_pages`); :func:`opinion_pages` chooses.
 
 Pure functions, no Django: the serializers of the chat API and the trace call :func:`pages_of_span`.
 """
@@ -100,3 +102,29 @@ def pages_valid(pages: object, *, text_length: int) -> bool:
             return False
         previous = page[0]
     return True
+
+
+def form_feed_pages(text: str) -> Pages:
+    """The pages of a text that keeps its page breaks as form feeds (a slip opinion converted from its PDF),
+    labelled from 1; ``[]`` if it has none."""
+    if "\f" not in text:
+        return []
+    pages: Pages = [[0, "1"]]
+    for number, match in enumerate(re.finditer("\f", text), start=2):
+        if match.end() < len(text):
+            pages.append([match.end(), str(number)])
+    return pages
+
+
+def opinion_pages(text: str, *, citation: str = "") -> Pages:
+    """An opinion's pages: its star paging (the reporter's pages) where it has any, else its form-feed pages."""
+    return star_pages(text, citation=citation) or form_feed_pages(text)
+
+
+def page_cite(labels: Sequence[str] | None) -> str:
+    """Page labels (from :func:`pages_of_span`) as a page cite: ``"p. 676"``, ``"pp. 676\u2013677"`` (a label
+    that is itself a range, ``"673-674"``, reads as one); empty when no page is known."""
+    if not labels:
+        return ""
+    first, last = labels[0].split("-")[0], labels[-1].split("-")[-1]
+    return f"p. {first}" if first == last else f"pp. {first}\u2013{last}"

@@ -7,11 +7,11 @@ from django.db import migrations, models
 
 def star_pages_of_stored_opinions(apps, schema_editor):
     """Pages for the opinions stored before pages were recorded (later saves compute them in save())."""
-    from chats.pages import star_pages
+    from chats.pages import opinion_pages
 
     CaselawOpinion = apps.get_model("chats", "CaselawOpinion")
     for opinion in CaselawOpinion.objects.only("pk", "text", "citation").iterator(chunk_size=200):
-        pages = star_pages(opinion.text, citation=opinion.citation)
+        pages = opinion_pages(opinion.text, citation=opinion.citation)
         if pages:
             CaselawOpinion.objects.filter(pk=opinion.pk).update(pages=pages)
 
