@@ -14,6 +14,7 @@ or the verification. Seals of one chain are therefore numbered in commit order.
 from __future__ import annotations
 
 import datetime
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,15 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from chats.models import Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.models import (
+    CaselawOpinion,
+    Chat,
+    Message,
+    MessageCaseCitation,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+)
 from chats.verification import VERIFIER_VERSION
 from citations import keys
 from citations.models import SealChainHead, TurnSeal
@@ -75,122 +84,132 @@ def chain_of(*, project_id: str | None, chat_id: str) -> str:
     return f"matter:{project_id}" if project_id else f"chat:{chat_id}"
 
 
-def _quote(table: str, values: Sequence[Any], source: dict[str, Any]) -> dict[str, Any]:
-    (row_id, message_id, created_at, position, quote, start, end, method, confidence, reason, digest, alterations) = (
-        values
-    )
-    return {
-        "table": table,
-        "id": _id(row_id),
-        "message": _id(message_id),
-        "created_at": iso(created_at),
-        **source,
-        "position": position,
-        "quote": quote,
-        "offset_start": start,
-        "offset_end": end,
-        "method": method,
-        "confidence": confidence,
-        "unverified_reason": reason,
-        "passage_sha256": digest,
-        "alterations": alterations,
+# A turn's facts in one statement: its message (tag 0) and its rows of the four tables (tags 1-4, in the order
+# of lqai_verify.record.ROW_TABLES), each row laid out on the same typed columns (u* ids, ts its timestamp,
+# i* integers, f1 a confidence, t* texts, j1 alterations; NULL where a table has no such column), ordered by
+# table, then by id. The turns are listed once, in the VALUES of ``turns``.
+_FACTS_SQL = f"""
+WITH turns (id) AS (VALUES {{turns}})
+SELECT 0 AS tag, c.id AS id, m.id AS message, c.project_id AS u3, m.reply_to_id AS u4, m.finalized_at AS ts,
+       NULL AS i1, NULL AS i2, NULL AS i3, NULL AS f1,
+       q.content AS t1, m.content AS t2, m.status AS t3, m.verdict AS t4, m.model_name AS t5,
+       NULL AS t6, NULL AS t7, NULL AS j1
+  FROM {Message._meta.db_table} m
+  JOIN {Chat._meta.db_table} c ON c.id = m.chat_id
+  LEFT JOIN {Message._meta.db_table} q ON q.id = m.reply_to_id
+ WHERE m.id IN (SELECT id FROM turns)
+UNION ALL
+SELECT 1, r.id, r.message_id, r.document_id, NULL, r.created_at,
+       r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
+       r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, NULL, NULL, NULL, r.alterations
+  FROM {MessageCitation._meta.db_table} r
+ WHERE r.message_id IN (SELECT id FROM turns)
+UNION ALL
+SELECT 2, r.id, r.message_id, r.opinion_id, NULL, r.created_at,
+       r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
+       r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, o.provider, NULL, NULL, r.alterations
+  FROM {MessageCaselawCitation._meta.db_table} r
+  LEFT JOIN {CaselawOpinion._meta.db_table} o ON o.id = r.opinion_id
+ WHERE r.message_id IN (SELECT id FROM turns)
+UNION ALL
+SELECT 3, r.id, r.message_id, NULL, NULL, r.created_at,
+       r.position, NULL, NULL, NULL,
+       r.source_kind, r.tool, r.provider, r.label, r.subtitle, r.url, r.external_ref, NULL
+  FROM {MessageToolSource._meta.db_table} r
+ WHERE r.message_id IN (SELECT id FROM turns)
+UNION ALL
+SELECT 4, r.id, r.message_id, r.opinion_id, NULL, r.created_at,
+       r.answer_offset_start, r.answer_offset_end, NULL, NULL,
+       r.kind, r.citation, r.case_name, r.status, r.detail, r.provider, NULL, NULL
+  FROM {MessageCaseCitation._meta.db_table} r
+ WHERE r.message_id IN (SELECT id FROM turns)
+ORDER BY tag, id
+"""  # noqa: S608 - table names from the models' _meta, values as parameters
+
+
+def _uuid(value: Any) -> str | None:
+    """An id as sealed (canonical hyphenated form), from what the backend returns (a UUID, or 32 hex digits)."""
+    if value is None:
+        return None
+    return str(value if isinstance(value, UUID) else UUID(value))
+
+
+def _timestamp(value: Any) -> str | None:
+    """A timestamp as sealed, from what the backend returns (an aware datetime, or SQLite's naive UTC text)."""
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    if value is not None and value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    return iso(value)
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _fact_row(values: Sequence[Any]) -> dict[str, Any]:
+    """One row of :data:`_FACTS_SQL` (tags 1-4) as ``lqai_verify.record`` fields."""
+    tag, row_id, message_id, u3, _, created_at, i1, i2, i3, f1, t1, t2, t3, t4, t5, t6, t7, j1 = values
+    row: dict[str, Any] = {
+        "table": record.ROW_TABLES[tag - 1],
+        "id": _uuid(row_id),
+        "message": _uuid(message_id),
+        "created_at": _timestamp(created_at),
     }
+    if tag in (1, 2):
+        row.update({"document": _uuid(u3)} if tag == 1 else {"opinion": _uuid(u3), "opinion_provider": t5})
+        row.update(
+            {
+                "position": i1,
+                "quote": t1,
+                "offset_start": i2,
+                "offset_end": i3,
+                "method": t2,
+                "confidence": f1,
+                "unverified_reason": t3,
+                "passage_sha256": t4,
+                "alterations": _json(j1),
+            }
+        )
+    elif tag == 3:
+        row.update(zip(record.ROW_FIELDS[record.TOOL][4:], (i1, t1, t2, t3, t4, t5, t6, t7), strict=True))
+    else:
+        row.update(zip(record.ROW_FIELDS[record.CASE][4:], (i1, i2, t1, t2, t3, t4, t5, _uuid(u3), t6), strict=True))
+    return row
 
 
-_QUOTE_COLUMNS = (
-    "id",
-    "message_id",
-    "created_at",
-    "position",
-    "quote",
-    "source_offset_start",
-    "source_offset_end",
-    "verification_method",
-    "verification_confidence",
-    "unverified_reason",
-    "passage_sha256",
-    "alterations",
-)
-
-
-def turn_facts(message_ids: Iterable[UUID | str] | QuerySet[Any, Any]) -> dict[str, TurnFacts]:
-    """The facts of the given assistant messages (ids, or a query of ids, which each table's query then
-    reads as a subquery), by message id (str): one query per table. Rows are in the order of their table in
+def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
+    """The facts of the given assistant messages, by message id (str): one query (:data:`_FACTS_SQL`),
+    whatever the number of turns. Rows are in the order of their table in
     :data:`lqai_verify.record.ROW_TABLES`, then by id."""
-    ids: Any = message_ids if isinstance(message_ids, QuerySet) else [UUID(str(i)) for i in message_ids]
+    pk = Message._meta.get_field("id")
+    ids = [pk.get_db_prep_value(UUID(str(i)), connection) for i in dict.fromkeys(str(i) for i in message_ids)]
     facts: dict[str, TurnFacts] = {}
-    messages = Message.objects.filter(pk__in=ids).values_list(
-        "id",
-        "chat_id",
-        "chat__project_id",
-        "reply_to_id",
-        "reply_to__content",
-        "content",
-        "status",
-        "verdict",
-        "finalized_at",
-        "model_name",
-    )
-    for (
-        message_id,
-        chat_id,
-        project_id,
-        question_id,
-        question,
-        answer,
-        status,
-        verdict,
-        finalized_at,
-        model,
-    ) in messages.order_by():
-        turn: dict[str, Any] = {
-            "message": _id(message_id),
-            "chat": _id(chat_id),
-            "project": _id(project_id),
-            "question_message": _id(question_id),
-            "question": question,
-            "answer_sha256": record.text_sha256(answer),
-            "status": status,
-            "verdict": verdict,
-            "finalized_at": iso(finalized_at),
-            "model_name": model,
-        }
-        facts[turn["message"]] = TurnFacts(turn=turn, answer=answer)
-    if not facts:
+    if not ids:
         return facts
-    for values in (
-        MessageCitation.objects.filter(message_id__in=ids).order_by("id").values_list(*_QUOTE_COLUMNS, "document_id")
-    ):
-        row = _quote(record.KB, values[:-1], {"document": _id(values[-1])})
-        facts[row["message"]].rows.append(row)
-    for values in (
-        MessageCaselawCitation.objects.filter(message_id__in=ids)
-        .order_by("id")
-        .values_list(*_QUOTE_COLUMNS, "opinion_id", "opinion__provider")
-    ):
-        row = _quote(record.CASELAW, values[:-2], {"opinion": _id(values[-2]), "opinion_provider": values[-1]})
-        facts[row["message"]].rows.append(row)
-    tool_columns = ("id", "message_id", "created_at", "position", "source_kind", "tool", "provider", "label")
-    for values in (
-        MessageToolSource.objects.filter(message_id__in=ids)
-        .order_by("id")
-        .values_list(*tool_columns, "subtitle", "url", "external_ref")
-    ):
-        row_id, message_id, created_at, *rest = values
-        row = {"table": record.TOOL, "id": _id(row_id), "message": _id(message_id), "created_at": iso(created_at)}
-        row.update(zip(record.ROW_FIELDS[record.TOOL][4:], rest, strict=True))
-        facts[row["message"]].rows.append(row)
-    case_columns = ("id", "message_id", "created_at", "answer_offset_start", "answer_offset_end", "kind", "citation")
-    for values in (
-        MessageCaseCitation.objects.filter(message_id__in=ids)
-        .order_by("id")
-        .values_list(*case_columns, "case_name", "status", "detail", "opinion_id", "provider")
-    ):
-        row_id, message_id, created_at, *rest = values
-        row = {"table": record.CASE, "id": _id(row_id), "message": _id(message_id), "created_at": iso(created_at)}
-        row.update(zip(record.ROW_FIELDS[record.CASE][4:], rest, strict=True))
-        row["opinion"] = _id(row["opinion"])
-        facts[row["message"]].rows.append(row)
+    with connection.cursor() as cursor:
+        cursor.execute(_FACTS_SQL.format(turns=", ".join(["(%s)"] * len(ids))), ids)
+        rows = cursor.fetchall()
+    for values in rows:
+        if values[0] == 0:
+            _, chat_id, message_id, project_id, question_id, finalized_at, *_ = values
+            question, answer, status, verdict, model = values[10:15]
+            turn: dict[str, Any] = {
+                "message": _uuid(message_id),
+                "chat": _uuid(chat_id),
+                "project": _uuid(project_id),
+                "question_message": _uuid(question_id),
+                "question": question,
+                "answer_sha256": record.text_sha256(answer),
+                "status": status,
+                "verdict": verdict,
+                "finalized_at": _timestamp(finalized_at),
+                "model_name": model,
+            }
+            facts[turn["message"]] = TurnFacts(turn=turn, answer=answer)
+        else:
+            row = _fact_row(values)
+            facts[row["message"]].rows.append(row)
     return facts
 
 
