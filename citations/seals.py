@@ -246,11 +246,31 @@ _MOVE_HEADS_SQL = (
     f"UPDATE {HEADS_TABLE} SET sequence = moved.column2, seal_sha256 = moved.column3 "  # noqa: S608
     f"FROM (VALUES {{values}}) AS moved WHERE {HEADS_TABLE}.chain = moved.column1"
 )
-# PostgreSQL: bounds the wait for the head row for the rest of the (sub)transaction; returns the bound before.
-_BOUND_LOCK_SQL = (
-    "SELECT old.lock_timeout, set_config('lock_timeout', %(limit)s, true) "
-    "FROM (SELECT current_setting('lock_timeout') AS lock_timeout OFFSET 0) AS old"
+# PostgreSQL: the lock of the head rows in one round trip with what sealing needs before it. ``bound`` bounds
+# the wait for the head rows for the rest of the (sub)transaction (``set_config(..., true)`` is ``SET LOCAL``)
+# and keeps the bound before, to put back; the upsert (as above, sorted) reads from ``bound``, so the bound is
+# set before the first head is locked; ``sealed`` counts the seals each turn already has (its finalize number
+# is one more). Rows: ('head', chain, sequence, digest), ('sealed', message id, count, NULL),
+# ('lock_timeout', the bound before, NULL, NULL).
+_BOUND_LOCK_HEADS_SQL = f"""
+WITH bound AS (
+    SELECT old.lock_timeout, set_config('lock_timeout', %s, true) AS lock_timeout_now
+      FROM (SELECT current_setting('lock_timeout') AS lock_timeout OFFSET 0) AS old
+), heads AS (
+    INSERT INTO {HEADS_TABLE} (chain, sequence, seal_sha256, project_id, chat_id)
+    SELECT chains.chain, 0, '', chains.project_id, chains.chat_id
+      FROM (VALUES {{chains}}) AS chains (chain, project_id, chat_id) CROSS JOIN bound
+     ORDER BY chains.chain
+    ON CONFLICT (chain) DO UPDATE SET sequence = {HEADS_TABLE}.sequence
+    RETURNING chain, sequence, seal_sha256
 )
+SELECT 'head', chain, sequence, seal_sha256 FROM heads
+UNION ALL
+SELECT 'sealed', CAST(message_id AS text), COUNT(*), NULL FROM {TurnSeal._meta.db_table}
+ WHERE message_id IN ({{messages}}) GROUP BY message_id
+UNION ALL
+SELECT 'lock_timeout', lock_timeout, NULL, NULL FROM bound
+"""  # noqa: S608 - table names from the models' _meta, values as parameters
 
 
 def _owner(turn: dict[str, Any]) -> tuple[Any, Any]:
@@ -272,9 +292,10 @@ def seal_turn(*, message_id: UUID | str, late: bool = False) -> TurnSeal:
 def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSeal]:
     """Seal each turn's facts (as read by :func:`turn_facts`), in the order given, as the next seals of their
     chains; all or nothing, in a savepoint of the caller's transaction. A constant number of queries whatever
-    the number of turns: the seals' finalize numbers, one upsert locking every chain head concerned (sorted by
-    chain), one insert of the seals, one update of the heads. On PostgreSQL the wait for the heads is bounded by
-    ``LQAI_LEDGER_TIMEOUT``. Raises ``ValueError`` if a turn is not finalized."""
+    the number of turns: one upsert locking every chain head concerned (sorted by chain) that also reads the
+    seals' finalize numbers, one insert of the seals, one update of the heads. On PostgreSQL the wait for the
+    heads is bounded by ``LQAI_LEDGER_TIMEOUT``, set in the statement that locks them and put back in the one
+    that moves them. Raises ``ValueError`` if a turn is not finalized."""
     for facts in turns:
         if facts.turn["finalized_at"] is None:
             raise ValueError(f"message {facts.turn['message']} is not a finalized turn")
@@ -283,24 +304,44 @@ def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSe
     chains = sorted({facts.chain for facts in turns})
     fingerprint = keys.current_fingerprint()
     private_key = keys.signing_key()
+    owners = {facts.chain: _owner(facts.turn) for facts in turns}
+    messages = list(dict.fromkeys(UUID(facts.turn["message"]) for facts in turns))
     with transaction.atomic(), connection.cursor() as cursor:
-        finalized_before = dict(
-            TurnSeal.objects.filter(message_id__in=[facts.turn["message"] for facts in turns])
-            .order_by()
-            .values("message_id")
-            .annotate(count=Count("id"))
-            .values_list("message_id", "count")
-        )
         bounded = connection.vendor == "postgresql"
+        heads: dict[str, tuple[int, str]] = {}
+        finalized_before: dict[UUID, int] = {}
         if bounded:
-            cursor.execute(_BOUND_LOCK_SQL, {"limit": f"{max(1, round(settings.LQAI_LEDGER_TIMEOUT * 1000))}ms"})
-            old_lock_timeout = cursor.fetchone()[0]
-        owners = {facts.chain: _owner(facts.turn) for facts in turns}
-        cursor.execute(
-            _LOCK_HEADS_SQL.format(values=", ".join(["(%s, 0, '', %s, %s)"] * len(chains))),
-            [value for chain in chains for value in (chain, *owners[chain])],
-        )
-        heads = {chain: (int(sequence), digest) for chain, sequence, digest in cursor.fetchall()}
+            cursor.execute(
+                _BOUND_LOCK_HEADS_SQL.format(
+                    chains=", ".join(["(%s, CAST(%s AS uuid), CAST(%s AS uuid))"] * len(chains)),
+                    messages=", ".join(["%s"] * len(messages)),
+                ),
+                [
+                    f"{max(1, round(settings.LQAI_LEDGER_TIMEOUT * 1000))}ms",
+                    *(value for chain in chains for value in (chain, *owners[chain])),
+                    *messages,
+                ],
+            )
+            for kind, key, number, digest in cursor.fetchall():
+                if kind == "head":
+                    heads[key] = (int(number), digest)
+                elif kind == "sealed":
+                    finalized_before[UUID(key)] = int(number)
+                else:
+                    old_lock_timeout = key
+        else:
+            finalized_before = dict(
+                TurnSeal.objects.filter(message_id__in=messages)
+                .order_by()
+                .values("message_id")
+                .annotate(count=Count("id"))
+                .values_list("message_id", "count")
+            )
+            cursor.execute(
+                _LOCK_HEADS_SQL.format(values=", ".join(["(%s, 0, '', %s, %s)"] * len(chains))),
+                [value for chain in chains for value in (chain, *owners[chain])],
+            )
+            heads = {chain: (int(sequence), digest) for chain, sequence, digest in cursor.fetchall()}
         sealed_at = iso(timezone.now())
         created = []
         for facts in turns:
