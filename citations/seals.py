@@ -87,10 +87,13 @@ def chain_of(*, project_id: str | None, chat_id: str) -> str:
 # A turn's facts in one statement: its message (tag 0) and its rows of the four tables (tags 1-4, in the order
 # of lqai_verify.record.ROW_TABLES), each row laid out on the same typed columns (u* ids, ts its timestamp,
 # i* integers, f1 a confidence, t* texts, j1 alterations; NULL where a table has no such column), ordered by
-# table, then by id. The turns are listed once, in the VALUES of ``turns``.
+# table, then by id. Ids are read as text (no UUID object made per id only to be printed again); the text of
+# UUIDs sorts as the UUIDs do (same length, hyphens in the same places, lowercase hex). The turns are listed
+# once, in the VALUES of ``turns``.
 _FACTS_SQL = f"""
 WITH turns (id) AS (VALUES {{turns}})
-SELECT 0 AS tag, c.id AS id, m.id AS message, c.project_id AS u3, m.reply_to_id AS u4, m.finalized_at AS ts,
+SELECT 0 AS tag, CAST(c.id AS text) AS id, CAST(m.id AS text) AS message,
+       CAST(c.project_id AS text) AS u3, CAST(m.reply_to_id AS text) AS u4, m.finalized_at AS ts,
        NULL AS i1, NULL AS i2, NULL AS i3, NULL AS f1,
        q.content AS t1, m.content AS t2, m.status AS t3, m.verdict AS t4, m.model_name AS t5,
        NULL AS t6, NULL AS t7, NULL AS j1
@@ -99,26 +102,26 @@ SELECT 0 AS tag, c.id AS id, m.id AS message, c.project_id AS u3, m.reply_to_id 
   LEFT JOIN {Message._meta.db_table} q ON q.id = m.reply_to_id
  WHERE m.id IN (SELECT id FROM turns)
 UNION ALL
-SELECT 1, r.id, r.message_id, r.document_id, NULL, r.created_at,
+SELECT 1, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.document_id AS text), NULL, r.created_at,
        r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
        r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, NULL, NULL, NULL, r.alterations
   FROM {MessageCitation._meta.db_table} r
  WHERE r.message_id IN (SELECT id FROM turns)
 UNION ALL
-SELECT 2, r.id, r.message_id, r.opinion_id, NULL, r.created_at,
+SELECT 2, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.opinion_id AS text), NULL, r.created_at,
        r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
        r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, o.provider, NULL, NULL, r.alterations
   FROM {MessageCaselawCitation._meta.db_table} r
   LEFT JOIN {CaselawOpinion._meta.db_table} o ON o.id = r.opinion_id
  WHERE r.message_id IN (SELECT id FROM turns)
 UNION ALL
-SELECT 3, r.id, r.message_id, NULL, NULL, r.created_at,
+SELECT 3, CAST(r.id AS text), CAST(r.message_id AS text), NULL, NULL, r.created_at,
        r.position, NULL, NULL, NULL,
        r.source_kind, r.tool, r.provider, r.label, r.subtitle, r.url, r.external_ref, NULL
   FROM {MessageToolSource._meta.db_table} r
  WHERE r.message_id IN (SELECT id FROM turns)
 UNION ALL
-SELECT 4, r.id, r.message_id, r.opinion_id, NULL, r.created_at,
+SELECT 4, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.opinion_id AS text), NULL, r.created_at,
        r.answer_offset_start, r.answer_offset_end, NULL, NULL,
        r.kind, r.citation, r.case_name, r.status, r.detail, r.provider, NULL, NULL
   FROM {MessageCaseCitation._meta.db_table} r
@@ -127,11 +130,12 @@ ORDER BY tag, id
 """  # noqa: S608 - table names from the models' _meta, values as parameters
 
 
-def _uuid(value: Any) -> str | None:
-    """An id as sealed (canonical hyphenated form), from what the backend returns (a UUID, or 32 hex digits)."""
-    if value is None:
-        return None
-    return str(value if isinstance(value, UUID) else UUID(value))
+def _uuid(value: str | None) -> str | None:
+    """An id as sealed (canonical hyphenated form), from its text: PostgreSQL's (already canonical) or the
+    32 hex digits of SQLite's."""
+    if value is None or len(value) == 36:
+        return value
+    return str(UUID(value))
 
 
 def _timestamp(value: Any) -> str | None:
