@@ -130,7 +130,7 @@ ORDER BY tag, id
 """  # noqa: S608 - table names from the models' _meta, values as parameters
 
 
-def _uuid(value: str | None) -> str | None:
+def id_text(value: str | None) -> str | None:
     """An id as sealed (canonical hyphenated form), from its text: PostgreSQL's (already canonical) or the
     32 hex digits of SQLite's."""
     if value is None or len(value) == 36:
@@ -156,12 +156,12 @@ def _fact_row(values: Sequence[Any]) -> dict[str, Any]:
     tag, row_id, message_id, u3, _, created_at, i1, i2, i3, f1, t1, t2, t3, t4, t5, t6, t7, j1 = values
     row: dict[str, Any] = {
         "table": record.ROW_TABLES[tag - 1],
-        "id": _uuid(row_id),
-        "message": _uuid(message_id),
+        "id": id_text(row_id),
+        "message": id_text(message_id),
         "created_at": _timestamp(created_at),
     }
     if tag in (1, 2):
-        row.update({"document": _uuid(u3)} if tag == 1 else {"opinion": _uuid(u3), "opinion_provider": t5})
+        row.update({"document": id_text(u3)} if tag == 1 else {"opinion": id_text(u3), "opinion_provider": t5})
         row.update(
             {
                 "position": i1,
@@ -178,7 +178,7 @@ def _fact_row(values: Sequence[Any]) -> dict[str, Any]:
     elif tag == 3:
         row.update(zip(record.ROW_FIELDS[record.TOOL][4:], (i1, t1, t2, t3, t4, t5, t6, t7), strict=True))
     else:
-        row.update(zip(record.ROW_FIELDS[record.CASE][4:], (i1, i2, t1, t2, t3, t4, t5, _uuid(u3), t6), strict=True))
+        row.update(zip(record.ROW_FIELDS[record.CASE][4:], (i1, i2, t1, t2, t3, t4, t5, id_text(u3), t6), strict=True))
     return row
 
 
@@ -199,10 +199,10 @@ def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
             _, chat_id, message_id, project_id, question_id, finalized_at, *_ = values
             question, answer, status, verdict, model = values[10:15]
             turn: dict[str, Any] = {
-                "message": _uuid(message_id),
-                "chat": _uuid(chat_id),
-                "project": _uuid(project_id),
-                "question_message": _uuid(question_id),
+                "message": id_text(message_id),
+                "chat": id_text(chat_id),
+                "project": id_text(project_id),
+                "question_message": id_text(question_id),
                 "question": question,
                 "answer_sha256": record.text_sha256(answer),
                 "status": status,
