@@ -250,6 +250,17 @@ _MOVE_HEADS_SQL = (
     f"UPDATE {HEADS_TABLE} SET sequence = moved.column2, seal_sha256 = moved.column3 "  # noqa: S608
     f"FROM (VALUES {{values}}) AS moved WHERE {HEADS_TABLE}.chain = moved.column1"
 )
+# PostgreSQL: the seals' insert and the move of their heads (:data:`_MOVE_HEADS_SQL`) in one statement, which
+# also puts the lock bound set by :data:`_BOUND_LOCK_HEADS_SQL` back; returns each seal's id.
+_WRITE_SEALS_SQL = f"""
+WITH sealed AS (
+    INSERT INTO {TurnSeal._meta.db_table} ({{columns}}) VALUES {{seals}}
+    RETURNING id, CAST(message_id AS text) AS message_id, finalize_number
+), moved AS (
+    {{move}} RETURNING 1
+)
+SELECT id, message_id, finalize_number, set_config('lock_timeout', %s, true) FROM sealed
+"""  # noqa: S608 - table and column names from the model's _meta, values as parameters
 # PostgreSQL: the lock of the head rows in one round trip with what sealing needs before it. ``bound`` bounds
 # the wait for the head rows for the rest of the (sub)transaction (``set_config(..., true)`` is ``SET LOCAL``)
 # and keeps the bound before, to put back; the upsert (as above, sorted) reads from ``bound``, so the bound is
@@ -387,13 +398,29 @@ def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSe
             )
             heads[facts.chain] = (seal.sequence, seal.seal_sha256)
             created.append(seal)
-        TurnSeal.objects.bulk_create(created)
         moved = [value for chain in chains for value in (chain, heads[chain][0], heads[chain][1])]
         move = _MOVE_HEADS_SQL.format(values=", ".join(["(%s, CAST(%s AS BIGINT), %s)"] * len(chains)))
-        if bounded:  # the same statement puts the caller's lock_timeout back
-            move = f"WITH moved AS ({move} RETURNING 1) SELECT set_config('lock_timeout', %s, true)"
-            moved.append(old_lock_timeout)
-        cursor.execute(move, moved)
+        if not bounded:
+            TurnSeal.objects.bulk_create(created)
+            cursor.execute(move, moved)
+            return created
+        columns = [f for f in TurnSeal._meta.concrete_fields if not f.primary_key]
+        cursor.execute(
+            _WRITE_SEALS_SQL.format(
+                columns=", ".join(f.column for f in columns),
+                seals=", ".join([f"({', '.join(['%s'] * len(columns))})"] * len(created)),
+                move=move,
+            ),
+            [
+                *(f.get_db_prep_save(getattr(seal, f.attname), connection) for seal in created for f in columns),
+                *moved,
+                old_lock_timeout,
+            ],
+        )
+        ids = {(message_id, number): pk for pk, message_id, number, _ in cursor.fetchall()}
+        for seal in created:
+            seal.pk = ids[(str(seal.message_id), seal.finalize_number)]
+            seal._state.adding = False
     return created
 
 
