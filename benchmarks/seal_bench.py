@@ -306,8 +306,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 NOTE = (
-    "Sealing (11): the seal receiver reads the turn's facts back (one query per table), locks its chain head by "
-    "an upsert, inserts the seal and moves the head, in a savepoint, signing with Ed25519; medians of turns "
+    "Sealing (11): the seal receiver reads the turn's facts back (one UNION ALL), locks its chain head by an "
+    "upsert that also sets the lock bound and reads the finalize number, then inserts the seal and moves the head "
+    "in one statement, in a savepoint, signing with Ed25519; medians of turns "
     "interleaved on/off. verify_ledger (12): every seal's digest, link and facts recomputed, every turn's rows "
     "and every ledger entry compared with its seal, each chain's last signature checked; the plain SELECT reads "
     "the same columns of the same tables once, through server-side cursors, and does nothing with them."

@@ -10,11 +10,12 @@ digest and link is recomputed); ``all_signatures`` checks every one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from django.db import connection
 from django.db.models import BooleanField, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
@@ -30,7 +31,6 @@ _SOURCE_TABLES = (
     ("message_tool_source_id", record.TOOL),
     ("message_case_citation_id", record.CASE),
 )
-_ENTRY_COLUMNS = ("id", "message_id", "chat_id", "project_id", "source_kind", "verification_status", "confidence")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,23 +107,42 @@ def _seal_dict(values: tuple[Any, ...]) -> dict[str, Any]:
     return seal
 
 
-def entries_by_message(message_ids: list[str] | QuerySet[Any, Any]) -> dict[str, list[dict[str, Any]]]:
+# A batch's ledger entries, ids read as text (see ``seals.turn_facts``). One message id per placeholder.
+_ENTRIES_SQL = f"""
+SELECT CAST(id AS text), CAST(message_id AS text), CAST(chat_id AS text), CAST(project_id AS text),
+       source_kind, verification_status, confidence, provider,
+       CAST(message_citation_id AS text), CAST(message_caselaw_citation_id AS text),
+       CAST(message_tool_source_id AS text), CAST(message_case_citation_id AS text)
+  FROM {CitationLedgerEntry._meta.db_table}
+ WHERE message_id IN ({{messages}})
+"""  # noqa: S608 - the table name from the model's _meta, values as parameters
+
+
+def entries_by_message(message_ids: Iterable[UUID | str]) -> dict[str, list[dict[str, Any]]]:
     """The ledger entries of the given messages, by message id, as ``lqai_verify.record`` reads them:
     ``{"id", "source": <row key>, <LEDGER_FIELDS>}`` (one query)."""
     by_message: dict[str, list[dict[str, Any]]] = {}
-    columns = (*_ENTRY_COLUMNS, "provider", *(column for column, _ in _SOURCE_TABLES))
+    pk = CitationLedgerEntry._meta.get_field("message")
+    ids = [pk.get_db_prep_value(UUID(str(i)), connection) for i in dict.fromkeys(str(i) for i in message_ids)]
+    if not ids:
+        return by_message
     tables = [table for _, table in _SOURCE_TABLES]
-    rows = CitationLedgerEntry.objects.filter(message_id__in=message_ids).order_by().values_list(*columns)
+    with connection.cursor() as cursor:
+        cursor.execute(_ENTRIES_SQL.format(messages=", ".join(["%s"] * len(ids))), ids)
+        rows = cursor.fetchall()
     for entry_id, message_id, chat_id, project_id, kind, status, confidence, provider, *sources in rows:
-        source = next((f"{table}:{row}" for table, row in zip(tables, sources, strict=True) if row is not None), None)
-        message = str(message_id)
-        by_message.setdefault(message, []).append(
+        source = next(
+            (f"{table}:{seals.id_text(row)}" for table, row in zip(tables, sources, strict=True) if row is not None),
+            None,
+        )
+        message = seals.id_text(message_id)
+        by_message.setdefault(message, []).append(  # type: ignore[arg-type]
             {
-                "id": str(entry_id),
+                "id": seals.id_text(entry_id),
                 "source": source,
                 "message": message,
-                "chat": str(chat_id),
-                "project": None if project_id is None else str(project_id),
+                "chat": seals.id_text(chat_id),
+                "project": seals.id_text(project_id),
                 "source_kind": kind,
                 "verification_status": status,
                 "confidence": confidence,

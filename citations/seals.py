@@ -14,6 +14,7 @@ or the verification. Seals of one chain are therefore numbered in commit order.
 from __future__ import annotations
 
 import datetime
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,15 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from chats.models import Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.models import (
+    CaselawOpinion,
+    Chat,
+    Message,
+    MessageCaseCitation,
+    MessageCaselawCitation,
+    MessageCitation,
+    MessageToolSource,
+)
 from chats.verification import VERIFIER_VERSION
 from citations import keys
 from citations.models import SealChainHead, TurnSeal
@@ -75,122 +84,136 @@ def chain_of(*, project_id: str | None, chat_id: str) -> str:
     return f"matter:{project_id}" if project_id else f"chat:{chat_id}"
 
 
-def _quote(table: str, values: Sequence[Any], source: dict[str, Any]) -> dict[str, Any]:
-    (row_id, message_id, created_at, position, quote, start, end, method, confidence, reason, digest, alterations) = (
-        values
-    )
-    return {
-        "table": table,
-        "id": _id(row_id),
-        "message": _id(message_id),
-        "created_at": iso(created_at),
-        **source,
-        "position": position,
-        "quote": quote,
-        "offset_start": start,
-        "offset_end": end,
-        "method": method,
-        "confidence": confidence,
-        "unverified_reason": reason,
-        "passage_sha256": digest,
-        "alterations": alterations,
+# A turn's facts in one statement: its message (tag 0) and its rows of the four tables (tags 1-4, in the order
+# of lqai_verify.record.ROW_TABLES), each row laid out on the same typed columns (u* ids, ts its timestamp,
+# i* integers, f1 a confidence, t* texts, j1 alterations; NULL where a table has no such column), ordered by
+# table, then by id. Ids are read as text (no UUID object made per id only to be printed again); the text of
+# UUIDs sorts as the UUIDs do (same length, hyphens in the same places, lowercase hex). The turns are listed
+# once, in the VALUES of ``turns``.
+_FACTS_SQL = f"""
+WITH turns (id) AS (VALUES {{turns}})
+SELECT 0 AS tag, CAST(c.id AS text) AS id, CAST(m.id AS text) AS message,
+       CAST(c.project_id AS text) AS u3, CAST(m.reply_to_id AS text) AS u4, m.finalized_at AS ts,
+       NULL AS i1, NULL AS i2, NULL AS i3, NULL AS f1,
+       q.content AS t1, m.content AS t2, m.status AS t3, m.verdict AS t4, m.model_name AS t5,
+       NULL AS t6, NULL AS t7, NULL AS j1
+  FROM {Message._meta.db_table} m
+  JOIN {Chat._meta.db_table} c ON c.id = m.chat_id
+  LEFT JOIN {Message._meta.db_table} q ON q.id = m.reply_to_id
+ WHERE m.id IN (SELECT id FROM turns)
+UNION ALL
+SELECT 1, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.document_id AS text), NULL, r.created_at,
+       r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
+       r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, NULL, NULL, NULL, r.alterations
+  FROM {MessageCitation._meta.db_table} r
+ WHERE r.message_id IN (SELECT id FROM turns)
+UNION ALL
+SELECT 2, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.opinion_id AS text), NULL, r.created_at,
+       r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
+       r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, o.provider, NULL, NULL, r.alterations
+  FROM {MessageCaselawCitation._meta.db_table} r
+  LEFT JOIN {CaselawOpinion._meta.db_table} o ON o.id = r.opinion_id
+ WHERE r.message_id IN (SELECT id FROM turns)
+UNION ALL
+SELECT 3, CAST(r.id AS text), CAST(r.message_id AS text), NULL, NULL, r.created_at,
+       r.position, NULL, NULL, NULL,
+       r.source_kind, r.tool, r.provider, r.label, r.subtitle, r.url, r.external_ref, NULL
+  FROM {MessageToolSource._meta.db_table} r
+ WHERE r.message_id IN (SELECT id FROM turns)
+UNION ALL
+SELECT 4, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.opinion_id AS text), NULL, r.created_at,
+       r.answer_offset_start, r.answer_offset_end, NULL, NULL,
+       r.kind, r.citation, r.case_name, r.status, r.detail, r.provider, NULL, NULL
+  FROM {MessageCaseCitation._meta.db_table} r
+ WHERE r.message_id IN (SELECT id FROM turns)
+ORDER BY tag, id
+"""  # noqa: S608 - table names from the models' _meta, values as parameters
+
+
+def id_text(value: str | None) -> str | None:
+    """An id as sealed (canonical hyphenated form), from its text: PostgreSQL's (already canonical) or the
+    32 hex digits of SQLite's."""
+    if value is None or len(value) == 36:
+        return value
+    return str(UUID(value))
+
+
+def _timestamp(value: Any) -> str | None:
+    """A timestamp as sealed, from what the backend returns (an aware datetime, or SQLite's naive UTC text)."""
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    if value is not None and value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    return iso(value)
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _fact_row(values: Sequence[Any]) -> dict[str, Any]:
+    """One row of :data:`_FACTS_SQL` (tags 1-4) as ``lqai_verify.record`` fields."""
+    tag, row_id, message_id, u3, _, created_at, i1, i2, i3, f1, t1, t2, t3, t4, t5, t6, t7, j1 = values
+    row: dict[str, Any] = {
+        "table": record.ROW_TABLES[tag - 1],
+        "id": id_text(row_id),
+        "message": id_text(message_id),
+        "created_at": _timestamp(created_at),
     }
+    if tag in (1, 2):
+        row.update({"document": id_text(u3)} if tag == 1 else {"opinion": id_text(u3), "opinion_provider": t5})
+        row.update(
+            {
+                "position": i1,
+                "quote": t1,
+                "offset_start": i2,
+                "offset_end": i3,
+                "method": t2,
+                "confidence": f1,
+                "unverified_reason": t3,
+                "passage_sha256": t4,
+                "alterations": _json(j1),
+            }
+        )
+    elif tag == 3:
+        row.update(zip(record.ROW_FIELDS[record.TOOL][4:], (i1, t1, t2, t3, t4, t5, t6, t7), strict=True))
+    else:
+        row.update(zip(record.ROW_FIELDS[record.CASE][4:], (i1, i2, t1, t2, t3, t4, t5, id_text(u3), t6), strict=True))
+    return row
 
 
-_QUOTE_COLUMNS = (
-    "id",
-    "message_id",
-    "created_at",
-    "position",
-    "quote",
-    "source_offset_start",
-    "source_offset_end",
-    "verification_method",
-    "verification_confidence",
-    "unverified_reason",
-    "passage_sha256",
-    "alterations",
-)
-
-
-def turn_facts(message_ids: Iterable[UUID | str] | QuerySet[Any, Any]) -> dict[str, TurnFacts]:
-    """The facts of the given assistant messages (ids, or a query of ids, which each table's query then
-    reads as a subquery), by message id (str): one query per table. Rows are in the order of their table in
+def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
+    """The facts of the given assistant messages, by message id (str): one query (:data:`_FACTS_SQL`),
+    whatever the number of turns. Rows are in the order of their table in
     :data:`lqai_verify.record.ROW_TABLES`, then by id."""
-    ids: Any = message_ids if isinstance(message_ids, QuerySet) else [UUID(str(i)) for i in message_ids]
+    pk = Message._meta.get_field("id")
+    ids = [pk.get_db_prep_value(UUID(str(i)), connection) for i in dict.fromkeys(str(i) for i in message_ids)]
     facts: dict[str, TurnFacts] = {}
-    messages = Message.objects.filter(pk__in=ids).values_list(
-        "id",
-        "chat_id",
-        "chat__project_id",
-        "reply_to_id",
-        "reply_to__content",
-        "content",
-        "status",
-        "verdict",
-        "finalized_at",
-        "model_name",
-    )
-    for (
-        message_id,
-        chat_id,
-        project_id,
-        question_id,
-        question,
-        answer,
-        status,
-        verdict,
-        finalized_at,
-        model,
-    ) in messages.order_by():
-        turn: dict[str, Any] = {
-            "message": _id(message_id),
-            "chat": _id(chat_id),
-            "project": _id(project_id),
-            "question_message": _id(question_id),
-            "question": question,
-            "answer_sha256": record.text_sha256(answer),
-            "status": status,
-            "verdict": verdict,
-            "finalized_at": iso(finalized_at),
-            "model_name": model,
-        }
-        facts[turn["message"]] = TurnFacts(turn=turn, answer=answer)
-    if not facts:
+    if not ids:
         return facts
-    for values in (
-        MessageCitation.objects.filter(message_id__in=ids).order_by("id").values_list(*_QUOTE_COLUMNS, "document_id")
-    ):
-        row = _quote(record.KB, values[:-1], {"document": _id(values[-1])})
-        facts[row["message"]].rows.append(row)
-    for values in (
-        MessageCaselawCitation.objects.filter(message_id__in=ids)
-        .order_by("id")
-        .values_list(*_QUOTE_COLUMNS, "opinion_id", "opinion__provider")
-    ):
-        row = _quote(record.CASELAW, values[:-2], {"opinion": _id(values[-2]), "opinion_provider": values[-1]})
-        facts[row["message"]].rows.append(row)
-    tool_columns = ("id", "message_id", "created_at", "position", "source_kind", "tool", "provider", "label")
-    for values in (
-        MessageToolSource.objects.filter(message_id__in=ids)
-        .order_by("id")
-        .values_list(*tool_columns, "subtitle", "url", "external_ref")
-    ):
-        row_id, message_id, created_at, *rest = values
-        row = {"table": record.TOOL, "id": _id(row_id), "message": _id(message_id), "created_at": iso(created_at)}
-        row.update(zip(record.ROW_FIELDS[record.TOOL][4:], rest, strict=True))
-        facts[row["message"]].rows.append(row)
-    case_columns = ("id", "message_id", "created_at", "answer_offset_start", "answer_offset_end", "kind", "citation")
-    for values in (
-        MessageCaseCitation.objects.filter(message_id__in=ids)
-        .order_by("id")
-        .values_list(*case_columns, "case_name", "status", "detail", "opinion_id", "provider")
-    ):
-        row_id, message_id, created_at, *rest = values
-        row = {"table": record.CASE, "id": _id(row_id), "message": _id(message_id), "created_at": iso(created_at)}
-        row.update(zip(record.ROW_FIELDS[record.CASE][4:], rest, strict=True))
-        row["opinion"] = _id(row["opinion"])
-        facts[row["message"]].rows.append(row)
+    with connection.cursor() as cursor:
+        cursor.execute(_FACTS_SQL.format(turns=", ".join(["(%s)"] * len(ids))), ids)
+        rows = cursor.fetchall()
+    for values in rows:
+        if values[0] == 0:
+            _, chat_id, message_id, project_id, question_id, finalized_at, *_ = values
+            question, answer, status, verdict, model = values[10:15]
+            turn: dict[str, Any] = {
+                "message": id_text(message_id),
+                "chat": id_text(chat_id),
+                "project": id_text(project_id),
+                "question_message": id_text(question_id),
+                "question": question,
+                "answer_sha256": record.text_sha256(answer),
+                "status": status,
+                "verdict": verdict,
+                "finalized_at": _timestamp(finalized_at),
+                "model_name": model,
+            }
+            facts[turn["message"]] = TurnFacts(turn=turn, answer=answer)
+        else:
+            row = _fact_row(values)
+            facts[row["message"]].rows.append(row)
     return facts
 
 
@@ -227,11 +250,42 @@ _MOVE_HEADS_SQL = (
     f"UPDATE {HEADS_TABLE} SET sequence = moved.column2, seal_sha256 = moved.column3 "  # noqa: S608
     f"FROM (VALUES {{values}}) AS moved WHERE {HEADS_TABLE}.chain = moved.column1"
 )
-# PostgreSQL: bounds the wait for the head row for the rest of the (sub)transaction; returns the bound before.
-_BOUND_LOCK_SQL = (
-    "SELECT old.lock_timeout, set_config('lock_timeout', %(limit)s, true) "
-    "FROM (SELECT current_setting('lock_timeout') AS lock_timeout OFFSET 0) AS old"
+# PostgreSQL: the seals' insert and the move of their heads (:data:`_MOVE_HEADS_SQL`) in one statement, which
+# also puts the lock bound set by :data:`_BOUND_LOCK_HEADS_SQL` back; returns each seal's id.
+_WRITE_SEALS_SQL = f"""
+WITH sealed AS (
+    INSERT INTO {TurnSeal._meta.db_table} ({{columns}}) VALUES {{seals}}
+    RETURNING id, CAST(message_id AS text) AS message_id, finalize_number
+), moved AS (
+    {{move}} RETURNING 1
 )
+SELECT id, message_id, finalize_number, set_config('lock_timeout', %s, true) FROM sealed
+"""  # noqa: S608 - table and column names from the model's _meta, values as parameters
+# PostgreSQL: the lock of the head rows in one round trip with what sealing needs before it. ``bound`` bounds
+# the wait for the head rows for the rest of the (sub)transaction (``set_config(..., true)`` is ``SET LOCAL``)
+# and keeps the bound before, to put back; the upsert (as above, sorted) reads from ``bound``, so the bound is
+# set before the first head is locked; ``sealed`` counts the seals each turn already has (its finalize number
+# is one more). Rows: ('head', chain, sequence, digest), ('sealed', message id, count, NULL),
+# ('lock_timeout', the bound before, NULL, NULL).
+_BOUND_LOCK_HEADS_SQL = f"""
+WITH bound AS (
+    SELECT old.lock_timeout, set_config('lock_timeout', %s, true) AS lock_timeout_now
+      FROM (SELECT current_setting('lock_timeout') AS lock_timeout OFFSET 0) AS old
+), heads AS (
+    INSERT INTO {HEADS_TABLE} (chain, sequence, seal_sha256, project_id, chat_id)
+    SELECT chains.chain, 0, '', chains.project_id, chains.chat_id
+      FROM (VALUES {{chains}}) AS chains (chain, project_id, chat_id) CROSS JOIN bound
+     ORDER BY chains.chain
+    ON CONFLICT (chain) DO UPDATE SET sequence = {HEADS_TABLE}.sequence
+    RETURNING chain, sequence, seal_sha256
+)
+SELECT 'head', chain, sequence, seal_sha256 FROM heads
+UNION ALL
+SELECT 'sealed', CAST(message_id AS text), COUNT(*), NULL FROM {TurnSeal._meta.db_table}
+ WHERE message_id IN ({{messages}}) GROUP BY message_id
+UNION ALL
+SELECT 'lock_timeout', lock_timeout, NULL, NULL FROM bound
+"""  # noqa: S608 - table names from the models' _meta, values as parameters
 
 
 def _owner(turn: dict[str, Any]) -> tuple[Any, Any]:
@@ -253,9 +307,10 @@ def seal_turn(*, message_id: UUID | str, late: bool = False) -> TurnSeal:
 def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSeal]:
     """Seal each turn's facts (as read by :func:`turn_facts`), in the order given, as the next seals of their
     chains; all or nothing, in a savepoint of the caller's transaction. A constant number of queries whatever
-    the number of turns: the seals' finalize numbers, one upsert locking every chain head concerned (sorted by
-    chain), one insert of the seals, one update of the heads. On PostgreSQL the wait for the heads is bounded by
-    ``LQAI_LEDGER_TIMEOUT``. Raises ``ValueError`` if a turn is not finalized."""
+    the number of turns: one upsert locking every chain head concerned (sorted by chain) that also reads the
+    seals' finalize numbers, one insert of the seals, one update of the heads. On PostgreSQL the wait for the
+    heads is bounded by ``LQAI_LEDGER_TIMEOUT``, set in the statement that locks them and put back in the one
+    that moves them. Raises ``ValueError`` if a turn is not finalized."""
     for facts in turns:
         if facts.turn["finalized_at"] is None:
             raise ValueError(f"message {facts.turn['message']} is not a finalized turn")
@@ -264,24 +319,44 @@ def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSe
     chains = sorted({facts.chain for facts in turns})
     fingerprint = keys.current_fingerprint()
     private_key = keys.signing_key()
+    owners = {facts.chain: _owner(facts.turn) for facts in turns}
+    messages = list(dict.fromkeys(UUID(facts.turn["message"]) for facts in turns))
     with transaction.atomic(), connection.cursor() as cursor:
-        finalized_before = dict(
-            TurnSeal.objects.filter(message_id__in=[facts.turn["message"] for facts in turns])
-            .order_by()
-            .values("message_id")
-            .annotate(count=Count("id"))
-            .values_list("message_id", "count")
-        )
         bounded = connection.vendor == "postgresql"
+        heads: dict[str, tuple[int, str]] = {}
+        finalized_before: dict[UUID, int] = {}
         if bounded:
-            cursor.execute(_BOUND_LOCK_SQL, {"limit": f"{max(1, round(settings.LQAI_LEDGER_TIMEOUT * 1000))}ms"})
-            old_lock_timeout = cursor.fetchone()[0]
-        owners = {facts.chain: _owner(facts.turn) for facts in turns}
-        cursor.execute(
-            _LOCK_HEADS_SQL.format(values=", ".join(["(%s, 0, '', %s, %s)"] * len(chains))),
-            [value for chain in chains for value in (chain, *owners[chain])],
-        )
-        heads = {chain: (int(sequence), digest) for chain, sequence, digest in cursor.fetchall()}
+            cursor.execute(
+                _BOUND_LOCK_HEADS_SQL.format(
+                    chains=", ".join(["(%s, CAST(%s AS uuid), CAST(%s AS uuid))"] * len(chains)),
+                    messages=", ".join(["%s"] * len(messages)),
+                ),
+                [
+                    f"{max(1, round(settings.LQAI_LEDGER_TIMEOUT * 1000))}ms",
+                    *(value for chain in chains for value in (chain, *owners[chain])),
+                    *messages,
+                ],
+            )
+            for kind, key, number, digest in cursor.fetchall():
+                if kind == "head":
+                    heads[key] = (int(number), digest)
+                elif kind == "sealed":
+                    finalized_before[UUID(key)] = int(number)
+                else:
+                    old_lock_timeout = key
+        else:
+            finalized_before = dict(
+                TurnSeal.objects.filter(message_id__in=messages)
+                .order_by()
+                .values("message_id")
+                .annotate(count=Count("id"))
+                .values_list("message_id", "count")
+            )
+            cursor.execute(
+                _LOCK_HEADS_SQL.format(values=", ".join(["(%s, 0, '', %s, %s)"] * len(chains))),
+                [value for chain in chains for value in (chain, *owners[chain])],
+            )
+            heads = {chain: (int(sequence), digest) for chain, sequence, digest in cursor.fetchall()}
         sealed_at = iso(timezone.now())
         created = []
         for facts in turns:
@@ -323,13 +398,29 @@ def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSe
             )
             heads[facts.chain] = (seal.sequence, seal.seal_sha256)
             created.append(seal)
-        TurnSeal.objects.bulk_create(created)
         moved = [value for chain in chains for value in (chain, heads[chain][0], heads[chain][1])]
         move = _MOVE_HEADS_SQL.format(values=", ".join(["(%s, CAST(%s AS BIGINT), %s)"] * len(chains)))
-        if bounded:  # the same statement puts the caller's lock_timeout back
-            move = f"WITH moved AS ({move} RETURNING 1) SELECT set_config('lock_timeout', %s, true)"
-            moved.append(old_lock_timeout)
-        cursor.execute(move, moved)
+        if not bounded:
+            TurnSeal.objects.bulk_create(created)
+            cursor.execute(move, moved)
+            return created
+        columns = [f for f in TurnSeal._meta.concrete_fields if not f.primary_key]
+        cursor.execute(
+            _WRITE_SEALS_SQL.format(
+                columns=", ".join(f.column for f in columns),
+                seals=", ".join([f"({', '.join(['%s'] * len(columns))})"] * len(created)),
+                move=move,
+            ),
+            [
+                *(f.get_db_prep_save(getattr(seal, f.attname), connection) for seal in created for f in columns),
+                *moved,
+                old_lock_timeout,
+            ],
+        )
+        ids = {(message_id, number): pk for pk, message_id, number, _ in cursor.fetchall()}
+        for seal in created:
+            seal.pk = ids[(str(seal.message_id), seal.finalize_number)]
+            seal._state.adding = False
     return created
 
 

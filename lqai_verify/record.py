@@ -97,9 +97,13 @@ ROW_FIELDS: dict[str, tuple[str, ...]] = {
 LEDGER_FIELDS = ("message", "chat", "project", "source_kind", "verification_status", "confidence", "provider")
 
 
+# One encoder for every call (``json.dumps`` with these options builds a new one each time).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(value: Any) -> bytes:
     """The canonical bytes of a JSON value: sorted keys, no whitespace, UTF-8, NaN refused."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return _CANONICAL.encode(value).encode()
 
 
 def sha256_hex(data: bytes) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from io import StringIO
 from typing import Any
 
@@ -374,6 +375,56 @@ def test_sixteen_concurrent_turns_of_one_matter_leave_an_intact_chain(
     result = verify_record()
     assert result.intact, [str(p) for p in result.problems]
     assert result.seals == 16
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_a_chain_head_locked_elsewhere_holds_the_turn_only_for_the_bound(
+    committed_matter_chat: tuple[APIClient, Chat], settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a matter whose chain head another connection holds locked for longer than the bound
+    settings.LQAI_LEDGER_TIMEOUT = 0.5
+    client, chat = committed_matter_chat
+    _turn(client, chat)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_head() -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT 1 FROM {SealChainHead._meta.db_table} WHERE chain = %s FOR UPDATE",
+                    [f"matter:{chat.project_id}"],
+                )
+                locked.set()
+                release.wait(timeout=20)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_the_head)
+    holder.start()
+    try:
+        assert locked.wait(timeout=10)
+        # When a turn is asked for
+        started = time.monotonic()
+        with caplog.at_level(logging.ERROR, logger="citations.receivers"):
+            answer = _turn(client, chat)
+        elapsed = time.monotonic() - started
+    finally:
+        release.set()
+        holder.join(timeout=30)
+
+    # Then it answers in about the bound, committed unsealed, the failure logged with the repair
+    assert elapsed < 0.5 + 3.0
+    assert not TurnSeal.objects.filter(message_id=answer["id"]).exists()
+    (logged,) = [r for r in caplog.records if r.name == "citations.receivers" and r.levelno == logging.ERROR]
+    assert answer["id"] in logged.getMessage()
+    assert "seal_turns" in logged.getMessage()
+    assert "lock timeout" in (logged.exc_text or "")
+    # and the caller's lock_timeout is what it was: the next turn seals, and seal_turns repairs the gap
+    _turn(client, chat)
+    assert seals.seal_late() == 1
+    assert verify()[0] == 0
 
 
 @pytest.mark.django_db
