@@ -156,7 +156,7 @@ def cpu_run(quotes: int = 1000, source_bytes: int = 1_000_000, passes: int = 3) 
     return best
 
 
-def compare(against: Path, rounds: int, quotes: int) -> dict[str, dict[str, float]]:
+def compare(against: Path, rounds: int, quotes: int, source_bytes: int) -> dict[str, dict[str, float]]:
     """Medians of ``rounds`` alternating :func:`cpu_run` processes of this build and of the checkout ``against``, on
     the same source and quotes, and each figure's ratio this build / the other."""
     here = Path(__file__).resolve().parent.parent
@@ -167,7 +167,7 @@ def compare(against: Path, rounds: int, quotes: int) -> dict[str, dict[str, floa
             # The script runs as a file, so ``chats`` comes from PYTHONPATH (that build) and the corpus from here.
             env = {**os.environ, "PYTHONPATH": str(tree)}
             out = subprocess.run(  # noqa: S603 - this interpreter, this script, fixed arguments
-                [sys.executable, __file__, "--cpu-json", "--quotes", str(quotes)],
+                [sys.executable, __file__, "--cpu-json", "--quotes", str(quotes), "--source-bytes", str(source_bytes)],
                 env=env,
                 check=True,
                 capture_output=True,
@@ -184,13 +184,14 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another checkout of the project to compare with")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quotes", type=int, default=1000)
+    parser.add_argument("--source-bytes", type=int, default=1_000_000)
     parser.add_argument("--cpu-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cpu_json:
-        print(json.dumps(cpu_run(quotes=args.quotes)))
+        print(json.dumps(cpu_run(quotes=args.quotes, source_bytes=args.source_bytes)))
         return
     if args.against is not None:
-        table = compare(args.against.resolve(), args.rounds, args.quotes)
+        table = compare(args.against.resolve(), args.rounds, args.quotes, args.source_bytes)
         print(f"{'metric':<18}  {'this':>12}  {'other':>12}  {'ratio':>6}")
         for name in table["this"]:
             this, other, ratio = table["this"][name], table["other"][name], table["ratio"][name]
