@@ -2,12 +2,23 @@
 
 Not a test: run ``.venv/bin/python -m benchmarks.verification_bench`` to print a table (wall-clock figures, then the
 ``cpu_`` figures of :func:`cpu_run`, the ones to compare between builds). Standard library only.
+
+``--against TREE`` compares this build with another checkout of the project (e.g. ``git worktree add /tmp/vold
+d5621fc``): rounds of one process per build, alternating, each running :func:`cpu_run` with that build's
+``chats.verification`` on this build's corpus (the same source and the same quotes for both), then the medians and
+their ratios.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import random
 import re
+import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -145,7 +156,48 @@ def cpu_run(quotes: int = 1000, source_bytes: int = 1_000_000, passes: int = 3) 
     return best
 
 
+def compare(against: Path, rounds: int, quotes: int, source_bytes: int) -> dict[str, dict[str, float]]:
+    """Medians of ``rounds`` alternating :func:`cpu_run` processes of this build and of the checkout ``against``, on
+    the same source and quotes, and each figure's ratio this build / the other."""
+    here = Path(__file__).resolve().parent.parent
+    runs: dict[str, list[dict[str, float]]] = {"this": [], "other": []}
+    for i in range(rounds):
+        order = (("this", here), ("other", against)) if i % 2 == 0 else (("other", against), ("this", here))
+        for name, tree in order:
+            # The script runs as a file, so ``chats`` comes from PYTHONPATH (that build) and the corpus from here.
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            out = subprocess.run(  # noqa: S603 - this interpreter, this script, fixed arguments
+                [sys.executable, __file__, "--cpu-json", "--quotes", str(quotes), "--source-bytes", str(source_bytes)],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            runs[name].append(json.loads(out))
+    medians = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
+    ratio = {k: medians["this"][k] / medians["other"][k] for k in medians["this"]}
+    return {**medians, "ratio": ratio}
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", type=Path, help="another checkout of the project to compare with")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--quotes", type=int, default=1000)
+    parser.add_argument("--source-bytes", type=int, default=1_000_000)
+    parser.add_argument("--cpu-json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.cpu_json:
+        print(json.dumps(cpu_run(quotes=args.quotes, source_bytes=args.source_bytes)))
+        return
+    if args.against is not None:
+        table = compare(args.against.resolve(), args.rounds, args.quotes, args.source_bytes)
+        print(f"{'metric':<18}  {'this':>12}  {'other':>12}  {'ratio':>6}")
+        for name in table["this"]:
+            this, other, ratio = table["this"][name], table["other"][name], table["ratio"][name]
+            this_shown, other_shown = (f"{v:,.0f}" if v >= 1000 else f"{v:,.4f}" for v in (this, other))
+            print(f"{name:<18}  {this_shown:>12}  {other_shown:>12}  {ratio:>6.3f}")
+        return
     results = run()
     results.update({f"cpu_{name}": value for name, value in cpu_run().items()})
     width = max(len(name) for name in results)

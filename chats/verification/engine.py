@@ -126,6 +126,12 @@ def _judged(source: str, match: QuoteMatch) -> QuoteMatch:
     before = policy.limits_before(source, match.start)
     if before is not None:
         flags.append(ContextFlag(*before))
+    if not match.alterations:  # a verbatim quote: no omission at its edges to fill in
+        if not flags:
+            return match
+        return replace(
+            match, method=ALTERED, confidence=min(match.confidence, ALTERED_MAX_CONFIDENCE), flags=tuple(flags)
+        )
     alterations = list(match.alterations)
     for i, a in enumerate(alterations):
         if a.kind != ELLIPSIS or a.source_start != a.source_end:

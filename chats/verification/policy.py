@@ -437,16 +437,26 @@ def omission_alters(before: str, gap: str, after: str) -> str:
 
 
 # A limiting continuation right after a passage, in the same sentence (original text, case-insensitive).
+_LIMITING_PHRASES = """unless|except|excepting|but|if|only|provided|in part|so long as|as long as|when|whenever|where
+    |subject to|to the extent|until|absent|notwithstanding|save|however|not|never|other than|without|barring"""
+_LIMITING_MARKS = r"""[\s,;\u2014\u2013-]*['"\u201d\u2019)\]]*[\s,;\u2014\u2013-]*"""
 _LIMITING_AFTER = re.compile(
-    r"""[\s,;\u2014\u2013-]*['"\u201d\u2019)\]]*[\s,;\u2014\u2013-]*"""
-    r"(?P<words>unless|except|excepting|but|if|only|provided|in\s+part|so\s+long\s+as|as\s+long\s+as|when|whenever"
-    r"|where|subject\s+to|to\s+the\s+extent|until|absent|notwithstanding|save|however|not|never|other\s+than"
-    r"|without|barring)\b",
+    _LIMITING_MARKS
+    + r"(?P<words>"
+    + "|".join(r"\s+".join(phrase.split()) for phrase in _LIMITING_PHRASES.split("|"))
+    + r")\b",
     re.IGNORECASE,
 )
+# The word after those marks, and the first words of the phrases: most passages go on with some other word.
+_LIMITING_AFTER_NEXT = re.compile(_LIMITING_MARKS + r"([^\W\d_]+)")
+_LIMITING_AFTER_FIRST = frozenset(phrase.split()[0] for phrase in _LIMITING_PHRASES.split("|"))
 _LIMITING_BEFORE = _set("only solely exclusively merely except unless")
 # How many words of its clause before a passage may hold the negation or limiting word that governs it.
 _WORDS_BEFORE = 5
+# Those words as bytes, and a table that keeps the lower-case ASCII letters and makes every other byte a space:
+# :func:`_may_limit_before`.
+_LIMIT_WORDS = frozenset(w.encode() for w in NEGATIONS | _LIMITING_BEFORE | {"cannot"})
+_LETTERS_ONLY = bytes(b if 0x61 <= b <= 0x7A else 0x20 for b in range(256))
 _UP_TO_LAST_CLAUSE_MARK = re.compile(r""".*(?:[;!?()"\u201c\u201d]|[.,:](?!\d)|\n\s*\n)""", re.DOTALL)
 _SENTENCE_CLOSE = re.compile(r"""[.?!]['"\u201d\u2019)\]]*\s*$""")
 
@@ -454,10 +464,32 @@ _SENTENCE_CLOSE = re.compile(r"""[.?!]['"\u201d\u2019)\]]*\s*$""")
 def limits_after(source: str, end: int) -> tuple[int, int] | None:
     """The span of a limiting word with which ``source`` goes on right after ``end`` in the same sentence, or
     None."""
-    if _SENTENCE_CLOSE.search(source[max(0, end - 4) : end]):
+    stop = min(len(source), end + 80)
+    # The pattern's phrases are tried one by one, so first a look at the word that comes next. Only an ASCII word is
+    # ruled out by its lower case: the pattern's case folding also matches `\u017f` to `s`.
+    following = _LIMITING_AFTER_NEXT.match(source, end, stop)
+    if following is None:
         return None
-    m = _LIMITING_AFTER.match(source, end, min(len(source), end + 80))
-    return None if m is None else m.span("words")
+    word = following.group(1)
+    if word.isascii() and word.lower() not in _LIMITING_AFTER_FIRST:
+        return None
+    m = _LIMITING_AFTER.match(source, end, stop)
+    if m is None or _SENTENCE_CLOSE.search(source[max(0, end - 4) : end]):
+        return None
+    return m.span("words")
+
+
+def _may_limit_before(tail: str) -> bool:
+    """Whether ``tail`` may hold a word :func:`limits_before` looks for: False only when it holds none.
+
+    A cheap test, so that the clause is cut out and split into words only for the few passages that have such a word
+    before them. One byte per character (any other than ASCII is `?`), lower-cased, every byte but a letter a space:
+    each word of the lower-cased ``tail`` that is one of those words keeps its letters and the non-letters around it,
+    so it is a word here too, and a word ending in `n't` (or `n\u2019t`) leaves `n't` (or `n?t`)."""
+    raw = tail.encode("ascii", "replace").lower()
+    if b"n't" in raw or b"n?t" in raw:
+        return True
+    return not _LIMIT_WORDS.isdisjoint(raw.translate(_LETTERS_ONLY).split())
 
 
 def limits_before(source: str, start: int, window: int = 60) -> tuple[str, int, int] | None:
@@ -467,6 +499,8 @@ def limits_before(source: str, start: int, window: int = 60) -> tuple[str, int, 
     tail = source[lo:start]
     if not tail.strip() or tail.rstrip()[-1:] in '.;:!?()"\u201c\u201d':
         return None  # the passage starts its clause: nothing of it comes before
+    if not _may_limit_before(tail):
+        return None
     last = _UP_TO_LAST_CLAUSE_MARK.match(tail)  # one pass: `.*` backs off to the last mark
     offset = lo + (last.end() if last is not None else 0)
     clause = source[offset:start].lower().replace("\u2019", "'")  # same length: offsets still hold
