@@ -118,6 +118,11 @@ class CitationLedgerEntry(AppendOnlyModel):
             models.Index(fields=["-created_at", "id"], name="ledger_created_idx"),
             # The trace API lists one chat's entries in turn order.
             models.Index(fields=["chat", "created_at"], name="ledger_chat_created_idx"),
+            # The admin changelist's filters (citations.admin), each listing its newest entries first, and their
+            # capped count (a LIMIT over the same index): one index range per filter value, whatever the size.
+            models.Index(fields=["verification_status", "-created_at", "id"], name="ledger_status_created_idx"),
+            models.Index(fields=["source_kind", "-created_at", "id"], name="ledger_kind_created_idx"),
+            models.Index(fields=["provider", "-created_at", "id"], name="ledger_provider_created_idx"),
         ]
         constraints = [
             # An entry indexes exactly one underlying row, or it is not traceable.
