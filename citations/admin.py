@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -281,11 +281,32 @@ class CappedCountPaginator(Paginator):
         super().__init__(object_list, per_page, **kwargs)
         self.cap = cap
 
+    def page(self, number: Any) -> Page[Any]:
+        # Django's Paginator.page(), but the rows are read by selectors.page_of (keys first, then rows).
+        if not isinstance(self.object_list, QuerySet):
+            return super().page(number)
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        top = bottom + self.per_page
+        if top + self.orphans >= self.count:
+            top = self.count
+        return Page(selectors.page_of(self.object_list, bottom=bottom, top=top), number, self)
+
     @cached_property
     def count(self) -> int:
         if isinstance(self.object_list, QuerySet):
             return selectors.capped_count(self.object_list, cap=self.cap)
         return min(len(self.object_list), self.cap + 1)
+
+
+class LedgerChangeList(ChangeList):
+    """Reads a single page (or "show all") by ``selectors.page_of`` too, where Django's ChangeList reads the
+    filtered queryset whole in one query with its joins."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        if isinstance(self.result_list, QuerySet):
+            self.result_list = selectors.page_of(self.queryset, bottom=0, top=self.result_count, whole=True)
 
 
 # The source rows a changelist row names (what was cited), joined in without their text; search matches in them.
@@ -320,7 +341,7 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
     )
     list_filter = (SourceKindFilter, VerificationStatusFilter, ProviderFilter)
     date_hierarchy = "created_at"
-    # An id is looked up by equality in each of these columns, every one indexed (UUIDSearchAdmin).
+    # An id is looked up by equality in each of these columns, every one indexed (get_search_results).
     search_fields = (
         "id",
         "chat_id",
@@ -399,8 +420,14 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
         an opinion: those small tables are searched first, then the entries by the keys of the rows that quote or
         cite them (``selectors.rows_citing``: bounded lookups through indexes, never a text match over entries)."""
         term = search_term.strip()
-        if not term or _is_uuid(term):
-            return super().get_search_results(request, queryset, search_term)
+        if not term:
+            return queryset, False
+        if _is_uuid(term):
+            # The column that holds the id first, then the entries by that column alone: served by its own index
+            # in date order, where an OR over every id column would be sorted whole or walked in date order.
+            value = uuid.UUID(term)
+            column = selectors.id_column(queryset, value, columns=tuple(self.get_search_fields(request)))
+            return (queryset.none() if column is None else queryset.filter(**{column: value})), False
         documents = Document.objects.all()
         if not request.user.is_superuser:
             documents = documents.filter(project__in=projects_visible_to(request.user).values("pk"))
@@ -413,6 +440,9 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
                 level=messages.WARNING,
             )
         return rows.entries(queryset), False
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return LedgerChangeList
 
     def get_paginator(
         self,

@@ -235,6 +235,30 @@ def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[Citat
 # --- The admin changelist's bounded reads (issue 25: constant in the ledger's size) --------------------------------
 
 
+def page_of(queryset: QuerySet[Any], *, bottom: int, top: int, whole: bool = False) -> list[Any]:
+    """Rows ``bottom:top`` of ``queryset`` in its order, in two queries: first their keys alone, then the
+    rows with their joins by those keys. A page's joins are then made for its rows only: in one query the
+    planner, to join only as many rows as a page has, prefers walking the order's index (every entry, in
+    date order) and testing each against the filter, which for a filter matching a thousand old entries
+    reads nearly the whole index. ``whole``: the rows are all of ``queryset`` (it has at most ``top``), so
+    their keys are read in no order, through the filter's index."""
+    keys_of = queryset.order_by() if whole else queryset
+    keys = list(keys_of.values_list("pk", flat=True)[bottom:top])
+    return list(queryset.filter(pk__in=keys)) if keys else []
+
+
+def id_column(queryset: QuerySet[Any], value: UUID, *, columns: tuple[str, ...]) -> str | None:
+    """Which of ``columns`` holds ``value`` in some row of ``queryset`` (the first, in their order), or None:
+    one query of equalities, OR-ed (a ``BitmapOr`` of their indexes), that stops at the first row."""
+    condition = Q()
+    for column in columns:
+        condition |= Q(**{column: value})
+    rows = list(queryset.filter(condition).order_by().values(*columns)[:1])
+    if not rows:
+        return None
+    return next(column for column in columns if rows[0][column] == value)
+
+
 def capped_count(queryset: QuerySet[Any], *, cap: int) -> int:
     """The number of rows of ``queryset``, up to ``cap + 1`` (``cap + 1`` means "more than ``cap``"): a
     ``COUNT(*)`` over a ``LIMIT cap + 1`` subquery, so it reads at most that many index entries whatever the
@@ -306,17 +330,19 @@ def rows_citing(term: str, *, documents: QuerySet[Document], cap: int) -> Citing
     user sees), and the quotes and case citations of opinions whose case name or citation contains it (case
     does not matter). The small tables (documents, opinions) are searched by text; the per-turn tables only
     by those rows' keys, through their foreign-key indexes; each lookup reads at most ``cap`` rows."""
-    document_ids = list(documents.filter(title__icontains=term).values_list("pk", flat=True)[:cap])
+    # Unordered (.order_by()): any ``cap`` rows, through the foreign-key index, not a sort of every match.
+    document_ids = list(documents.filter(title__icontains=term).order_by().values_list("pk", flat=True)[:cap])
     opinion_ids = list(
-        CaselawOpinion.objects.filter(Q(case_name__icontains=term) | Q(citation__icontains=term)).values_list(
-            "pk", flat=True
-        )[:cap]
+        CaselawOpinion.objects.filter(Q(case_name__icontains=term) | Q(citation__icontains=term))
+        .order_by()
+        .values_list("pk", flat=True)[:cap]
     )
 
     def keys(model: type[Model], column: str, parents: list[UUID]) -> list[UUID]:
         if not parents:
             return []
-        return list(model._default_manager.filter(**{f"{column}__in": parents}).values_list("pk", flat=True)[:cap])
+        found = model._default_manager.filter(**{f"{column}__in": parents}).order_by().values_list("pk", flat=True)
+        return list(found[:cap])
 
     kb = keys(MessageCitation, "document", document_ids)
     caselaw = keys(MessageCaselawCitation, "opinion", opinion_ids)

@@ -37,9 +37,9 @@ def _ledger_queries(client: Client, **query: str) -> list[str]:
 
 
 def _page_query(queries: list[str]) -> str:
-    """The query of the page's rows: ordered newest first, not an aggregate."""
-    pages = [sql for sql in queries if "ORDER BY" in sql and "COUNT(" not in sql and "MIN(" not in sql]
-    assert len(pages) == 1, pages
+    """The query of the page's keys (its rows are then read by those keys)."""
+    pages = [sql for sql in queries if sql.startswith(f'SELECT "{LEDGER}"."id" AS "pk"')]
+    assert len(pages) == 1, queries
     return pages[0]
 
 
@@ -137,16 +137,26 @@ def test_a_staff_users_fixed_range_starts_at_their_first_chat(client: Client, mo
     assert years == [str(year) for year in range(2024, timezone.now().year + 1)]
 
 
+def _id_lookup(queries: list[str]) -> str:
+    """The query that finds which id column holds the searched id."""
+    lookups = [sql for sql in queries if f'"{LEDGER}"."message_case_citation_id" = ' in sql and "LIMIT 1" in sql]
+    assert len(lookups) == 1, queries
+    return lookups[0]
+
+
 def test_a_search_by_id_is_an_equality_on_each_id_column(admin_client: Client) -> None:
     message = factories.assembled_turn()
     entry = CitationLedgerEntry.objects.filter(message=message).first()
     assert entry is not None
 
-    for term in (message.pk, entry.pk, entry.source_row_id):
-        page = _page_query(_ledger_queries(admin_client, q=str(term)))
-        assert "LIKE" not in page.upper()
-        for column in ("id", "message_id", "chat_id", "project_id", "message_citation_id", "message_tool_source_id"):
-            assert re.search(rf'"{LEDGER}"\."{column}" = ', page), (column, page)
+    for term, column in ((message.pk, "message_id"), (entry.pk, "id"), (message.chat_id, "chat_id")):
+        queries = _ledger_queries(admin_client, q=str(term))
+        # Then one lookup compares the id with each id column, and the page lists the entries by the one it is in
+        lookup = _id_lookup(queries)
+        for each in ("id", "message_id", "chat_id", "project_id", "message_citation_id", "message_tool_source_id"):
+            assert re.search(rf'"{LEDGER}"\."{each}" = ', lookup), (each, lookup)
+        assert not any("LIKE" in sql.upper() for sql in queries)
+        assert re.search(rf'WHERE "{LEDGER}"\."{column}" = ', _page_query(queries))
 
 
 def test_a_search_finds_an_entry_by_its_source_row_id_and_its_own_id(admin_client: Client) -> None:
@@ -195,16 +205,24 @@ def _plan(sql: str) -> str:
 @pytest.mark.parametrize(
     ("query", "index"),
     [
-        ({"verification_status": "unverified"}, "ledger_status_created_idx"),
-        ({"source_kind": "kb_document"}, "ledger_kind_created_idx"),
+        ({"verification_status": "exact_match"}, "ledger_status_created_idx"),
+        ({"source_kind": "caselaw"}, "ledger_kind_created_idx"),
         ({"provider": "courtlistener"}, "ledger_provider_created_idx"),
         ({}, "ledger_created_idx"),
-        ({"created_at__year": "2020"}, "ledger_created_idx"),
-        ({"created_at__year": "2020", "created_at__month": "2", "created_at__day": "3"}, "ledger_created_idx"),
+        ({"created_at__year": "{year}"}, "ledger_created_idx"),
+        (
+            {"created_at__year": "{year}", "created_at__month": "{month}", "created_at__day": "{day}"},
+            "ledger_created_idx",
+        ),
     ],
 )
-def test_each_filters_page_and_count_use_its_index(admin_client: Client, query: dict[str, str], index: str) -> None:
+def test_each_filters_page_and_count_use_its_index(
+    admin_client: Client, query: dict[str, str], index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(CitationLedgerEntryAdmin, "list_per_page", 1)  # pages, read in date order
     factories.assembled_turn()
+    today = timezone.localdate()
+    query = {key: value.format(year=today.year, month=today.month, day=today.day) for key, value in query.items()}
 
     queries = _ledger_queries(admin_client, **query)
 
@@ -229,8 +247,24 @@ def test_a_search_by_id_is_served_by_the_id_indexes(admin_client: Client) -> Non
     with connection.cursor() as cursor:
         cursor.execute("RESET enable_sort")  # the few entries an id finds are sorted, as on a large table
 
-    plan = _plan(_page_query(_ledger_queries(admin_client, q=str(message.pk))))
+    queries = _ledger_queries(admin_client, q=str(message.pk))
 
-    assert "BitmapOr" in plan, plan
-    assert "ledger_created_idx" not in plan, plan  # not a walk of every entry in date order
-    assert f"Seq Scan on {LEDGER}" not in plan, plan
+    lookup = _plan(_id_lookup(queries))
+    assert "BitmapOr" in lookup, lookup
+    for sql in queries:
+        plan = _plan(sql)
+        assert "ledger_created_idx" not in plan, plan  # not a walk of every entry in date order
+        assert f"Seq Scan on {LEDGER}" not in plan, plan
+
+
+@pytest.mark.postgres
+@pytest.mark.usefixtures("no_seqscan")
+def test_a_search_by_a_matters_id_walks_the_matters_index(admin_client: Client) -> None:
+    message = factories.assembled_turn()
+
+    queries = _ledger_queries(admin_client, q=str(message.chat.project_id))
+
+    keys = [sql for sql in queries if sql.startswith(f'SELECT "{LEDGER}"."id" AS "pk"')]
+    assert keys
+    plan = _plan(keys[0])
+    assert "ledger_project_created_idx" in plan, plan
