@@ -665,7 +665,8 @@ def admin_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         "Admin (13): for each size a fresh dataset with time-ordered keys and its ledger (the raw-SQL limit, each "
         "entry dated at its turn: a minute per turn from 2024-01-01), VACUUM ANALYZE, then each read through the "
         "Django test client as a superuser (the whole changelist response), warmed once, then alternating, "
-        f"median of {args.repeats}; build times: "
+        f"median of {args.repeats}; each size needs its own dataset, so the sizes are timed one after the other "
+        "(other work on the machine at each shows in the ratio); build times: "
         + ", ".join(f"{r.rows:,} rows {r.build_seconds:.0f} s" for r in runs)
         + ".",
     ]
