@@ -8,9 +8,12 @@ entries inline on the message's page, with the passage each quote points at read
 content layer at render time. An entry's own page shows the passage highlighted in the source
 text around it, with each alteration and omission of the quote marked in place and listed.
 
-Built for a table of millions of rows: the changelist joins only the chat and the message,
-never counts the whole table twice, computes no facets, searches by exact id only, and neither
-its filters nor its date hierarchy run ``SELECT DISTINCT`` over every entry.
+Built for a table of hundreds of millions of rows: every read of the changelist looks at a bounded
+number of rows. Each filter is served by an index in date order; the count stops at ``count_cap``
+("more than"); a page reads its keys first, then its rows with their joins; the date hierarchy takes
+MIN/MAX over at most ``date_span_cap`` matching rows, else offers a fixed range; an id is searched by
+equality, then listed through its column's index; words are searched in the small tables (documents,
+opinions) and the entries found by those rows' keys. No facets, no ``SELECT DISTINCT``.
 """
 
 from __future__ import annotations
