@@ -46,7 +46,12 @@ plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), 
 12. ``verify_ledger``'s check of the whole record against a plain ``SELECT`` of the same columns (goal: <= 2x),
     after ``seal_turns`` sealed the dataset's turns late (on the ledger items' data, or ``--rows`` of its own).
 
-``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10), ``seal`` (11-12); e.g.
+13. the ledger admin's changelist reads (``benchmarks.admin_bench``: first page, a status filter, a status with
+    no rows, search by an old message's id, the date hierarchy's year, search by a document title) at 100,000
+    and 1,000,000 entries (and 10,000,000 with ``--scale-10m``; goal: each <= 2 x from one size to the next).
+
+``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10), ``seal`` (11-12),
+``admin`` (13); e.g.
 ``make bench BENCH_ARGS="--items scale,retrieval"``.
 """
 
@@ -76,7 +81,7 @@ MEMORY_LIMIT_MB = 200.0
 MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
 TURN_SHARE_GOAL = 0.05
 CASE_CITATION_GOAL = 0.10
-ITEMS = ("ledger", "seal", "scale", "retrieval")
+ITEMS = ("ledger", "seal", "scale", "retrieval", "admin")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +111,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--scale-10m",
         action="store_true",
-        help="item 9 at 10,000,000 source rows too (over an hour and 100 GB of WAL: an idle server only)",
+        help="items 9 and 13 at 10,000,000 source rows too (over an hour and 100 GB of WAL: an idle server only)",
     )
     args = parser.parse_args(argv)
     if args.rows < 1_000 or args.repeats < 1 or args.turns < 1:
@@ -215,6 +220,11 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         rows += retrieval_rows
         notes += retrieval_notes
         title.append("retrieval at matter scale")
+    if "admin" in args.items:
+        admin_rows, admin_notes = admin_suite(args)
+        rows += admin_rows
+        notes += admin_notes
+        title.append("the ledger admin at scale")
     now = datetime.now(tz=UTC)
     context = {
         "title": f"## {now:%Y-%m-%d %H:%M} UTC: {', '.join(title)}",
@@ -615,6 +625,49 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         "uuid_generate_v7(). One run per size and kind, the kinds alternating which goes first; the server's "
         f"shared_buffers: {shared_buffers}; build times: "
         + ", ".join(f"{r.rows:,} {r.keys} {r.build_seconds:.0f} s" for r in runs)
+        + ".",
+    ]
+    return rows, notes
+
+
+def admin_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
+    """Item 13: the ledger changelist's reads at each size, and their growth."""
+    import itertools
+
+    from benchmarks import admin_bench
+
+    sizes = (*admin_bench.DEFAULT_SIZES, *((admin_bench.LARGE_SIZE,) if args.scale_10m else ()))
+    runs = admin_bench.run(sizes=sizes, repeats=args.repeats, step=step)
+    rows = [
+        Row(
+            "13",
+            f"admin: {name}, {run.entries:,} entries",
+            f"{ms:.0f} ms",
+            "(for the record)",
+            "-",
+        )
+        for run in runs
+        for name, ms in run.median_ms.items()
+    ]
+    for smaller, larger in itertools.pairwise(runs):
+        for name, ms in larger.median_ms.items():
+            growth = ms / smaller.median_ms[name]
+            rows.append(
+                Row(
+                    "13",
+                    f"admin: {name}, {larger.entries:,} / {smaller.entries:,} entries",
+                    f"{growth:.2f} x",
+                    f"<= {admin_bench.GROWTH_GOAL:.0f} x",
+                    _verdict(growth <= admin_bench.GROWTH_GOAL),
+                )
+            )
+    notes = [
+        "Admin (13): for each size a fresh dataset with time-ordered keys and its ledger (the raw-SQL limit, each "
+        "entry dated at its turn: a minute per turn from 2024-01-01), VACUUM ANALYZE, then each read through the "
+        "Django test client as a superuser (the whole changelist response), warmed once, then alternating, "
+        f"median of {args.repeats}; each size needs its own dataset, so the sizes are timed one after the other "
+        "(other work on the machine at each shows in the ratio); build times: "
+        + ", ".join(f"{r.rows:,} rows {r.build_seconds:.0f} s" for r in runs)
         + ".",
     ]
     return rows, notes

@@ -8,25 +8,31 @@ entries inline on the message's page, with the passage each quote points at read
 content layer at render time. An entry's own page shows the passage highlighted in the source
 text around it, with each alteration and omission of the quote marked in place and listed.
 
-Built for a table of millions of rows: the changelist joins only the chat and the message,
-never counts the whole table twice, computes no facets, searches by exact id only, and neither
-its filters nor its date hierarchy run ``SELECT DISTINCT`` over every entry.
+Built for a table of hundreds of millions of rows: every read of the changelist looks at a bounded
+number of rows. Each filter is served by an index in date order; the count stops at ``count_cap``
+("more than"); a page reads its keys first, then its rows with their joins; the date hierarchy takes
+MIN/MAX over at most ``date_span_cap`` matching rows, else offers a fixed range; an id is searched by
+equality, then listed through its column's index; words are searched in the small tables (documents,
+opinions) and the entries found by those rows' keys. No facets, no ``SELECT DISTINCT``.
 """
 
 from __future__ import annotations
 
+import calendar
 import datetime
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import Max, Min, Model, Q, QuerySet
+from django.core.paginator import Page, Paginator
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import formats, timezone
+from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
@@ -34,7 +40,6 @@ from django.utils.text import capfirst
 from chats.admin import MatterScopedAdmin, MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
 from chats.models import (
     UNVERIFIED,
-    CaselawOpinion,
     Chat,
     Document,
     Message,
@@ -47,6 +52,7 @@ from chats.models import (
 from chats.models import (
     CaseCitationStatus as CaseStatus,
 )
+from chats.selectors import chats_visible_to, projects_visible_to
 from chats.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 from citations import passages, selectors
 from citations.models import PROVENANCE, CitationLedgerEntry, MatterPurge, SealChainHead, SourceKind, TurnSeal
@@ -61,22 +67,25 @@ _SOURCES: tuple[tuple[str, type[Model], str], ...] = (
 )
 
 
-def date_drilldown(cl: ChangeList) -> dict[str, Any]:
+def date_drilldown(
+    cl: ChangeList, *, fallback_from: Callable[[], datetime.datetime | None], cap: int
+) -> dict[str, Any]:
     """The context of ``admin/date_hierarchy.html`` for ``cl``, as Django's ``{% date_hierarchy %}``
-    builds it, but from the MIN and MAX of ``created_at`` (two index lookups) instead of a
-    ``SELECT DISTINCT`` over every matching entry (slow on a large ledger). It offers every
-    year, month or day between the first and the last matching entry."""
+    builds it, but from a bounded read (:func:`citations.selectors.created_at_span`) instead of a
+    ``SELECT DISTINCT`` over every matching entry: when few entries match, every year, month or day
+    between the first and the last of them (at most ``cap``); when more do, every one from ``fallback_from()``
+    to now."""
     field = str(cl.date_hierarchy)
     year, month, day = (cl.params.get(f"{field}__{part}") for part in ("year", "month", "day"))
 
     def link(filters: dict[str, object]) -> str:
         return cl.get_query_string(filters, [f"{field}__"])
 
-    span = cl.queryset.aggregate(first=Min(field), last=Max(field))
-    if span["first"] is None:
+    span = selectors.created_at_span(cl.queryset, fallback_from=fallback_from, cap=cap)
+    if span.first is None or span.last is None:
         # Nothing matches: no dates to offer, only the way back up if the user had drilled down.
         return {"show": bool(year), "back": {"link": link({}), "title": "All dates"}, "choices": []}
-    first, last = timezone.localtime(span["first"]), timezone.localtime(span["last"])
+    first, last = timezone.localtime(span.first), timezone.localtime(span.last)
     if not (year or month or day) and first.year == last.year:
         year = str(first.year)
         if first.month == last.month:
@@ -89,7 +98,11 @@ def date_drilldown(cl: ChangeList) -> dict[str, Any]:
             "choices": [{"title": capfirst(formats.date_format(chosen, "MONTH_DAY_FORMAT"))}],
         }
     if year and month:
-        days = [datetime.date(int(year), int(month), d) for d in range(first.day, last.day + 1)]
+        y, m = int(year), int(month)
+        # The span is the chosen month's own when exact; a wider fixed range is clamped to the month.
+        from_day = first.day if (first.year, first.month) == (y, m) else 1
+        to_day = last.day if (last.year, last.month) == (y, m) else calendar.monthrange(y, m)[1]
+        days = [datetime.date(y, m, d) for d in range(from_day, to_day + 1)]
         return {
             "show": True,
             "back": {"link": link({f"{field}__year": year}), "title": year},
@@ -102,7 +115,10 @@ def date_drilldown(cl: ChangeList) -> dict[str, Any]:
             ],
         }
     if year:
-        months = [datetime.date(int(year), m, 1) for m in range(first.month, last.month + 1)]
+        y = int(year)
+        from_month = first.month if first.year == y else 1
+        to_month = last.month if last.year == y else 12
+        months = [datetime.date(y, m, 1) for m in range(from_month, to_month + 1)]
         return {
             "show": True,
             "back": {"link": link({}), "title": "All dates"},
@@ -260,6 +276,42 @@ class ProviderFilter(_FixedValuesFilter):
         }
 
 
+class CappedCountPaginator(Paginator):
+    """Counts at most ``cap + 1`` rows (``COUNT(*)`` over a ``LIMIT``), never every matching entry: the
+    changelist shows "more than ``cap``", and its pages stop there (a filter or a search narrows further)."""
+
+    def __init__(self, object_list: Any, per_page: int, *, cap: int, **kwargs: Any) -> None:
+        super().__init__(object_list, per_page, **kwargs)
+        self.cap = cap
+
+    def page(self, number: Any) -> Page[Any]:
+        # Django's Paginator.page(), but the rows are read by selectors.page_of (keys first, then rows).
+        if not isinstance(self.object_list, QuerySet):
+            return super().page(number)
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        top = bottom + self.per_page
+        if top + self.orphans >= self.count:
+            top = self.count
+        return Page(selectors.page_of(self.object_list, bottom=bottom, top=top), number, self)
+
+    @cached_property
+    def count(self) -> int:
+        if isinstance(self.object_list, QuerySet):
+            return selectors.capped_count(self.object_list, cap=self.cap)
+        return min(len(self.object_list), self.cap + 1)
+
+
+class LedgerChangeList(ChangeList):
+    """Reads a single page (or "show all") by ``selectors.page_of`` too, where Django's ChangeList reads the
+    filtered queryset whole in one query with its joins."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        if isinstance(self.result_list, QuerySet):
+            self.result_list = selectors.page_of(self.queryset, bottom=0, top=self.result_count, whole=True)
+
+
 # The source rows a changelist row names (what was cited), joined in without their text; search matches in them.
 _CITED_ROWS = (
     "message_citation__document",
@@ -292,10 +344,25 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
     )
     list_filter = (SourceKindFilter, VerificationStatusFilter, ProviderFilter)
     date_hierarchy = "created_at"
-    search_fields = ("chat_id", "message_id", "project_id")
-    search_help_text = (
-        "An exact chat, message or project id (UUID), or words of a document title, a case name or a citation."
+    # An id is looked up by equality in each of these columns, every one indexed (get_search_results).
+    search_fields = (
+        "id",
+        "chat_id",
+        "message_id",
+        "project_id",
+        "message_citation_id",
+        "message_caselaw_citation_id",
+        "message_tool_source_id",
+        "message_case_citation_id",
     )
+    search_help_text = (
+        "An exact entry, chat, message, project or source row id (UUID), or words of a document title, or of the "
+        "name or citation of a case in the caselaw."
+    )
+    # Each read of the changelist looks at a bounded number of rows, whatever the ledger's size (issue 25):
+    count_cap = 10_000  # entries counted before the count says "more than"
+    date_span_cap = 1_000  # matching entries whose own dates the date hierarchy offers
+    search_cap = 1_000  # documents, opinions, and quotes or citations of them, a text search looks up
     list_select_related = ("chat", "message", *_CITED_ROWS)
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
@@ -339,7 +406,9 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
         response = super().changelist_view(request, extra_context)
         context = getattr(response, "context_data", None)  # a redirect (bad lookup parameters) has none
         if isinstance(response, TemplateResponse) and context and "cl" in context:
-            context["ledger_date_hierarchy"] = date_drilldown(context["cl"])
+            context["ledger_date_hierarchy"] = date_drilldown(
+                context["cl"], fallback_from=lambda: self._first_possible(request), cap=self.date_span_cap
+            )
         return response
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CitationLedgerEntry]:
@@ -349,27 +418,53 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[CitationLedgerEntry], search_term: str
     ) -> tuple[QuerySet[CitationLedgerEntry], bool]:
-        """An id (UUID) matches exactly, as everywhere in the admin; other words match, case-insensitively, the
-        title of a document quoted, the name or citation of an opinion quoted or of a case cited (as found, or
-        as the answer wrote it). The documents and opinions are looked up first (small tables), the entries
-        by their rows' keys."""
+        """An id (UUID) matches exactly, as everywhere in the admin, in each id column (indexed). Other words match,
+        case-insensitively, the title of a document (of the matters the user sees) or the case name or citation of
+        an opinion: those small tables are searched first, then the entries by the keys of the rows that quote or
+        cite them (``selectors.rows_citing``: bounded lookups through indexes, never a text match over entries)."""
         term = search_term.strip()
-        if not term or _is_uuid(term):
-            return super().get_search_results(request, queryset, search_term)
-        documents = Document.objects.filter(title__icontains=term).values("pk")
-        opinions = CaselawOpinion.objects.filter(Q(case_name__icontains=term) | Q(citation__icontains=term)).values(
-            "pk"
+        if not term:
+            return queryset, False
+        if _is_uuid(term):
+            # The column that holds the id first, then the entries by that column alone: served by its own index
+            # in date order, where an OR over every id column would be sorted whole or walked in date order.
+            value = uuid.UUID(term)
+            column = selectors.id_column(queryset, value, columns=tuple(self.get_search_fields(request)))
+            return (queryset.none() if column is None else queryset.filter(**{column: value})), False
+        documents = Document.objects.all()
+        if not request.user.is_superuser:
+            documents = documents.filter(project__in=projects_visible_to(request.user).values("pk"))
+        rows = selectors.rows_citing(term, documents=documents, cap=self.search_cap)
+        if rows.truncated:
+            self.message_user(
+                request,
+                f"{term!r} matches more than {self.search_cap:,} documents, opinions or citations of them: "
+                "showing the entries of the first; a longer term narrows it.",
+                level=messages.WARNING,
+            )
+        return rows.entries(queryset), False
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return LedgerChangeList
+
+    def get_paginator(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[CitationLedgerEntry],
+        per_page: int,
+        orphans: int = 0,
+        allow_empty_first_page: bool = True,
+    ) -> CappedCountPaginator:
+        return CappedCountPaginator(
+            queryset, per_page, orphans=orphans, allow_empty_first_page=allow_empty_first_page, cap=self.count_cap
         )
-        return (
-            queryset.filter(
-                Q(message_citation__document__in=documents)
-                | Q(message_caselaw_citation__opinion__in=opinions)
-                | Q(message_case_citation__opinion__in=opinions)
-                | Q(message_case_citation__citation__iexact=term)
-                | Q(message_case_citation__case_name__icontains=term)
-            ),
-            False,
-        )
+
+    def _first_possible(self, request: HttpRequest) -> datetime.datetime | None:
+        # The earliest entry a user can see: the ledger's first (one index lookup) for a superuser; for staff, no
+        # earlier than their first chat (not revealing when other matters' entries began).
+        if request.user.is_superuser:
+            return selectors.first_entry_at()
+        return selectors.first_visible_chat_at(chats_visible_to(request.user))
 
     def _resolved(self, entry: CitationLedgerEntry) -> tuple[CitationLedgerEntry, selectors.PassageInContext | None]:
         # The entry page's fields read one resolved entry: one query, however many fields show it.

@@ -78,8 +78,11 @@ class CitationLedgerEntry(AppendOnlyModel):
     # Time-ordered (chats.ids): new entries append to the right edge of every index (docs/scale.md).
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # Deleting a matter deletes its chats and so their entries; cascading here
-    # too means no entry can ever point at a deleted project.
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    # too means no entry can ever point at a deleted project. Indexed by ledger_project_created_idx
+    # (project_id first), which serves the cascade and the admin's search by a matter's id.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False
+    )
     # Indexed by ledger_chat_created_idx (chat_id first), which serves lookups and cascades by chat: a
     # plain chat_id index would only cost every entry one more index write.
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="ledger_entries", db_index=False)
@@ -118,6 +121,13 @@ class CitationLedgerEntry(AppendOnlyModel):
             models.Index(fields=["-created_at", "id"], name="ledger_created_idx"),
             # The trace API lists one chat's entries in turn order.
             models.Index(fields=["chat", "created_at"], name="ledger_chat_created_idx"),
+            # The admin changelist's filters (citations.admin), each listing its newest entries first, and their
+            # capped count (a LIMIT over the same index): one index range per filter value, whatever the size.
+            models.Index(fields=["verification_status", "-created_at", "id"], name="ledger_status_created_idx"),
+            models.Index(fields=["source_kind", "-created_at", "id"], name="ledger_kind_created_idx"),
+            models.Index(fields=["provider", "-created_at", "id"], name="ledger_provider_created_idx"),
+            # The admin's search by a matter's id lists its entries newest first.
+            models.Index(fields=["project", "-created_at", "id"], name="ledger_project_created_idx"),
         ]
         constraints = [
             # An entry indexes exactly one underlying row, or it is not traceable.

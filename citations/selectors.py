@@ -11,15 +11,18 @@ verified; a digest, not content) tells whether the passage read now is still tha
 
 from __future__ import annotations
 
+import datetime
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Case, Expression, F, IntegerField, QuerySet, Value, When
+from django.db.models import Case, Count, Expression, F, IntegerField, Max, Min, Model, Q, QuerySet, Value, When
 from django.db.models.functions import Coalesce, Greatest, Substr
+from django.utils import timezone
 
-from chats.models import Chat
+from chats.models import CaselawOpinion, Chat, Document, MessageCaseCitation, MessageCaselawCitation, MessageCitation
 from chats.services import passage_sha256
 from citations.models import CitationLedgerEntry
 
@@ -227,3 +230,127 @@ def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[Citat
     if message_id is not None:
         entries = entries.filter(message_id=message_id)
     return with_sources(in_turn_order(entries))
+
+
+# --- The admin changelist's bounded reads (issue 25: constant in the ledger's size) --------------------------------
+
+
+def page_of(queryset: QuerySet[Any], *, bottom: int, top: int, whole: bool = False) -> list[Any]:
+    """Rows ``bottom:top`` of ``queryset`` in its order, in two queries: first their keys alone, then the
+    rows with their joins by those keys. A page's joins are then made for its rows only: in one query the
+    planner, to join only as many rows as a page has, prefers walking the order's index (every entry, in
+    date order) and testing each against the filter, which for a filter matching a thousand old entries
+    reads nearly the whole index. ``whole``: the rows are all of ``queryset`` (it has at most ``top``), so
+    their keys are read in no order, through the filter's index."""
+    keys_of = queryset.order_by() if whole else queryset
+    keys = list(keys_of.values_list("pk", flat=True)[bottom:top])
+    return list(queryset.filter(pk__in=keys)) if keys else []
+
+
+def id_column(queryset: QuerySet[Any], value: UUID, *, columns: tuple[str, ...]) -> str | None:
+    """Which of ``columns`` holds ``value`` in some row of ``queryset`` (the first, in their order), or None:
+    one query of equalities, OR-ed (a ``BitmapOr`` of their indexes), that stops at the first row."""
+    condition = Q()
+    for column in columns:
+        condition |= Q(**{column: value})
+    rows = list(queryset.filter(condition).order_by().values(*columns)[:1])
+    if not rows:
+        return None
+    return next(column for column in columns if rows[0][column] == value)
+
+
+def capped_count(queryset: QuerySet[Any], *, cap: int) -> int:
+    """The number of rows of ``queryset``, up to ``cap + 1`` (``cap + 1`` means "more than ``cap``"): a
+    ``COUNT(*)`` over a ``LIMIT cap + 1`` subquery, so it reads at most that many index entries whatever the
+    table's size."""
+    return queryset.order_by()[: cap + 1].count()
+
+
+@dataclass(frozen=True, slots=True)
+class DateSpan:
+    """The first and last ``created_at`` the date hierarchy offers; ``exact`` when they are those of the
+    matching entries themselves, not a wider fixed range."""
+
+    first: datetime.datetime | None
+    last: datetime.datetime | None
+    exact: bool
+
+
+def created_at_span(
+    queryset: QuerySet[CitationLedgerEntry], *, fallback_from: Callable[[], datetime.datetime | None], cap: int
+) -> DateSpan:
+    """The dates the changelist's date hierarchy offers for ``queryset`` (the filtered, scoped entries),
+    from a bounded read: MIN and MAX over at most ``cap + 1`` matching rows (found through whichever index
+    serves the filter). At most ``cap`` rows match: exactly their span. More: a fixed range from
+    ``fallback_from()`` (called only then: the earliest date the user's entries can have) to now, never a
+    MIN/MAX over the whole ``created_at`` index (which, for a filter matching only old rows, walks it from
+    the far end)."""
+    span = (
+        queryset.order_by()
+        .values("created_at")[: cap + 1]
+        .aggregate(first=Min("created_at"), last=Max("created_at"), rows=Count("*"))
+    )
+    if span["rows"] <= cap:
+        return DateSpan(first=span["first"], last=span["last"], exact=True)
+    return DateSpan(first=fallback_from() or span["first"], last=timezone.now(), exact=False)
+
+
+def first_entry_at() -> datetime.datetime | None:
+    """When the ledger's first entry was written: one lookup at the end of ``ledger_created_idx``."""
+    return CitationLedgerEntry.objects.order_by("created_at").values_list("created_at", flat=True).first()
+
+
+def first_visible_chat_at(chats: QuerySet[Chat]) -> datetime.datetime | None:
+    """When the first of ``chats`` (the chats a staff user sees) began: no entry of theirs is older."""
+    return chats.aggregate(first=Min("created_at"))["first"]
+
+
+@dataclass(frozen=True, slots=True)
+class CitingRows:
+    """The source rows whose entries a text search finds (each lookup capped); ``truncated`` when a lookup
+    reached its cap."""
+
+    message_citation_ids: list[UUID]
+    message_caselaw_citation_ids: list[UUID]
+    message_case_citation_ids: list[UUID]
+    truncated: bool
+
+    def entries(self, queryset: QuerySet[CitationLedgerEntry]) -> QuerySet[CitationLedgerEntry]:
+        """``queryset``'s entries of these rows: equalities on the per-source unique columns, OR-ed (a
+        ``BitmapOr`` of their indexes on PostgreSQL)."""
+        return queryset.filter(
+            Q(message_citation_id__in=self.message_citation_ids)
+            | Q(message_caselaw_citation_id__in=self.message_caselaw_citation_ids)
+            | Q(message_case_citation_id__in=self.message_case_citation_ids)
+        )
+
+
+def rows_citing(term: str, *, documents: QuerySet[Document], cap: int) -> CitingRows:
+    """The quotes of documents whose title contains ``term`` (among ``documents``: the matters' documents a
+    user sees), and the quotes and case citations of opinions whose case name or citation contains it (case
+    does not matter). The small tables (documents, opinions) are searched by text; the per-turn tables only
+    by those rows' keys, through their foreign-key indexes; each lookup reads at most ``cap`` rows."""
+    # Unordered (.order_by()): any ``cap`` rows, through the foreign-key index, not a sort of every match.
+    document_ids = list(documents.filter(title__icontains=term).order_by().values_list("pk", flat=True)[:cap])
+    opinion_ids = list(
+        CaselawOpinion.objects.filter(Q(case_name__icontains=term) | Q(citation__icontains=term))
+        .order_by()
+        .values_list("pk", flat=True)[:cap]
+    )
+
+    def keys(model: type[Model], column: str, parents: list[UUID]) -> list[UUID]:
+        if not parents:
+            return []
+        found = model._default_manager.filter(**{f"{column}__in": parents}).order_by().values_list("pk", flat=True)
+        return list(found[:cap])
+
+    kb = keys(MessageCitation, "document", document_ids)
+    caselaw = keys(MessageCaselawCitation, "opinion", opinion_ids)
+    cases = keys(MessageCaseCitation, "opinion", opinion_ids)
+    truncated = any(len(found) >= cap for found in (document_ids, opinion_ids, kb, caselaw, cases))
+    return CitingRows(
+        message_citation_ids=kb,
+        message_caselaw_citation_ids=caselaw,
+        message_case_citation_ids=cases,
+        truncated=truncated,
+    )

@@ -1,0 +1,112 @@
+"""The ledger admin at scale (``make bench`` item 13): each changelist read a user waits for, at 100,000 and
+1,000,000 ledger entries (and 10,000,000 with ``--scale-10m``), and its growth between sizes.
+
+For each size a fresh dataset (:mod:`benchmarks.dataset`, time-ordered keys, as production writes them) and
+its ledger (the raw-SQL limit of :mod:`benchmarks.ledger_bench`, each entry dated at its turn, as
+``assemble()`` dates it, so that the date hierarchy and an old message's search see a ledger spread over
+time), then the reads of issue 25 through the Django test client as a superuser, the whole response (the
+changelist view with its template): the first page, a status filter, a status with no rows, a search by
+an old message's id, the date hierarchy's year, and a search by words of a document title. Each read is
+warmed once, then the reads alternate for ``repeats`` rounds and each keeps its median. The goal (issue 25):
+each read at the larger size <= 2 x its time at the smaller.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import connection
+from django.test import Client
+from django.test.utils import override_settings
+from django.urls import reverse
+
+from benchmarks import dataset, scale_bench
+from benchmarks.ledger_bench import RAW_SQL_TEMPLATE, reset_ledger
+
+DEFAULT_SIZES = scale_bench.DEFAULT_SIZES
+LARGE_SIZE = scale_bench.LARGE_SIZE
+GROWTH_GOAL = 2.0
+# The raw-SQL limit dates every entry now(); here each is dated at its turn (the message's created_at).
+_DATED_AT_TURN = RAW_SQL_TEMPLATE.replace("now()", "m.created_at")
+assert RAW_SQL_TEMPLATE.count("now()") == 3  # one per source table: the template did not change shape
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    name: str
+    query: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class AdminRun:
+    rows: int
+    entries: int
+    build_seconds: float
+    median_ms: dict[str, float]
+
+
+def reads(*, old_message_id: str) -> tuple[Read, ...]:
+    return (
+        Read("first page", {}),
+        Read("status filter (exact match)", {"verification_status": "exact_match"}),
+        Read("a status with no rows (ambiguous)", {"verification_status": "ambiguous"}),
+        Read("search by an old message's id", {"q": old_message_id}),
+        Read("the date hierarchy's year", {"created_at__year": "2024"}),
+        Read("search by words of a document title", {"q": "Memo 7"}),
+    )
+
+
+def build(rows: int) -> tuple[int, float]:
+    """A fresh dataset of ``rows`` source rows and its ledger, dated at each turn: the entries and seconds."""
+    started = time.perf_counter()
+    scale_bench.build(dataset.Sizes(rows), keys="v7")
+    reset_ledger()
+    with connection.cursor() as cursor:
+        cursor.execute(_DATED_AT_TURN.format(new_id=dataset.source_id_sql(keys="v7")))
+        entries = cursor.rowcount
+        cursor.execute("VACUUM ANALYZE citation_ledger_entry")
+    return entries, time.perf_counter() - started
+
+
+def time_reads(*, repeats: int) -> dict[str, float]:
+    """The median milliseconds of each read of the changelist, as a superuser, the reads alternating."""
+    from django.contrib.auth import get_user_model
+
+    user, _ = get_user_model().objects.get_or_create(
+        username="bench-admin", defaults={"is_staff": True, "is_superuser": True}
+    )
+    client = Client()
+    client.force_login(user)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT message_id FROM citation_ledger_entry ORDER BY created_at LIMIT 1")
+        old_message_id = str(cursor.fetchone()[0])
+    url = reverse("admin:citations_citationledgerentry_changelist")
+    chosen = reads(old_message_id=old_message_id)
+    times: dict[str, list[float]] = {read.name: [] for read in chosen}
+    with override_settings(ALLOWED_HOSTS=["testserver"]):
+        for read in chosen:  # warm: caches, the session, the templates
+            response = client.get(url, read.query)
+            assert response.status_code == 200, (read, response.status_code)
+        for _ in range(repeats):
+            for read in chosen:
+                started = time.perf_counter()
+                response = client.get(url, read.query)
+                times[read.name].append(time.perf_counter() - started)
+                assert response.status_code == 200
+    return {name: statistics.median(seconds) * 1000 for name, seconds in times.items()}
+
+
+def run(*, sizes: tuple[int, ...], repeats: int, step: Callable[[str], None] = print) -> list[AdminRun]:
+    runs = []
+    for rows in sizes:
+        step(f"13. {rows:,} source rows: building the dataset and its ledger")
+        entries, build_seconds = build(rows)
+        step(f"13. {entries:,} ledger entries: timing the admin's reads")
+        runs.append(
+            AdminRun(rows=rows, entries=entries, build_seconds=build_seconds, median_ms=time_reads(repeats=repeats))
+        )
+    scale_bench.reset_data()
+    return runs
