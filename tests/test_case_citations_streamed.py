@@ -256,3 +256,20 @@ def test_a_resumed_run_records_exactly_its_new_citations(
     assert {(r.answer_offset_start, r.pk) for r in rows} >= set(before)
     short = next(r for r in rows if r.kind == Kind.SHORT.value)
     assert (short.status, short.opinion_id) == (Status.VERIFIED.value, fisher.pk)
+
+
+@pytest.mark.django_db
+def test_the_pin_check_reads_the_cited_opinions_texts_in_one_query(
+    settings: LazySettings, django_assert_num_queries: Any
+) -> None:
+    settings.COURTLISTENER_API_TOKEN = ""
+    for n in range(1, 6):
+        factories.CaselawOpinionFactory.create(
+            provider="local", case_name="Doe v. Roe", citation=f"{n} F.3d {n + 100}", text=f"*{n + 101} x *{n + 120}"
+        )
+    answer = " ".join(f"Doe v. Roe, {n} F.3d {n + 100}, {n + 110} (1st Cir. 2001)." for n in range(1, 6))
+
+    with django_assert_num_queries(2):  # the lookup, then the texts
+        checked = check_case_citations(answer)
+
+    assert [c.pin_status for c in checked] == ["within"] * 5

@@ -151,11 +151,25 @@ def _check_found(
         for key in missing:
             lookups[key] = replace(lookups[key], outcome=Outcome.UNCHECKED, detail=NOT_CHECKED_LOCALLY)
 
-    _load_texts(lookups.values())
+    _load_texts(lookups[key] for key in _pinned_keys(found) if key in lookups)
     checked: list[CheckedCitation] = []
     for citation in found:
         checked.append(_check(citation, lookups, checked))
     return checked
+
+
+def _pinned_keys(found: list[FoundCitation]) -> set[CitationKey]:
+    """The cases cited with a pin cite (directly, or by a short form, ``id.`` or ``supra``)."""
+    keys: set[CitationKey] = set()
+    for citation in found:
+        if not citation.pin:
+            continue
+        seen = 0
+        while citation.kind is not Kind.FULL and citation.antecedent is not None and seen < len(found):
+            citation, seen = found[citation.antecedent], seen + 1
+        if citation.key is not None and citation.kind is Kind.FULL:
+            keys.add(citation.key)
+    return keys
 
 
 def _load_texts(lookups: Iterable[Lookup]) -> None:
