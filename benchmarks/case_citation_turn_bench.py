@@ -103,7 +103,7 @@ def _run(*, turns: int, tokens_per_second: float, repeats: int) -> dict[str, Any
     from chats.assistant.events import TextDelta
     from chats.assistant.openai_compatible import OpenAICompatibleBackend, _client
     from chats.assistant.runner import TurnRun
-    from chats.case_citations import Status, check_case_citations
+    from chats.case_citations import Status, StreamedCitations, check_case_citations
     from chats.models import CaselawOpinion, Chat, Project
     from chats.services import start_turn
     from tests.fake_openai import Stream, finish, text_chunks
@@ -168,6 +168,7 @@ def _run(*, turns: int, tokens_per_second: float, repeats: int) -> dict[str, Any
                     one_turn(flag)
 
         growth: dict[int, float] = {}
+        streamed_growth: dict[int, tuple[float, float]] = {}
         for kb in SIZES_KB:
             text_kb = build_answer(cited, chars=kb * 1000)
             times = []
@@ -176,6 +177,18 @@ def _run(*, turns: int, tokens_per_second: float, repeats: int) -> dict[str, Any
                 check_case_citations(text_kb, use_courtlistener=False)
                 times.append(time.perf_counter() - started)
             growth[kb] = statistics.median(times)
+            # Read while it streams: the reads between the deltas, then what is left for finalize.
+            fed, rest = [], []
+            for _ in range(3):
+                streamed = StreamedCitations()
+                started = time.perf_counter()
+                for piece in _tokens(text_kb):
+                    streamed.feed(piece)
+                between = time.perf_counter()
+                streamed.citations(text_kb)
+                fed.append(between - started)
+                rest.append(time.perf_counter() - between)
+            streamed_growth[kb] = (statistics.median(fed), statistics.median(rest))
 
         text_20 = build_answer(cited, chars=20_000)
         with_checks: list[float] = []
@@ -211,6 +224,7 @@ def _run(*, turns: int, tokens_per_second: float, repeats: int) -> dict[str, Any
         "tails_on_s": results[True]["tail"],
         "tails_off_s": results[False]["tail"],
         "growth_s": growth,
+        "streamed_growth_s": streamed_growth,  # (read between the deltas, read at finalize)
         "pin_volume_on_s": median(with_checks),
         "pin_volume_off_s": median(without),
         "pin_volume_share": median(with_checks) / median(without) - 1,
