@@ -33,10 +33,13 @@ test: $(STAMP)
 		$(VENV)/bin/pytest --cov --cov-report=term; \
 	fi
 
+# The development server on 127.0.0.1:$(PORT) (`make serve PORT=8001` for another port).
+PORT ?= 8000
 serve: $(STAMP)
+	@case "$(PORT)" in ''|*[!0-9]*) echo "PORT=$(PORT) is not a port number: use e.g. make serve PORT=8001" >&2; exit 2;; esac
 	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --no-input
-	DEBUG=$${DEBUG:-1} $(PY) manage.py serve_info
-	DEBUG=$${DEBUG:-1} $(PY) manage.py runserver 127.0.0.1:8000
+	DEBUG=$${DEBUG:-1} $(PY) manage.py serve_info --base-url http://127.0.0.1:$(PORT)
+	DEBUG=$${DEBUG:-1} $(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 # The production server (gunicorn.conf.py): DEBUG stays off, so SECRET_KEY and ALLOWED_HOSTS must be set
 # (and DATABASE_URL for PostgreSQL); it migrates and collects the static files first.

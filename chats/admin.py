@@ -239,7 +239,8 @@ class DocumentAdmin(MatterScopedAdmin, CitedTextAdmin):
     list_select_related = ("project",)
     search_fields = ("title",)
     raw_id_fields = ("project",)
-    readonly_fields = ("id", "created_at")
+    # pages: where the uploaded PDF's pages start in the content (chats.pages); set by the upload, not by hand.
+    readonly_fields = ("id", "created_at", "pages")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
         # A document can be 100KB: the changelist never shows it, and the change page loads it on demand.
@@ -250,7 +251,8 @@ class DocumentAdmin(MatterScopedAdmin, CitedTextAdmin):
 class CaselawOpinionAdmin(CitedTextAdmin):
     list_display = ("case_name", "citation", "court", "date_filed", "provider", "retrieved_at")
     search_fields = ("case_name", "citation", "opinion_id")
-    readonly_fields = ("id",)
+    # pages: computed from the text's star paging when it is saved (CaselawOpinion.save).
+    readonly_fields = ("id", "pages")
     # A scheme-less url typed here is an https one (Django 6's default, chosen now).
     formfield_overrides = {URLField: {"assume_scheme": "https"}}
 

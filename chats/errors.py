@@ -6,8 +6,15 @@
 - Django itself (no URL matched, an unhandled exception, a refused host): the ``handler400``,
   ``handler403``, ``handler404`` and ``handler500`` views of ``lqai/urls.py`` answer
   ``{"detail": ...}`` for ``/api/`` paths and Django's usual pages elsewhere (the admin).
-- A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE``: DRF reads a request's body as a stream, past Django's
-  size check, so :class:`ApiBodySizeLimitMiddleware` refuses it up front, from ``Content-Length``.
+- With ``DEBUG`` on, Django answers its own 404 and 500 with its technical HTML pages (which show settings),
+  never calling those handlers: :class:`ApiResponseMiddleware` answers any ``/api/`` error that is not JSON
+  with ``{"detail": ...}`` instead, so a client sees the same errors in development as in production. It also
+  marks every ``/api/`` response ``Cache-Control: no-store``: answers hold a matter's privileged content.
+- A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (a multipart upload: over ``LQAI_MAX_UPLOAD_BYTES``): DRF reads a
+  request's body as a stream, past Django's size check, so :class:`ApiBodySizeLimitMiddleware` refuses it up
+  front, from ``Content-Length``.
+- A locked-out login (django-axes): :func:`login_locked_out` answers 429 with ``Retry-After``, JSON under
+  ``/api/``.
 
 Every error body has a ``detail`` (validation errors keep DRF's shape: messages keyed by field name).
 """
@@ -19,13 +26,16 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.utils.cache import patch_cache_control
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 API_PREFIX = "/api/"
+# Room for a multipart upload's form fields and boundaries beside its file.
+MULTIPART_OVERHEAD_BYTES = 64 * 1024
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -89,11 +99,69 @@ class ApiBodySizeLimitMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and request.content_type == "multipart/form-data":
+            # Django itself bounds a multipart body's fields by DATA_UPLOAD_MAX_MEMORY_SIZE, not its files.
+            limit = max(limit, settings.LQAI_MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES)
         if limit is not None and is_api_request(request):
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
                 return _json_error("Content-Length is not a number.", status.HTTP_400_BAD_REQUEST)
             if length > limit:
-                return _json_error(_too_large_detail(), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+                return _json_error(
+                    f"The request body is too large: at most {limit} bytes.", status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+                )
         return self.get_response(request)
+
+
+class ApiResponseMiddleware:
+    """Under ``/api/``: every response ``Cache-Control: no-store``, and every error JSON.
+
+    An error response that is not JSON can only come from Django itself (its ``DEBUG`` pages, a view outside
+    DRF); it is replaced by ``{"detail": <the status's reason>}`` with the same status. Errors are already
+    logged where they happen (``django.request``), so nothing is lost by dropping the HTML page.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        response = self.get_response(request)
+        if not is_api_request(request):
+            return response
+        if response.status_code >= 400 and not _is_json(response):
+            replacement = _json_error(_reason(response), response.status_code)
+            for header in ("Retry-After", "WWW-Authenticate", "Allow"):
+                if header in response:
+                    replacement[header] = response[header]
+            response = replacement
+        patch_cache_control(response, no_store=True)
+        return response
+
+
+def _is_json(response: HttpResponseBase) -> bool:
+    content_type = response.get("Content-Type", "")
+    return content_type.startswith("application/json") or content_type.startswith("text/event-stream")
+
+
+def _reason(response: HttpResponseBase) -> str:
+    if response.status_code == status.HTTP_404_NOT_FOUND:
+        return "Not found."
+    if response.status_code >= status.HTTP_500_INTERNAL_SERVER_ERROR:
+        return "A server error occurred."
+    return f"{response.reason_phrase}."
+
+
+def login_locked_out(
+    request: HttpRequest, original_response: HttpResponse | None, credentials: dict[str, Any] | None
+) -> HttpResponse:
+    """django-axes' lockout answer (``AXES_LOCKOUT_CALLABLE``): 429 with ``Retry-After``, JSON under ``/api/``."""
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    detail = f"Too many failed logins for this username from this address: try again in {minutes} minutes."
+    response: HttpResponse
+    if is_api_request(request):
+        response = JsonResponse({"detail": detail, "code": "locked_out"}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+    else:
+        response = HttpResponse(detail, status=status.HTTP_429_TOO_MANY_REQUESTS, content_type="text/plain")
+    response["Retry-After"] = str(int(settings.AXES_COOLOFF_TIME.total_seconds()))
+    return response

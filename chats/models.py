@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from chats.db_functions import JSONTypeOf
 from chats.ids import uuid7
+from chats.pages import opinion_pages
 from chats.record import (
     FINAL_FIELDS,
     AppendOnlyError,
@@ -386,6 +387,9 @@ class Document(CitedTextGuard):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
     title = models.CharField(max_length=300)
     content = models.TextField()
+    # Where each page of the content starts, as ``[start, label]`` pairs (``chats.pages``): set for an uploaded
+    # PDF, so that a quote reports its pages; empty for a text without pages (also the database default).
+    pages = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     # Hex SHA-256 of the content its passages (DocumentPassage) were made from; empty while they are to be
     # made: a document inserted in bulk or in SQL, or one whose content changed below save() (a trigger of
@@ -395,6 +399,14 @@ class Document(CitedTextGuard):
     class Meta:
         db_table = "documents"
         ordering = ["title"]
+        constraints = [
+            # The API and the trace read the pages as a list of pairs; anything else cannot be shown.
+            models.CheckConstraint(
+                condition=Exact(JSONTypeOf("pages"), Value("array")),
+                name="documents_pages_array",
+                violation_error_message="pages must be a JSON array.",
+            ),
+        ]
         indexes = [
             # Retrieval looks for a matter's documents without passages on every turn: this partial index
             # holds only those, so the look-up costs nothing once they are made.
@@ -504,12 +516,21 @@ class CaselawOpinion(CitedTextGuard):
     date_filed = models.DateField(null=True, blank=True)
     absolute_url = models.URLField(max_length=500, blank=True)
     text = models.TextField()
+    # The reporter's pages of the text, from its star paging (``*1047``), as ``[start, label]`` pairs
+    # (``chats.pages``); set by save() from the text and the citation; empty when the text has no star paging.
+    pages = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     retrieved_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         db_table = "caselaw_opinions"
         ordering = ["case_name"]
         constraints = [
+            # The API and the trace read the pages as a list of pairs; anything else cannot be shown.
+            models.CheckConstraint(
+                condition=Exact(JSONTypeOf("pages"), Value("array")),
+                name="caselaw_opinions_pages_array",
+                violation_error_message="pages must be a JSON array.",
+            ),
             # One materialized copy per provider opinion: re-fetching updates, never duplicates.
             models.UniqueConstraint(
                 fields=["provider", "opinion_id"],
@@ -520,6 +541,15 @@ class CaselawOpinion(CitedTextGuard):
 
     def __str__(self) -> str:
         return self.case_name
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saves, with ``pages`` computed from the text (``chats.pages.opinion_pages``) when the text is saved."""
+        update_fields = kwargs.get("update_fields")
+        if "text" not in self.get_deferred_fields() and (update_fields is None or "text" in update_fields):
+            self.pages = opinion_pages(self.text, citation=self.citation)
+            if update_fields is not None:
+                kwargs["update_fields"] = {*update_fields, "pages"}
+        super().save(*args, **kwargs)
 
 
 class VerificationMethod(models.TextChoices):

@@ -22,6 +22,7 @@ from chats.models import (
     Project,
     SourceKind,
 )
+from chats.pages import pages_of_span
 from chats.selectors import projects_visible_to
 from chats.services import UnverifiedQuote
 
@@ -50,6 +51,19 @@ class ChatSerializer(serializers.ModelSerializer[Chat]):
         model = Chat
         fields = ["id", "title", "project", "created_at"]
         read_only_fields = ["id", "created_at"]
+
+
+PAGES_HELP = (
+    "The pages of the source that the quote spans (a PDF's page numbers, or an opinion's reporter pages from its "
+    "star paging), in order; null when the source has no known pages."
+)
+PAGES_FIELD = serializers.ListField(child=serializers.CharField(), allow_null=True, help_text=PAGES_HELP)
+
+
+def quote_pages(row: MessageCitation | MessageCaselawCitation) -> list[str] | None:
+    """The pages a quote row spans in its source (``chats.pages``)."""
+    source = row.opinion if isinstance(row, MessageCaselawCitation) else row.document
+    return None if source is None else pages_of_span(source.pages, row.source_offset_start, row.source_offset_end)
 
 
 CLAIM_POSITION_HELP = (
@@ -97,6 +111,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Message
     method = serializers.CharField(source="verification_method", read_only=True)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
+    pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
 
     class Meta:
         model = MessageCitation
@@ -109,6 +124,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Message
             "document_title",
             "start",
             "end",
+            "pages",
             "method",
             "confidence",
             *ANSWER_SPAN_FIELDS,
@@ -117,6 +133,10 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Message
 
     def get_kind(self, obj: MessageCitation) -> str:
         return SourceKind.KB_DOCUMENT
+
+    @extend_schema_field(PAGES_FIELD)
+    def get_pages(self, obj: MessageCitation) -> list[str] | None:
+        return quote_pages(obj)
 
 
 class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[MessageCaselawCitation]):
@@ -133,6 +153,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Me
     method = serializers.CharField(source="verification_method", read_only=True)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
+    pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
 
     class Meta:
         model = MessageCaselawCitation
@@ -149,6 +170,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Me
             "url",
             "start",
             "end",
+            "pages",
             "method",
             "confidence",
             *ANSWER_SPAN_FIELDS,
@@ -157,6 +179,10 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Me
 
     def get_kind(self, obj: MessageCaselawCitation) -> str:
         return SourceKind.CASELAW
+
+    @extend_schema_field(PAGES_FIELD)
+    def get_pages(self, obj: MessageCaselawCitation) -> list[str] | None:
+        return quote_pages(obj)
 
 
 class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):

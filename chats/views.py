@@ -34,7 +34,6 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, status
-from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -57,6 +56,7 @@ from chats.assistant import (
 )
 from chats.assistant.runner import RunEvent, TurnNotSaved
 from chats.models import Chat, Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation
+from chats.pagination import StrictCursorPagination
 from chats.selectors import chats_visible_to, projects_visible_to
 from chats.serializers import (
     CaselawCitationSerializer,
@@ -262,7 +262,7 @@ class ChatDetailView(generics.RetrieveAPIView[Chat]):
         return chats_visible_to(self.request.user)
 
 
-class MessagePagination(CursorPagination):
+class MessagePagination(StrictCursorPagination):
     """A chat's messages oldest first, ``LQAI_MESSAGES_PAGE_SIZE`` a page; ``next``/``previous`` are cursor
     links, stable while new turns are added."""
 

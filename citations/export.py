@@ -8,7 +8,7 @@ One zip (format ``lqai-export/1``, read by ``lqai_verify``; see docs/export.md):
 - ``ledger.jsonl``: the ledger entries of those turns;
 - ``seals.jsonl``: every seal of the matter's chain, in order;
 - ``passages.jsonl``: for each verified quote, the source text around its passage (the whole text when the
-  surrounding text alone would not verify the quote the same way), with the source's title and the page;
+  surrounding text alone would not verify the quote the same way), with the source's title and the pages it spans;
 - ``report.html``: a self-contained page that prints to PDF;
 - ``public_key.json``: the signing key and every key the seals were signed by, with fingerprints;
 - ``manifest.json``: the matter, the chain's head, the key's fingerprint, whether it is the development key,
@@ -34,6 +34,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from chats.models import CaselawOpinion, Document, Message, Project
+from chats.pages import page_cite, pages_of_span
 from chats.verification import VERIFIER_VERSION
 from citations import keys, seals
 from citations.integrity import entries_by_message
@@ -75,13 +76,6 @@ class _Digesting:
 
     def line(self, value: Any) -> None:
         self.write(record.canonical_json(value) + b"\n")
-
-
-def page_of(text: str, offset: int) -> int | None:
-    """The page of ``text`` an offset is on, where the text marks its pages (form feeds); else None."""
-    if "\f" not in text:
-        return None
-    return text.count("\f", 0, offset) + 1
 
 
 def excerpt_for(row: dict[str, Any], text: str) -> tuple[int, str]:
@@ -239,25 +233,35 @@ def _export_batch(
             if row["table"] in record.QUOTE_TABLES:
                 source: Document | CaselawOpinion | None = None
                 passage = None
+                pages: list[str] | None = None
                 if row["offset_start"] is not None:
                     source = (
                         documents.get(row["document"]) if row["table"] == record.KB else opinions.get(row["opinion"])
                     )
                 if source is not None:
                     text = source.content if isinstance(source, Document) else source.text
+                    # The pages the passage spans (chats.pages, as the API and the trace pages give them).
+                    pages = pages_of_span(source.pages, row["offset_start"], row["offset_end"])
                     excerpt_start, excerpt = excerpt_for(row, text)
                     passage = {
                         "row": record.row_key(row),
                         "source_table": source._meta.db_table,
                         "source_id": str(source.pk),
                         "source_title": _title(source),
-                        "page": page_of(text, row["offset_start"]),
+                        "pages": pages,
                         "excerpt_start": excerpt_start,
                         "excerpt": excerpt,
                     }
                     files["passages.jsonl"].line(passage)
                     summary.passages += 1
-                quotes.append({"row": row, "passage": passage, "title": _title(source) if source else ""})
+                quotes.append(
+                    {
+                        "row": row,
+                        "passage": passage,
+                        "title": _title(source) if source else "",
+                        "page_cite": page_cite(pages),
+                    }
+                )
         for entry in entries.get(turn["message"], []):
             files["ledger.jsonl"].line(entry)
             summary.entries += 1

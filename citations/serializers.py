@@ -13,7 +13,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chats.models import CaselawOpinion, Document, MessageCaseCitation, MessageToolSource
-from chats.serializers import ANSWER_START_HELP, ANSWER_UNPLACED_HELP, answer_unplaced_reason
+from chats.serializers import (
+    ANSWER_START_HELP,
+    ANSWER_UNPLACED_HELP,
+    PAGES_FIELD,
+    PAGES_HELP,
+    answer_unplaced_reason,
+    quote_pages,
+)
 from citations import selectors
 from citations.models import CitationLedgerEntry
 
@@ -138,6 +145,7 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     tool_source = serializers.SerializerMethodField()
     case_citation = serializers.SerializerMethodField()
     passage = serializers.SerializerMethodField()
+    pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
     alterations = serializers.SerializerMethodField(
         help_text="Each alteration and omission of a quote, in quote order, with the source span it stands for: "
         "empty for an exact quote and a failed claim; null for a consulted source."
@@ -223,6 +231,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     def get_context_flags(self, entry: CitationLedgerEntry) -> list[dict[str, Any]] | None:
         quote = entry.message_citation or entry.message_caselaw_citation
         return None if quote is None else [ContextFlagSerializer(f).data for f in quote.context_flags]
+
+    @extend_schema_field(PAGES_FIELD)
+    def get_pages(self, entry: CitationLedgerEntry) -> list[str] | None:
+        quote = entry.message_citation or entry.message_caselaw_citation
+        return None if quote is None else quote_pages(quote)
 
     @extend_schema_field(AlterationSerializer(many=True, allow_null=True))
     def get_alterations(self, entry: CitationLedgerEntry) -> list[dict[str, Any]] | None:

@@ -8,7 +8,8 @@ with ``backfill_ledger``, and prints each turn's ledger entries.
 
 Re-runnable: the previous run's demo matter is purged (``citations.purge``, the one way a matter's
 permanent record goes, leaving a tombstone) and seeded afresh, so a second run neither fails nor
-duplicates anything.
+duplicates anything. Each run issues a new API token for the demo user
+(they expire).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from django.db import transaction
 from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
 from chats.models import (
@@ -116,10 +117,15 @@ ALTERED_QUOTE = "a vacancy in the nomination can occur . . . ."
 ALTERED_ANSWER = f"The Attorney General notes that \u201c{ALTERED_QUOTE}\u201d"
 
 
+DEMO_CHAT_TITLE = "Demo: ballots and candidates"
+OLDER_TURNS_CHAT_TITLE = "Older turns (before the ledger)"
+
+
 @dataclass(frozen=True)
 class DemoMatter:
     user: User
     token: str
+    token_expiry: dt.datetime | None
     project: Project
 
 
@@ -132,7 +138,7 @@ def seed() -> DemoMatter:
         if created or not user.check_password(DEMO_PASSWORD):
             user.set_password(DEMO_PASSWORD)
             user.save(update_fields=["password"])
-        token, _ = Token.objects.get_or_create(user=user)
+        token_row, token = AuthToken.objects.create(user=user)
         project, _ = Project.objects.get_or_create(name=DEMO_PROJECT, owner=user)
         for title, file in KB_DOCUMENTS.items():
             Document.objects.update_or_create(
@@ -151,14 +157,25 @@ def seed() -> DemoMatter:
                     "text": (OPINIONS_DIR / opinion.file).read_text(encoding="utf-8"),
                 },
             )
-    return DemoMatter(user=user, token=token.key, project=project)
+    return DemoMatter(user=user, token=token, token_expiry=token_row.expiry, project=project)
+
+
+# The chats the demo makes: a matter holding any other chat is someone's work, never purged by a rerun.
+DEMO_CHAT_TITLES = (DEMO_CHAT_TITLE, OLDER_TURNS_CHAT_TITLE)
 
 
 def purge_previous_run() -> MatterPurge | None:
     """Purge the previous run's demo matter, if there is one with chats: its turns are a permanent record,
-    so they go only with their matter, through the purge, which leaves a tombstone."""
+    so they go only with their matter, through the purge, which leaves a tombstone.
+
+    A matter where someone made chats of their own is kept whole instead (renamed, so that this run seeds a
+    fresh demo matter): a rerun replaces only what the demo made."""
     previous = Project.objects.filter(name=DEMO_PROJECT, owner__username=DEMO_USERNAME, chats__isnull=False).first()
     if previous is None:
+        return None
+    if previous.chats.exclude(title__in=DEMO_CHAT_TITLES).exists():
+        previous.name = f"{DEMO_PROJECT}, kept {timezone.now():%Y-%m-%d %H:%M:%S} (has chats made by hand)"
+        previous.save(update_fields=["name"])
         return None
     return purge_matter(project_id=previous.pk, purged_by=DEMO_USERNAME)
 
@@ -167,7 +184,7 @@ def purge_previous_run() -> MatterPurge | None:
 
 
 def api_client(matter: DemoMatter) -> Client:
-    return Client(headers={"Authorization": f"Token {matter.token}"}, SERVER_NAME="localhost")
+    return Client(headers={"Authorization": f"Bearer {matter.token}"}, SERVER_NAME="localhost")
 
 
 def post_json(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -220,7 +237,7 @@ def create_turns_without_ledger(matter: DemoMatter, *, count: int = 3) -> Chat:
 
     Rows are written directly, not through ``finalize_turn``: these turns never sent the signal.
     """
-    chat = Chat.objects.create(project=matter.project, owner=matter.user, title="Older turns (before the ledger)")
+    chat = Chat.objects.create(project=matter.project, owner=matter.user, title=OLDER_TURNS_CHAT_TITLE)
     document = Document.objects.filter(project=matter.project).order_by("title").first()
     opinion = CaselawOpinion.objects.get(provider="local", opinion_id="fisher-2013")
     if document is None:
@@ -346,9 +363,7 @@ class DemoTurn:
 def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
     """Run the three kinds of turn through the HTTP API, in-process, as a client would."""
     client = api_client(matter)
-    chat = post_json(
-        client, "/api/chats/", {"title": "Demo: ballots and candidates", "project": str(matter.project.pk)}
-    )
+    chat = post_json(client, "/api/chats/", {"title": DEMO_CHAT_TITLE, "project": str(matter.project.pk)})
     base = f"/api/chats/{chat['id']}/messages/"
     turns: list[DemoTurn] = []
 

@@ -34,18 +34,26 @@ Environment variables:
   (``manage.py ledger_key`` makes one); required unless ``DEBUG`` is on (then a development key derived
   from ``SECRET_KEY`` is used, and every export says so). ``LQAI_LEDGER_RETIRED_PUBLIC_KEYS``: the base64
   public keys of earlier ledger keys (comma-separated), whose seals still verify (see docs/export.md).
-- ``LOG_LEVEL``: the root log level (default ``INFO``).
+- ``LOG_LEVEL``: the root log level (default ``INFO``), in any case; anything else is refused at start-up.
+- API tokens and logins (see docs/api.md): ``LQAI_TOKEN_TTL_HOURS``, ``LQAI_TOKENS_PER_USER``,
+  ``LQAI_THROTTLE_TOKEN_REQUESTS``, ``AXES_FAILURE_LIMIT``, ``AXES_COOLOFF_MINUTES``, ``LQAI_PROXY_COUNT``.
+- Documents uploaded through the API: ``LQAI_MAX_UPLOAD_BYTES``, ``LQAI_MAX_DOCUMENT_CHARS``.
+
+Every value is checked here, when the settings load: a wrong one stops ``manage.py`` and the server at start-up
+with ``ImproperlyConfigured`` and a sentence naming the variable, never a worker later.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 import os
 import re
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -141,6 +149,8 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default="localhost,127.0.0.1")
 # HTTPS only unless DEBUG: `manage.py check --deploy` is clean with just SECRET_KEY and ALLOWED_HOSTS set.
 # Each can be relaxed from the environment (e.g. SECURE_SSL_REDIRECT=0 when the proxy redirects itself).
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# Load balancers probe the health checks (lqai/health.py) over plain HTTP: no redirect for them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
@@ -150,6 +160,15 @@ SECURE_PROXY_SSL_HEADER = proxy_ssl_header_from_env()
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 # A request body above this answers 413 (JSON under /api/); questions are at most LQAI_MAX_MESSAGE_CHARS.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
+# A document uploaded through the API (POST /api/projects/{id}/documents/): its file, and its text once
+# extracted, at most these many bytes and characters (else 413). The request body limit for an upload is
+# the file's limit plus a little for the form; a PDF is read from a temporary file, not from memory.
+LQAI_MAX_UPLOAD_BYTES = env_int("LQAI_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
+LQAI_MAX_DOCUMENT_CHARS = env_int("LQAI_MAX_DOCUMENT_CHARS", default=2_000_000)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+for _name in ("DATA_UPLOAD_MAX_MEMORY_SIZE", "LQAI_MAX_UPLOAD_BYTES", "LQAI_MAX_DOCUMENT_CHARS"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be a positive number.")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -160,8 +179,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "chats.apps.ChatsConfig",
     "citations.apps.CitationsConfig",
     "pages.apps.PagesConfig",
@@ -170,6 +192,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "chats.errors.ApiResponseMiddleware",
     "chats.errors.ApiBodySizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -177,6 +201,15 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: it turns a locked-out login into its lockout response (429).
+    "axes.middleware.AxesMiddleware",
+]
+
+# django-axes first: it refuses a login attempt for a locked-out username and address before any password
+# is checked. Every authenticate() call must then pass the request (the token endpoint and the login views do).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "lqai.urls"
@@ -218,12 +251,19 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 
 REST_FRAMEWORK = {
-    # Token first: an unauthenticated API request gets 401 with a `WWW-Authenticate: Token` challenge.
+    # Bearer tokens first (chats/api_tokens.py: django-rest-knox, stored hashed, expiring): an unauthenticated
+    # API request gets 401 with a `WWW-Authenticate: Bearer` challenge. Sessions serve the pages and the docs.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "chats.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON nested too deep for Python's parser answers 400, not 500 (chats/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "chats.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -231,11 +271,72 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "chats.errors.api_exception_handler",
 }
 
+# API tokens (django-rest-knox): only a SHA-512 digest is stored; a token expires LQAI_TOKEN_TTL_HOURS after
+# it was issued; a user holds at most LQAI_TOKENS_PER_USER live tokens at once.
+_token_ttl = dt.timedelta(hours=env_int("LQAI_TOKEN_TTL_HOURS", default=24 * 7))
+if _token_ttl <= dt.timedelta(0):
+    raise ImproperlyConfigured("LQAI_TOKEN_TTL_HOURS must be a positive number of hours.")
+REST_KNOX = {
+    "TOKEN_TTL": _token_ttl,
+    "TOKEN_LIMIT_PER_USER": env_int("LQAI_TOKENS_PER_USER", default=20) or None,
+    "AUTH_HEADER_PREFIX": "Bearer",
+}
+# Token requests (POST /api/auth/token/) per client address, per DRF rate: then 429 with Retry-After. Failed
+# passwords are also counted by django-axes (below), per username and address, for the API and the admin alike.
+LQAI_THROTTLE_TOKEN_REQUESTS = os.environ.get("LQAI_THROTTLE_TOKEN_REQUESTS", "10/min").strip().lower()
+if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", LQAI_THROTTLE_TOKEN_REQUESTS):
+    raise ImproperlyConfigured(
+        f"LQAI_THROTTLE_TOKEN_REQUESTS={LQAI_THROTTLE_TOKEN_REQUESTS!r} is not a rate: use e.g. 10/min."
+    )
+
+# Failed logins (the admin, the pages and the token endpoint): after AXES_FAILURE_LIMIT failures for one
+# username from one address, that pair is refused (429) for AXES_COOLOFF_TIME; a success resets the count.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "chats.errors.login_locked_out"
+# Limits per client address (token requests, failed logins) read it with chats.client_address: REMOTE_ADDR, or
+# behind LQAI_PROXY_COUNT proxies that each append to X-Forwarded-For, the address the outermost one saw.
+LQAI_PROXY_COUNT = env_int("LQAI_PROXY_COUNT", default=0)
+AXES_CLIENT_IP_CALLABLE = "chats.client_address.client_address"
+if AXES_FAILURE_LIMIT < 1:
+    raise ImproperlyConfigured("AXES_FAILURE_LIMIT must be at least 1.")
+
+# Content-Security-Policy (django-csp): everything from this origin only; no inline script, except one that a
+# template marks with the request's nonce (`<script nonce="{{ request.csp_nonce }}">`: the nonce is added to the
+# header only for a response that used it). The interactive API docs (/api/docs/) serve Swagger UI's files from
+# here (drf-spectacular-sidecar) and load its start-up script as a file, so they need nothing more; Swagger UI
+# sets inline styles, hence style-src (no nonce there: a nonce would switch 'unsafe-inline' off).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", NONCE],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "lqai API",
-    "DESCRIPTION": "Legal-AI chat with a citation-provenance ledger.",
+    "DESCRIPTION": (
+        "Legal-AI chat with a citation-provenance ledger. Authenticate with a token: "
+        '`POST /api/auth/token/` with `{"username", "password"}`, then send `Authorization: Bearer <token>`. '
+        "A walk-through from token to trace: docs/api.md."
+    ),
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's files from this server (no CDN), so the docs work offline and under the CSP.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"persistAuthorization": False},
     # Two models have a "status" with choices: a message's lifecycle and a case citation's check.
     "ENUM_NAME_OVERRIDES": {
         "MessageStatusEnum": "chats.models.Message.Status",
@@ -278,7 +379,17 @@ if _turn_rate not in {"", "0", "off", "none"} and not re.fullmatch(
 LQAI_THROTTLE_TURNS: str | None = None if _turn_rate in {"", "0", "off", "none"} else _turn_rate
 # The rate counts live in a table of the database (chats.throttles), so that every server process and host
 # counts a user's turns together.
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Token requests per client address (chats.api_tokens.TokenRequestThrottle), shared by every server process:
+    # a table of the database (created by chats' migration 0022). DRF's counting there is not atomic, so a burst
+    # may pass a few requests over the rate; passwords are guarded by django-axes' lockouts, which are exact.
+    "token_requests": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "lqai_token_request_counts",
+        "OPTIONS": {"MAX_ENTRIES": 100_000},
+    },
+}
 # Streams (streamed and resumed turns) one user may have open at once, counted in the database: then 429.
 LQAI_MAX_CONCURRENT_STREAMS = env_int("LQAI_MAX_CONCURRENT_STREAMS", default=3)
 # A stream still running after this many seconds ends `interrupted` (resumable).
@@ -307,6 +418,13 @@ LQAI_MAX_CLAIMS_PER_TURN = env_int("LQAI_MAX_CLAIMS_PER_TURN", default=300)
 LQAI_CASE_CITATION_MAX_CHARS = env_int("LQAI_CASE_CITATION_MAX_CHARS", default=100_000)
 if LQAI_LEDGER_TIMEOUT <= 0:
     raise ImproperlyConfigured(f"LQAI_LEDGER_TIMEOUT={LQAI_LEDGER_TIMEOUT} must be a positive number of seconds.")
+
+# Any case (`warning`, `WARNING`); anything else is refused here, at start-up, before a server worker boots.
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "").strip().upper() or "INFO"
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL={os.environ['LOG_LEVEL']!r} is not a log level: use DEBUG, INFO, WARNING, ERROR or CRITICAL."
+    )
 
 # The key of the sealed record (citations.keys): outside the database, so that whoever can write the
 # database cannot re-seal what they changed. Checked here, so that a server without it refuses to start.
@@ -338,8 +456,10 @@ LOGGING = {
     "handlers": {
         "stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "structured"},
     },
-    "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # django-axes logs every failed login at INFO (they are in its tables too) and lockouts at WARNING.
+        "axes": {"level": "WARNING"},
     },
 }

@@ -22,3 +22,7 @@ LQAI_MAX_CONCURRENT_STREAMS = 0
 # Heartbeats run the assistant in a thread with its own database connection, which cannot see the data of
 # a test's transaction: only the tests that commit (transaction=True) turn them on.
 LQAI_SSE_HEARTBEAT_SECONDS = 0
+
+# Django's test Client.login() authenticates without a request, which django-axes refuses: off here, on in the
+# tests of logins and tokens (the `axes_on` fixture of tests/conftest.py), as in production.
+AXES_ENABLED = False

@@ -1,17 +1,23 @@
-"""URL configuration: the admin, the chat API, the ledger trace API, the OpenAPI schema, the login and the trace
-pages."""
+"""URL configuration: the admin, the chat, token and matters APIs, the ledger trace API, the OpenAPI schema with
+its interactive docs (Swagger UI, served from this server), the health checks, the login and the trace pages."""
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from lqai import health
 from pages.urls import auth_urlpatterns
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("chats.urls")),
+    path("api/", include("chats.api_urls")),
     path("api/", include("citations.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # The split view loads its start-up script as a file: no inline script, so the CSP needs no exception.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     *auth_urlpatterns,
     path("", include("pages.urls")),
 ]

@@ -7,7 +7,8 @@ numbered marker at its place in the answer (:mod:`pages.answer`).
 
 A chat page is a constant number of queries whatever the number of turns and claims: the messages, one
 query per kind of claim row (the passage and its context cut on the database side, never the whole source
-text), the consulted sources, and one for the page boundaries of the opinions quoted.
+text), and the consulted sources. Page cites come from the sources' stored pages (``chats.pages``), as in
+the API and the export.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ from chats.models import (
     MessageToolSource,
     Project,
 )
+from chats.pages import page_cite, pages_of_span
 from chats.selectors import chats_visible_to, projects_visible_to
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, context_around, context_window
 from citations.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
 from pages import answer as answer_text
-from pages import page_cites
 
 QUOTE, CASE = "quote", "case"
 # Characters of the source shown on each side of a quoted passage on a card (the admin shows more).
@@ -179,13 +180,6 @@ def chat_turns(chat: Chat, *, answer_id: UUID | None = None) -> list[Turn]:
         messages = messages.filter(pk=answer_id) | messages.filter(pk__in=Subquery(answer))
     # A question and its answer stored at the same instant (older turns): the question first.
     rows = sorted(_messages(messages), key=lambda m: (m.created_at, m.role == Message.Role.ASSISTANT))
-    opinions = {
-        row.opinion_id
-        for message in rows
-        for row in message.caselaw_citations.all()
-        if row.opinion_id is not None and row.source_offset_start is not None
-    }
-    boundaries = page_cites.opinion_page_boundaries(opinions)
     questions = {message.pk: message for message in rows if message.role == Message.Role.USER}
     turns: list[Turn] = []
     unanswered: list[Message] = []
@@ -199,11 +193,11 @@ def chat_turns(chat: Chat, *, answer_id: UUID | None = None) -> list[Turn]:
         )
         if question in unanswered:
             unanswered.remove(question)
-        turns.append(_turn(message, question, boundaries))
+        turns.append(_turn(message, question))
     return turns
 
 
-def _turn(message: Message, question: Message | None, boundaries: dict[UUID, list[tuple[int, int]]]) -> Turn:
+def _turn(message: Message, question: Message | None) -> Turn:
     content = message.content
     claims: list[Claim] = []
     taken: dict[str, set[int]] = {}
@@ -212,7 +206,7 @@ def _turn(message: Message, question: Message | None, boundaries: dict[UUID, lis
         *message.caselaw_citations.all(),
     ]
     for order, row in enumerate(quotes):
-        claim = _quote_claim(row, boundaries)
+        claim = _quote_claim(row)
         claim.order = order
         claim.answer_offset = _quote_marker_offset(row, content, taken=taken.setdefault(row.quote, set()))
         claims.append(claim)
@@ -248,7 +242,7 @@ def _quote_marker_offset(row: MessageCitation | MessageCaselawCitation, content:
     return None if span is None else answer_text.marker_offset(content, span[1])
 
 
-def _quote_claim(row: MessageCitation | MessageCaselawCitation, boundaries: dict[UUID, list[tuple[int, int]]]) -> Claim:
+def _quote_claim(row: MessageCitation | MessageCaselawCitation) -> Claim:
     claim = Claim(
         id=row.pk,
         kind=QUOTE,
@@ -276,8 +270,9 @@ def _quote_claim(row: MessageCitation | MessageCaselawCitation, boundaries: dict
         offsets=False,
         context_flags=row.context_flags,
     )
-    if isinstance(row, MessageCaselawCitation) and row.opinion_id is not None:
-        claim.pages = page_cites.page_cite(boundaries.get(row.opinion_id, []), start=start, end=end)
+    source = row.document if isinstance(row, MessageCitation) else row.opinion
+    if source is not None:
+        claim.pages = page_cite(pages_of_span(source.pages, start, end))
     return claim
 
 

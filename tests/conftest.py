@@ -32,6 +32,13 @@ def other_user(db: None) -> User:
 
 
 @pytest.fixture
+def axes_on(settings: LazySettings) -> None:
+    """Failed-login lockouts (django-axes) on, as in production (the test settings turn them off so that
+    ``Client.login()``, which passes no request, works elsewhere)."""
+    settings.AXES_ENABLED = True
+
+
+@pytest.fixture
 def api_client(user: User) -> APIClient:
     """An API client authenticated as ``user``."""
     client = APIClient()

@@ -8,6 +8,7 @@ from typing import Any
 import factory
 from django.contrib.auth.models import User
 from django.utils import timezone
+from knox.models import AuthToken
 
 from chats import models
 from chats.services import passage_sha256
@@ -58,6 +59,12 @@ class UserFactory(factory.django.DjangoModelFactory[User]):
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
     password = factory.django.Password("correct horse battery staple")
+
+
+def api_token(user: User) -> str:
+    """A new API token of ``user`` (django-rest-knox: only its digest is stored), for ``Authorization: Bearer``."""
+    _, token = AuthToken.objects.create(user=user)
+    return str(token)
 
 
 class ProjectFactory(factory.django.DjangoModelFactory[models.Project]):

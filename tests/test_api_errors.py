@@ -45,7 +45,7 @@ def test_400_from_django_itself(api_client: APIClient) -> None:
 def test_401_without_credentials(db: None) -> None:
     response = APIClient().get("/api/chats/")
     assert _json(response, 401) == {"detail": "Authentication credentials were not provided."}
-    assert response["WWW-Authenticate"] == "Token"
+    assert response["WWW-Authenticate"] == "Bearer"
 
 
 def test_403_session_request_without_csrf_token(user: User, matter_chat: Chat) -> None:

@@ -13,7 +13,6 @@ from uuid import uuid4
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from chats.assistant import FinalAnswer, Script, TextDelta, ToolCall, ToolResult
@@ -178,6 +177,7 @@ def test_chat_messages_have_their_citations_and_tool_sources(api_client: APIClie
             "document_title": "Strict scrutiny memo",
             "start": kb.source_offset_start,
             "end": kb.source_offset_end,
+            "pages": None,
             "method": "exact_match",
             "confidence": 1.0,
             # A row made without a place in the answer reads as one stored before positions were recorded.
@@ -250,6 +250,7 @@ def test_single_shot_turn_with_the_default_backend(
             "document_title": document.title,
             "start": c.source_offset_start,
             "end": c.source_offset_end,
+            "pages": None,
             "method": EXACT_MATCH,
             "confidence": 1.0,
             "answer_start": c.answer_offset_start,
@@ -502,7 +503,7 @@ def test_unauthenticated_requests_are_refused_and_write_nothing(matter_chat: Cha
     response = getattr(APIClient(), method)(url, {"content": QUESTION}, format="json")
 
     assert response.status_code == 401
-    assert response["WWW-Authenticate"] == "Token"
+    assert response["WWW-Authenticate"] == "Bearer"
     assert row_counts() == before
 
 
@@ -513,7 +514,7 @@ def test_unauthenticated_chat_list_and_create_are_refused() -> None:
 
 def test_token_authentication_works(matter_chat: Chat, user: User) -> None:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {factories.api_token(user)}")
 
     response = client.post(messages_url(matter_chat), {"content": QUESTION}, format="json")
 

@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db.models import ProtectedError
+from rest_framework.test import APIClient
 
 from chats.models import (
     CaselawOpinion,
@@ -132,3 +133,40 @@ def test_serve_info_prints_the_admin_url_and_login(db: None) -> None:
     call_command("serve_info", "--base-url", "http://localhost:9000/", stdout=out)
     assert "http://localhost:9000/admin/" in out.getvalue()
     assert "demo / demo-password" in out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_prints_a_working_token_and_a_curl_line(settings: LazySettings) -> None:
+    settings.DEBUG = True
+    out = _run_demo()
+
+    [token_line] = [line for line in out.splitlines() if "API token" in line]
+    token = token_line.rsplit(" ", 1)[1]
+    assert f'curl -H "Authorization: Bearer {token}" http://127.0.0.1:8000/api/projects/' in out
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert [p["name"] for p in client.get("/api/projects/").json()["results"]] == ["Election law research (demo)"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rerun_keeps_a_demo_matter_where_chats_were_made_by_hand(settings: LazySettings) -> None:
+    settings.DEBUG = True
+    _run_demo()
+    demo_user = User.objects.get(username="demo")
+    project = Project.objects.get(name="Election law research (demo)")
+    # Given a chat a person made in the demo matter, with a question
+    by_hand = Chat.objects.create(project=project, owner=demo_user, title="My own research")
+    Message.objects.create(chat=by_hand, role=Message.Role.USER, content="my question")
+
+    second = _run_demo()
+
+    # Then that chat and its matter are kept whole (renamed), and the demo seeded a fresh matter
+    assert Chat.objects.filter(pk=by_hand.pk, project=project).exists()
+    assert by_hand.messages.count() == 1
+    kept = Project.objects.get(pk=project.pk)
+    assert kept.name.startswith("Election law research (demo), kept ")
+    assert kept.chats.count() == 3
+    fresh = Project.objects.get(name="Election law research (demo)")
+    assert fresh.pk != project.pk
+    assert fresh.chats.count() == 2
+    assert "Demo done" in second

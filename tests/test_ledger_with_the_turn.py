@@ -27,7 +27,6 @@ import pytest
 from django.conf import LazySettings
 from django.core.management import call_command
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from chats.models import Chat, Message, MessageCitation
@@ -243,7 +242,7 @@ def test_a_server_killed_right_after_its_last_response_leaves_no_gap(
 ) -> None:
     # Given a real server process on this test's database, and a user with a token
     _, chat = committed_matter_chat
-    token = Token.objects.create(user=chat.owner).key
+    token = factories.api_token(chat.owner)
     port = _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("LQAI_")},
@@ -268,7 +267,7 @@ def test_a_server_killed_right_after_its_last_response_leaves_no_gap(
             request = urllib.request.Request(
                 f"http://127.0.0.1:{port}/api/chats/{chat.pk}/messages/",
                 data=json.dumps({"content": question}).encode(),
-                headers={"Content-Type": "application/json", "Authorization": f"Token {token}"},
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
                 method="POST",
             )
             with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310

@@ -32,12 +32,12 @@ READY_SECONDS = 30
 SEED = """
 import json
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from chats.models import Chat, Project
 user = User.objects.create_user("counsel", password="unused-password")
 project = Project.objects.create(name="Server matter", owner=user)
 chat = Chat.objects.create(owner=user, project=project, title="Served")
-print(json.dumps({"token": Token.objects.create(user=user).key, "chat": str(chat.pk)}))
+print(json.dumps({"token": AuthToken.objects.create(user=user)[1], "chat": str(chat.pk)}))
 """
 
 
@@ -125,7 +125,7 @@ def _connection(port: int) -> http.client.HTTPConnection:
 def _get(port: int, path: str, *, token: str | None) -> tuple[int, dict[str, str], bytes]:
     conn = _connection(port)
     try:
-        headers = {**PROXY, **({"Authorization": f"Token {token}"} if token else {})}
+        headers = {**PROXY, **({"Authorization": f"Bearer {token}"} if token else {})}
         conn.request("GET", path, headers=headers)
         response = conn.getresponse()
         return response.status, dict(response.getheaders()), response.read()
@@ -163,7 +163,7 @@ def test_a_streamed_turn_and_a_concurrent_request_both_complete(
         "POST",
         f"/api/chats/{chat}/messages/stream/",
         body=json.dumps({"content": "Is a keep-alive sent?"}),
-        headers={**PROXY, "Authorization": f"Token {token}", "Content-Type": "application/json"},
+        headers={**PROXY, "Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
     response = stream.getresponse()
     assert response.status == 200

@@ -20,10 +20,11 @@ from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries as AssertNumQueries
 
 from chats.models import Chat, Message, MessageCaseCitation
+from chats.pages import page_cite, pages_of_span, star_pages
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
 from citations.statuses import status_in_words, verdict_in_words
-from pages import answer, page_cites, selectors
+from pages import answer, selectors
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -363,18 +364,16 @@ def test_a_quote_is_found_in_the_answer_whatever_its_line_breaks() -> None:
     assert answer.marker_offset(text, 16) == 17  # after the closing quote mark
 
 
-def test_star_paging() -> None:
-    boundaries = page_cites.star_pages(SJS)
-    assert [page for _, page in boundaries] == [675, 676, 677, 678]
+def test_page_cites_read_the_sources_stored_pages() -> None:
+    # The card's page cite is the API's pages of the span (chats.pages), written as a lawyer cites them
+    pages = star_pages(SJS, citation="134 S.W.3d 673")
     start = SJS.index("*676")
-    assert page_cites.page_cite(boundaries, start=start - 10, end=start - 1) == "p. 675"
-    assert page_cites.page_cite(boundaries, start=start - 10, end=start + 10) == "pp. 675\u2013676"
-    assert page_cites.page_cite(boundaries, start=0, end=5) == "p. 674"  # before the first break
-    assert page_cites.page_cite([], start=0, end=5) == ""
-    # Pin cites into other sources, and lone stars, are not page breaks
-    assert page_cites.star_pages("See Ray, 2008 WL 3457021, at *7 (E.D. Tex.); id. at *5-6.") == []
-    assert page_cites.star_pages("a *12 lone star") == []
-    assert page_cites.star_pages("text *12 more *13 and *2 out of order") == [(5, 12), (14, 13)]
+    assert page_cite(pages_of_span(pages, start - 10, start - 1)) == "p. 675"
+    assert page_cite(pages_of_span(pages, start - 10, start + 10)) == "pp. 675\u2013676"
+    # before the first break (*675): the pages from the citation's first
+    assert page_cite(pages_of_span(pages, 0, 5)) == "pp. 673\u2013674"
+    assert page_cite(pages_of_span([], 0, 5)) == ""
+    assert page_cite(["673-674", "675"]) == "pp. 673\u2013675"
 
 
 def test_every_status_has_words_and_an_unknown_one_needs_review() -> None:

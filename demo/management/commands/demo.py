@@ -41,6 +41,12 @@ class Command(BaseCommand):
                 f"{purged.chats} chats, {purged.messages} messages and {purged.ledger_entries} ledger entries; "
                 f"tombstone {purged.pk})"
             )
+        expiry = f" (expires {matter.token_expiry:%Y-%m-%d %H:%M} UTC)" if matter.token_expiry else ""
+        out.write(f"  API token{expiry}: {matter.token}")
+        out.write(
+            f'  try it (after `make serve`): curl -H "Authorization: Bearer {matter.token}" '
+            "http://127.0.0.1:8000/api/projects/"
+        )
 
         out.write(self.style.MIGRATE_HEADING("Chat turns through the HTTP API"))
         turns, chat = demo.run_turns(matter)

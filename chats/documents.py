@@ -1,0 +1,95 @@
+"""Knowledge-base documents uploaded through the API: text from a plain-text or PDF file, with its pages.
+
+:func:`text_of_upload` turns an uploaded file into the document's text and pages (``chats.pages``); a file
+it cannot read raises :class:`UnreadableDocument` with a sentence for the client. :func:`add_document` is the
+service that stores a document in a matter.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import IO
+
+from django.conf import settings
+from pypdf import PdfReader
+
+from chats.models import Document, Project
+from chats.pages import PAGE_SEPARATOR, Pages, join_pages
+
+logger = logging.getLogger(__name__)
+
+PDF_MAGIC = b"%PDF-"
+
+
+class UnreadableDocument(ValueError):
+    """The upload is not a text or PDF file the server can read; the message says why, for the client."""
+
+
+class DocumentTooLarge(ValueError):
+    """The document's text is longer than ``LQAI_MAX_DOCUMENT_CHARS``."""
+
+
+@dataclass(frozen=True)
+class ExtractedText:
+    text: str
+    pages: Pages = field(default_factory=list)
+    kind: str = "text"
+
+
+def _clean(text: str) -> str:
+    # NUL cannot be stored in a PostgreSQL text column; a lone surrogate cannot be encoded as UTF-8.
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
+def text_of_pdf(stream: IO[bytes]) -> ExtractedText:
+    """The text of each page of a PDF, joined, with where each page starts. Extraction stops as soon as the
+    text is longer than ``LQAI_MAX_DOCUMENT_CHARS`` (:class:`DocumentTooLarge`)."""
+    limit = settings.LQAI_MAX_DOCUMENT_CHARS
+    page_texts: list[str] = []
+    try:
+        reader = PdfReader(stream)
+        if reader.is_encrypted:
+            raise UnreadableDocument("The PDF is encrypted: upload it without a password.")
+        length = 0
+        for page in reader.pages:
+            page_texts.append(_clean(page.extract_text() or ""))
+            length += len(page_texts[-1]) + len(PAGE_SEPARATOR)
+            if length > limit:
+                raise DocumentTooLarge(f"The document's text is longer than {limit} characters.")
+    except (UnreadableDocument, DocumentTooLarge):
+        raise
+    except Exception as exc:
+        logger.info("unreadable PDF upload: %r", exc)
+        raise UnreadableDocument("The file is not a PDF that can be read.") from None
+    if not any(text.strip() for text in page_texts):
+        raise UnreadableDocument(
+            "The PDF has no extractable text (a scanned image?): upload a PDF with a text layer, or its text."
+        )
+    text, pages = join_pages(page_texts)
+    return ExtractedText(text=text, pages=pages, kind="pdf")
+
+
+def text_of_upload(stream: IO[bytes], *, content_type: str = "") -> ExtractedText:
+    """The text of an uploaded file: a PDF (by its first bytes, whatever its name) or UTF-8 text."""
+    head = stream.read(len(PDF_MAGIC))
+    stream.seek(0)
+    if head == PDF_MAGIC or content_type == "application/pdf":
+        return text_of_pdf(stream)
+    raw = stream.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UnreadableDocument("The file is neither a PDF nor UTF-8 text.") from None
+    if "\x00" in text:
+        raise UnreadableDocument("The file is neither a PDF nor text (it holds NUL bytes).")
+    return ExtractedText(text=_clean(text))
+
+
+def add_document(*, project: Project, title: str, text: str, pages: Pages | None = None) -> Document:
+    """Store a KB document in ``project``; its text must not be empty nor over ``LQAI_MAX_DOCUMENT_CHARS``."""
+    if not text.strip():
+        raise UnreadableDocument("The document has no text.")
+    if len(text) > settings.LQAI_MAX_DOCUMENT_CHARS:
+        raise DocumentTooLarge(f"The document's text is longer than {settings.LQAI_MAX_DOCUMENT_CHARS} characters.")
+    return Document.objects.create(project=project, title=title, content=text, pages=pages or [])
