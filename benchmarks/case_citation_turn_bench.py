@@ -3,12 +3,13 @@
 A turn of the OpenAI-compatible backend against the local fake server (``tests/fake_openai.py``, in a child
 process) streaming an answer of about 1,000 tokens citing 10 cases held in the local store, one token per chunk
 at ``--tokens-per-second``; then ``finalize_turn`` (with the ledger as shipped), whose end is when the stream
-sends its ``done`` event. Measured with the check and without it, alternating: the whole turn (request to end
-of finalize) and the time from the last token to the end of finalize. Also, for the record: how the check grows
-with the answer's size up to ``LQAI_CASE_CITATION_MAX_CHARS``, and what the pin-cite and short-form volume
-checks add to the check of a 20 KB answer citing 50 times.
+sends its ``done`` event; the turn runs as a streamed request runs it (``TurnRun``: the case citations are
+read paragraph by paragraph while the answer streams). Measured with the check and without it, alternating: the
+whole turn (request to end of finalize) and the time from the last token to the end of finalize. Also, for the
+record: how the check grows with the answer's size up to ``LQAI_CASE_CITATION_MAX_CHARS``, and what the pin-cite
+and short-form volume checks add to the check of a 20 KB answer citing 50 times.
 
-Needs Django set up on a PostgreSQL database it may write to (it deletes what it created). Standalone:
+Needs Django set up on a PostgreSQL database (it writes in one transaction, rolled back). Standalone:
 ``DATABASE_URL=postgres://.../<your db> .venv/bin/python -m benchmarks.case_citation_turn_bench`` (migrates first).
 """
 
@@ -66,20 +67,49 @@ def _without_pin_and_volume_checks() -> Iterator[None]:
         checker._pin_checked, checker._written_volume_disagrees = saved
 
 
+@contextmanager
+def _not_read_while_streaming() -> Iterator[None]:
+    """A run that reads no case citations while the answer streams (restored afterwards)."""
+    from chats.assistant import runner
+
+    class NotRead(runner.StreamedCitations):
+        def feed(self, text: str) -> None:
+            pass
+
+    saved = runner.StreamedCitations
+    runner.StreamedCitations = NotRead  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        runner.StreamedCitations = saved  # type: ignore[misc]
+
+
 def run(*, turns: int = 2, tokens_per_second: float = 60.0, repeats: int = 20) -> dict[str, Any]:
+    """The measurements (see the module), in one transaction rolled back at the end: the turns it finalizes are
+    permanent records, which no delete may remove."""
+    from django.db import transaction
+
+    with transaction.atomic():
+        result = _run(turns=turns, tokens_per_second=tokens_per_second, repeats=repeats)
+        transaction.set_rollback(True)
+    return result
+
+
+def _run(*, turns: int, tokens_per_second: float, repeats: int) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.test.utils import override_settings
 
     from benchmarks.case_citations_bench import _without_the_check, build_answer, cases
-    from chats.assistant.events import FinalAnswer, HistoryEntry, TextDelta, Turn
+    from chats.assistant.events import TextDelta
     from chats.assistant.openai_compatible import OpenAICompatibleBackend, _client
-    from chats.case_citations import Status, check_case_citations
+    from chats.assistant.runner import TurnRun
+    from chats.case_citations import Status, StreamedCitations, check_case_citations
     from chats.models import CaselawOpinion, Chat, Project
-    from chats.services import finalize_turn, start_turn
+    from chats.services import start_turn
     from tests.fake_openai import Stream, finish, text_chunks
 
     cited = cases()
-    opinions = CaselawOpinion.objects.bulk_create(
+    CaselawOpinion.objects.bulk_create(
         CaselawOpinion(
             provider="local",
             opinion_id=f"case-citation-turn-bench-{n}",
@@ -112,32 +142,33 @@ def run(*, turns: int = 2, tokens_per_second: float = 60.0, repeats: int = 20) -
 
             def one_turn(with_check: bool) -> None:
                 chat = Chat.objects.create(project=project, owner=owner, title="paced turn")
-                turn = Turn(chat=chat, history=(HistoryEntry(role="user", content="question"),), tools={})
                 _, message = start_turn(chat=chat, content="question")
-                started = time.perf_counter()
                 text: list[str] = []
-                last_token = started
-                for event in backend.respond(turn):
-                    if isinstance(event, TextDelta):
-                        text.append(event.text)
-                        last_token = time.perf_counter()
-                    elif isinstance(event, FinalAnswer):
-                        pass
                 with ExitStack() as stack:
                     if not with_check:
                         stack.enter_context(_without_the_check())
-                    finalize_turn(message=message, content="".join(text), status="complete")
-                done = time.perf_counter()
+                        stack.enter_context(_not_read_while_streaming())
+                    # The run as a streamed request runs it: deltas passed on as they come (the case citations
+                    # read paragraph by paragraph between them), then finalize, whose end is the `done` event.
+                    started = time.perf_counter()
+                    last_token = started
+                    for event in TurnRun(message=message, backend=backend, tools={}):
+                        if isinstance(event, TextDelta):
+                            text.append(event.text)
+                            last_token = time.perf_counter()
+                    done = time.perf_counter()
                 assert "".join(text) == answer
                 results[with_check]["turn"].append(done - started)
                 results[with_check]["tail"].append(done - last_token)
 
-            one_turn(True)  # warm-up: connection, imports, eyecite
+            one_turn(True)  # warm-up: connection, imports, eyecite (not counted)
+            results[True] = {"turn": [], "tail": []}
             for n in range(turns):
                 for flag in (True, False) if n % 2 == 0 else (False, True):
                     one_turn(flag)
 
         growth: dict[int, float] = {}
+        streamed_growth: dict[int, tuple[float, float]] = {}
         for kb in SIZES_KB:
             text_kb = build_answer(cited, chars=kb * 1000)
             times = []
@@ -146,6 +177,18 @@ def run(*, turns: int = 2, tokens_per_second: float = 60.0, repeats: int = 20) -
                 check_case_citations(text_kb, use_courtlistener=False)
                 times.append(time.perf_counter() - started)
             growth[kb] = statistics.median(times)
+            # Read while it streams: the reads between the deltas, then what is left for finalize.
+            fed, rest = [], []
+            for _ in range(3):
+                streamed = StreamedCitations()
+                started = time.perf_counter()
+                for piece in _tokens(text_kb):
+                    streamed.feed(piece)
+                between = time.perf_counter()
+                streamed.citations(text_kb)
+                fed.append(between - started)
+                rest.append(time.perf_counter() - between)
+            streamed_growth[kb] = (statistics.median(fed), statistics.median(rest))
 
         text_20 = build_answer(cited, chars=20_000)
         with_checks: list[float] = []
@@ -164,8 +207,6 @@ def run(*, turns: int = 2, tokens_per_second: float = 60.0, repeats: int = 20) -
         if server.is_alive():
             server.kill()
         _client.cache_clear()
-        owner.delete()
-        CaselawOpinion.objects.filter(pk__in=[o.pk for o in opinions]).delete()
 
     median = statistics.median
     turn_on, turn_off = median(results[True]["turn"]), median(results[False]["turn"])
@@ -180,7 +221,10 @@ def run(*, turns: int = 2, tokens_per_second: float = 60.0, repeats: int = 20) -
         "tail_on_s": tail_on,
         "tail_off_s": tail_off,
         "tail_growth": tail_on / tail_off - 1,
+        "tails_on_s": results[True]["tail"],
+        "tails_off_s": results[False]["tail"],
         "growth_s": growth,
+        "streamed_growth_s": streamed_growth,  # (read between the deltas, read at finalize)
         "pin_volume_on_s": median(with_checks),
         "pin_volume_off_s": median(without),
         "pin_volume_share": median(with_checks) / median(without) - 1,

@@ -484,6 +484,18 @@ def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], l
     rows.append(
         Row(
             "9 detail",
+            "the same, read while it streams: between the deltas / at finalize",
+            "; ".join(
+                f"{kb} KB {fed * 1000:.0f} / {rest * 1000:.0f} ms"
+                for kb, (fed, rest) in paced["streamed_growth_s"].items()
+            ),
+            "(for the record)",
+            "-",
+        )
+    )
+    rows.append(
+        Row(
+            "9 detail",
             "pin-cite and short-form volume checks, share of the check of a 20 KB answer citing 50 times",
             f"{paced['pin_volume_share']:+.1%}",
             "<= +10%",

@@ -29,7 +29,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from chats.answer_positions import place_claims
-from chats.case_citations import CheckedCitation, check_case_citations
+from chats.case_citations import CheckedCitation, StreamedCitations, check_case_citations
 from chats.models import (
     UNVERIFIED,
     CaselawOpinion,
@@ -445,7 +445,12 @@ def _tool_source_rows(
 
 
 def _case_citation_rows(
-    *, message: Message, content: str, now: datetime.datetime, resumed: bool
+    *,
+    message: Message,
+    content: str,
+    now: datetime.datetime,
+    resumed: bool,
+    streamed: StreamedCitations | None,
 ) -> list[MessageCaseCitation]:
     """Rows for the case citations of ``content``, checked (see ``chats.case_citations``), except, on a
     resumed turn, the spans the message already has (it keeps the rows of what it had written before).
@@ -453,7 +458,7 @@ def _case_citation_rows(
     The check never fails the turn: an error in it is logged and the turn is finalized without rows.
     """
     try:
-        checked: list[CheckedCitation] = check_case_citations(content)
+        checked: list[CheckedCitation] = check_case_citations(content, streamed=streamed)
     except Exception:
         logger.exception("turn %s: the case-citation check failed; no case citations recorded", message.pk)
         return []
@@ -490,13 +495,15 @@ def finalize_turn(
     tool_sources: Sequence[ConsultedSource] = (),
     usage: TurnUsage | None = None,
     attempt: int | None = None,
+    case_citations_streamed: StreamedCitations | None = None,
 ) -> FinalizedTurn:
     """End a turn: verify its claimed quotes, check the case citations of its answer, persist the assistant
     message's final content, status and verdict with its quote, case-citation and tool-source rows, and send
     ``post_finalize``, all in one transaction.
 
     The case-citation check (and any CourtListener lookup it makes) runs before the transaction, so the
-    turn's transaction never waits on it.
+    turn's transaction never waits on it. ``case_citations_streamed`` is what a run read of the answer's case
+    citations while it streamed (fed exactly ``content``): the check then reads only the unfinished rest.
 
     Every claim is stored: a verified quote with its offsets and confidence, a claim that does not verify
     as an ``unverified`` row with its reason (also returned, for the response). The message's verdict is
@@ -534,7 +541,9 @@ def finalize_turn(
         now=now,
         first_position=message.tool_sources.count() if resumed else 0,
     )
-    case_citations = _case_citation_rows(message=message, content=content, now=now, resumed=resumed)
+    case_citations = _case_citation_rows(
+        message=message, content=content, now=now, resumed=resumed, streamed=case_citations_streamed
+    )
     claim = message.attempt if attempt is None else attempt
     with transaction.atomic():
         # One finalize at a time per turn, on its stored state: the row stays locked until the commit.

@@ -83,7 +83,7 @@ def test_a_failing_check_never_fails_the_turn(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    def broken(answer_text: str) -> list[Any]:
+    def broken(answer_text: str, **kwargs: Any) -> list[Any]:
         raise RuntimeError("eyecite choked")
 
     monkeypatch.setattr(services, "check_case_citations", broken)

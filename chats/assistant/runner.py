@@ -28,6 +28,10 @@ request. Unpaced (single-shot), the backend runs in the caller's thread and the 
 at its events and whenever the backend calls ``turn.progress`` (at each attempt of a model request);
 the start-up check (``chats.checks``) keeps ``LQAI_STALE_TURN_SECONDS`` above the longest wait between two.
 
+The answer's case citations are read as it streams (:class:`~chats.case_citations.StreamedCitations`, fed
+each delta in the run's own thread) and handed to ``finalize_turn``, whose check then reads only the last
+paragraph.
+
 Turns always end: text and claims are sanitized as they leave the backend (:func:`clean_text`); an answer
 reaching ``LQAI_MAX_ANSWER_CHARS`` is cut there with a note (:data:`ANSWER_LIMIT_NOTE`) and the backend
 stopped; a database error while recording progress is logged and the run goes on; and if finalize itself
@@ -65,6 +69,7 @@ from chats.assistant.events import (
     clean_json,
     clean_text,
 )
+from chats.case_citations import StreamedCitations
 from chats.models import Message, MessageToolSource
 from chats.services import (
     ClaimedCitation,
@@ -298,6 +303,10 @@ class TurnRun:
         self.timed_out = False
         # On a resume the message holds what was produced before the interruption.
         self._content: list[str] = [message.content]
+        # The answer's case citations, read paragraph by paragraph as it arrives (in this thread, between its
+        # deltas: the run waits on the model anyway), so that finalize reads only the last paragraph.
+        self._case_citations = StreamedCitations(max_chars=settings.LQAI_CASE_CITATION_MAX_CHARS)
+        self._case_citations.feed(message.content)
         self._claims: list[ClaimedCitation] = []
         self._sources: list[ConsultedSource] = []
         self._seen: set[SourceKey] = {
@@ -446,6 +455,7 @@ class TurnRun:
                 text = text[: max(room, 0)] + ANSWER_LIMIT_NOTE
                 self.answer_limit_reached = True
             self._content.append(text)
+            self._case_citations.feed(text)
             return TextDelta(text)
         if isinstance(event, ToolResult):
             sources = tuple(_clean_source(source) for source in event.sources)
@@ -517,6 +527,7 @@ class TurnRun:
             tool_sources=sources,
             usage=self._usage,
             attempt=self.attempt,
+            case_citations_streamed=self._case_citations,
         )
 
 

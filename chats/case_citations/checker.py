@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from chats import courtlistener
-from chats.case_citations.extraction import CitationKey, FoundCitation, Kind, extract_citations
+from chats.case_citations.extraction import CitationKey, FoundCitation, Kind, StreamedCitations, extract_citations
 from chats.case_citations.lookup import Lookup, Outcome, find_local, lookup_courtlistener
 from chats.case_citations.names import names_match, only_generic, parse_case_name
 from chats.models import CaseCitationStatus, CaselawOpinion
@@ -87,6 +88,7 @@ def check_case_citations(
     courtlistener_client: CourtListener | None = None,
     use_courtlistener: bool = True,
     max_chars: int | None = None,
+    streamed: StreamedCitations | None = None,
 ) -> list[CheckedCitation]:
     """Check every citation of ``answer_text`` (see the module docstring).
 
@@ -97,6 +99,9 @@ def check_case_citations(
 
     Only the first ``max_chars`` characters (default ``LQAI_CASE_CITATION_MAX_CHARS``), cut at a line or word
     break, are read: the rest of a longer answer is one ``unchecked`` entry that says so.
+
+    ``streamed``: the answer's citations as read while it streamed (fed exactly ``answer_text``): only its
+    unfinished rest is read now; the result is the same (see :class:`StreamedCitations`).
     """
     limit = settings.LQAI_CASE_CITATION_MAX_CHARS if max_chars is None else max_chars
     rest: CheckedCitation | None = None
@@ -114,7 +119,8 @@ def check_case_citations(
             f"the check reads at most {limit} characters of an answer (LQAI_CASE_CITATION_MAX_CHARS)",
         )
         answer_text = answer_text[:cut]
-    checked = _check_text(answer_text, courtlistener_client=courtlistener_client, use_courtlistener=use_courtlistener)
+    found = streamed.citations(answer_text) if streamed is not None else extract_citations(answer_text)
+    checked = _check_found(found, courtlistener_client=courtlistener_client, use_courtlistener=use_courtlistener)
     return [*checked, rest] if rest is not None else checked
 
 
@@ -128,10 +134,9 @@ def _cut_before(text: str, limit: int) -> int:
     return limit
 
 
-def _check_text(
-    answer_text: str, *, courtlistener_client: CourtListener | None, use_courtlistener: bool
+def _check_found(
+    found: list[FoundCitation], *, courtlistener_client: CourtListener | None, use_courtlistener: bool
 ) -> list[CheckedCitation]:
-    found = extract_citations(answer_text)
     keys = list(dict.fromkeys(f.key for f in found if f.kind is Kind.FULL and f.key is not None))
     lookups = find_local(keys)
     missing = [key for key in keys if lookups[key].outcome == Outcome.NOT_FOUND]
@@ -146,10 +151,39 @@ def _check_text(
         for key in missing:
             lookups[key] = replace(lookups[key], outcome=Outcome.UNCHECKED, detail=NOT_CHECKED_LOCALLY)
 
+    _load_texts(lookups[key] for key in _pinned_keys(found) if key in lookups)
     checked: list[CheckedCitation] = []
     for citation in found:
         checked.append(_check(citation, lookups, checked))
     return checked
+
+
+def _pinned_keys(found: list[FoundCitation]) -> set[CitationKey]:
+    """The cases cited with a pin cite (directly, or by a short form, ``id.`` or ``supra``)."""
+    keys: set[CitationKey] = set()
+    for citation in found:
+        if not citation.pin:
+            continue
+        seen = 0
+        while citation.kind is not Kind.FULL and citation.antecedent is not None and seen < len(found):
+            citation, seen = found[citation.antecedent], seen + 1
+        if citation.key is not None and citation.kind is Kind.FULL:
+            keys.add(citation.key)
+    return keys
+
+
+def _load_texts(lookups: Iterable[Lookup]) -> None:
+    """Load, in one query, the text of each resolved opinion that was read without it (the local lookup defers
+    it): the pin check reads its star paging (:func:`last_page`), which would otherwise be a query per case."""
+    deferred = {
+        lookup.opinion.pk: lookup.opinion
+        for lookup in lookups
+        if lookup.opinion is not None and "text" in lookup.opinion.get_deferred_fields()
+    }
+    if not deferred:
+        return
+    for pk, text in CaselawOpinion.objects.filter(pk__in=deferred).values_list("pk", "text"):
+        deferred[pk].text = text
 
 
 def _check(found: FoundCitation, lookups: dict[CitationKey, Lookup], earlier: list[CheckedCitation]) -> CheckedCitation:

@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 
 from chats.models import CaseCitationKind
 
+logger = logging.getLogger(__name__)
+
 Kind = CaseCitationKind  # the forms a citation takes: the kinds its rows store
 
 
@@ -211,7 +213,25 @@ def extract_citations(text: str) -> list[FoundCitation]:
     """Every citation eyecite finds in ``text``, in order, with short forms resolved (see the module)."""
     if not text.strip():
         return []
-    original, text = text, _EMPHASIS.sub(lambda m: " " * len(m.group()), text)
+    blanked = _blank_emphasis(text)
+    return _found_citations(text, blanked, [(citation, 0) for citation in _eyecite_citations(blanked)])
+
+
+def _blank_emphasis(text: str) -> str:
+    return _EMPHASIS.sub(lambda m: " " * len(m.group()), text)
+
+
+def _eyecite_citations(text: str) -> list[Any]:
+    """eyecite's citations of ``text`` (emphasis blanked), in text order (eyecite may return overlapping ones
+    out of it; resolution assumes it)."""
+    return sorted(_eyecite().get_citations(text, tokenizer=tokenizer()), key=lambda c: c.span())
+
+
+def _found_citations(original: str, text: str, placed: list[tuple[Any, int]]) -> list[FoundCitation]:
+    """The :class:`FoundCitation` of each eyecite citation of ``placed``, in text order; each comes with the
+    offset in ``original`` of the text eyecite read it from (0 for the whole text, a paragraph's start for a
+    paragraph). ``text`` is ``original`` with emphasis blanked. Short forms, ``id.``, ``supra`` and references
+    are resolved here, once, over all of them (eyecite's ``resolve_citations``)."""
     eyecite = _eyecite()
     from eyecite.models import (
         FullCaseCitation,
@@ -222,8 +242,8 @@ def extract_citations(text: str) -> list[FoundCitation]:
         SupraCitation,
     )
 
-    # In text order (eyecite may return overlapping ones out of it; resolution assumes it).
-    citations = sorted(eyecite.get_citations(text, tokenizer=tokenizer()), key=lambda c: c.span())
+    placed = sorted(placed, key=lambda item: (item[0].span()[0] + item[1], item[0].span()[1] + item[1]))
+    citations = [citation for citation, _ in placed]
     position = {id(citation): index for index, citation in enumerate(citations)}
     antecedents: dict[int, int] = {}
     for resource, resolved in eyecite.resolve_citations(citations).items():
@@ -236,8 +256,8 @@ def extract_citations(text: str) -> list[FoundCitation]:
 
     found: list[FoundCitation] = []
     floor = 0
-    for index, citation in enumerate(citations):
-        start, end = citation.span()
+    for index, (citation, offset) in enumerate(placed):
+        start, end = (at + offset for at in citation.span())
         short_form = not isinstance(citation, FullCaseCitation)
         written = written_name_before(text, start, floor=min(floor, start), short_form=short_form)
         # The next name is read after this citation's pin cite and parenthetical (eyecite's full span is no
@@ -383,3 +403,162 @@ def _named_antecedent(earlier: list[FoundCitation], name: str) -> int | None:
         if candidate.kind is Kind.FULL and names_match(name, [candidate.case_name], short_form=True):
             return index
     return None
+
+
+# Where a streamed answer is cut into paragraphs (each read by eyecite on its own, see StreamedCitations): at
+# a blank line after a sentence's end (a name that ends a paragraph with a comma, or a page number, may belong
+# to a citation after the blank line); and, in a paragraph grown past PARAGRAPH_CHARS, after the last sentence
+# that ends with a plain lowercase word or a citation's year parenthetical and is followed by a capitalized word.
+# A citation never holds such a boundary (its reporter abbreviations are capitalized or short: `F. Supp.`, `v.`).
+_BLANK_LINE = re.compile(r"[.?!][\"'\u201d)\]]*[ \t]*\n[ \t]*\n\s*")
+_SENTENCE_END = re.compile(r"(?:\b(?P<word>[a-z]{3,})|\b\d{4}\))[.?!][\"'\u201d)]*[ \t\n]+(?=[A-Z][a-z]+\b)")
+# Lowercase abbreviations that a capitalized word may follow inside a citation (`U.S. Const. art. III`).
+_LOWERCASE_ABBREVIATIONS = frozenset(
+    {"art", "sec", "para", "supp", "cert", "reh", "app", "rev", "cir", "ann", "stat", "amend", "subch", "subd"}
+    | {"div", "ord", "reg", "seq", "comp", "pet", "cls", "pts", "tit", "vol", "nos", "dist", "bankr", "cong", "rel"}
+)
+PARAGRAPH_CHARS = 200
+_SENTENCE_SEARCH_STEP = 40  # how often (in characters) a long paragraph is searched for a sentence end
+
+
+@dataclass(frozen=True, slots=True)
+class _Paragraph:
+    start: int  # in the answer
+    text: str  # emphasis blanked
+    citations: list[tuple[Any, int]]  # eyecite's, each with the offset of the text it was read from
+
+
+class StreamedCitations:
+    """The citations of an answer read while it streams: :meth:`feed` it the answer's text as it arrives; each
+    paragraph is read by eyecite as soon as it is complete (a blank line, or a sentence end once it is longer
+    than ``paragraph_chars``), in the caller's thread; :meth:`citations` then reads only the unfinished rest and
+    resolves short forms, ``id.``, ``supra`` and references once over all paragraphs' citations.
+
+    The result is :func:`extract_citations` of the whole text, as long as no citation's case name or parenthetical
+    crosses a paragraph break. A reference by name and pin (`Grutter at 330`) to a case cited in an earlier
+    paragraph, which eyecite finds by searching the text after each full citation for its parties' names, is
+    searched for in each new paragraph with eyecite's own search (``extract_pincited_reference_citations``).
+
+    The check never fails a turn: if reading a paragraph raises, the error is logged, and :meth:`citations`
+    reads the whole text with :func:`extract_citations` instead.
+    """
+
+    def __init__(self, *, paragraph_chars: int = PARAGRAPH_CHARS, max_chars: int | None = None) -> None:
+        """``max_chars``: no paragraph starting past it is read as it streams (the check reads no further)."""
+        self.paragraph_chars = paragraph_chars
+        self.max_chars = max_chars
+        self._fed: list[str] = []
+        self._pending: list[str] = []  # the text after the last complete paragraph
+        self._pending_chars = 0
+        self._pending_checked = 0  # how much of the pending text was searched for a sentence end
+        self._read = 0  # where the pending text starts in the answer
+        self._paragraphs: list[_Paragraph] = []
+        self.broken = False
+
+    def feed(self, text: str) -> None:
+        """Take the next piece of the answer; read the paragraphs it completes. Never raises (see the class)."""
+        if not text:
+            return
+        self._fed.append(text)
+        if self.broken or (self.max_chars is not None and self._read >= self.max_chars):
+            return
+        try:
+            self._take(text)
+        except Exception:
+            logger.exception("reading the answer's case citations as it streams failed; the whole text is read")
+            self.broken = True
+
+    def _take(self, text: str) -> None:
+        self._pending.append(text)
+        self._pending_chars += len(text)
+        blank_line = "\n" in text
+        long = (
+            self._pending_chars >= self.paragraph_chars
+            and self._pending_chars - self._pending_checked >= _SENTENCE_SEARCH_STEP
+        )
+        if not (blank_line or long):
+            return
+        pending = "".join(self._pending)
+        self._pending = [pending]
+        cut = self._cut(pending, by_sentence=long)
+        if cut is None:
+            return
+        self._read_paragraph(pending[:cut])
+        self._read += cut
+        self._pending = [pending[cut:]]
+        self._pending_chars = len(pending) - cut
+        self._pending_checked = 0
+
+    def _cut(self, pending: str, *, by_sentence: bool) -> int | None:
+        """Where the complete paragraphs of ``pending`` end: after its last blank line, else (``by_sentence``)
+        after its last sentence end; ``None`` if it holds neither."""
+        last = None
+        for match in _BLANK_LINE.finditer(pending):
+            if match.end() < len(pending):  # the whitespace after a blank line may go on
+                last = match.end()
+        if last is not None or not by_sentence:
+            return last
+        self._pending_checked = len(pending)
+        for match in _SENTENCE_END.finditer(pending):
+            if match.group("word") not in _LOWERCASE_ABBREVIATIONS:
+                last = match.end()
+        return last
+
+    def _read_paragraph(self, paragraph: str) -> None:
+        start = self._read
+        blanked = _blank_emphasis(paragraph)
+        own = [(citation, start) for citation in _eyecite_citations(blanked)] if paragraph.strip() else []
+        references = self._earlier_references(start, blanked, own)
+        self._paragraphs.append(_Paragraph(start=start, text=blanked, citations=own + references))
+
+    def _earlier_references(self, start: int, blanked: str, own: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        """The references by name and pin in the paragraph at ``start`` to the full citations of earlier
+        paragraphs, as eyecite finds them after each full citation (and drops where they overlap another
+        citation: ``filter_citations``)."""
+        from eyecite.find import extract_pincited_reference_citations
+        from eyecite.models import FullCaseCitation
+
+        if not self._paragraphs or not blanked.strip():
+            return []
+        # eyecite searches the text after the full citation's end: the citation's paragraph up to there, then
+        # the new paragraph after the whitespace that precedes it.
+        separator = self._paragraphs[-1].text[-1:]
+        by_span: dict[tuple[int, int], tuple[Any, int]] = {}
+        for paragraph in self._paragraphs:
+            for citation, offset in paragraph.citations:
+                if not isinstance(citation, FullCaseCitation) or offset != paragraph.start:
+                    continue
+                end = citation.span()[1]
+                searched = paragraph.text[:end] + separator + blanked
+                shift = start - len(separator) - end
+                for reference in extract_pincited_reference_citations(citation, searched):
+                    span = tuple(at + shift for at in reference.span())
+                    by_span[span] = (reference, shift)  # eyecite keeps the last one of a span
+        taken = [tuple(at + offset for at in citation.full_span()) for citation, offset in own]
+        return [
+            (reference, shift)
+            for (a, b), (reference, shift) in sorted(by_span.items())
+            if not any(a < y and x < b for x, y in taken)
+        ]
+
+    def citations(self, text: str) -> list[FoundCitation]:
+        """The citations of ``text``, which must be the text fed, or the start of it (the check may read only
+        so far): as :func:`extract_citations` gives them, see the class."""
+        fed = "".join(self._fed)
+        if self.broken or not fed.startswith(text):
+            if not self.broken:
+                logger.warning("the case-citation stream was fed another text; the whole text is read")
+            return extract_citations(text)
+        if not text.strip():
+            return []
+        kept = [paragraph for paragraph in self._paragraphs if paragraph.start + len(paragraph.text) <= len(text)]
+        read = kept[-1].start + len(kept[-1].text) if kept else 0
+        paragraphs, self._paragraphs = self._paragraphs, kept
+        try:
+            saved_read, self._read = self._read, read
+            if read < len(text):
+                self._read_paragraph(text[read:])
+            placed = [item for paragraph in self._paragraphs for item in paragraph.citations]
+        finally:
+            self._paragraphs, self._read = paragraphs, saved_read
+        return _found_citations(text, _blank_emphasis(text), placed)
