@@ -408,6 +408,19 @@ class MessageResumeView(APIView):
         return stream_response(streamed_run(message=message, backend=backend, tools=tools))
 
 
+# PUT and PATCH of a matter's legal hold take the same body and answer the same.
+SET_LEGAL_HOLD_SCHEMA = extend_schema(
+    summary="Put a matter on legal hold, or lift it (its owner only)",
+    request=LegalHoldSerializer,
+    responses={
+        200: LegalHoldSerializer,
+        400: BAD_INPUT,
+        403: OpenApiResponse(description="Only the matter's owner sets or lifts its hold."),
+        404: NOT_FOUND,
+    },
+)
+
+
 class LegalHoldView(APIView):
     """A matter's legal hold: any member reads it; only the matter's owner sets or lifts it."""
 
@@ -419,16 +432,7 @@ class LegalHoldView(APIView):
         project = self._project(request, project_id)
         return Response(LegalHoldSerializer({"project_id": project.pk, "legal_hold": project.legal_hold}).data)
 
-    @extend_schema(
-        summary="Put a matter on legal hold, or lift it (its owner only)",
-        request=LegalHoldSerializer,
-        responses={
-            200: LegalHoldSerializer,
-            400: BAD_INPUT,
-            403: OpenApiResponse(description="Only the matter's owner sets or lifts its hold."),
-            404: NOT_FOUND,
-        },
-    )
+    @SET_LEGAL_HOLD_SCHEMA
     def put(self, request: Request, project_id: UUID) -> Response:
         project = self._project(request, project_id)
         if project.owner_id != request.user.pk:
@@ -441,15 +445,6 @@ class LegalHoldView(APIView):
         set_legal_hold(project=project, held=serializer.validated_data["legal_hold"], by=_author(request))
         return Response(LegalHoldSerializer({"project_id": project.pk, "legal_hold": project.legal_hold}).data)
 
-    @extend_schema(
-        summary="Put a matter on legal hold, or lift it (its owner only)",
-        request=LegalHoldSerializer,
-        responses={
-            200: LegalHoldSerializer,
-            400: BAD_INPUT,
-            403: OpenApiResponse(description="Not the owner."),
-            404: NOT_FOUND,
-        },
-    )
+    @SET_LEGAL_HOLD_SCHEMA
     def patch(self, request: Request, project_id: UUID) -> Response:
         return self.put(request, project_id)

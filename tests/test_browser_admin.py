@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 from pytest_django.live_server_helper import LiveServer
 
 from chats.models import CaselawOpinion, Message
@@ -92,6 +92,18 @@ def _assert_nothing_can_be_written(page: Page) -> None:
         assert page.locator(f"a.addlink[href*='/{model}/']").count() == 0
 
 
+def _ledger_page_as(browser: Browser, live_server: LiveServer, username: str, *, width: int) -> Page:
+    """A new page of ``browser``, logged in to the admin as ``username`` and on the ledger's changelist."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.set_default_timeout(15_000)
+    page.goto(f"{live_server.url}/admin/login/?next=/admin/citations/citationledgerentry/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_url("**/admin/citations/citationledgerentry/")
+    return page
+
+
 def test_a_superuser_traces_an_entry_to_its_source_and_can_change_nothing(live_server: LiveServer) -> None:
     # Given a ledger (written before the browser's event loop starts)
     _seed()
@@ -104,15 +116,8 @@ def test_a_superuser_traces_an_entry_to_its_source_and_can_change_nothing(live_s
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1600, "height": 900})
-            page.set_default_timeout(15_000)
-
             # When a superuser logs in and lands on the ledger
-            page.goto(f"{live_server.url}/admin/login/?next=/admin/citations/citationledgerentry/")
-            page.fill("#id_username", "admin")
-            page.fill("#id_password", PASSWORD)
-            page.click("input[type=submit]")
-            page.wait_for_url("**/admin/citations/citationledgerentry/")
+            page = _ledger_page_as(browser, live_server, "admin", width=1600)
             assert page.locator("#result_list tbody tr").count() == 8
             _assert_nothing_can_be_written(page)
             page.screenshot(path=ARTIFACTS / "1-ledger-changelist.png")
@@ -249,15 +254,8 @@ def test_a_staff_member_sees_only_their_matter_and_can_change_none_of_its_record
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(15_000)
-
             # When Anne logs in and looks at the ledger
-            page.goto(f"{live_server.url}/admin/login/?next=/admin/citations/citationledgerentry/")
-            page.fill("#id_username", "anne")
-            page.fill("#id_password", PASSWORD)
-            page.click("input[type=submit]")
-            page.wait_for_url("**/admin/citations/citationledgerentry/")
+            page = _ledger_page_as(browser, live_server, "anne", width=1400)
 
             # Then she sees her matter's entries only, and no API token anywhere in the admin
             rows = page.locator("#result_list tbody tr")
