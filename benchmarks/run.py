@@ -24,8 +24,9 @@ one run, on the same data; the timed runs alternate and the median of ``--repeat
    replay of the same requests, in CPU time of the benchmark's process, and its share of a turn a user
    waits for (a 1,000-token answer at a model's 40 tokens a second; goal: <= 1%; wall time for the record);
 8. the case-citation check of a 20 KB answer citing 50 times, local store only
-   (``benchmarks.case_citations_bench``), against that turn's ``finalize_turn`` (goal: <= 10%); for the
-   record, eyecite's tokenization apart from the rest of the extraction, and the check's share of a whole
+   (``benchmarks.case_citations_bench``), against that turn's ``finalize_turn``, for the record (the goal
+   against ``finalize_turn`` alone was withdrawn for item 9's, measured on a whole streamed turn); also
+   eyecite's tokenization apart from the rest of the extraction, and the check's share of a whole
    API turn answering that text;
 9. the case-citation check in a turn streamed at a model's pace (``benchmarks.case_citation_turn_bench``):
    its share of the whole turn (goal: <= 3%) and its growth of the time from the last token to ``done``
@@ -80,7 +81,6 @@ RERUN_GOAL = 0.10
 MEMORY_LIMIT_MB = 200.0
 MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
 TURN_SHARE_GOAL = 0.05
-CASE_CITATION_GOAL = 0.10
 ITEMS = ("ledger", "seal", "scale", "retrieval", "admin")
 
 
@@ -423,8 +423,8 @@ def ledger_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], l
             f"{case_citations['check_s'] * 1000:.1f} ms (extraction {case_citations['extract_s'] * 1000:.1f} ms) "
             f"on {case_citations['finalize_s'] * 1000:.1f} ms = {case_citations['ratio']:.0%}; a process's first "
             f"check: +{case_citations['first_call_s'] * 1000:.0f} ms (imports eyecite)",
-            f"<= {CASE_CITATION_GOAL:.0%}",
-            _verdict(case_citations["ratio"] <= CASE_CITATION_GOAL),
+            "(for the record: the goal is item 9's, a whole turn)",
+            "-",
         )
     )
     rows.append(
