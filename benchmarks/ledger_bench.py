@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,16 +182,22 @@ def peak_rss_of_command(*, database_url: str, batch_size: int) -> tuple[float, s
 
 
 @contextmanager
-def ledger_receiver(*, connected: bool) -> Iterator[None]:
-    """The ledger's ``post_finalize`` receiver connected (as shipped) or not; as shipped afterwards."""
-    post_finalize.disconnect(dispatch_uid=RECEIVER_UID, sender=Message)
+def receiver_connected(receiver: Callable[..., None], *, dispatch_uid: str, connected: bool) -> Iterator[None]:
+    """``receiver`` of ``post_finalize`` (for messages) connected or not inside the block, connected again
+    afterwards (as shipped)."""
+    post_finalize.disconnect(dispatch_uid=dispatch_uid, sender=Message)
     if connected:
-        post_finalize.connect(assemble_ledger_on_finalize, sender=Message, dispatch_uid=RECEIVER_UID)
+        post_finalize.connect(receiver, sender=Message, dispatch_uid=dispatch_uid)
     try:
         yield
     finally:
-        post_finalize.disconnect(dispatch_uid=RECEIVER_UID, sender=Message)
-        post_finalize.connect(assemble_ledger_on_finalize, sender=Message, dispatch_uid=RECEIVER_UID)
+        post_finalize.disconnect(dispatch_uid=dispatch_uid, sender=Message)
+        post_finalize.connect(receiver, sender=Message, dispatch_uid=dispatch_uid)
+
+
+def ledger_receiver(*, connected: bool) -> AbstractContextManager[None]:
+    """The ledger's ``post_finalize`` receiver connected (as shipped) or not; as shipped afterwards."""
+    return receiver_connected(assemble_ledger_on_finalize, dispatch_uid=RECEIVER_UID, connected=connected)
 
 
 @dataclass(slots=True)

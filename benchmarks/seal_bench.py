@@ -17,8 +17,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,21 +53,12 @@ PLAIN_SELECTS = (
 )
 
 
-@contextmanager
-def seal_receiver(*, connected: bool) -> Iterator[None]:
+def seal_receiver(*, connected: bool) -> AbstractContextManager[None]:
     """The seal's ``post_finalize`` receiver connected (as shipped: after the ledger's) or not."""
-    from chats.models import Message
-    from chats.signals import post_finalize
+    from benchmarks.ledger_bench import receiver_connected
     from citations.receivers import seal_turn_on_finalize
 
-    post_finalize.disconnect(dispatch_uid=SEAL_UID, sender=Message)
-    if connected:
-        post_finalize.connect(seal_turn_on_finalize, sender=Message, dispatch_uid=SEAL_UID)
-    try:
-        yield
-    finally:
-        post_finalize.disconnect(dispatch_uid=SEAL_UID, sender=Message)
-        post_finalize.connect(seal_turn_on_finalize, sender=Message, dispatch_uid=SEAL_UID)
+    return receiver_connected(seal_turn_on_finalize, dispatch_uid=SEAL_UID, connected=connected)
 
 
 @dataclass(frozen=True, slots=True)

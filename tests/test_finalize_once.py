@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,7 +28,7 @@ from chats.services import (
     start_turn,
 )
 from citations.models import CitationLedgerEntry
-from tests.fake_openai import MODEL, FakeOpenAIServer, Status, answer
+from tests.fake_openai import FakeOpenAIServer, Status, answer
 
 QUOTE = "The Equal Protection Clause requires that a racial classification survive strict scrutiny."
 
@@ -208,19 +208,10 @@ def test_a_run_holds_the_attempt_it_started_with_and_ends_superseded_without_wri
 
 
 @pytest.fixture
-def fake_openai(settings: LazySettings) -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer().start()
-    settings.LQAI_ASSISTANT_BACKEND = "chats.assistant.OpenAICompatibleBackend"
-    settings.LQAI_OPENAI_BASE_URL = server.base_url
-    settings.LQAI_OPENAI_API_KEY = ""
-    settings.LQAI_OPENAI_MODEL = MODEL
+def fake_openai(fake_openai: FakeOpenAIServer, settings: LazySettings) -> FakeOpenAIServer:
+    """The suite's fake model server (tests/conftest.py), with a longer timeout for these slower runs."""
     settings.LQAI_OPENAI_TIMEOUT = 5.0
-    settings.LQAI_OPENAI_MAX_RETRIES = 2
-    settings.LQAI_OPENAI_RETRY_BACKOFF = 0.01
-    try:
-        yield server
-    finally:
-        server.stop()
+    return fake_openai
 
 
 def _wait_for(condition: Callable[[], bool], seconds: float = 10) -> None:
