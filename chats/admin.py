@@ -41,16 +41,16 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from chats.models import (
+    CaseCitation,
     CaselawOpinion,
     Chat,
     Document,
     DocumentPassage,
+    DocumentQuote,
     MatterTerm,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
     TurnRateCount,
 )
@@ -280,8 +280,8 @@ class _ArtifactAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin):
         return super().get_queryset(request).select_related(*self.joined).defer(*deferred)
 
 
-@admin.register(MessageCitation)
-class MessageCitationAdmin(_ArtifactAdmin):
+@admin.register(DocumentQuote)
+class DocumentQuoteAdmin(_ArtifactAdmin):
     list_display = (
         "__str__",
         "document",
@@ -298,8 +298,8 @@ class MessageCitationAdmin(_ArtifactAdmin):
     search_help_text = "An exact citation, message or document id (UUID)."
 
 
-@admin.register(MessageCaselawCitation)
-class MessageCaselawCitationAdmin(_ArtifactAdmin):
+@admin.register(OpinionQuote)
+class OpinionQuoteAdmin(_ArtifactAdmin):
     list_display = (
         "__str__",
         "opinion",
@@ -323,8 +323,8 @@ class MessageToolSourceAdmin(_ArtifactAdmin):
     search_help_text = "An exact tool-source or message id (UUID)."
 
 
-@admin.register(MessageCaseCitation)
-class MessageCaseCitationAdmin(_ArtifactAdmin):
+@admin.register(CaseCitation)
+class CaseCitationAdmin(_ArtifactAdmin):
     list_display = ("citation", "case_name", "kind", "status", "opinion", "provider", "message", "created_at")
     list_filter = ("status", "kind")
     joined = ("opinion", "message")

@@ -731,7 +731,7 @@ class ClaimedQuote(AppendOnlyModel):
         ordering = ["created_at", "position", "id"]
 
 
-class MessageCitation(ClaimedQuote):
+class DocumentQuote(ClaimedQuote):
     """A quote claimed from a KB document: verified against the document's content, or recorded as failed."""
 
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="citations")
@@ -747,7 +747,7 @@ class MessageCitation(ClaimedQuote):
         return f"KB quote {self.id}"
 
 
-class MessageCaselawCitation(ClaimedQuote):
+class OpinionQuote(ClaimedQuote):
     """A quote claimed from a materialized caselaw opinion: verified against its text, or recorded as failed."""
 
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="caselaw_citations")
@@ -836,7 +836,7 @@ class CaseCitationStatus(models.TextChoices):
 CASE_RESOLVED = (CaseCitationStatus.VERIFIED, CaseCitationStatus.NAME_MISMATCH, CaseCitationStatus.PIN_MISMATCH)
 
 
-class MessageCaseCitation(AppendOnlyModel):
+class CaseCitation(AppendOnlyModel):
     """A case citation written in an assistant's answer, as checked at finalize (``chats.case_citations``):
     one row per citation span of the answer, with what the check found."""
 

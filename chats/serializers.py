@@ -13,12 +13,12 @@ from rest_framework import serializers
 
 from chats.models import (
     UNVERIFIED,
+    CaseCitation,
     Chat,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
     SourceKind,
 )
@@ -26,7 +26,7 @@ from chats.pages import pages_of_span
 from chats.selectors import projects_visible_to
 from chats.services import UnverifiedQuote
 
-QuoteRow = TypeVar("QuoteRow", MessageCitation, MessageCaselawCitation)
+QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
 
 class VisibleProjectField(serializers.PrimaryKeyRelatedField):
@@ -60,9 +60,9 @@ PAGES_HELP = (
 PAGES_FIELD = serializers.ListField(child=serializers.CharField(), allow_null=True, help_text=PAGES_HELP)
 
 
-def quote_pages(row: MessageCitation | MessageCaselawCitation) -> list[str] | None:
+def quote_pages(row: DocumentQuote | OpinionQuote) -> list[str] | None:
     """The pages a quote row spans in its source (``chats.pages``)."""
-    source = row.opinion if isinstance(row, MessageCaselawCitation) else row.document
+    source = row.opinion if isinstance(row, OpinionQuote) else row.document
     return None if source is None else pages_of_span(source.pages, row.source_offset_start, row.source_offset_end)
 
 
@@ -87,11 +87,11 @@ class AnswerSpanFields(serializers.Serializer[Any]):
     answer_unplaced_reason = serializers.SerializerMethodField(help_text=ANSWER_UNPLACED_HELP)
 
     @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_answer_unplaced_reason(self, obj: MessageCitation | MessageCaselawCitation) -> str | None:
+    def get_answer_unplaced_reason(self, obj: DocumentQuote | OpinionQuote) -> str | None:
         return answer_unplaced_reason(obj)
 
 
-def answer_unplaced_reason(row: MessageCitation | MessageCaselawCitation) -> str | None:
+def answer_unplaced_reason(row: DocumentQuote | OpinionQuote) -> str | None:
     """Why a quote row has no answer span (None when it has one)."""
     if row.answer_offset_start is not None:
         return None
@@ -101,7 +101,7 @@ def answer_unplaced_reason(row: MessageCitation | MessageCaselawCitation) -> str
 ANSWER_SPAN_FIELDS = ["answer_start", "answer_end", "answer_unplaced_reason"]
 
 
-class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[MessageCitation]):
+class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[DocumentQuote]):
     """A verified quote from a matter document."""
 
     kind = serializers.SerializerMethodField()
@@ -114,7 +114,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Message
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
 
     class Meta:
-        model = MessageCitation
+        model = DocumentQuote
         fields = [
             "id",
             "kind",
@@ -131,15 +131,15 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Message
         ]
         read_only_fields = fields
 
-    def get_kind(self, obj: MessageCitation) -> str:
+    def get_kind(self, obj: DocumentQuote) -> str:
         return SourceKind.KB_DOCUMENT
 
     @extend_schema_field(PAGES_FIELD)
-    def get_pages(self, obj: MessageCitation) -> list[str] | None:
+    def get_pages(self, obj: DocumentQuote) -> list[str] | None:
         return quote_pages(obj)
 
 
-class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[MessageCaselawCitation]):
+class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[OpinionQuote]):
     """A verified quote from a court opinion."""
 
     kind = serializers.SerializerMethodField()
@@ -156,7 +156,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Me
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
 
     class Meta:
-        model = MessageCaselawCitation
+        model = OpinionQuote
         fields = [
             "id",
             "kind",
@@ -177,11 +177,11 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Me
         ]
         read_only_fields = fields
 
-    def get_kind(self, obj: MessageCaselawCitation) -> str:
+    def get_kind(self, obj: OpinionQuote) -> str:
         return SourceKind.CASELAW
 
     @extend_schema_field(PAGES_FIELD)
-    def get_pages(self, obj: MessageCaselawCitation) -> list[str] | None:
+    def get_pages(self, obj: OpinionQuote) -> list[str] | None:
         return quote_pages(obj)
 
 
@@ -206,16 +206,16 @@ class FailedClaimSerializer(AnswerSpanFields):
         help_text="The document or opinion claimed, if it is one this turn may quote."
     )
 
-    def get_kind(self, obj: MessageCitation | MessageCaselawCitation) -> str:
-        return SourceKind.CASELAW if isinstance(obj, MessageCaselawCitation) else SourceKind.KB_DOCUMENT
+    def get_kind(self, obj: DocumentQuote | OpinionQuote) -> str:
+        return SourceKind.CASELAW if isinstance(obj, OpinionQuote) else SourceKind.KB_DOCUMENT
 
     @extend_schema_field(serializers.UUIDField(allow_null=True))
-    def get_source_id(self, obj: MessageCitation | MessageCaselawCitation) -> str | None:
-        source_id = obj.opinion_id if isinstance(obj, MessageCaselawCitation) else obj.document_id
+    def get_source_id(self, obj: DocumentQuote | OpinionQuote) -> str | None:
+        source_id = obj.opinion_id if isinstance(obj, OpinionQuote) else obj.document_id
         return None if source_id is None else str(source_id)
 
 
-class CaseCitationSerializer(serializers.ModelSerializer[MessageCaseCitation]):
+class CaseCitationSerializer(serializers.ModelSerializer[CaseCitation]):
     """A case citation written in the answer, as checked at finalize: its span in the answer, the citation
     and the case name as written, the check's ``status`` (verified, name_mismatch, not_found, ambiguous,
     unchecked) with its ``detail``, and the case the citation really is (``opinion``, ``opinion_case_name``;
@@ -226,7 +226,7 @@ class CaseCitationSerializer(serializers.ModelSerializer[MessageCaseCitation]):
     opinion_case_name = serializers.CharField(source="opinion.case_name", read_only=True, allow_null=True, default=None)
 
     class Meta:
-        model = MessageCaseCitation
+        model = CaseCitation
         fields = [
             "id",
             "kind",

@@ -32,14 +32,14 @@ from chats.answer_positions import place_claims
 from chats.case_citations import CheckedCitation, StreamedCitations, check_case_citations
 from chats.models import (
     UNVERIFIED,
+    CaseCitation,
     CaselawOpinion,
     Chat,
     Document,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
     SourceKind,
     Verdict,
@@ -52,7 +52,7 @@ from chats.verification import NormalizedSource, QuoteMatch, alterations_record,
 
 logger = logging.getLogger(__name__)
 
-QuoteRow = TypeVar("QuoteRow", MessageCitation, MessageCaselawCitation)
+QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
 FINAL_STATUSES = frozenset({Message.Status.COMPLETE, Message.Status.INTERRUPTED, Message.Status.FAILED})
 
@@ -113,11 +113,11 @@ class FinalizedTurn:
     (stored too, as ``unverified`` rows of their quote table)."""
 
     message: Message
-    citations: list[MessageCitation] = field(default_factory=list)
-    caselaw_citations: list[MessageCaselawCitation] = field(default_factory=list)
+    citations: list[DocumentQuote] = field(default_factory=list)
+    caselaw_citations: list[OpinionQuote] = field(default_factory=list)
     tool_sources: list[MessageToolSource] = field(default_factory=list)
     unverified: list[UnverifiedQuote] = field(default_factory=list)
-    case_citations: list[MessageCaseCitation] = field(default_factory=list)
+    case_citations: list[CaseCitation] = field(default_factory=list)
 
 
 def create_chat(*, owner: AbstractBaseUser, project: Project | None = None, title: str = "") -> Chat:
@@ -281,7 +281,7 @@ def record_progress(*, message: Message) -> None:
 
 def _verify_claims(
     *, message: Message, claims: Sequence[ClaimedCitation], now: datetime.datetime, first_position: int = 0
-) -> tuple[list[MessageCitation], list[MessageCaselawCitation]]:
+) -> tuple[list[DocumentQuote], list[OpinionQuote]]:
     """The quote rows of the claims: each verified against its source's text (sources loaded and normalized
     once per turn) or, if it does not verify, a failed (``unverified``) row saying why.
 
@@ -349,34 +349,34 @@ def _verify_claims(
             **source,
         )
 
-    def row_for(claim: ClaimedCitation) -> MessageCitation | MessageCaselawCitation:
+    def row_for(claim: ClaimedCitation) -> DocumentQuote | OpinionQuote:
         if claim.opinion_id is not None and claim.document_id is None:
             opinion = opinions.get(claim.opinion_id)
             if opinion is None:
-                return failed(MessageCaselawCitation, claim, "unknown opinion")
+                return failed(OpinionQuote, claim, "unknown opinion")
             match, why = source_for(opinion.pk, opinion.text).verify_detailed(claim.quote)
             if match is None:
-                return failed(MessageCaselawCitation, claim, _reason(why, "opinion"), opinion=opinion)
-            return verified(MessageCaselawCitation, claim, match, opinion.text, opinion=opinion)
+                return failed(OpinionQuote, claim, _reason(why, "opinion"), opinion=opinion)
+            return verified(OpinionQuote, claim, match, opinion.text, opinion=opinion)
         if claim.document_id is None and claim.opinion_id is None and claim.named_source:
             reason = f"unknown source {claim.named_source[:100]!r}: not a source of this turn"
-            return failed(MessageCitation, claim, reason)
+            return failed(DocumentQuote, claim, reason)
         if claim.document_id is None or claim.opinion_id is not None:
-            return failed(MessageCitation, claim, "the claim must name exactly one source")
+            return failed(DocumentQuote, claim, "the claim must name exactly one source")
         document = documents.get(claim.document_id)
         if document is None:
-            return failed(MessageCitation, claim, "unknown document: not a document of this chat's matter")
+            return failed(DocumentQuote, claim, "unknown document: not a document of this chat's matter")
         match, why = source_for(document.pk, document.content).verify_detailed(claim.quote)
         if match is None:
-            return failed(MessageCitation, claim, _reason(why, "document"), document=document)
-        return verified(MessageCitation, claim, match, document.content, document=document)
+            return failed(DocumentQuote, claim, _reason(why, "document"), document=document)
+        return verified(DocumentQuote, claim, match, document.content, document=document)
 
-    kb: list[MessageCitation] = []
-    caselaw: list[MessageCaselawCitation] = []
+    kb: list[DocumentQuote] = []
+    caselaw: list[OpinionQuote] = []
     for position, claim in enumerate(claims, start=first_position):
         row = row_for(claim)
         row.position = position  # KB and caselaw claims numbered together, in the order they were made
-        if isinstance(row, MessageCaselawCitation):
+        if isinstance(row, OpinionQuote):
             caselaw.append(row)
         else:
             kb.append(row)
@@ -385,7 +385,7 @@ def _verify_claims(
             f"{len(dropped)} claimed quote(s) from here on were not verified: a turn verifies at most {limit} "
             "(LQAI_MAX_CLAIMS_PER_TURN)"
         )
-        row = failed(MessageCitation, dropped[0], reason)
+        row = failed(DocumentQuote, dropped[0], reason)
         row.position = first_position + len(claims)
         kb.append(row)
     return kb, caselaw
@@ -402,9 +402,9 @@ def turn_verdict(*, methods: Collection[str], case_statuses: Collection[str] = (
     under another name or to a page it does not have fails the turn; a quote the verifier cannot vouch for
     (``altered``) leaves it at best ``supported``. ``backfill_ledger --check`` holds stored verdicts to it."""
     wrong_cases = {
-        MessageCaseCitation.Status.NOT_FOUND,
-        MessageCaseCitation.Status.NAME_MISMATCH,
-        MessageCaseCitation.Status.PIN_MISMATCH,
+        CaseCitation.Status.NOT_FOUND,
+        CaseCitation.Status.NAME_MISMATCH,
+        CaseCitation.Status.PIN_MISMATCH,
     }
     if UNVERIFIED in methods or wrong_cases & set(case_statuses):
         return Verdict.FAIL
@@ -451,7 +451,7 @@ def _case_citation_rows(
     now: datetime.datetime,
     resumed: bool,
     streamed: StreamedCitations | None,
-) -> list[MessageCaseCitation]:
+) -> list[CaseCitation]:
     """Rows for the case citations of ``content``, checked (see ``chats.case_citations``), except, on a
     resumed turn, the spans the message already has (it keeps the rows of what it had written before).
 
@@ -466,18 +466,18 @@ def _case_citation_rows(
         return []
     had = set(message.case_citations.values_list("answer_offset_start", flat=True)) if resumed else set()
     return [
-        MessageCaseCitation(
+        CaseCitation(
             message=message,
             answer_offset_start=citation.start,
             answer_offset_end=citation.end,
             kind=citation.kind.value,
-            citation=fit(MessageCaseCitation, "citation", citation.citation),
-            case_name=fit(MessageCaseCitation, "case_name", citation.case_name),
+            citation=fit(CaseCitation, "citation", citation.citation),
+            case_name=fit(CaseCitation, "case_name", citation.case_name),
             status=citation.status.value,
-            detail=fit(MessageCaseCitation, "detail", citation.detail),
+            detail=fit(CaseCitation, "detail", citation.detail),
             opinion=citation.opinion,
-            provider=fit(MessageCaseCitation, "provider", citation.provider),
-            pin=fit(MessageCaseCitation, "pin", citation.pin),
+            provider=fit(CaseCitation, "provider", citation.provider),
+            pin=fit(CaseCitation, "pin", citation.pin),
             pin_status=citation.pin_status,
             created_at=now,
         )
@@ -586,10 +586,10 @@ def finalize_turn(
             message.latency_ms = usage.latency_ms
             update_fields += ["model_name", "prompt_tokens", "completion_tokens", "latency_ms"]
         message.save(update_fields=update_fields)
-        MessageCitation.objects.bulk_create(kb)
-        MessageCaselawCitation.objects.bulk_create(caselaw)
+        DocumentQuote.objects.bulk_create(kb)
+        OpinionQuote.objects.bulk_create(caselaw)
         MessageToolSource.objects.bulk_create(sources)
-        MessageCaseCitation.objects.bulk_create(case_citations)
+        CaseCitation.objects.bulk_create(case_citations)
         # Inside the transaction: records of the turn (the ledger) exist exactly when the turn does.
         post_finalize.send(sender=Message, message=message)
     unverified = [

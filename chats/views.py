@@ -55,7 +55,7 @@ from chats.assistant import (
     load_backend,
 )
 from chats.assistant.runner import RunEvent, TurnNotSaved
-from chats.models import Chat, Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation
+from chats.models import CaseCitation, Chat, DocumentQuote, Message, OpinionQuote
 from chats.pagination import StrictCursorPagination
 from chats.selectors import chats_visible_to, projects_visible_to
 from chats.serializers import (
@@ -107,12 +107,10 @@ BAD_INPUT = OpenApiResponse(description="Invalid input: field errors keyed by fi
 def _message_rows() -> tuple[Any, ...]:  # Prefetch | str (of querysets of several models)
     """A message's citations (with their sources), tool sources and checked case citations: one query each."""
     return (
-        Prefetch("citations", queryset=MessageCitation.objects.select_related("document")),
-        Prefetch("caselaw_citations", queryset=MessageCaselawCitation.objects.select_related("opinion")),
+        Prefetch("citations", queryset=DocumentQuote.objects.select_related("document")),
+        Prefetch("caselaw_citations", queryset=OpinionQuote.objects.select_related("opinion")),
         "tool_sources",
-        Prefetch(
-            "case_citations", queryset=MessageCaseCitation.objects.select_related("opinion").defer("opinion__text")
-        ),
+        Prefetch("case_citations", queryset=CaseCitation.objects.select_related("opinion").defer("opinion__text")),
     )
 
 

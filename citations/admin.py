@@ -40,13 +40,13 @@ from django.utils.text import capfirst
 from chats.admin import MatterScopedAdmin, MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
 from chats.models import (
     UNVERIFIED,
+    CaseCitation,
     Chat,
     Document,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
 )
 from chats.models import (
@@ -60,10 +60,10 @@ from citations.statuses import StatusInWords, status_in_words
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).
 _SOURCES: tuple[tuple[str, type[Model], str], ...] = (
-    ("message_citation_id", MessageCitation, "KB quote"),
-    ("message_caselaw_citation_id", MessageCaselawCitation, "Caselaw quote"),
+    ("message_citation_id", DocumentQuote, "KB quote"),
+    ("message_caselaw_citation_id", OpinionQuote, "Caselaw quote"),
     ("message_tool_source_id", MessageToolSource, "Consulted source"),
-    ("message_case_citation_id", MessageCaseCitation, "Case citation"),
+    ("message_case_citation_id", CaseCitation, "Case citation"),
 )
 
 

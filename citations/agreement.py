@@ -24,7 +24,7 @@ from uuid import UUID
 
 from django.db.backends.utils import CursorWrapper
 
-from chats.models import Message, MessageCaseCitation, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.models import CaseCitation, DocumentQuote, Message, MessageToolSource, OpinionQuote
 from chats.services import turn_verdict
 from citations.ledger import SOURCE_MAPPINGS
 from citations.models import CitationLedgerEntry
@@ -85,10 +85,10 @@ def disagreements(cursor: CursorWrapper, *, which_messages: str, params: dict[st
     tables = {
         "messages": Message._meta.db_table,
         "ledger": CitationLedgerEntry._meta.db_table,
-        "kb_quotes": MessageCitation._meta.db_table,
-        "caselaw_quotes": MessageCaselawCitation._meta.db_table,
+        "kb_quotes": DocumentQuote._meta.db_table,
+        "caselaw_quotes": OpinionQuote._meta.db_table,
         "tool_sources": MessageToolSource._meta.db_table,
-        "case_citations": MessageCaseCitation._meta.db_table,
+        "case_citations": CaseCitation._meta.db_table,
         "which_messages": which_messages,
     }
     found: list[Disagreement] = []

@@ -32,13 +32,13 @@ from django.utils import timezone
 from chats.models import (
     UNVERIFIED,
     VERIFIED_METHODS,
+    CaseCitation,
     CaselawOpinion,
     Chat,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
 )
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
 
@@ -102,7 +102,7 @@ _QUOTE_VALID = (
 
 SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
     SourceMapping(
-        model=MessageCitation,
+        model=DocumentQuote,
         entry_field="message_citation",
         source_kind=f"'{SourceKind.KB_DOCUMENT}'",
         verification_status="s.verification_method",
@@ -110,7 +110,7 @@ SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
         valid=_QUOTE_VALID,
     ),
     SourceMapping(
-        model=MessageCaselawCitation,
+        model=OpinionQuote,
         entry_field="message_caselaw_citation",
         source_kind=f"'{SourceKind.CASELAW}'",
         verification_status="s.verification_method",
@@ -131,13 +131,13 @@ SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
         valid="s.source_kind IS NOT NULL AND s.source_kind <> ''",
     ),
     SourceMapping(
-        model=MessageCaseCitation,
+        model=CaseCitation,
         entry_field="message_case_citation",
         source_kind=f"'{SourceKind.CASELAW}'",
         verification_status="s.status",
         provider="NULLIF(s.provider, '')",
         retrieved_at="s.created_at",
-        valid=f"s.status IN ({_sql_list(MessageCaseCitation.Status.values)})",
+        valid=f"s.status IN ({_sql_list(CaseCitation.Status.values)})",
     ),
 )
 

@@ -27,12 +27,12 @@ from chats.ids import uuid7
 from chats.models import (
     ALTERED_MAX_CONFIDENCE,
     UNVERIFIED,
+    CaseCitation,
     Chat,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
     SourceKind,
     VerificationMethod,
@@ -41,7 +41,7 @@ from chats.record import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
 
 PROVENANCE = "provenance"
 # A checked case citation's status is the check's outcome (verified, name_mismatch, not_found, ...).
-CASE_CITATION_STATUSES = tuple(MessageCaseCitation.Status.values)
+CASE_CITATION_STATUSES = tuple(CaseCitation.Status.values)
 # The statuses without a verification score: a consulted source (not quoted), a claim that did not hold,
 # and the outcomes of a case-citation check (a lookup, not a scored match).
 UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED, *CASE_CITATION_STATUSES)
@@ -88,18 +88,20 @@ class CitationLedgerEntry(AppendOnlyModel):
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="ledger_entries", db_index=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="ledger_entries")
     source_kind = models.CharField(max_length=32)
-    # The unique constraints below index these four columns; a second plain index would be redundant.
+    # The source: exactly one of these four is set. The fields keep the names of the tables they point at
+    # (message_citations, ...), so their columns and constraints are those of the seed design. The unique
+    # constraints below index these four columns; a second plain index would be redundant.
     message_citation = models.ForeignKey(
-        MessageCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
+        DocumentQuote, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
     )
     message_caselaw_citation = models.ForeignKey(
-        MessageCaselawCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
+        OpinionQuote, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
     )
     message_tool_source = models.ForeignKey(
         MessageToolSource, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
     )
     message_case_citation = models.ForeignKey(
-        MessageCaseCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
+        CaseCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
     )
     verification_status = models.CharField(max_length=32)
     confidence = models.FloatField(null=True, blank=True)

@@ -26,13 +26,13 @@ from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from chats.models import (
+    CaseCitation,
     CaselawOpinion,
     Chat,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
 )
 from chats.verification import VERIFIER_VERSION
 from citations import keys
@@ -105,13 +105,13 @@ UNION ALL
 SELECT 1, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.document_id AS text), NULL, r.created_at,
        r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
        r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, NULL, NULL, NULL, r.alterations
-  FROM {MessageCitation._meta.db_table} r
+  FROM {DocumentQuote._meta.db_table} r
  WHERE r.message_id IN (SELECT id FROM turns)
 UNION ALL
 SELECT 2, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.opinion_id AS text), NULL, r.created_at,
        r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
        r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, o.provider, NULL, NULL, r.alterations
-  FROM {MessageCaselawCitation._meta.db_table} r
+  FROM {OpinionQuote._meta.db_table} r
   LEFT JOIN {CaselawOpinion._meta.db_table} o ON o.id = r.opinion_id
  WHERE r.message_id IN (SELECT id FROM turns)
 UNION ALL
@@ -124,7 +124,7 @@ UNION ALL
 SELECT 4, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.opinion_id AS text), NULL, r.created_at,
        r.answer_offset_start, r.answer_offset_end, NULL, NULL,
        r.kind, r.citation, r.case_name, r.status, r.detail, r.provider, NULL, NULL
-  FROM {MessageCaseCitation._meta.db_table} r
+  FROM {CaseCitation._meta.db_table} r
  WHERE r.message_id IN (SELECT id FROM turns)
 ORDER BY tag, id
 """  # noqa: S608 - table names from the models' _meta, values as parameters

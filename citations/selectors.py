@@ -22,7 +22,7 @@ from django.db.models import Case, Count, Expression, F, IntegerField, Max, Min,
 from django.db.models.functions import Coalesce, Greatest, Substr
 from django.utils import timezone
 
-from chats.models import CaselawOpinion, Chat, Document, MessageCaseCitation, MessageCaselawCitation, MessageCitation
+from chats.models import CaseCitation, CaselawOpinion, Chat, Document, DocumentQuote, OpinionQuote
 from chats.services import passage_sha256
 from citations.models import CitationLedgerEntry
 
@@ -344,9 +344,9 @@ def rows_citing(term: str, *, documents: QuerySet[Document], cap: int) -> Citing
         found = model._default_manager.filter(**{f"{column}__in": parents}).order_by().values_list("pk", flat=True)
         return list(found[:cap])
 
-    kb = keys(MessageCitation, "document", document_ids)
-    caselaw = keys(MessageCaselawCitation, "opinion", opinion_ids)
-    cases = keys(MessageCaseCitation, "opinion", opinion_ids)
+    kb = keys(DocumentQuote, "document", document_ids)
+    caselaw = keys(OpinionQuote, "opinion", opinion_ids)
+    cases = keys(CaseCitation, "opinion", opinion_ids)
     truncated = any(len(found) >= cap for found in (document_ids, opinion_ids, kb, caselaw, cases))
     return CitingRows(
         message_citation_ids=kb,

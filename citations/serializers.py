@@ -12,7 +12,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from chats.models import CaselawOpinion, Document, MessageCaseCitation, MessageToolSource
+from chats.models import CaseCitation, CaselawOpinion, Document, MessageToolSource
 from chats.serializers import (
     ANSWER_START_HELP,
     ANSWER_UNPLACED_HELP,
@@ -58,7 +58,7 @@ class ToolSourceRefSerializer(serializers.ModelSerializer[MessageToolSource]):
         read_only_fields = fields
 
 
-class CaseCitationRefSerializer(serializers.ModelSerializer[MessageCaseCitation]):
+class CaseCitationRefSerializer(serializers.ModelSerializer[CaseCitation]):
     """A case citation written in the answer, as checked: where it stands in the answer, what it says, what the
     check found (``status``, ``detail``) and the case it really is (``opinion``, for verified and
     name_mismatch)."""
@@ -68,7 +68,7 @@ class CaseCitationRefSerializer(serializers.ModelSerializer[MessageCaseCitation]
     opinion = OpinionRefSerializer(read_only=True, allow_null=True)
 
     class Meta:
-        model = MessageCaseCitation
+        model = CaseCitation
         fields = (
             "id",
             "kind",

@@ -31,14 +31,14 @@ from knox.models import AuthToken
 from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
 from chats.models import (
     UNVERIFIED,
+    CaseCitation,
     CaselawOpinion,
     Chat,
     Document,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
     SourceKind,
 )
@@ -264,7 +264,7 @@ def create_turns_without_ledger(matter: DemoMatter, *, count: int = 3) -> Chat:
         )
         match = verify_quote(quotes[index % len(quotes)], document.content)
         if match is not None:
-            MessageCitation.objects.create(
+            DocumentQuote.objects.create(
                 message=message,
                 document=document,
                 quote=quotes[index % len(quotes)],
@@ -276,7 +276,7 @@ def create_turns_without_ledger(matter: DemoMatter, *, count: int = 3) -> Chat:
             )
         opinion_match = verify_quote(opinion_quote, opinion.text)
         if opinion_match is not None:
-            MessageCaselawCitation.objects.create(
+            OpinionQuote.objects.create(
                 message=message,
                 opinion=opinion,
                 quote=opinion_quote,
@@ -452,8 +452,8 @@ def _event_data(events: list[tuple[str, dict[str, Any]]], name: str) -> dict[str
 
 def describe_turn(turn: DemoTurn) -> list[str]:
     message = Message.objects.get(pk=turn.message_id)
-    kb = MessageCitation.objects.filter(message=message).exclude(verification_method=UNVERIFIED).count()
-    caselaw = MessageCaselawCitation.objects.filter(message=message).exclude(verification_method=UNVERIFIED).count()
+    kb = DocumentQuote.objects.filter(message=message).exclude(verification_method=UNVERIFIED).count()
+    caselaw = OpinionQuote.objects.filter(message=message).exclude(verification_method=UNVERIFIED).count()
     sources = MessageToolSource.objects.filter(message=message).count()
     lines = [
         f"Turn: {turn.label}",
@@ -463,7 +463,7 @@ def describe_turn(turn: DemoTurn) -> list[str]:
     ]
     if turn.events:
         lines.append(f"  events: {' '.join(_compress(turn.events))}")
-    for quote in MessageCitation.objects.filter(message=message, verification_method="altered").select_related(
+    for quote in DocumentQuote.objects.filter(message=message, verification_method="altered").select_related(
         "document"
     ):
         content = quote.document.content if quote.document is not None else ""
@@ -474,7 +474,7 @@ def describe_turn(turn: DemoTurn) -> list[str]:
                     f"  altered quote {quote.quote!r}: {alteration['quote_text']!r} omits {omits!r} "
                     f"({alteration['alters']})"
                 )
-    for case in MessageCaseCitation.objects.filter(message=message).select_related("opinion"):
+    for case in CaseCitation.objects.filter(message=message).select_related("opinion"):
         lines.append(f"  case citation {case.citation!r} written as {case.case_name!r}: {case.status} ({case.detail})")
     lines.append("  ledger:")
     return lines + ledger_table(message)

@@ -340,7 +340,7 @@ SPECTACULAR_SETTINGS = {
     # Two models have a "status" with choices: a message's lifecycle and a case citation's check.
     "ENUM_NAME_OVERRIDES": {
         "MessageStatusEnum": "chats.models.Message.Status",
-        "CaseCitationStatusEnum": "chats.models.MessageCaseCitation.Status",
+        "CaseCitationStatusEnum": "chats.models.CaseCitation.Status",
     },
 }
 

@@ -23,12 +23,12 @@ from django.db.models import F, OuterRef, Prefetch, QuerySet, Subquery
 from django.utils.safestring import SafeString
 
 from chats.models import (
+    CaseCitation,
     Chat,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
 )
 from chats.pages import page_cite, pages_of_span
@@ -145,7 +145,7 @@ def visible_chat(user: AbstractBaseUser | AnonymousUser, chat_id: UUID) -> Chat 
     return chats_visible_to(user).select_related("project").filter(pk=chat_id).first()
 
 
-def _quote_rows(model: type[MessageCitation] | type[MessageCaselawCitation], source: str, text: str) -> Prefetch:
+def _quote_rows(model: type[DocumentQuote] | type[OpinionQuote], source: str, text: str) -> Prefetch:
     window = context_window(
         start=F("source_offset_start"),
         end=F("source_offset_end"),
@@ -153,7 +153,7 @@ def _quote_rows(model: type[MessageCitation] | type[MessageCaselawCitation], sou
         context_chars=CARD_CONTEXT_CHARS,
     )
     return Prefetch(
-        "citations" if model is MessageCitation else "caselaw_citations",
+        "citations" if model is DocumentQuote else "caselaw_citations",
         queryset=model.objects.select_related(source).defer(f"{source}__{text}").annotate(**window),
     )
 
@@ -161,11 +161,9 @@ def _quote_rows(model: type[MessageCitation] | type[MessageCaselawCitation], sou
 def _messages(messages: QuerySet[Message]) -> list[Message]:
     return list(
         messages.order_by("created_at", "id").prefetch_related(
-            _quote_rows(MessageCitation, "document", "content"),
-            _quote_rows(MessageCaselawCitation, "opinion", "text"),
-            Prefetch(
-                "case_citations", queryset=MessageCaseCitation.objects.select_related("opinion").defer("opinion__text")
-            ),
+            _quote_rows(DocumentQuote, "document", "content"),
+            _quote_rows(OpinionQuote, "opinion", "text"),
+            Prefetch("case_citations", queryset=CaseCitation.objects.select_related("opinion").defer("opinion__text")),
             "tool_sources",
         )
     )
@@ -201,7 +199,7 @@ def _turn(message: Message, question: Message | None) -> Turn:
     content = message.content
     claims: list[Claim] = []
     taken: dict[str, set[int]] = {}
-    quotes: list[MessageCitation | MessageCaselawCitation] = [
+    quotes: list[DocumentQuote | OpinionQuote] = [
         *message.citations.all(),
         *message.caselaw_citations.all(),
     ]
@@ -231,7 +229,7 @@ def _turn(message: Message, question: Message | None) -> Turn:
     )
 
 
-def _quote_marker_offset(row: MessageCitation | MessageCaselawCitation, content: str, *, taken: set[int]) -> int | None:
+def _quote_marker_offset(row: DocumentQuote | OpinionQuote, content: str, *, taken: set[int]) -> int | None:
     """Where a quote's marker goes in the answer ``content``: after the quote's span of the answer. The one place
     that places a quote: the span the row records (``answer_offset_end``, once quote rows record it) or else the
     place the answer writes the quote (:func:`pages.answer.quote_span`); ``None`` when neither is known."""
@@ -242,7 +240,7 @@ def _quote_marker_offset(row: MessageCitation | MessageCaselawCitation, content:
     return None if span is None else answer_text.marker_offset(content, span[1])
 
 
-def _quote_claim(row: MessageCitation | MessageCaselawCitation) -> Claim:
+def _quote_claim(row: DocumentQuote | OpinionQuote) -> Claim:
     claim = Claim(
         id=row.pk,
         kind=QUOTE,
@@ -251,7 +249,7 @@ def _quote_claim(row: MessageCitation | MessageCaselawCitation) -> Claim:
         quote=row.quote,
         reason=row.unverified_reason,
     )
-    if isinstance(row, MessageCaselawCitation) and row.opinion is not None:
+    if isinstance(row, OpinionQuote) and row.opinion is not None:
         claim.source_url = _http_only(row.opinion.absolute_url)
     start, end = row.source_offset_start, row.source_offset_end
     context_start: int | None = getattr(row, "context_start", None)
@@ -270,21 +268,21 @@ def _quote_claim(row: MessageCitation | MessageCaselawCitation) -> Claim:
         offsets=False,
         context_flags=row.context_flags,
     )
-    source = row.document if isinstance(row, MessageCitation) else row.opinion
+    source = row.document if isinstance(row, DocumentQuote) else row.opinion
     if source is not None:
         claim.pages = page_cite(pages_of_span(source.pages, start, end))
     return claim
 
 
-def _source_label(row: MessageCitation | MessageCaselawCitation) -> str:
-    if isinstance(row, MessageCitation):
+def _source_label(row: DocumentQuote | OpinionQuote) -> str:
+    if isinstance(row, DocumentQuote):
         return row.document.title if row.document is not None else "no document of this matter"
     if row.opinion is None:
         return "no opinion known to the product"
     return ", ".join(part for part in (row.opinion.case_name, row.opinion.citation) if part)
 
 
-def _case_claim(case: MessageCaseCitation) -> Claim:
+def _case_claim(case: CaseCitation) -> Claim:
     found = case.opinion
     return Claim(
         id=case.pk,

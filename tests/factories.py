@@ -151,9 +151,9 @@ def _next_tool_source_position(row: Any) -> int:
     return 0 if message._state.adding else int(message.tool_sources.count())
 
 
-class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCitation]):
+class DocumentQuoteFactory(factory.django.DjangoModelFactory[models.DocumentQuote]):
     class Meta:
-        model = models.MessageCitation
+        model = models.DocumentQuote
 
     message = factory.SubFactory(MessageFactory)
     document = factory.SubFactory(
@@ -175,9 +175,9 @@ class MessageCitationFactory(factory.django.DjangoModelFactory[models.MessageCit
         altered = factory.Trait(**_altered(lambda c: c.document.content))
 
 
-class MessageCaselawCitationFactory(factory.django.DjangoModelFactory[models.MessageCaselawCitation]):
+class OpinionQuoteFactory(factory.django.DjangoModelFactory[models.OpinionQuote]):
     class Meta:
-        model = models.MessageCaselawCitation
+        model = models.OpinionQuote
 
     message = factory.SubFactory(MessageFactory)
     opinion = factory.SubFactory(CaselawOpinionFactory)
@@ -211,20 +211,20 @@ class MessageToolSourceFactory(factory.django.DjangoModelFactory[models.MessageT
     position = factory.LazyAttribute(_next_tool_source_position)
 
 
-class MessageCaseCitationFactory(factory.django.DjangoModelFactory[models.MessageCaseCitation]):
+class CaseCitationFactory(factory.django.DjangoModelFactory[models.CaseCitation]):
     """A verified full citation of the opinion, as the answer's first words."""
 
     class Meta:
-        model = models.MessageCaseCitation
+        model = models.CaseCitation
 
     message = factory.SubFactory(MessageFactory)
     opinion = factory.SubFactory(CaselawOpinionFactory)
     answer_offset_start = factory.Sequence(lambda n: 40 * n)
     answer_offset_end = factory.LazyAttribute(lambda c: c.answer_offset_start + len(c.citation))
-    kind = models.MessageCaseCitation.Kind.FULL
+    kind = models.CaseCitation.Kind.FULL
     citation = "570 U.S. 297"
     case_name = factory.LazyAttribute(lambda c: c.opinion.case_name if c.opinion else "Doe v. Roe")
-    status = models.MessageCaseCitation.Status.VERIFIED
+    status = models.CaseCitation.Status.VERIFIED
     detail = factory.LazyAttribute(lambda c: f"{c.citation} is {c.opinion.case_name}" if c.opinion else "")
     provider = "local"
 
@@ -243,7 +243,7 @@ class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedge
     class Params:
         caselaw = factory.Trait(
             message_citation=None,
-            message_caselaw_citation=factory.SubFactory(MessageCaselawCitationFactory),
+            message_caselaw_citation=factory.SubFactory(OpinionQuoteFactory),
             source_kind=SourceKind.CASELAW,
             verification_status=factory.LazyAttribute(lambda e: e.message_caselaw_citation.verification_method),
             confidence=factory.LazyAttribute(lambda e: e.message_caselaw_citation.verification_confidence),
@@ -261,7 +261,7 @@ class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedge
         )
         case_citation = factory.Trait(
             message_citation=None,
-            message_case_citation=factory.SubFactory(MessageCaseCitationFactory),
+            message_case_citation=factory.SubFactory(CaseCitationFactory),
             source_kind=SourceKind.CASELAW,
             verification_status=factory.LazyAttribute(lambda e: e.message_case_citation.status),
             confidence=None,
@@ -269,7 +269,7 @@ class CitationLedgerEntryFactory(factory.django.DjangoModelFactory[CitationLedge
             retrieved_at=factory.LazyAttribute(lambda e: e.message_case_citation.created_at),
         )
 
-    message_citation = factory.SubFactory(MessageCitationFactory)
+    message_citation = factory.SubFactory(DocumentQuoteFactory)
     message_caselaw_citation = None
     message_tool_source = None
     message_case_citation = None
@@ -299,8 +299,8 @@ def assembled_turn(
     and ``caselaw`` opinions (with alterations and an omission if ``altered``) and consulted ``tools``
     sources, with its ledger entries written by the real writer, ``citations.ledger.assemble``."""
     message = MessageFactory.create() if chat is None else MessageFactory.create(chat=chat)
-    MessageCitationFactory.create_batch(kb, message=message, altered=altered)
-    MessageCaselawCitationFactory.create_batch(caselaw, message=message, altered=altered)
+    DocumentQuoteFactory.create_batch(kb, message=message, altered=altered)
+    OpinionQuoteFactory.create_batch(caselaw, message=message, altered=altered)
     MessageToolSourceFactory.create_batch(tools, message=message)
     ledger.assemble(message)
     return message

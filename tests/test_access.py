@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from rest_framework.test import APIClient
 
-from chats.models import Chat, Message, MessageCitation, Project
+from chats.models import Chat, DocumentQuote, Message, Project
 from chats.selectors import chats_visible_to
 from citations.models import CitationLedgerEntry
 from tests import factories
@@ -140,7 +140,7 @@ def test_removal_revokes_every_way_into_the_chats_she_created(
     # Given bob, a member who created a chat in the matter and used it
     client = client_for(bob)
     method, url = ways_in(bobs_chat, interrupted_turn(bobs_chat))[way]
-    before = (Message.objects.count(), MessageCitation.objects.count(), CitationLedgerEntry.objects.count())
+    before = (Message.objects.count(), DocumentQuote.objects.count(), CitationLedgerEntry.objects.count())
 
     # When alice removes him from the matter
     matter.members.remove(bob)
@@ -148,7 +148,7 @@ def test_removal_revokes_every_way_into_the_chats_she_created(
     # Then his next request is refused as if the chat did not exist, and writes nothing
     response = getattr(client, method)(url, {"content": QUESTION}, format="json")
     assert response.status_code == 404
-    assert (Message.objects.count(), MessageCitation.objects.count(), CitationLedgerEntry.objects.count()) == before
+    assert (Message.objects.count(), DocumentQuote.objects.count(), CitationLedgerEntry.objects.count()) == before
     # while alice, the matter's owner, still has the chat
     assert client_for(alice).get(f"/api/chats/{bobs_chat.pk}/").status_code == 200
 
@@ -180,7 +180,7 @@ def test_a_removed_member_cannot_quote_documents_added_after_her_removal(
         response = client.post(f"/api/chats/{bobs_chat.pk}/{path}", {"content": "settlement"}, format="json")
         # Then he cannot post at all, so no turn of his quotes it
         assert response.status_code == 404
-    assert not MessageCitation.objects.filter(document=secret).exists()
+    assert not DocumentQuote.objects.filter(document=secret).exists()
     assert not Message.objects.filter(chat=bobs_chat, content__contains="settlement").exists()
 
 

@@ -21,12 +21,12 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from chats.models import (
+    CaseCitation,
     CaselawOpinion,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
 )
 from chats.verification import alterations_record, verify_quote
 from citations import ledger
@@ -79,16 +79,16 @@ def test_the_message_page_carries_the_ledger_inline() -> None:
 # (model, a field and a value a POST would try to set)
 READ_ONLY = [
     (CitationLedgerEntry, "verification_status", "tampered"),
-    (MessageCitation, "quote", "tampered"),
-    (MessageCaselawCitation, "quote", "tampered"),
+    (DocumentQuote, "quote", "tampered"),
+    (OpinionQuote, "quote", "tampered"),
     (MessageToolSource, "label", "tampered"),
-    (MessageCaseCitation, "case_name", "tampered"),
+    (CaseCitation, "case_name", "tampered"),
 ]
 
 
 def _row(model: type[Model]) -> Model:
-    if model is MessageCaseCitation:
-        return factories.MessageCaseCitationFactory.create()
+    if model is CaseCitation:
+        return factories.CaseCitationFactory.create()
     message = factories.assembled_turn()
     if model is CitationLedgerEntry:
         return _entries(message)["kb"]
@@ -317,11 +317,11 @@ def test_search_by_document_title_case_name_or_citation(admin_client: Client) ->
     project = factories.ProjectFactory.create()
     message = factories.MessageFactory.create(chat__project=project)
     memo = factories.DocumentFactory.create(project=project, title="Strict scrutiny memo")
-    kb = factories.MessageCitationFactory.create(message=message, document=memo)
+    kb = factories.DocumentQuoteFactory.create(message=message, document=memo)
     fisher = factories.CaselawOpinionFactory.create(case_name="Fisher v. University of Texas", citation="570 U.S. 297")
-    caselaw = factories.MessageCaselawCitationFactory.create(message=message, opinion=fisher)
+    caselaw = factories.OpinionQuoteFactory.create(message=message, opinion=fisher)
     ledger.assemble(message)
-    cited = factories.MessageCaseCitationFactory.create(
+    cited = factories.CaseCitationFactory.create(
         opinion=fisher, case_name="Grutter v. Bollinger", status="name_mismatch", citation="570 U.S. 297"
     )
     ledger.assemble(cited.message)
@@ -343,9 +343,9 @@ def test_search_by_document_title_case_name_or_citation(admin_client: Client) ->
 
 def test_the_changelist_names_what_was_cited_and_the_status_in_words(admin_client: Client) -> None:
     message = factories.MessageFactory.create()
-    factories.MessageCitationFactory.create(message=message, document__title="Strict scrutiny memo")
-    factories.MessageCitationFactory.create(message=message, failed=True, document=None)
-    factories.MessageCaseCitationFactory.create(
+    factories.DocumentQuoteFactory.create(message=message, document__title="Strict scrutiny memo")
+    factories.DocumentQuoteFactory.create(message=message, failed=True, document=None)
+    factories.CaseCitationFactory.create(
         message=message, case_name="Grutter v. Bollinger", status="name_mismatch", answer_offset_start=300
     )
     ledger.assemble(message)
@@ -364,7 +364,7 @@ def test_an_entry_page_names_its_document_and_shows_the_quote_that_failed(
     admin_client: Client, django_assert_max_num_queries: AssertNumQueries
 ) -> None:
     message = factories.MessageFactory.create()
-    failed = factories.MessageCitationFactory.create(
+    failed = factories.DocumentQuoteFactory.create(
         message=message, failed=True, quote="a quote the memo never says", document__title="Strict scrutiny memo"
     )
     ledger.assemble(message)
@@ -397,7 +397,7 @@ def test_a_uuid_search_is_an_exact_match_not_a_like(admin_client: Client) -> Non
 
 @pytest.mark.parametrize(
     ("kind", "source_model"),
-    [("kb", MessageCitation), ("caselaw", MessageCaselawCitation), ("tool", MessageToolSource)],
+    [("kb", DocumentQuote), ("caselaw", OpinionQuote), ("tool", MessageToolSource)],
 )
 def test_an_entry_page_links_to_its_source_row_message_and_chat(
     admin_client: Client, kind: str, source_model: type[Model]
@@ -447,13 +447,13 @@ def test_an_entry_page_shows_the_passage_in_its_context_with_each_alteration_mar
     content = "x" * 250 + " A preamble. " + factories.TEXT + " And more." + "y" * 250
     project = factories.ProjectFactory.create()
     message = factories.MessageFactory.create(chat__project=project)
-    citation: MessageCitation | MessageCaselawCitation
+    citation: DocumentQuote | OpinionQuote
     if kind == "kb":
         document = factories.DocumentFactory.create(project=project, content=content)
-        citation = factories.MessageCitationFactory.create(message=message, document=document, altered=True)
+        citation = factories.DocumentQuoteFactory.create(message=message, document=document, altered=True)
     else:
         opinion = factories.CaselawOpinionFactory.create(text=content)
-        citation = factories.MessageCaselawCitationFactory.create(message=message, opinion=opinion, altered=True)
+        citation = factories.OpinionQuoteFactory.create(message=message, opinion=opinion, altered=True)
     ledger.assemble(message)
     entry = CitationLedgerEntry.objects.get(message=message)
     start, end = citation.source_offset_start, citation.source_offset_end
@@ -510,7 +510,7 @@ def test_an_entry_page_marks_insertions_and_lists_a_case_only_match(
     admin_client: Client, quote: str, marked: str, listed: str
 ) -> None:
     message = factories.MessageFactory.create()
-    factories.MessageCitationFactory.create(message=message, altered=True, quote=quote)
+    factories.DocumentQuoteFactory.create(message=message, altered=True, quote=quote)
     ledger.assemble(message)
     entry = CitationLedgerEntry.objects.get(message=message)
 
@@ -532,7 +532,7 @@ def test_an_entry_page_escapes_the_source_and_the_alterations(admin_client: Clie
     message = factories.MessageFactory.create(chat__project=project)
     alterations = alterations_record(verify_quote(factories.ALTERED_QUOTE, content))  # type: ignore[arg-type]
     alterations[0]["quote_text"] = "<img src=x onerror=alert(1)>"
-    factories.MessageCitationFactory.create(message=message, document=document, altered=True, alterations=alterations)
+    factories.DocumentQuoteFactory.create(message=message, document=document, altered=True, alterations=alterations)
     ledger.assemble(message)
     entry = CitationLedgerEntry.objects.get(message=message)
 
@@ -624,8 +624,8 @@ def test_a_message_with_ledger_entries_cannot_be_deleted_through_the_admin(admin
 def test_failed_claims_are_filterable_and_their_entry_says_why(admin_client: Client) -> None:
     # Given a turn with a verified quote and a failed claim, and a turn without any failure
     message = factories.MessageFactory.create(verdict="fail", finalized_at=timezone.now())
-    factories.MessageCitationFactory.create(message=message)
-    failed = factories.MessageCitationFactory.create(
+    factories.DocumentQuoteFactory.create(message=message)
+    failed = factories.DocumentQuoteFactory.create(
         message=message,
         failed=True,
         unverified_reason="not found in the document",
@@ -639,14 +639,14 @@ def test_failed_claims_are_filterable_and_their_entry_says_why(admin_client: Cli
     page = admin_client.get(_url(CitationLedgerEntry, "change", shown.pk)).content.decode()
     assert "<strong>not verified</strong>: not found in the document" in page
     # and the quote rows and messages filter the same way
-    rows = admin_client.get(reverse("admin:chats_messagecitation_changelist"), {"verification_method": "unverified"})
+    rows = admin_client.get(reverse("admin:chats_documentquote_changelist"), {"verification_method": "unverified"})
     assert list(rows.context["cl"].result_list) == [failed]
     turns = admin_client.get(reverse("admin:chats_message_changelist"), {"verdict": "fail"})
     assert list(turns.context["cl"].result_list) == [message]
 
 
 def test_a_case_citation_entry_shows_the_check_and_links_to_its_row(admin_client: Client) -> None:
-    case = factories.MessageCaseCitationFactory.create(case_name="Smith v. Jones", status="name_mismatch", detail="x")
+    case = factories.CaseCitationFactory.create(case_name="Smith v. Jones", status="name_mismatch", detail="x")
     ledger.assemble(case.message)
     entry = CitationLedgerEntry.objects.get(message_case_citation=case)
 
@@ -654,7 +654,7 @@ def test_a_case_citation_entry_shows_the_check_and_links_to_its_row(admin_client
     (shown,) = _changelist(admin_client, verification_status="name_mismatch")
 
     assert "<strong>name_mismatch</strong>: Smith v. Jones, 570 U.S. 297 &mdash; x" in page
-    assert _url(MessageCaseCitation, "change", case.pk) in page
+    assert _url(CaseCitation, "change", case.pk) in page
     assert shown.pk == entry.pk
 
 
@@ -667,7 +667,7 @@ def test_an_entry_page_shows_an_altered_quotes_context_flags_and_why_its_alterat
     message = factories.MessageFactory.create(chat__project=project)
     document = factories.DocumentFactory.create(project=project, content=source)
     omission = {"kind": "ellipsis", "detail": "", "quote_text": "....", "source_start": 22, "source_end": 49}
-    factories.MessageCitationFactory.create(
+    factories.DocumentQuoteFactory.create(
         message=message,
         document=document,
         quote="The motion is granted . . . .",

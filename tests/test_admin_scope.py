@@ -13,13 +13,13 @@ from django.test import Client
 from django.urls import reverse
 
 from chats.models import (
+    CaseCitation,
     Chat,
     Document,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
 )
 from citations import ledger
@@ -33,9 +33,9 @@ MATTER_MODELS: tuple[type[Model], ...] = (
     Chat,
     Message,
     Document,
-    MessageCitation,
-    MessageCaselawCitation,
-    MessageCaseCitation,
+    DocumentQuote,
+    OpinionQuote,
+    CaseCitation,
     MessageToolSource,
     CitationLedgerEntry,
 )
@@ -58,10 +58,10 @@ def _matter_turn(owner: User) -> Message:
     """A finalized turn in a new matter of ``owner``, with a row in every per-turn table and their entries."""
     chat = factories.ChatFactory.create(project__owner=owner)
     message = factories.MessageFactory.create(chat=chat, verdict="fail")
-    factories.MessageCitationFactory.create(message=message)
-    factories.MessageCaselawCitationFactory.create(message=message)
+    factories.DocumentQuoteFactory.create(message=message)
+    factories.OpinionQuoteFactory.create(message=message)
     factories.MessageToolSourceFactory.create(message=message)
-    factories.MessageCaseCitationFactory.create(message=message)
+    factories.CaseCitationFactory.create(message=message)
     ledger.assemble(message)
     return message
 
@@ -151,9 +151,7 @@ def test_a_superuser_sees_every_matter(admin_client: Client, two_matters: tuple[
 # --- the record is read-only, superusers included -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "model", [Message, MessageCitation, MessageCaselawCitation, MessageCaseCitation, MessageToolSource]
-)
+@pytest.mark.parametrize("model", [Message, DocumentQuote, OpinionQuote, CaseCitation, MessageToolSource])
 def test_nothing_of_a_finalized_turn_can_be_changed_in_the_admin(admin_client: Client, model: type[Model]) -> None:
     turn = _matter_turn(factories.UserFactory.create())
     row = _row_of(model, turn)

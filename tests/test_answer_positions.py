@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from chats.answer_positions import NO_QUOTE, NOT_IN_ANSWER, AnswerSpan, place_quotes
 from chats.assistant import FinalAnswer, Script, TextDelta
-from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation
+from chats.models import Chat, DocumentQuote, Message, OpinionQuote
 from chats.services import ClaimedCitation
 from tests import factories
 
@@ -94,7 +94,7 @@ def test_a_turn_stores_and_shows_the_span_of_each_quote_and_failed_claim(
     assert unwritten["answer_unplaced_reason"] == NOT_IN_ANSWER
     assert [u["answer_unplaced_reason"] for u in body["unverified"]] == [None, NOT_IN_ANSWER]
     message = Message.objects.get(pk=body["message"]["id"])
-    row = MessageCaselawCitation.objects.get(message=message)
+    row = OpinionQuote.objects.get(message=message)
     assert message.content[row.answer_offset_start : row.answer_offset_end] == opinion_quote
 
 
@@ -103,8 +103,8 @@ def test_the_trace_shows_the_answer_span_of_quotes_failed_claims_and_case_citati
 ) -> None:
     chat = factories.ChatFactory.create(project__owner=user)
     message = factories.MessageFactory.create(chat=chat, content="See 570 U.S. 297: must ultimately be satisfied.")
-    placed = factories.MessageCitationFactory.create(message=message, answer_offset_start=18, answer_offset_end=46)
-    unplaced = factories.MessageCitationFactory.create(
+    placed = factories.DocumentQuoteFactory.create(message=message, answer_offset_start=18, answer_offset_end=46)
+    unplaced = factories.DocumentQuoteFactory.create(
         message=message,
         quote="words",
         source_offset_start=None,
@@ -116,7 +116,7 @@ def test_the_trace_shows_the_answer_span_of_quotes_failed_claims_and_case_citati
         answer_unplaced_reason=NOT_IN_ANSWER,
         document=placed.document,
     )
-    case = factories.MessageCaseCitationFactory.create(message=message, answer_offset_start=4)
+    case = factories.CaseCitationFactory.create(message=message, answer_offset_start=4)
     from citations.ledger import assemble
 
     assemble(message=message)
@@ -145,11 +145,11 @@ def test_the_trace_shows_the_answer_span_of_quotes_failed_claims_and_case_citati
     ],
 )
 def test_a_quote_row_has_a_whole_span_and_no_reason_or_no_span(span: dict[str, object]) -> None:
-    row = factories.MessageCitationFactory.build(message=factories.MessageFactory.create(), **span)
+    row = factories.DocumentQuoteFactory.build(message=factories.MessageFactory.create(), **span)
     assert row.document is not None
     row.document.save()
 
     with pytest.raises(ValidationError):
         row.full_clean()
     with pytest.raises(IntegrityError), transaction.atomic():
-        MessageCitation.objects.bulk_create([row])
+        DocumentQuote.objects.bulk_create([row])

@@ -25,7 +25,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
-from chats.models import Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.models import Chat, DocumentQuote, Message, MessageToolSource, OpinionQuote
 from citations import backfill, ledger
 from citations.backfill import BackfillResult, BackfillScope, LogProgress, backfill_ledger
 from citations.models import CitationLedgerEntry
@@ -73,9 +73,9 @@ def make_turn(
         fields["created_at"] = created_at
     message = factories.MessageFactory.create(**fields)
     for _ in range(kb):
-        factories.MessageCitationFactory.create(message=message)
+        factories.DocumentQuoteFactory.create(message=message)
     for _ in range(caselaw):
-        factories.MessageCaselawCitationFactory.create(message=message)
+        factories.OpinionQuoteFactory.create(message=message)
     for kind in tool_kinds:
         factories.MessageToolSourceFactory.create(message=message, source_kind=kind)
     return message
@@ -84,7 +84,7 @@ def make_turn(
 def source_ids(messages: list[Message] | None = None) -> set[UUID]:
     """Ids of every source row (of ``messages``, or all)."""
     ids: set[UUID] = set()
-    for model in (MessageCitation, MessageCaselawCitation, MessageToolSource):
+    for model in (DocumentQuote, OpinionQuote, MessageToolSource):
         rows = model.objects.all() if messages is None else model.objects.filter(message__in=messages)
         ids |= set(rows.values_list("id", flat=True))
     return ids
@@ -120,15 +120,15 @@ def two_turns() -> list[Message]:
 def test_backfill_writes_the_same_entries_as_assemble() -> None:
     # Given turns with every kind of source row and varied verification shapes
     first = make_turn(kb=2, caselaw=2, tool_kinds=("caselaw", "mcp", "westlaw"))
-    factories.MessageCitationFactory.create(
+    factories.DocumentQuoteFactory.create(
         message=first, verification_method="tolerant_match", verification_confidence=0.875
     )
-    factories.MessageCaselawCitationFactory.create(
+    factories.OpinionQuoteFactory.create(
         message=first, verification_method="tolerant_match", verification_confidence=0.93
     )
     factories.MessageToolSourceFactory.create(message=first, source_kind="mcp", provider=None)
     matterless = factories.MessageFactory.create(chat=factories.ChatFactory.create(project=None))
-    factories.MessageCaselawCitationFactory.create(message=matterless)
+    factories.OpinionQuoteFactory.create(message=matterless)
     factories.MessageToolSourceFactory.create(message=matterless, source_kind="mcp", provider="acme")
     messages = [first, make_turn(), matterless]
     # When assemble() writes their entries, and then, from scratch, the backfill does
@@ -292,15 +292,13 @@ def test_altered_quotes_and_pin_mismatches_are_backfilled_and_checked_like_any_o
     # Given a turn whose quotes are altered (one with a context flag) and whose case citation has a wrong pin
     turn = make_turn(kb=0, caselaw=0, tool_kinds=())
     flag = {"flag": "limited_after", "source_start": 30, "source_end": 36}
-    kb = factories.MessageCitationFactory.create(
+    kb = factories.DocumentQuoteFactory.create(
         message=turn, verification_method="altered", verification_confidence=0.6, context_flags=[flag]
     )
-    caselaw = factories.MessageCaselawCitationFactory.create(
+    caselaw = factories.OpinionQuoteFactory.create(
         message=turn, verification_method="altered", verification_confidence=0.55
     )
-    case = factories.MessageCaseCitationFactory.create(
-        message=turn, status="pin_mismatch", pin="9000", pin_status="outside"
-    )
+    case = factories.CaseCitationFactory.create(message=turn, status="pin_mismatch", pin="9000", pin_status="outside")
     out = StringIO()
     with pytest.raises(SystemExit) as exited:
         call_command("backfill_ledger", "--check", stdout=out, stderr=StringIO())
@@ -609,8 +607,8 @@ def test_invalid_rows_are_skipped_counted_and_reported_never_fatal() -> None:
     # Given a turn with two quotes whose verification shape the ledger cannot hold (written before the
     # quote tables' checks refused such rows)
     message = make_turn()
-    factories.MessageCitationFactory.create(message=message, verification_method="provenance")
-    factories.MessageCaselawCitationFactory.create(message=message, verification_method="provenance")
+    factories.DocumentQuoteFactory.create(message=message, verification_method="provenance")
+    factories.OpinionQuoteFactory.create(message=message, verification_method="provenance")
     # When the backfill runs
     out, err = run_command()
     # Then the valid rows get their entries, the others are skipped and reported on stderr
@@ -677,7 +675,7 @@ def test_failed_claims_are_backfilled_as_unverified_entries() -> None:
     # Given an older turn whose failed claims have no entries yet
     message = make_turn(kb=1, caselaw=0, tool_kinds=())
     for opinion in (None, factories.CaselawOpinionFactory.create()):
-        factories.MessageCaselawCitationFactory.create(
+        factories.OpinionQuoteFactory.create(
             message=message,
             opinion=opinion,
             failed=True,
@@ -700,10 +698,8 @@ def test_failed_claims_are_backfilled_as_unverified_entries() -> None:
 def test_checked_case_citations_are_backfilled_once() -> None:
     # Given an older turn whose answer cited a case under a wrong name and a statute, without entries
     message = make_turn(kb=0, caselaw=0, tool_kinds=())
-    mismatch = factories.MessageCaseCitationFactory.create(
-        message=message, case_name="Smith v. Jones", status="name_mismatch"
-    )
-    factories.MessageCaseCitationFactory.create(
+    mismatch = factories.CaseCitationFactory.create(message=message, case_name="Smith v. Jones", status="name_mismatch")
+    factories.CaseCitationFactory.create(
         message=message, opinion=None, kind="statute", citation="42 U.S.C. 1983", status="unchecked", provider=""
     )
 

@@ -47,7 +47,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 # Admin URLs of the read-only models: no page may link to their add view.
-READ_ONLY_MODELS = ("citationledgerentry", "messagecitation", "messagecaselawcitation", "messagetoolsource")
+READ_ONLY_MODELS = ("citationledgerentry", "documentquote", "opinionquote", "messagetoolsource")
 
 
 def _seed() -> None:
@@ -59,8 +59,8 @@ def _seed() -> None:
     fisher = factories.CaselawOpinionFactory.create(case_name="Fisher v. University of Texas at Austin")
     for _ in range(2):
         message = factories.MessageFactory.create(chat=chat)
-        factories.MessageCitationFactory.create(message=message, document=memo)
-        factories.MessageCaselawCitationFactory.create(message=message, opinion=fisher)
+        factories.DocumentQuoteFactory.create(message=message, document=memo)
+        factories.OpinionQuoteFactory.create(message=message, opinion=fisher)
         factories.MessageToolSourceFactory.create(message=message, label="Grutter v. Bollinger", tool="caselaw_search")
         factories.MessageToolSourceFactory.create(
             message=message,
@@ -139,7 +139,7 @@ def test_a_superuser_traces_an_entry_to_its_source_and_can_change_nothing(live_s
 
             # ... and follows its link to the row it indexes
             page.locator(".field-source_link a").click()
-            page.wait_for_url(re.compile(r"/admin/chats/messagecaselawcitation/[0-9a-f-]{36}/change/"))
+            page.wait_for_url(re.compile(r"/admin/chats/opinionquote/[0-9a-f-]{36}/change/"))
             assert "Fisher v. University of Texas at Austin" in page.locator("#content").inner_text()
             _assert_nothing_can_be_written(page)
             page.screenshot(path=ARTIFACTS / "4-source-row.png", full_page=True)
@@ -242,7 +242,7 @@ def test_a_staff_member_sees_only_their_matter_and_can_change_none_of_its_record
         user.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
         chat = factories.ChatFactory.create(project__owner=user, project__name=f"{name.title()}'s matter")
         message = factories.MessageFactory.create(chat=chat, verdict="fail")
-        factories.MessageCitationFactory.create(message=message)
+        factories.DocumentQuoteFactory.create(message=message)
         factories.MessageToolSourceFactory.create(message=message, label=f"{name.title()}'s docket")
         ledger.assemble(message)
         turns[name] = message

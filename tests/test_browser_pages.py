@@ -28,7 +28,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from pytest_django.live_server_helper import LiveServer
 
-from chats.models import Chat, Message, MessageCaseCitation
+from chats.models import CaseCitation, Chat, Message
 from demo import seed as demo
 from tests import factories
 from tests.test_browser_admin import CHROMIUM_ARGS
@@ -86,7 +86,7 @@ def test_a_member_follows_a_marker_to_its_card_filters_to_what_needs_review_and_
     member.save()
     url = f"/chats/{chat.pk}/"
     wrong_name = Message.objects.get(
-        chat=chat, role=Message.Role.ASSISTANT, case_citations__status=MessageCaseCitation.Status.NAME_MISMATCH
+        chat=chat, role=Message.Role.ASSISTANT, case_citations__status=CaseCitation.Status.NAME_MISMATCH
     )
     cards_in_chat = sum(
         m.citations.count() + m.caselaw_citations.count() + m.case_citations.count()

@@ -13,7 +13,7 @@ from django.db.models import RestrictedError
 
 from chats import services
 from chats.case_citations import Status
-from chats.models import CaselawOpinion, Message, MessageCaseCitation
+from chats.models import CaseCitation, CaselawOpinion, Message
 from chats.record import purging
 from chats.services import finalize_turn
 from tests import factories
@@ -48,7 +48,7 @@ def test_finalize_stores_one_checked_row_per_citation_span(fisher: CaselawOpinio
 
     turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
 
-    rows = list(MessageCaseCitation.objects.filter(message=message).order_by("answer_offset_start"))
+    rows = list(CaseCitation.objects.filter(message=message).order_by("answer_offset_start"))
     assert rows == turn.case_citations
     assert [(r.kind, r.status, r.citation) for r in rows] == [
         ("full", "verified", "570 U.S. 297"),
@@ -76,7 +76,7 @@ def test_an_answer_without_citations_stores_none() -> None:
     turn = finalize_turn(message=message, content="No authority needed.", status=Message.Status.COMPLETE)
 
     assert turn.case_citations == []
-    assert not MessageCaseCitation.objects.exists()
+    assert not CaseCitation.objects.exists()
 
 
 def test_a_failing_check_never_fails_the_turn(
@@ -101,13 +101,13 @@ def test_a_resumed_turn_adds_only_the_citations_it_had_not_written(fisher: Casel
     message = _assistant_message()
     first = ANSWER[: ANSWER.index(" But")]
     finalize_turn(message=message, content=first, status=Message.Status.INTERRUPTED)
-    assert MessageCaseCitation.objects.filter(message=message).count() == 2
+    assert CaseCitation.objects.filter(message=message).count() == 2
 
     turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
 
     added = [ANSWER.index("570 U.S."), ANSWER.index("999"), ANSWER.index("42 U.S.C.")]
     assert [r.answer_offset_start for r in turn.case_citations] == added
-    assert MessageCaseCitation.objects.filter(message=message).count() == 5
+    assert CaseCitation.objects.filter(message=message).count() == 5
 
 
 def test_the_case_citations_are_written_in_the_turns_transaction(
@@ -118,7 +118,7 @@ def test_the_case_citations_are_written_in_the_turns_transaction(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise IntegrityError("refused")
 
-    monkeypatch.setattr(MessageCaseCitation.objects, "bulk_create", refuse)
+    monkeypatch.setattr(CaseCitation.objects, "bulk_create", refuse)
     with pytest.raises(IntegrityError):
         finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
 
@@ -128,26 +128,26 @@ def test_the_case_citations_are_written_in_the_turns_transaction(
 
 
 def test_a_cited_opinion_cannot_be_deleted_on_its_own(fisher: CaselawOpinion) -> None:
-    factories.MessageCaseCitationFactory.create(opinion=fisher)
+    factories.CaseCitationFactory.create(opinion=fisher)
 
     with pytest.raises(RestrictedError):
         fisher.delete()
 
 
 def test_deleting_the_message_deletes_its_case_citations() -> None:
-    row = factories.MessageCaseCitationFactory.create()
+    row = factories.CaseCitationFactory.create()
 
     with purging(row.message.chat.project_id):  # messages leave only with their matter's purge
         row.message.delete()
 
-    assert not MessageCaseCitation.objects.exists()
+    assert not CaseCitation.objects.exists()
 
 
 def test_the_models_choices_are_the_checkers() -> None:
     from chats.case_citations import Kind
 
-    assert set(MessageCaseCitation.Status.values) == {s.value for s in Status}
-    assert set(MessageCaseCitation.Kind.values) == {k.value for k in Kind}
+    assert set(CaseCitation.Status.values) == {s.value for s in Status}
+    assert set(CaseCitation.Kind.values) == {k.value for k in Kind}
 
 
 # --- constraints: full_clean() and a direct insert -------------------------------------------------------------
@@ -165,7 +165,7 @@ INVALID: dict[str, tuple[dict[str, Any], str]] = {
 @pytest.mark.parametrize("case", INVALID, ids=list(INVALID))
 def test_each_rule_is_refused_by_full_clean(case: str) -> None:
     changes, _ = INVALID[case]
-    row = factories.MessageCaseCitationFactory.build(
+    row = factories.CaseCitationFactory.build(
         message=factories.MessageFactory.create(), opinion=factories.CaselawOpinionFactory.create()
     )
     for name, value in changes.items():
@@ -178,26 +178,26 @@ def test_each_rule_is_refused_by_full_clean(case: str) -> None:
 @pytest.mark.parametrize("case", INVALID, ids=list(INVALID))
 def test_each_rule_is_refused_by_the_database(case: str) -> None:
     changes, constraint = INVALID[case]
-    row = factories.MessageCaseCitationFactory.build(
+    row = factories.CaseCitationFactory.build(
         message=factories.MessageFactory.create(), opinion=factories.CaselawOpinionFactory.create()
     )
     for name, value in changes.items():
         setattr(row, name, value)
 
     with transaction.atomic(), pytest.raises(IntegrityError, match=constraint):
-        MessageCaseCitation.objects.bulk_create([row])
+        CaseCitation.objects.bulk_create([row])
 
 
 def test_one_row_per_span_of_a_message() -> None:
-    row = factories.MessageCaseCitationFactory.create()
-    again = factories.MessageCaseCitationFactory.build(
+    row = factories.CaseCitationFactory.create()
+    again = factories.CaseCitationFactory.build(
         message=row.message, opinion=row.opinion, answer_offset_start=row.answer_offset_start
     )
 
     with pytest.raises(ValidationError):
         again.full_clean()
     with transaction.atomic(), pytest.raises(IntegrityError):
-        MessageCaseCitation.objects.bulk_create([again])
+        CaseCitation.objects.bulk_create([again])
 
 
 @pytest.mark.parametrize(
@@ -228,6 +228,6 @@ def test_a_case_cited_under_another_name_fails_the_turn(fisher: CaselawOpinion, 
     ],
 )
 def test_the_gate_fails_on_a_case_that_does_not_exist_or_has_another_name(status: str, verdict: str) -> None:
-    case = MessageCaseCitation(status=status)
+    case = CaseCitation(status=status)
 
     assert services.turn_verdict(methods=set(), case_statuses={case.status}) == verdict

@@ -588,7 +588,7 @@ def test_a_cited_courtlistener_opinion_looked_up_again_keeps_its_text_and_still_
     stored = factories.CaselawOpinionFactory.create(
         provider="courtlistener", opinion_id="930001", citation="", case_name="Grutter v. Bollinger"
     )
-    factories.MessageCaselawCitationFactory.create(opinion=stored)
+    factories.OpinionQuoteFactory.create(opinion=stored)
     cited_text = stored.text
 
     # When an answer cites it and the check looks it up at CourtListener

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from chats.assistant import FinalAnswer, Script, ScriptedBackend, TextDelta, TurnRun
 from chats.case_citations import Kind, Status, StreamedCitations, check_case_citations, extraction
 from chats.case_citations.extraction import FoundCitation, extract_citations
-from chats.models import Chat, Message, MessageCaseCitation
+from chats.models import CaseCitation, Chat, Message
 from chats.services import finalize_turn, reopen_interrupted_turn, start_turn
 from demo.seed import WRONG_NAME_ANSWER
 from tests import factories
@@ -215,7 +215,7 @@ def test_a_run_reads_the_answer_while_it_streams_and_finalize_reads_only_the_res
     assert read
     assert all(len(text) < len(BENCH_LIKE_ANSWER) for text in read)
     assert read[at_finalize[0] :] == ["See also Smith v. Jones, 999 F.3d 1 (4th Cir. 2021); 42 U.S.C. § 1983."]
-    rows = list(MessageCaseCitation.objects.filter(message=result.message).order_by("answer_offset_start"))
+    rows = list(CaseCitation.objects.filter(message=result.message).order_by("answer_offset_start"))
     whole = check_case_citations(BENCH_LIKE_ANSWER)
     assert [(r.answer_offset_start, r.answer_offset_end, r.kind, r.status) for r in rows] == [
         (c.start, c.end, c.kind.value, c.status.value) for c in whole
@@ -235,7 +235,7 @@ def test_a_resumed_run_records_exactly_its_new_citations(
     # Given a turn interrupted after its first paragraph
     _, message = start_turn(chat=matter_chat, content="q")
     finalize_turn(message=message, content=first, status=Message.Status.INTERRUPTED)
-    before = list(MessageCaseCitation.objects.filter(message=message).values_list("answer_offset_start", "pk"))
+    before = list(CaseCitation.objects.filter(message=message).values_list("answer_offset_start", "pk"))
     assert len(before) == 2
     # when it is resumed and the run streams the rest
     message.refresh_from_db()
@@ -250,7 +250,7 @@ def test_a_resumed_run_records_exactly_its_new_citations(
     TurnRun(message=message, backend=ScriptedBackend(), tools={}).run_to_end()
 
     # then the earlier rows stay as they were and each new span is recorded once, as the whole text's check has it
-    rows = list(MessageCaseCitation.objects.filter(message=message).order_by("answer_offset_start"))
+    rows = list(CaseCitation.objects.filter(message=message).order_by("answer_offset_start"))
     whole = check_case_citations(BENCH_LIKE_ANSWER)
     assert [r.answer_offset_start for r in rows] == [c.start for c in whole]
     assert {(r.answer_offset_start, r.pk) for r in rows} >= set(before)

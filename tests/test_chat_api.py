@@ -20,10 +20,10 @@ from chats.models import (
     CaselawOpinion,
     Chat,
     Document,
+    DocumentQuote,
     Message,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
 )
 from chats.services import ClaimedCitation, ConsultedSource
 from chats.verification import EXACT_MATCH, TOLERANT_MATCH
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.django_db
 QUESTION = (
     "Must the reviewing court be satisfied that no workable race-neutral alternative exists under strict scrutiny?"
 )
-ROW_MODELS = (Chat, Message, MessageCitation, MessageCaselawCitation, MessageToolSource, CitationLedgerEntry)
+ROW_MODELS = (Chat, Message, DocumentQuote, OpinionQuote, MessageToolSource, CitationLedgerEntry)
 
 
 def row_counts() -> dict[str, int]:
@@ -157,8 +157,8 @@ def test_chat_detail_links_its_messages(api_client: APIClient, matter_chat: Chat
 def test_chat_messages_have_their_citations_and_tool_sources(api_client: APIClient, matter_chat: Chat) -> None:
     factories.UserMessageFactory.create(chat=matter_chat, content="q")
     answer = factories.MessageFactory.create(chat=matter_chat)
-    kb = factories.MessageCitationFactory.create(message=answer, document=Document.objects.get())
-    caselaw = factories.MessageCaselawCitationFactory.create(message=answer)
+    kb = factories.DocumentQuoteFactory.create(message=answer, document=Document.objects.get())
+    caselaw = factories.OpinionQuoteFactory.create(message=answer)
     source = factories.MessageToolSourceFactory.create(message=answer)
 
     response = api_client.get(f"/api/chats/{matter_chat.pk}/messages/")
@@ -208,8 +208,8 @@ def test_chat_messages_run_a_constant_number_of_queries(
     document = Document.objects.get()
     for _ in range(messages):
         answer = factories.MessageFactory.create(chat=matter_chat)
-        factories.MessageCitationFactory.create(message=answer, document=document)
-        factories.MessageCaselawCitationFactory.create(message=answer)
+        factories.DocumentQuoteFactory.create(message=answer, document=document)
+        factories.OpinionQuoteFactory.create(message=answer)
         factories.MessageToolSourceFactory.create(message=answer)
 
     # chat, messages, KB citations + documents, caselaw citations + opinions, tool sources, case citations
@@ -329,9 +329,9 @@ def test_single_shot_turn_reports_and_records_unverified_and_malformed_claims_ap
         ("kb_document", "not found in the document", str(document.pk))
     }
     assert str(foreign_document.pk) not in {f["source_id"] for f in failed}  # another matter's id is not recorded
-    assert MessageCitation.objects.filter(message_id=message_id).exclude(verification_method="unverified").count() == 2
-    assert MessageCitation.objects.filter(message_id=message_id, verification_method="unverified").count() == 5
-    assert MessageCaselawCitation.objects.filter(message_id=message_id).count() == 2
+    assert DocumentQuote.objects.filter(message_id=message_id).exclude(verification_method="unverified").count() == 2
+    assert DocumentQuote.objects.filter(message_id=message_id, verification_method="unverified").count() == 5
+    assert OpinionQuote.objects.filter(message_id=message_id).count() == 2
     assert [s["label"] for s in body["message"]["tool_sources"]] == ["KRS 117.265"]
     assert ledger_kinds(message_id) == [
         ("caselaw", EXACT_MATCH),
@@ -344,7 +344,7 @@ def test_single_shot_turn_reports_and_records_unverified_and_malformed_claims_ap
     entry = CitationLedgerEntry.objects.get(
         message_id=message_id, source_kind="kb_document", verification_status=TOLERANT_MATCH
     )
-    assert entry.confidence == MessageCitation.objects.get(verification_method=TOLERANT_MATCH).verification_confidence
+    assert entry.confidence == DocumentQuote.objects.get(verification_method=TOLERANT_MATCH).verification_confidence
 
 
 def test_a_backend_error_in_a_single_shot_turn_is_a_502_with_the_failed_turn_persisted(

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
 
-from chats.models import CaselawOpinion, Message, MessageCaselawCitation, MessageCitation, MessageToolSource, Project
+from chats.models import CaselawOpinion, DocumentQuote, Message, MessageToolSource, OpinionQuote, Project
 from chats.record import purging
 from tests import factories
 
@@ -54,14 +54,14 @@ def test_per_turn_tables_are_indexed_on_message_id(table: str) -> None:
     assert any(c["index"] and c["columns"] == ["message_id"] for c in constraints.values())
 
 
-def _kb_citation(**overrides: Any) -> MessageCitation:
-    return factories.MessageCitationFactory.build(
+def _kb_citation(**overrides: Any) -> DocumentQuote:
+    return factories.DocumentQuoteFactory.build(
         message=factories.MessageFactory(), document=factories.DocumentFactory(), **overrides
     )
 
 
-def _caselaw_citation(**overrides: Any) -> MessageCaselawCitation:
-    return factories.MessageCaselawCitationFactory.build(
+def _caselaw_citation(**overrides: Any) -> OpinionQuote:
+    return factories.OpinionQuoteFactory.build(
         message=factories.MessageFactory(), opinion=factories.CaselawOpinionFactory(), **overrides
     )
 
@@ -181,7 +181,7 @@ def test_a_tolerant_match_lists_its_alterations_and_the_default_is_none() -> Non
             "verification_method, verification_confidence, created_at FROM message_citations WHERE id = %s",
             [copy_id.hex if connection.vendor == "sqlite" else copy_id, row.pk.hex],
         )
-    assert MessageCitation.objects.get(pk=copy_id).alterations == []
+    assert DocumentQuote.objects.get(pk=copy_id).alterations == []
 
 
 def test_confidence_bounds_are_inclusive() -> None:
@@ -201,13 +201,13 @@ def test_opinion_unique_per_provider() -> None:
 
 def test_deleting_a_message_cascades_to_its_rows() -> None:
     message = factories.MessageFactory.create()
-    factories.MessageCitationFactory(message=message)
-    factories.MessageCaselawCitationFactory(message=message)
+    factories.DocumentQuoteFactory(message=message)
+    factories.OpinionQuoteFactory(message=message)
     factories.MessageToolSourceFactory(message=message)
     with purging(message.chat.project_id):  # messages leave only with their matter's purge
         message.delete()
-    assert MessageCitation.objects.count() == 0
-    assert MessageCaselawCitation.objects.count() == 0
+    assert DocumentQuote.objects.count() == 0
+    assert OpinionQuote.objects.count() == 0
     assert MessageToolSource.objects.count() == 0
     assert CaselawOpinion.objects.count() == 1  # the materialized source stays
 
@@ -215,7 +215,7 @@ def test_deleting_a_message_cascades_to_its_rows() -> None:
 def test_a_cited_document_cannot_be_deleted_alone_but_goes_with_its_matter() -> None:
     from django.db.models import RestrictedError
 
-    citation = factories.MessageCitationFactory.create()
+    citation = factories.DocumentQuoteFactory.create()
     assert citation.document is not None
     with pytest.raises(RestrictedError):
         citation.document.delete()
@@ -223,4 +223,4 @@ def test_a_cited_document_cannot_be_deleted_alone_but_goes_with_its_matter() -> 
     assert project is not None
     with purging(project.pk):  # a matter with turns goes only through its purge
         project.delete()
-    assert not MessageCitation.objects.exists()
+    assert not DocumentQuote.objects.exists()

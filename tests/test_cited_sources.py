@@ -21,7 +21,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from chats.assistant import FinalAnswer, ScriptedBackend, TurnRun
-from chats.models import CaselawOpinion, Chat, CitedTextChangeError, Document, Message, MessageCitation
+from chats.models import CaselawOpinion, Chat, CitedTextChangeError, Document, DocumentQuote, Message
 from chats.record import purging
 from chats.services import ClaimedCitation, finalize_turn, passage_sha256, start_turn
 from chats.verification import NormalizedSource
@@ -37,13 +37,13 @@ def cited_document(matter_chat: Chat) -> Document:
     """The matter's document, quoted by a turn whose ledger entry is written."""
     document = Document.objects.get(project=matter_chat.project)
     message = factories.MessageFactory.create(chat=matter_chat)
-    factories.MessageCitationFactory.create(message=message, document=document)
+    factories.DocumentQuoteFactory.create(message=message, document=document)
     return document
 
 
 @pytest.fixture
 def cited_opinion(matter_chat: Chat) -> CaselawOpinion:
-    citation = factories.MessageCaselawCitationFactory.create(message__chat=matter_chat)
+    citation = factories.OpinionQuoteFactory.create(message__chat=matter_chat)
     assert citation.opinion is not None
     return citation.opinion
 
@@ -150,7 +150,7 @@ def test_an_uncited_document_stays_editable(matter_chat: Chat, cited_document: D
 
 def test_once_its_quote_is_deleted_a_text_is_editable_again(cited_document: Document) -> None:
     with purging(cited_document.project_id):  # a quote goes only with its matter's purge
-        MessageCitation.objects.filter(document=cited_document).delete()
+        DocumentQuote.objects.filter(document=cited_document).delete()
 
     cited_document.content = "rewritten"
     cited_document.save()
@@ -206,9 +206,7 @@ def test_refetching_a_cited_opinion_keeps_its_text_and_refreshes_its_metadata(ma
     opinion = CaselawOpinion.objects.get(provider="courtlistener", opinion_id="910001")
     CaselawOpinion.objects.filter(pk=opinion.pk).update(text="An older copy of the opinion, as quoted.")
     CaselawOpinion.objects.filter(pk=opinion.pk).update(case_name="Stale")
-    factories.MessageCaselawCitationFactory.create(
-        message__chat=matter_chat, opinion=_fresh(opinion), quote="as quoted"
-    )
+    factories.OpinionQuoteFactory.create(message__chat=matter_chat, opinion=_fresh(opinion), quote="as quoted")
 
     # When a turn's tool fetches it again
     output = tool.run({"query": QUERY})
@@ -312,7 +310,7 @@ def test_the_admin_flags_a_passage_changed_since_verified(admin_client: Client, 
 def test_passage_intact_is_null_for_a_quote_stored_before_digests(api_client: APIClient, user: User) -> None:
     chat = factories.ChatFactory.create(project__owner=user)
     message = factories.MessageFactory.create(chat=chat)
-    factories.MessageCitationFactory.create(message=message, passage_sha256="")  # as stored before digests
+    factories.DocumentQuoteFactory.create(message=message, passage_sha256="")  # as stored before digests
     ledger.assemble(message)
 
     (entry,) = api_client.get(reverse("citations:chat-ledger", kwargs={"chat_id": chat.pk})).json()["results"]
@@ -326,7 +324,7 @@ def test_passage_intact_is_null_for_a_quote_stored_before_digests(api_client: AP
 
 @pytest.mark.parametrize("digest", ["abc", "A" * 64, "g" * 64])
 def test_a_digest_is_64_lowercase_hex_digits_full_clean(cited_document: Document, digest: str) -> None:
-    citation = MessageCitation.objects.get(document=cited_document)
+    citation = DocumentQuote.objects.get(document=cited_document)
     citation.passage_sha256 = digest
 
     with pytest.raises(ValidationError, match="passage_sha256 must be 64 lowercase hex digits"):
@@ -337,15 +335,15 @@ def test_a_digest_is_64_lowercase_hex_digits_full_clean(cited_document: Document
 def test_a_digest_is_64_lowercase_hex_digits_insert(cited_document: Document, digest: str) -> None:
     expected = "message_citations_passage_sha256_hex" if connection.vendor == "postgresql" else None
 
-    message = MessageCitation.objects.get(document=cited_document).message
+    message = DocumentQuote.objects.get(document=cited_document).message
     with pytest.raises(IntegrityError, match=expected), transaction.atomic():
-        factories.MessageCitationFactory.create(message=message, document=cited_document, passage_sha256=digest)
+        factories.DocumentQuoteFactory.create(message=message, document=cited_document, passage_sha256=digest)
 
 
 @pytest.mark.postgres
 def test_a_quote_written_by_raw_sql_without_a_digest_gets_an_empty_one(cited_document: Document) -> None:
     # Writers that predate the digest (the benchmark's dataset, older tools) still insert
-    message = MessageCitation.objects.get(document=cited_document).message
+    message = DocumentQuote.objects.get(document=cited_document).message
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO message_citations (id, message_id, document_id, quote, source_offset_start, "
@@ -416,5 +414,5 @@ def test_a_text_cannot_change_between_its_quotes_verification_and_commit(
     assert not isinstance(outcomes["turn"], Exception), outcomes["turn"]
     assert isinstance(outcomes["edit"], IntegrityError)
     assert Document.objects.get(pk=document.pk).content == factories.TEXT
-    kb = MessageCitation.objects.get(message=message)
+    kb = DocumentQuote.objects.get(message=message)
     assert kb.passage_sha256 == passage_sha256(factories.TEXT[kb.source_offset_start : kb.source_offset_end])

@@ -13,14 +13,14 @@ from django.db.models import ProtectedError
 from rest_framework.test import APIClient
 
 from chats.models import (
+    CaseCitation,
     CaselawOpinion,
     Chat,
     Document,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
 )
 from citations.models import CitationLedgerEntry, MatterPurge
@@ -37,10 +37,10 @@ def _entries_match_rows() -> None:
     project = Project.objects.get(name="Election law research (demo)")
     messages = Message.objects.filter(chat__project=project)
     rows = (
-        MessageCitation.objects.filter(message__in=messages).count()
-        + MessageCaselawCitation.objects.filter(message__in=messages).count()
+        DocumentQuote.objects.filter(message__in=messages).count()
+        + OpinionQuote.objects.filter(message__in=messages).count()
         + MessageToolSource.objects.filter(message__in=messages).count()
-        + MessageCaseCitation.objects.filter(message__in=messages).count()
+        + CaseCitation.objects.filter(message__in=messages).count()
     )
     assert rows > 0
     assert CitationLedgerEntry.objects.filter(project=project).count() == rows

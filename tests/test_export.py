@@ -19,7 +19,7 @@ from django.conf import LazySettings
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from chats.models import CaselawOpinion, Chat, Message, MessageCitation
+from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
 from chats.services import ClaimedCitation, finalize_turn, start_turn
 from citations import keys
 from lqai_verify import record
@@ -242,7 +242,7 @@ def test_a_ledger_row_edited_in_sql_shows_in_a_fresh_export(
     exported_matter: tuple[Chat, list[str]], tmp_path: Path
 ) -> None:
     chat, turns = exported_matter
-    quote = MessageCitation.objects.filter(message_id=turns[0]).order_by("id").first()
+    quote = DocumentQuote.objects.filter(message_id=turns[0]).order_by("id").first()
     assert quote is not None
     _raw(
         "UPDATE citation_ledger_entry SET verification_status = 'tolerant_match', confidence = 0.9 "

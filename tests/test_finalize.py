@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import pytest
 from django.db import connection, transaction
 
-from chats.models import CaselawOpinion, Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.models import CaselawOpinion, Chat, DocumentQuote, Message, MessageToolSource, OpinionQuote
 from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, finalize_turn
 from chats.verification import verify_quote
 from citations import ledger
@@ -164,7 +164,7 @@ def test_a_turn_rolled_back_by_its_caller_takes_its_entries_with_it() -> None:
         assert CitationLedgerEntry.objects.filter(message=message).count() == 1
         raise RuntimeError("the caller fails after finalizing")
 
-    assert not MessageCitation.objects.filter(message=message).exists()
+    assert not DocumentQuote.objects.filter(message=message).exists()
     assert not CitationLedgerEntry.objects.exists()
 
 
@@ -198,12 +198,12 @@ def test_failed_claims_are_recorded_as_unverified_rows_with_their_reason_and_ent
         (FABRICATED_QUOTE, "caselaw", "not found in the opinion"),
     ]
     # Stored: the failed rows have no offsets and no confidence, and name the source the claim named
-    failed_kb = MessageCitation.objects.filter(message=message, verification_method="unverified")
+    failed_kb = DocumentQuote.objects.filter(message=message, verification_method="unverified")
     assert sorted((r.quote, r.document_id) for r in failed_kb) == sorted(
         [(FABRICATED_QUOTE, document.pk), (KB_QUOTE, None), (KB_QUOTE, None)]
     )
     assert all(r.source_offset_start is None and r.verification_confidence is None for r in failed_kb)
-    (failed_caselaw,) = MessageCaselawCitation.objects.filter(message=message)
+    (failed_caselaw,) = OpinionQuote.objects.filter(message=message)
     assert (failed_caselaw.verification_method, failed_caselaw.opinion_id) == ("unverified", opinion.pk)
     # Every claim has its ledger entry: the failed ones "unverified", without confidence
     entries = CitationLedgerEntry.objects.filter(message=message)
@@ -232,7 +232,7 @@ def test_a_quote_from_another_matters_document_is_unverified() -> None:
         (KB_QUOTE, "unknown document: not a document of this chat's matter")
     ]
     assert turn.citations == []
-    (row,) = MessageCitation.objects.all()
+    (row,) = DocumentQuote.objects.all()
     assert (row.verification_method, row.document_id) == ("unverified", None)
     assert CitationLedgerEntry.objects.get().verification_status == "unverified"
 
@@ -245,7 +245,7 @@ def test_a_matter_less_chat_cannot_quote_a_kb_document() -> None:
     turn = _finalize(message=message, claimed_citations=[ClaimedCitation(KB_QUOTE, document_id=document.pk)])
 
     assert [u.quote for u in turn.unverified] == [KB_QUOTE]
-    assert not MessageCitation.objects.exclude(verification_method="unverified").exists()
+    assert not DocumentQuote.objects.exclude(verification_method="unverified").exists()
 
 
 # --- The verdict of a turn -------------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ def test_a_non_final_status_is_refused(status: str) -> None:
     message.refresh_from_db()
     assert (message.status, message.content) == (Message.Status.STREAMING, "")
     assert not CitationLedgerEntry.objects.exists()
-    assert not MessageCitation.objects.exists()
+    assert not DocumentQuote.objects.exists()
 
 
 @pytest.mark.django_db
@@ -357,7 +357,7 @@ def test_finalizing_an_interrupted_turn_again_adds_only_the_new_entries() -> Non
     assert {k: after[k] for k in before} == before
     message.refresh_from_db()
     assert message.status == Message.Status.COMPLETE
-    assert MessageCitation.objects.filter(message=message).count() == 1
+    assert DocumentQuote.objects.filter(message=message).count() == 1
     assert MessageToolSource.objects.filter(message=message).count() == 2
 
 
@@ -399,8 +399,8 @@ def test_a_ledger_failure_leaves_the_turn_committed_and_the_connection_usable(
     def committed_turn() -> tuple[str, int, int, int]:
         return (
             Message.objects.get(pk=message.pk).status,
-            MessageCitation.objects.filter(message_id=message.pk).count(),
-            MessageCaselawCitation.objects.filter(message_id=message.pk).count(),
+            DocumentQuote.objects.filter(message_id=message.pk).count(),
+            OpinionQuote.objects.filter(message_id=message.pk).count(),
             MessageToolSource.objects.filter(message_id=message.pk).count(),
         )
 
@@ -461,7 +461,7 @@ def test_a_failure_after_the_ledger_write_rolls_back_the_turn_and_its_entries() 
     def committed() -> tuple[str, int, int, int]:
         return (
             Message.objects.get(pk=message.pk).status,
-            MessageCitation.objects.filter(message_id=message.pk).count(),
+            DocumentQuote.objects.filter(message_id=message.pk).count(),
             MessageToolSource.objects.filter(message_id=message.pk).count(),
             CitationLedgerEntry.objects.filter(message_id=message.pk).count(),
         )
@@ -508,7 +508,7 @@ def test_a_failed_claim_records_the_verifiers_reason(quote: str, reason: str) ->
     turn = _finalize(message=message, claimed_citations=[ClaimedCitation(quote, document_id=document.pk)])
 
     assert [u.reason for u in turn.unverified] == [reason]
-    assert MessageCitation.objects.get(message=message).unverified_reason == reason
+    assert DocumentQuote.objects.get(message=message).unverified_reason == reason
 
 
 # A quote of the Fisher opinion with a bracket ("the Court of Appeals", shortened) and an omitted citation.
@@ -535,7 +535,7 @@ def test_each_quote_row_stores_its_alterations_with_their_source_offsets(local_o
     )
 
     # Then the altered quote's row lists both alterations, each with the source span it stands for
-    (altered,) = MessageCaselawCitation.objects.filter(message=message)
+    (altered,) = OpinionQuote.objects.filter(message=message)
     assert altered.verification_method == "tolerant_match"
     text = local_opinion.text
     assert [(a["kind"], a["detail"], a["quote_text"]) for a in altered.alterations] == [
@@ -557,7 +557,7 @@ def test_each_quote_row_stores_its_alterations_with_their_source_offsets(local_o
         (a.source_start, a.source_end) for a in match.alterations
     ]
     # ... and the exact quote and the failed claim have none
-    assert sorted((r.verification_method, r.alterations) for r in MessageCitation.objects.filter(message=message)) == [
+    assert sorted((r.verification_method, r.alterations) for r in DocumentQuote.objects.filter(message=message)) == [
         ("exact_match", []),
         ("unverified", []),
     ]
@@ -580,7 +580,7 @@ def test_claims_past_the_bound_are_one_failed_claim_saying_how_many_were_dropped
     _finalize(message=message, claimed_citations=claims)
 
     # Then 3 are verified and the rest is one failed claim (the first dropped quote) that says so
-    rows = list(MessageCitation.objects.filter(message=message).order_by("position"))
+    rows = list(DocumentQuote.objects.filter(message=message).order_by("position"))
     assert [r.verification_method for r in rows] == ["exact_match"] * 3 + ["unverified"]
     assert rows[-1].quote == "strict scrutiny"
     assert rows[-1].unverified_reason.startswith("2 claimed quote(s) from here on were not verified")
@@ -597,7 +597,7 @@ def test_an_altered_quote_is_recorded_with_its_omission_and_why() -> None:
 
     _finalize(message=message, claimed_citations=[ClaimedCitation(ALTERED_QUOTE, document_id=document.pk)])
 
-    row = MessageCitation.objects.get(message=message)
+    row = DocumentQuote.objects.get(message=message)
     assert (row.verification_method, row.verification_confidence) == ("altered", 0.6)
     [omission] = row.alterations
     assert document.content[omission["source_start"] : omission["source_end"]].startswith("requires that")

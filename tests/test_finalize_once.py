@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from chats import services
 from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta, TurnRun
-from chats.models import Chat, Document, Message, MessageCitation
+from chats.models import Chat, Document, DocumentQuote, Message
 from chats.services import (
     ClaimedCitation,
     TurnSuperseded,
@@ -66,7 +66,7 @@ def _claim(chat: Chat) -> ClaimedCitation:
 
 
 def _record_of(message: Message) -> tuple[int, int]:
-    return MessageCitation.objects.filter(message=message).count(), CitationLedgerEntry.objects.filter(
+    return DocumentQuote.objects.filter(message=message).count(), CitationLedgerEntry.objects.filter(
         message=message
     ).count()
 

@@ -20,12 +20,12 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
 from chats.models import (
+    CaseCitation,
     Chat,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
 )
 from chats.record import purging
@@ -37,7 +37,7 @@ from tests import factories
 
 DISPATCH_UID = "citations.assemble_ledger_on_finalize"
 
-SourceRow = MessageCitation | MessageCaselawCitation | MessageToolSource | MessageCaseCitation
+SourceRow = DocumentQuote | OpinionQuote | MessageToolSource | CaseCitation
 
 # The columns an entry mirrors from its source row (everything but its own id and created_at).
 MIRRORED_FIELDS = (
@@ -74,7 +74,7 @@ def expected_entry(row: SourceRow) -> dict[str, Any]:
         "message_case_citation_id": None,
         "treatment_id": None,
     }
-    if isinstance(row, MessageCitation):
+    if isinstance(row, DocumentQuote):
         return entry | {
             "source_kind": "kb_document",
             "message_citation_id": row.pk,
@@ -83,7 +83,7 @@ def expected_entry(row: SourceRow) -> dict[str, Any]:
             "provider": None,
             "retrieved_at": None,
         }
-    if isinstance(row, MessageCaselawCitation):
+    if isinstance(row, OpinionQuote):
         return entry | {
             "source_kind": "caselaw",
             "message_caselaw_citation_id": row.pk,
@@ -92,7 +92,7 @@ def expected_entry(row: SourceRow) -> dict[str, Any]:
             "provider": row.opinion.provider if row.opinion is not None else None,
             "retrieved_at": row.created_at,
         }
-    if isinstance(row, MessageCaseCitation):
+    if isinstance(row, CaseCitation):
         return entry | {
             "source_kind": "caselaw",
             "message_case_citation_id": row.pk,
@@ -121,8 +121,8 @@ def entries_by_source(message: Message) -> dict[Any, CitationLedgerEntry]:
 
 class Turn(NamedTuple):
     message: Message
-    kb: MessageCitation
-    caselaw: MessageCaselawCitation
+    kb: DocumentQuote
+    caselaw: OpinionQuote
     tool: MessageToolSource
 
 
@@ -130,10 +130,10 @@ def make_turn(message: Message | None = None) -> Turn:
     """A finalized assistant message with one row in each of the three per-turn tables, with
     non-default verification values so that a mapping that ignored them would be caught."""
     message = message or factories.MessageFactory.create()
-    kb = factories.MessageCitationFactory.create(
+    kb = factories.DocumentQuoteFactory.create(
         message=message, verification_method="tolerant_match", verification_confidence=0.87
     )
-    caselaw = factories.MessageCaselawCitationFactory.create(
+    caselaw = factories.OpinionQuoteFactory.create(
         message=message,
         opinion=factories.CaselawOpinionFactory.create(provider="courtlistener"),
         verification_method="tolerant_match",
@@ -150,17 +150,17 @@ def make_turn(message: Message | None = None) -> Turn:
 def test_assemble_mirrors_each_checked_case_citation() -> None:
     # Given a turn whose answer cited a real case under another name, a case that does not exist, and a statute
     message = factories.MessageFactory.create()
-    mismatch = factories.MessageCaseCitationFactory.create(
+    mismatch = factories.CaseCitationFactory.create(
         message=message,
         opinion=factories.CaselawOpinionFactory.create(provider="courtlistener"),
         case_name="Smith v. Jones",
         status="name_mismatch",
         provider="courtlistener",
     )
-    missing = factories.MessageCaseCitationFactory.create(
+    missing = factories.CaseCitationFactory.create(
         message=message, opinion=None, citation="999 U.S. 999", status="not_found", detail="no case"
     )
-    statute = factories.MessageCaseCitationFactory.create(
+    statute = factories.CaseCitationFactory.create(
         message=message, opinion=None, kind="statute", citation="42 U.S.C. 1983", status="unchecked", provider=""
     )
 
@@ -197,7 +197,7 @@ def test_a_matter_less_chat_gives_entries_without_a_project() -> None:
     chat = factories.ChatFactory.create(project=None)
     message = factories.MessageFactory.create(chat=chat)
     tool = factories.MessageToolSourceFactory.create(message=message)
-    caselaw = factories.MessageCaselawCitationFactory.create(message=message)
+    caselaw = factories.OpinionQuoteFactory.create(message=message)
 
     assert ledger.assemble(message) == 2
 
@@ -248,7 +248,7 @@ def test_assemble_of_a_turn_without_rows_writes_nothing() -> None:
 
 def _kb_entry(**overrides: Any) -> CitationLedgerEntry:
     """An unsaved, valid entry for a fresh KB quote, then ``overrides`` set on it as they are."""
-    entry = factories.CitationLedgerEntryFactory.build(message_citation=factories.MessageCitationFactory.create())
+    entry = factories.CitationLedgerEntryFactory.build(message_citation=factories.DocumentQuoteFactory.create())
     for name, value in overrides.items():
         setattr(entry, name, value)
     return entry
@@ -256,7 +256,7 @@ def _kb_entry(**overrides: Any) -> CitationLedgerEntry:
 
 def _caselaw_entry(**overrides: Any) -> CitationLedgerEntry:
     entry = factories.CitationLedgerEntryFactory.build(
-        caselaw=True, message_caselaw_citation=factories.MessageCaselawCitationFactory.create()
+        caselaw=True, message_caselaw_citation=factories.OpinionQuoteFactory.create()
     )
     for name, value in overrides.items():
         setattr(entry, name, value)
@@ -274,7 +274,7 @@ def _tool_entry(**overrides: Any) -> CitationLedgerEntry:
 
 def _case_entry(**overrides: Any) -> CitationLedgerEntry:
     entry = factories.CitationLedgerEntryFactory.build(
-        case_citation=True, message_case_citation=factories.MessageCaseCitationFactory.create()
+        case_citation=True, message_case_citation=factories.CaseCitationFactory.create()
     )
     for name, value in overrides.items():
         setattr(entry, name, value)
@@ -339,7 +339,7 @@ INVALID: dict[str, Invalid] = {
     ),
     "three_sources": Invalid(
         lambda: _kb_entry(
-            message_caselaw_citation=factories.MessageCaselawCitationFactory.create(),
+            message_caselaw_citation=factories.OpinionQuoteFactory.create(),
             message_tool_source=factories.MessageToolSourceFactory.create(),
             verification_status=PROVENANCE,
             confidence=None,
@@ -390,8 +390,8 @@ INVALID: dict[str, Invalid] = {
     ),
     "four_sources": Invalid(
         lambda: _case_entry(
-            message_citation=factories.MessageCitationFactory.create(),
-            message_caselaw_citation=factories.MessageCaselawCitationFactory.create(),
+            message_citation=factories.DocumentQuoteFactory.create(),
+            message_caselaw_citation=factories.OpinionQuoteFactory.create(),
             message_tool_source=factories.MessageToolSourceFactory.create(),
         ),
         "citation_ledger_entry_exactly_one_source|citation_ledger_entry_kb_kind|citation_ledger_entry_case_citation",
@@ -552,10 +552,10 @@ def test_assemble_runs_a_constant_number_of_queries(
     message = factories.MessageFactory.create()
     document = factories.DocumentFactory.create(project=message.chat.project)
     opinion = factories.CaselawOpinionFactory.create()
-    factories.MessageCitationFactory.create_batch(rows_per_kind, message=message, document=document)
-    factories.MessageCaselawCitationFactory.create_batch(rows_per_kind, message=message, opinion=opinion)
+    factories.DocumentQuoteFactory.create_batch(rows_per_kind, message=message, document=document)
+    factories.OpinionQuoteFactory.create_batch(rows_per_kind, message=message, opinion=opinion)
     factories.MessageToolSourceFactory.create_batch(rows_per_kind, message=message)
-    factories.MessageCaseCitationFactory.create_batch(rows_per_kind, message=message)
+    factories.CaseCitationFactory.create_batch(rows_per_kind, message=message)
 
     # Whatever the row count: one INSERT ... SELECT per source table, plus the savepoint around them (two
     # queries: SAVEPOINT and RELEASE).
@@ -572,8 +572,8 @@ def test_assemble_inserts_in_the_lock_order_every_writer_uses() -> None:
     # Given a turn with several rows of each kind (random UUIDs: creation order is not id order)
     message = factories.MessageFactory.create()
     document = factories.DocumentFactory.create(project=message.chat.project)
-    kb = factories.MessageCitationFactory.create_batch(5, message=message, document=document)
-    caselaw = factories.MessageCaselawCitationFactory.create_batch(5, message=message)
+    kb = factories.DocumentQuoteFactory.create_batch(5, message=message, document=document)
+    caselaw = factories.OpinionQuoteFactory.create_batch(5, message=message)
     tool = factories.MessageToolSourceFactory.create_batch(5, message=message)
 
     ledger.assemble(message)
@@ -596,8 +596,8 @@ def test_concurrent_assembly_writes_one_entry_per_row() -> None:
     # Given a committed turn with several rows of each kind
     message = factories.MessageFactory.create()
     document = factories.DocumentFactory.create(project=message.chat.project)
-    factories.MessageCitationFactory.create_batch(20, message=message, document=document)
-    factories.MessageCaselawCitationFactory.create_batch(20, message=message)
+    factories.DocumentQuoteFactory.create_batch(20, message=message, document=document)
+    factories.OpinionQuoteFactory.create_batch(20, message=message)
     factories.MessageToolSourceFactory.create_batch(20, message=message)
     barrier = threading.Barrier(2)
     created: list[int] = []
@@ -641,8 +641,8 @@ def test_concurrent_assembly_writes_one_entry_per_row() -> None:
 def test_a_quote_row_from_before_the_constraints_is_skipped_not_fatal() -> None:
     # Given a turn with a caselaw quote whose method is "provenance" (written before the quote tables' checks)
     turn = make_turn()
-    odd = factories.MessageCaselawCitationFactory.create(message=turn.message, verification_method=PROVENANCE)
-    out_of_range = factories.MessageCitationFactory.create(
+    odd = factories.OpinionQuoteFactory.create(message=turn.message, verification_method=PROVENANCE)
+    out_of_range = factories.DocumentQuoteFactory.create(
         message=turn.message, document=turn.kb.document, verification_confidence=1.5
     )
 

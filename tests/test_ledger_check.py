@@ -48,10 +48,10 @@ def turn() -> Message:
     """A finalized turn whose verdict agrees with its rows (an exact and a tolerant quote: supported), one
     tool source and one checked case citation, with its ledger entries."""
     message = factories.MessageFactory.create(verdict=Verdict.SUPPORTED)
-    factories.MessageCitationFactory.create(message=message)
-    factories.MessageCaselawCitationFactory.create(message=message, altered=True)
+    factories.DocumentQuoteFactory.create(message=message)
+    factories.OpinionQuoteFactory.create(message=message, altered=True)
     factories.MessageToolSourceFactory.create(message=message)
-    factories.MessageCaseCitationFactory.create(message=message)
+    factories.CaseCitationFactory.create(message=message)
     assert ledger.assemble(message) == 4
     return message
 
@@ -105,10 +105,10 @@ def test_a_verdict_that_disagrees_with_the_rows_is_reported(turn: Message) -> No
 def test_a_passing_verdict_over_a_failed_claim_or_a_wrong_case_is_reported() -> None:
     # Given a turn with a failed claim and one citing a case under another name, both stored as "pass"
     failed = factories.MessageFactory.create(verdict=Verdict.PASS)
-    factories.MessageCitationFactory.create(message=failed, failed=True)
+    factories.DocumentQuoteFactory.create(message=failed, failed=True)
     wrong_case = factories.MessageFactory.create(verdict=Verdict.PASS)
-    factories.MessageCitationFactory.create(message=wrong_case)
-    factories.MessageCaseCitationFactory.create(message=wrong_case, status="name_mismatch")
+    factories.DocumentQuoteFactory.create(message=wrong_case)
+    factories.CaseCitationFactory.create(message=wrong_case, status="name_mismatch")
     factories.MessageFactory.create(verdict=Verdict.NONE)  # no rows: none, as it should be
     for message in (failed, wrong_case):
         ledger.assemble(message)

@@ -29,7 +29,7 @@ from django.core.management import call_command
 from django.db import connection
 from rest_framework.test import APIClient
 
-from chats.models import Chat, Message, MessageCitation
+from chats.models import Chat, DocumentQuote, Message
 from citations.models import CitationLedgerEntry
 from tests import factories
 from tests.conftest import this_test_database_url
@@ -167,7 +167,7 @@ def test_a_locked_ledger_holds_the_turn_only_for_the_bound_and_the_backfill_repa
     assert response.status_code == 201, response.content
     assert 0.5 <= elapsed < 0.5 + 3.0
     message_id = response.json()["message"]["id"]
-    assert MessageCitation.objects.filter(message_id=message_id).count() == len(response.json()["message"]["citations"])
+    assert DocumentQuote.objects.filter(message_id=message_id).count() == len(response.json()["message"]["citations"])
     assert _rows(message_id) > 0
     # and the failure is logged once, with the message id and the repair
     (record,) = [r for r in caplog.records if r.name == "citations.receivers" and r.levelno == logging.ERROR]

@@ -42,7 +42,7 @@ def _constraints(table: str) -> set[str]:
 @pytest.mark.usefixtures("back_to_latest")
 def test_the_quote_rows_migration_refuses_rows_it_cannot_accept_and_applies_nothing() -> None:
     # Given, before the migration, a KB quote whose method the ledger cannot hold (allowed until then)
-    citation = factories.MessageCitationFactory.create()  # made with today's models, then migrated back
+    citation = factories.DocumentQuoteFactory.create()  # made with today's models, then migrated back
     _migrate(BEFORE)
     bad_id = uuid.uuid4()
     with connection.cursor() as cursor:
@@ -85,9 +85,7 @@ def _columns(table: str) -> set[str]:
 @pytest.mark.usefixtures("back_to_latest")
 def test_the_alterations_migration_goes_back_and_forth_and_existing_quotes_get_none() -> None:
     # Given a tolerant quote stored before alterations were recorded
-    citation = factories.MessageCaselawCitationFactory.create(
-        verification_method="tolerant_match", verification_confidence=0.9
-    )
+    citation = factories.OpinionQuoteFactory.create(verification_method="tolerant_match", verification_confidence=0.9)
     _migrate(("chats", "0010_message_case_citations"))
     assert "alterations" not in _columns("message_caselaw_citations")
     assert "message_caselaw_citations_alterations_array" not in _constraints("message_caselaw_citations")

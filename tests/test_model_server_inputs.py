@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 from chats.assistant import OpenAICompatibleBackend, OpenAICompatibleConfig, TurnRun
 from chats.assistant.events import HistoryEntry, TextDelta, Turn
 from chats.assistant.openai_compatible import _client
-from chats.models import Chat, Message, MessageCitation
+from chats.models import Chat, DocumentQuote, Message
 from chats.services import start_turn
 from chats.tools import ToolOutput
 from tests.fake_openai import FakeOpenAIServer, Json, Status, Stream, answer, cite, completion, tool_round
@@ -107,7 +107,7 @@ def test_nul_bytes_and_lone_surrogates_from_the_model_are_sanitized_and_the_sing
     assert response.status_code == 201, response.content  # type: ignore[attr-defined]
     message = Message.objects.get(pk=response.json()["message"]["id"])  # type: ignore[attr-defined]
     assert (message.status, message.content) == (Message.Status.COMPLETE, "Strict scrutiny \ufffdapplies.")
-    assert MessageCitation.objects.get(message=message).quote == KB_QUOTE
+    assert DocumentQuote.objects.get(message=message).quote == KB_QUOTE
 
 
 def test_lone_surrogates_in_a_stream_reach_the_client_replaced(

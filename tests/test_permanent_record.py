@@ -23,13 +23,13 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chats.models import (
+    CaseCitation,
     Chat,
     Document,
+    DocumentQuote,
     Message,
-    MessageCaseCitation,
-    MessageCaselawCitation,
-    MessageCitation,
     MessageToolSource,
+    OpinionQuote,
     Project,
 )
 from chats.record import AppendOnlyError, LegalHoldError, purging
@@ -56,7 +56,7 @@ REWRITES = {
 def turn() -> Message:
     """A finalized turn with a row in each per-turn table and their ledger entries (as finalize writes them)."""
     message = factories.assembled_turn(kb=1, caselaw=1, tools=1, altered=True)
-    factories.MessageCaseCitationFactory.create(message=message)
+    factories.CaseCitationFactory.create(message=message)
     ledger.assemble(message)
     return message
 
@@ -214,7 +214,7 @@ def test_an_interrupted_message_may_be_resumed_and_continued_but_not_rewritten(m
 
 @pytest.mark.postgres
 def test_a_cited_documents_matter_cannot_change_below_the_application(turn: Message) -> None:
-    document = MessageCitation.objects.get(message=turn).document
+    document = DocumentQuote.objects.get(message=turn).document
     assert document is not None
     other = factories.ProjectFactory.create()
 
@@ -277,11 +277,11 @@ def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_in_sql(table: st
 # --- the model layer (every database) -----------------------------------------------------------------------------
 
 
-ROW_MODELS = (MessageCitation, MessageCaselawCitation, MessageCaseCitation, MessageToolSource, CitationLedgerEntry)
+ROW_MODELS = (DocumentQuote, OpinionQuote, CaseCitation, MessageToolSource, CitationLedgerEntry)
 
 
 @pytest.mark.parametrize("model", ROW_MODELS, ids=lambda m: m._meta.db_table)
-def test_the_orm_refuses_to_update_or_delete_a_guarded_row(model: type[MessageCitation], turn: Message) -> None:
+def test_the_orm_refuses_to_update_or_delete_a_guarded_row(model: type[DocumentQuote], turn: Message) -> None:
     row = model.objects.filter(message=turn).first()
     assert row is not None
     row.created_at = timezone.now()  # any change

@@ -15,7 +15,7 @@ from django.db import connection, connections, transaction
 from django.db.models import QuerySet
 from rest_framework.test import APIClient
 
-from chats.models import Chat, Message, MessageCitation
+from chats.models import Chat, DocumentQuote, Message
 from chats.record import purging
 from chats.services import ClaimedCitation, finalize_turn, start_turn
 from citations import seals
@@ -50,8 +50,8 @@ def matter_turns(api_client: APIClient, matter_chat: Chat) -> list[dict[str, Any
     return [_turn(api_client, matter_chat) for _ in range(3)]
 
 
-def _first_quote(message_id: Any) -> MessageCitation:
-    return MessageCitation.objects.filter(message_id=message_id).order_by("id").first()  # type: ignore[return-value]
+def _first_quote(message_id: Any) -> DocumentQuote:
+    return DocumentQuote.objects.filter(message_id=message_id).order_by("id").first()  # type: ignore[return-value]
 
 
 # --- Sealing with the turn -----------------------------------------------------------------------------------
@@ -208,7 +208,7 @@ def test_verify_ledger_names_a_planted_deletion(matter_turns: list[dict[str, Any
 @pytest.mark.django_db
 def test_verify_ledger_names_a_planted_insertion(matter_turns: list[dict[str, Any]]) -> None:
     message = Message.objects.get(pk=matter_turns[2]["id"])
-    planted = factories.MessageCitationFactory.create(message=message, document=_first_quote(message.pk).document)
+    planted = factories.DocumentQuoteFactory.create(message=message, document=_first_quote(message.pk).document)
 
     status, output = verify()
 

@@ -17,7 +17,7 @@ from django.http import StreamingHttpResponse
 from rest_framework.test import APIClient
 
 from chats.assistant import FinalAnswer, Script, TextDelta, ToolCall, ToolResult
-from chats.models import CaselawOpinion, Chat, Message, MessageCaselawCitation, MessageCitation, MessageToolSource
+from chats.models import CaselawOpinion, Chat, DocumentQuote, Message, MessageToolSource, OpinionQuote
 from chats.services import ClaimedCitation, ConsultedSource
 from chats.verification import EXACT_MATCH
 from citations.models import CitationLedgerEntry
@@ -123,8 +123,8 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
     [caselaw] = [c for c in citations if c["kind"] == "caselaw"]
     assert (caselaw["opinion"], caselaw["case_name"]) == (str(local_opinion.pk), local_opinion.case_name)
     assert local_opinion.text[caselaw["start"] : caselaw["end"]] == caselaw["quote"]
-    assert {str(pk) for pk in MessageCitation.objects.filter(message=message).values_list("pk", flat=True)} | {
-        str(pk) for pk in MessageCaselawCitation.objects.filter(message=message).values_list("pk", flat=True)
+    assert {str(pk) for pk in DocumentQuote.objects.filter(message=message).values_list("pk", flat=True)} | {
+        str(pk) for pk in OpinionQuote.objects.filter(message=message).values_list("pk", flat=True)
     } == {c["id"] for c in citations}
     assert list(MessageToolSource.objects.filter(message=message).values_list("label", flat=True)) == [
         local_opinion.case_name
@@ -182,7 +182,7 @@ def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_veri
     assert (done["citation_count"], done["unverified_count"], done["verdict"]) == (1, 1, "fail")
     (failed,) = done["unverified"]
     assert failed == {
-        "id": str(MessageCitation.objects.get(verification_method="unverified").pk),
+        "id": str(DocumentQuote.objects.get(verification_method="unverified").pk),
         "kind": "kb_document",
         "quote": "words the memo never used",
         "reason": "not found in the document",

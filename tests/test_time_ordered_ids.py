@@ -21,10 +21,10 @@ pytestmark = pytest.mark.django_db
 
 ROW_FACTORIES: dict[str, Callable[[], Any]] = {
     "message": lambda: factories.MessageFactory.create(),
-    "kb quote": lambda: factories.MessageCitationFactory.create(),
-    "caselaw quote": lambda: factories.MessageCaselawCitationFactory.create(),
+    "kb quote": lambda: factories.DocumentQuoteFactory.create(),
+    "caselaw quote": lambda: factories.OpinionQuoteFactory.create(),
     "tool source": lambda: factories.MessageToolSourceFactory.create(),
-    "case citation": lambda: factories.MessageCaseCitationFactory.create(),
+    "case citation": lambda: factories.CaseCitationFactory.create(),
     "ledger entry": lambda: factories.CitationLedgerEntryFactory.create(),
 }
 

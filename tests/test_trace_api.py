@@ -47,8 +47,8 @@ def test_entries_resolve_to_their_sources_with_the_passage_read_from_the_content
     # and consulted one tool source
     message = factories.MessageFactory.create(chat=chat)
     document = factories.DocumentFactory.create(project=chat.project, content=DOCUMENT_TEXT)
-    factories.MessageCitationFactory.create(message=message, document=document)
-    factories.MessageCaselawCitationFactory.create(message=message)
+    factories.DocumentQuoteFactory.create(message=message, document=document)
+    factories.OpinionQuoteFactory.create(message=message)
     factories.MessageToolSourceFactory.create(message=message)
     ledger.assemble(message)
     citation = message.citations.get()
@@ -265,14 +265,14 @@ def test_a_failed_claim_is_traced_as_unverified_with_its_reason_and_no_passage(
 ) -> None:
     # Given a turn with one verified quote and two failed claims (one naming a document, one naming none)
     message = factories.MessageFactory.create(chat=chat)
-    verified = factories.MessageCitationFactory.create(message=message)
-    failed = factories.MessageCitationFactory.create(
+    verified = factories.DocumentQuoteFactory.create(message=message)
+    failed = factories.DocumentQuoteFactory.create(
         message=message,
         document=verified.document,
         failed=True,
         unverified_reason="not found in the document",
     )
-    nameless = factories.MessageCaselawCitationFactory.create(
+    nameless = factories.OpinionQuoteFactory.create(
         message=message,
         opinion=None,
         failed=True,
@@ -305,8 +305,8 @@ def test_each_alteration_and_omission_is_traced_with_its_source_span(api_client:
     # Given a turn with an altered quote of a document and of an opinion, an exact quote, a failed claim,
     # and a consulted source
     message = factories.assembled_turn(chat, altered=True)
-    exact = factories.MessageCitationFactory.create(message=message)
-    failed = factories.MessageCitationFactory.create(
+    exact = factories.DocumentQuoteFactory.create(message=message)
+    failed = factories.DocumentQuoteFactory.create(
         message=message, document=exact.document, failed=True, unverified_reason="not found in the document"
     )
     ledger.assemble(message)
@@ -338,7 +338,7 @@ def test_a_checked_case_citation_is_traced_with_its_status_and_the_case_it_reall
     api_client: APIClient, chat: Chat
 ) -> None:
     message = factories.MessageFactory.create(chat=chat, content="Smith v. Jones, 570 U.S. 297 (2013).")
-    case = factories.MessageCaseCitationFactory.create(
+    case = factories.CaseCitationFactory.create(
         message=message, answer_offset_start=16, case_name="Smith v. Jones", status="name_mismatch", detail="other"
     )
     ledger.assemble(message)

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries as AssertNumQueries
 
-from chats.models import Chat, Message, MessageCaseCitation
+from chats.models import CaseCitation, Chat, Message
 from chats.pages import page_cite, pages_of_span, star_pages
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
@@ -49,14 +49,14 @@ def _turn(chat: Chat, *, content: str = ANSWER, verdict: str = "fail", **rows: A
     question = factories.UserMessageFactory.create(chat=chat, content="Is strict scrutiny satisfied?")
     message = factories.MessageFactory.create(chat=chat, content=content, reply_to=question, verdict=verdict)
     memo = chat.project.documents.first() if chat.project is not None else None
-    factories.MessageCitationFactory.create(message=message, quote=KB_QUOTE, document=memo)
-    factories.MessageCitationFactory.create(
+    factories.DocumentQuoteFactory.create(message=message, quote=KB_QUOTE, document=memo)
+    factories.DocumentQuoteFactory.create(
         message=message, failed=True, quote="a sentence the memo never says", document=memo
     )
-    factories.MessageCaselawCitationFactory.create(message=message, **rows.get("caselaw", {}))
+    factories.OpinionQuoteFactory.create(message=message, **rows.get("caselaw", {}))
     start = content.find("570 U.S. 297")
     if start >= 0:
-        factories.MessageCaseCitationFactory.create(
+        factories.CaseCitationFactory.create(
             message=message, answer_offset_start=start, answer_offset_end=start + len("570 U.S. 297")
         )
     factories.MessageToolSourceFactory.create(message=message, label="Grutter v. Bollinger")
@@ -221,14 +221,14 @@ def test_each_claim_has_a_numbered_marker_at_its_place_in_the_answer_and_a_card(
 def test_the_filter_shows_only_what_needs_review_without_javascript(member_client: Client, chat: Chat) -> None:
     message = _turn(chat)
     failed = message.citations.get(verification_method="unverified")
-    mismatch = factories.MessageCaseCitationFactory.create(
+    mismatch = factories.CaseCitationFactory.create(
         message=message,
         case_name="Grutter v. Bollinger",
         status="name_mismatch",
         answer_offset_start=0,
         answer_offset_end=3,
     )
-    altered = factories.MessageCitationFactory.create(message=message, altered=True)
+    altered = factories.DocumentQuoteFactory.create(message=message, altered=True)
     everything = member_client.get(_page(chat)).content.decode()
     assert len(_cards(everything)) == 6
     assert f'href="{_page(chat)}?review=1"' in everything
@@ -250,7 +250,7 @@ def test_a_quote_with_alterations_says_so_and_is_marked_with_the_one_renderer(
     message = factories.MessageFactory.create(
         chat=chat, reply_to=question, content=f"He wrote {factories.ALTERED_QUOTE}."
     )
-    altered = factories.MessageCitationFactory.create(message=message, altered=True)
+    altered = factories.DocumentQuoteFactory.create(message=message, altered=True)
 
     html = member_client.get(_page(chat)).content.decode()
 
@@ -283,8 +283,8 @@ def test_a_caselaw_quote_of_a_star_paged_opinion_has_its_page_cite(member_client
     on_one_page = "Father, T.J.S., appeals"
     question = factories.UserMessageFactory.create(chat=chat)
     message = factories.MessageFactory.create(chat=chat, reply_to=question, content=f'"{quote}" and "{on_one_page}"')
-    across = factories.MessageCaselawCitationFactory.create(message=message, opinion=opinion, quote=quote)
-    one = factories.MessageCaselawCitationFactory.create(message=message, opinion=opinion, quote=on_one_page)
+    across = factories.OpinionQuoteFactory.create(message=message, opinion=opinion, quote=quote)
+    one = factories.OpinionQuoteFactory.create(message=message, opinion=opinion, quote=on_one_page)
 
     html = member_client.get(_page(chat)).content.decode()
 
@@ -344,7 +344,7 @@ def test_the_chat_page_is_a_constant_number_of_queries(
     with django_assert_num_queries(len(one_turn.captured_queries)):
         html = member_client.get(_page(chat)).content.decode()
     assert len(_cards(html)) == 4 * turns
-    assert MessageCaseCitation.objects.filter(message__chat=chat).count() == turns
+    assert CaseCitation.objects.filter(message__chat=chat).count() == turns
 
 
 # --- The pieces ---------------------------------------------------------------------------------------------------
@@ -377,7 +377,7 @@ def test_page_cites_read_the_sources_stored_pages() -> None:
 
 
 def test_every_status_has_words_and_an_unknown_one_needs_review() -> None:
-    for code in ("exact_match", "tolerant_match", "altered", "unverified", *MessageCaseCitation.Status.values):
+    for code in ("exact_match", "tolerant_match", "altered", "unverified", *CaseCitation.Status.values):
         words = status_in_words(code)
         assert words.words
         assert words.symbol
@@ -397,7 +397,7 @@ def test_every_status_has_words_and_an_unknown_one_needs_review() -> None:
 
 def test_a_quote_s_recorded_place_in_the_answer_comes_before_searching_for_it(chat: Chat) -> None:
     # Quote rows are to record their span of the answer (answer_offset_start/end): once they do, it is used.
-    row = factories.MessageCitationFactory.build(quote="strict scrutiny")
+    row = factories.DocumentQuoteFactory.build(quote="strict scrutiny")
     content = "strict scrutiny, and again strict scrutiny"
     assert selectors._quote_marker_offset(row, content, taken=set()) == len("strict scrutiny")
     setattr(row, "answer_offset_end", len(content))  # noqa: B010 - a column quote rows do not have yet

@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from chats.assistant import FinalAnswer, Script, ScriptedBackend, TextDelta, ToolCall, ToolResult, TurnRun
 from chats.assistant import runner as runner_module
 from chats.assistant.runner import ANSWER_LIMIT_NOTE, FINALIZE_FAILED, NOT_SAVED, clean_text, turn_history
-from chats.models import Chat, Message, MessageCitation, MessageToolSource
+from chats.models import Chat, DocumentQuote, Message, MessageToolSource
 from chats.services import ClaimedCitation, ConsultedSource, start_turn
 from tests import factories
 from tests.test_streaming import names, sse_events, stream
@@ -59,7 +59,7 @@ def test_nul_and_lone_surrogates_in_deltas_claims_and_sources_never_break_a_sing
     assert response.status_code == 201, response.content
     message = Message.objects.get(pk=response.json()["message"]["id"])
     assert (message.status, message.content) == (Message.Status.COMPLETE, f'Held: "{QUOTE}" \ufffd.')
-    assert MessageCitation.objects.get(message=message).quote == QUOTE
+    assert DocumentQuote.objects.get(message=message).quote == QUOTE
     assert MessageToolSource.objects.get(message=message).label == "Fisher \ufffd"
 
 
