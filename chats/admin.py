@@ -33,9 +33,10 @@ from django.contrib import admin, messages
 from django.contrib.admin.options import BaseModelAdmin
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.db.models import ForeignKey, Model, Q, QuerySet, URLField
 from django.forms import ModelChoiceField
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -54,7 +55,7 @@ from chats.models import (
     Project,
     TurnRateCount,
 )
-from chats.selectors import chats_visible_to, projects_visible_to
+from chats.selectors import chats_visible_to, projects_visible_to, users_visible_to
 
 
 def admin_link(model: type[Model], pk: object, label: object) -> SafeString:
@@ -375,6 +376,33 @@ admin.site.unregister(User)
 
 @admin.register(User)
 class RecordKeepingUserAdmin(UserAdmin):
+    """Users, as every staff user may see them: a superuser sees everyone; any other staff user sees only
+    themselves and the people of the matters they belong to now (``users_visible_to``; anyone else's page
+    answers as if they did not exist), cannot change anyone's staff status, superuser status, groups or
+    permissions (their own included), and cannot add users (a new user belongs to no matter of theirs)."""
+
+    ACCESS_FIELDS = ("is_staff", "is_superuser", "groups", "user_permissions")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(pk__in=users_visible_to(request.user).values("pk"))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        readonly = tuple(super().get_readonly_fields(request, obj))
+        return readonly if request.user.is_superuser else (*readonly, *self.ACCESS_FIELDS)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser) and super().has_add_permission(request)
+
+    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> HttpResponse:
+        """Only a superuser sets another user's password: anyone else setting a colleague's would take over
+        their account (and their matters)."""
+        if not request.user.is_superuser and str(id) != str(request.user.pk):
+            raise PermissionDenied
+        return super().user_change_password(request, id, form_url)
+
     def get_deleted_objects(
         self, objs: Sequence[Any] | QuerySet[Any], request: HttpRequest
     ) -> tuple[Any, Any, Any, Any]:

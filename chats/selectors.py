@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
@@ -30,6 +31,17 @@ def chats_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Chat]:
         return Chat.objects.none()
     visible_projects = Project.objects.filter(Q(owner=user) | Q(members=user)).values("pk")
     return Chat.objects.filter(Q(project__isnull=True, owner=user) | Q(project__in=visible_projects))
+
+
+def users_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[AbstractBaseUser]:
+    """The user and everyone who owns or is a member of a matter the user owns or is a member of now."""
+    users = get_user_model().objects
+    if not user.is_authenticated:
+        return users.none()
+    visible_projects = projects_visible_to(user).values("pk")
+    return users.filter(
+        Q(pk=user.pk) | Q(owned_projects__in=visible_projects) | Q(projects__in=visible_projects)
+    ).distinct()
 
 
 def open_streams_of(user: AbstractBaseUser, *, progressed_since: datetime.datetime) -> QuerySet[Message]:

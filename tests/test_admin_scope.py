@@ -206,3 +206,83 @@ def test_no_api_token_of_any_kind_is_registered_in_the_admin(admin_client: Clien
     index = admin_client.get(reverse("admin:index")).content.decode()
     assert "authtoken" not in index
     assert "Tokens" not in index
+
+
+# --- users ----------------------------------------------------------------------------------------------------------
+
+
+def _user_admin_staff(username: str) -> User:
+    """A staff user (not a superuser) who may view, add and change users (Django's own permissions)."""
+    user = factories.UserFactory.create(username=username, is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_user", "change_user", "add_user", "view_project"])
+    )
+    return user
+
+
+@pytest.fixture
+def people() -> dict[str, User]:
+    """Anne (staff, may manage users) owns matter A with Carl as a member; Bob and Dora share matter B."""
+    anne, carl, bob, dora = (
+        _user_admin_staff("anne"),
+        factories.UserFactory.create(username="carl"),
+        factories.UserFactory.create(username="bob"),
+        factories.UserFactory.create(username="dora"),
+    )
+    factories.ProjectFactory.create(owner=anne).members.add(carl)
+    factories.ProjectFactory.create(owner=bob).members.add(dora)
+    return {"anne": anne, "carl": carl, "bob": bob, "dora": dora}
+
+
+def test_a_staff_user_sees_only_the_people_of_their_matters(people: dict[str, User]) -> None:
+    client = Client()
+    client.force_login(people["anne"])
+
+    listed = client.get(_url(User, "changelist"))
+
+    assert listed.status_code == 200
+    assert {user.username for user in listed.context["cl"].result_list} == {"anne", "carl"}
+    assert client.get(_url(User, "change", people["carl"].pk)).status_code == 200
+    other = client.get(_url(User, "change", people["dora"].pk))
+    assert other.status_code == 302
+    assert other["Location"] == reverse("admin:index")
+
+
+def test_a_staff_user_cannot_grant_access_or_take_over_an_account(people: dict[str, User]) -> None:
+    anne, carl = people["anne"], people["carl"]
+    client = Client()
+    client.force_login(anne)
+
+    page = client.get(_url(User, "change", anne.pk)).content.decode()
+    assert 'name="is_superuser"' not in page
+    assert 'name="user_permissions"' not in page
+    client.post(
+        _url(User, "change", anne.pk),
+        {
+            "username": "anne",
+            "is_active": "on",
+            "is_staff": "on",
+            "is_superuser": "on",
+            "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+        },
+    )
+    anne.refresh_from_db()
+    assert not anne.is_superuser
+
+    # a colleague's password is a superuser's to set; one's own is one's own
+    url = reverse("admin:auth_user_password_change", args=[carl.pk])
+    taken = client.post(url, {"password1": "Taken-over-9", "password2": "Taken-over-9"})
+    assert taken.status_code == 403
+    carl.refresh_from_db()
+    assert not carl.check_password("Taken-over-9")
+    assert client.get(reverse("admin:auth_user_password_change", args=[anne.pk])).status_code == 200
+
+    assert client.get(_url(User, "add")).status_code == 403
+
+
+def test_a_superuser_manages_every_user(admin_client: Client, people: dict[str, User]) -> None:
+    listed = admin_client.get(_url(User, "changelist"))
+    assert {"anne", "bob", "carl", "dora"} <= {user.username for user in listed.context["cl"].result_list}
+    assert 'name="is_superuser"' in admin_client.get(_url(User, "change", people["dora"].pk)).content.decode()
+    assert admin_client.get(_url(User, "add")).status_code == 200
