@@ -87,20 +87,22 @@ def time_insert(*, keys: str, rows: int) -> tuple[float, int, int]:
     return seconds, wal_bytes, index_bytes
 
 
-def run(*, sizes: tuple[int, ...], step: Callable[[str], None] = print) -> list[ScaleRun]:
-    """Every size, both kinds of key at each (alternating which goes first), smallest size first."""
+def run(
+    *, sizes: tuple[int, ...], keys: tuple[str, ...] = dataset.KEYS, step: Callable[[str], None] = print
+) -> list[ScaleRun]:
+    """Every size, each kind of key of ``keys`` at each (alternating which goes first), smallest size first."""
     runs: list[ScaleRun] = []
     for n, rows in enumerate(sizes):
-        order = dataset.KEYS if n % 2 == 0 else tuple(reversed(dataset.KEYS))
-        for keys in order:
-            step(f"9. {rows:,} source rows with {keys} keys: building")
-            build_seconds = build(dataset.Sizes(rows), keys=keys)
-            step(f"9. {rows:,} source rows with {keys} keys: INSERT ... SELECT into the ledger")
-            seconds, wal, index_bytes = time_insert(keys=keys, rows=rows)
+        order = keys if n % 2 == 0 else tuple(reversed(keys))
+        for kind in order:
+            step(f"9. {rows:,} source rows with {kind} keys: building")
+            build_seconds = build(dataset.Sizes(rows), keys=kind)
+            step(f"9. {rows:,} source rows with {kind} keys: INSERT ... SELECT into the ledger")
+            seconds, wal, index_bytes = time_insert(keys=kind, rows=rows)
             runs.append(
                 ScaleRun(
                     rows=rows,
-                    keys=keys,
+                    keys=kind,
                     seconds=seconds,
                     wal_bytes=wal,
                     build_seconds=build_seconds,
