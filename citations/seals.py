@@ -213,7 +213,9 @@ def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
             facts[turn["message"]] = TurnFacts(turn=turn, answer=answer)
         else:
             row = _fact_row(values)
-            facts[row["message"]].rows.append(row)
+            turn_of_row = facts.get(row["message"])
+            if turn_of_row is not None:  # a row whose message is gone belongs to no turn: the turn is missing
+                turn_of_row.rows.append(row)
     return facts
 
 
@@ -297,11 +299,13 @@ def _owner(turn: dict[str, Any]) -> tuple[Any, Any]:
 
 def seal_turn(*, message_id: UUID | str, late: bool = False) -> TurnSeal:
     """Seal the current facts of one finalized turn, as the next seal of its chain (the ``post_finalize``
-    receiver's call, in the turn's transaction): :func:`seal_turns` of that one turn."""
-    facts = turn_facts([message_id]).get(str(UUID(str(message_id))))
-    if facts is None:
-        raise ValueError(f"message {message_id} is not a finalized turn")
-    return seal_turns([facts], late=late)[0]
+    receiver's call, in the turn's transaction): :func:`seal_turns` of that one turn. The read is in the
+    seal's savepoint too, so that a database error in it leaves the caller's transaction usable."""
+    with transaction.atomic():
+        facts = turn_facts([message_id]).get(str(UUID(str(message_id))))
+        if facts is None:
+            raise ValueError(f"message {message_id} is not a finalized turn")
+        return seal_turns([facts], late=late)[0]
 
 
 def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSeal]:

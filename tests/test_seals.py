@@ -149,6 +149,28 @@ def test_a_sealing_failure_never_breaks_the_turn(
     assert verify()[0] == 0
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_database_error_in_the_seals_read_never_breaks_the_turn(
+    api_client: APIClient, matter_chat: Chat, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given the statement that reads the facts to seal failing in the database (outside a savepoint, such an
+    # error leaves the turn's whole transaction aborted, and the answer is lost)
+    monkeypatch.setattr(seals, "_FACTS_SQL", "WITH turns (id) AS (VALUES {turns}) SELECT 1 / 0 FROM turns")
+
+    # When a turn is asked for
+    with caplog.at_level(logging.ERROR, logger="citations.receivers"):
+        turn = _turn(api_client, matter_chat)
+    monkeypatch.undo()
+
+    # Then it commits with its ledger entries, unsealed, the failure logged
+    assert Message.objects.get(pk=turn["id"]).status == Message.Status.COMPLETE
+    assert CitationLedgerEntry.objects.filter(message_id=turn["id"]).exists()
+    assert not TurnSeal.objects.exists()
+    assert f"sealing failed for message {turn['id']}" in caplog.text
+    assert "division by zero" in caplog.text
+
+
 # --- verify_ledger ---------------------------------------------------------------------------------------------
 
 
