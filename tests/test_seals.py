@@ -380,7 +380,11 @@ def test_verify_ledger_names_a_seal_whose_digest_was_rewritten(matter_turns: lis
 def test_verify_ledger_names_a_sealed_turn_deleted_below_the_application(
     matter_turns: list[dict[str, Any]],
 ) -> None:
-    # Given the second turn deleted in SQL with its rows and entries, its seal left
+    # Given the second turn deleted in SQL with its rows and entries, its seal left (the seals' foreign-key
+    # checks, deferred to the end of the test's transaction, made first, while their turns exist)
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
     message_id = Message.objects.get(pk=matter_turns[1]["id"]).pk
     for table in ("citation_ledger_entry", *TURN_TABLES):
         _raw(f"DELETE FROM {table} WHERE message_id = %(id)s", {"id": message_id})
