@@ -114,19 +114,13 @@ def _without_the_check() -> Iterator[None]:
 
 @contextmanager
 def _finalize_without_the_check() -> Iterator[None]:
-    """``finalize_turn`` without the case-citation check, and without whatever listens to ``post_finalize``
-    (the ledger), both restored afterwards."""
-    from chats.signals import post_finalize
+    """``finalize_turn`` without the case-citation check, and without the receivers of ``post_finalize`` (the
+    ledger, the seal), all restored afterwards as shipped."""
+    from benchmarks.ledger_bench import post_finalize_receivers
+    from citations.receivers import POST_FINALIZE_RECEIVERS
 
-    saved_receivers = post_finalize.receivers[:]
-    post_finalize.receivers = []
-    post_finalize.sender_receivers_cache.clear()
-    try:
-        with _without_the_check():
-            yield
-    finally:
-        post_finalize.receivers = saved_receivers
-        post_finalize.sender_receivers_cache.clear()
+    with post_finalize_receivers(without=[uid for uid, _ in POST_FINALIZE_RECEIVERS]), _without_the_check():
+        yield
 
 
 FIRST_CALL = """

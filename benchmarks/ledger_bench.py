@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,7 @@ from chats.services import ClaimedCitation
 from chats.signals import post_finalize
 from citations.backfill import BackfillResult, backfill_ledger
 from citations.models import CitationLedgerEntry
-from citations.receivers import assemble_ledger_on_finalize
+from citations.receivers import POST_FINALIZE_RECEIVERS
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,22 +182,37 @@ def peak_rss_of_command(*, database_url: str, batch_size: int) -> tuple[float, s
 
 
 @contextmanager
-def receiver_connected(receiver: Callable[..., None], *, dispatch_uid: str, connected: bool) -> Iterator[None]:
-    """``receiver`` of ``post_finalize`` (for messages) connected or not inside the block, connected again
-    afterwards (as shipped)."""
-    post_finalize.disconnect(dispatch_uid=dispatch_uid, sender=Message)
-    if connected:
-        post_finalize.connect(receiver, sender=Message, dispatch_uid=dispatch_uid)
+def post_finalize_receivers(*, without: Collection[str] = ()) -> Iterator[None]:
+    """``post_finalize``'s shipped receivers (``citations.receivers.POST_FINALIZE_RECEIVERS``) inside the block,
+    less those whose ``dispatch_uid`` is in ``without``, in their shipped order; afterwards all of them again, in
+    exactly that order (a receiver connected again alone would run after the others)."""
+    unknown = set(without) - {uid for uid, _ in POST_FINALIZE_RECEIVERS}
+    if unknown:
+        raise ValueError(f"not a post_finalize receiver: {', '.join(sorted(unknown))}")
+    _connect_in_order(without=without)
     try:
         yield
     finally:
+        _connect_in_order(without=())
+
+
+def _connect_in_order(*, without: Collection[str]) -> None:
+    for dispatch_uid, _ in POST_FINALIZE_RECEIVERS:
         post_finalize.disconnect(dispatch_uid=dispatch_uid, sender=Message)
-        post_finalize.connect(receiver, sender=Message, dispatch_uid=dispatch_uid)
+    for dispatch_uid, receiver in POST_FINALIZE_RECEIVERS:
+        if dispatch_uid not in without:
+            post_finalize.connect(receiver, sender=Message, dispatch_uid=dispatch_uid)
+
+
+def receiver_connected(dispatch_uid: str, *, connected: bool) -> AbstractContextManager[None]:
+    """The ``post_finalize`` receiver ``dispatch_uid`` connected (as shipped) or not inside the block, the others
+    as shipped; everything as shipped afterwards."""
+    return post_finalize_receivers(without=() if connected else (dispatch_uid,))
 
 
 def ledger_receiver(*, connected: bool) -> AbstractContextManager[None]:
     """The ledger's ``post_finalize`` receiver connected (as shipped) or not; as shipped afterwards."""
-    return receiver_connected(assemble_ledger_on_finalize, dispatch_uid=RECEIVER_UID, connected=connected)
+    return receiver_connected(RECEIVER_UID, connected=connected)
 
 
 @dataclass(slots=True)

@@ -56,9 +56,8 @@ PLAIN_SELECTS = (
 def seal_receiver(*, connected: bool) -> AbstractContextManager[None]:
     """The seal's ``post_finalize`` receiver connected (as shipped: after the ledger's) or not."""
     from benchmarks.ledger_bench import receiver_connected
-    from citations.receivers import seal_turn_on_finalize
 
-    return receiver_connected(seal_turn_on_finalize, dispatch_uid=SEAL_UID, connected=connected)
+    return receiver_connected(SEAL_UID, connected=connected)
 
 
 @dataclass(frozen=True, slots=True)

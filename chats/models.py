@@ -51,8 +51,8 @@ class CitedTextChangeError(IntegrityError):
 
 class CitedTextGuard(models.Model):
     """Refuses, in ``save()``, a change of ``cited_text_field`` (and of the ``cited_fixed_fields``, such as
-    a document's matter) once a citation row quotes the source (``citations`` is the reverse relation of
-    the quote rows).
+    a document's matter) once a quote row (``DocumentQuote``, ``OpinionQuote``) quotes the source
+    (``citations`` is the reverse relation of the quote rows).
 
     ``QuerySet.update()``, ``bulk_update()`` and raw SQL bypass ``save()``: on PostgreSQL the triggers of
     the migrations ``cited_text_immutable`` and ``permanent_record`` refuse those too; on SQLite only this
@@ -90,7 +90,7 @@ class CitedTextGuard(models.Model):
         return cited.exclude(**{field: getattr(self, field) for field in fields}).exists()
 
     def is_cited(self) -> bool:
-        """Whether a citation row quotes this source (its text is then immutable)."""
+        """Whether a quote row quotes this source (its text is then immutable)."""
         return self.pk is not None and not self._state.adding and self.citations.exists()  # type: ignore[attr-defined]
 
 

@@ -251,7 +251,7 @@ def passage_sha256(passage: str) -> str:
 
 def _hold_source_texts(*, document_ids: set[UUID], opinion_ids: set[UUID]) -> None:
     """On PostgreSQL, lock the quoted sources' rows ``FOR SHARE`` until the turn's transaction ends, so
-    that their text cannot change between verification and the commit of the citation rows (from then
+    that their text cannot change between verification and the commit of the quote rows (from then
     on the immutability trigger refuses any change). Other turns quoting the same sources are not held
     up (the lock is shared); an edit of such a source waits for the turn. A no-op elsewhere: SQLite
     runs one writer at a time.

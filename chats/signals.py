@@ -2,7 +2,7 @@
 
 ``post_finalize`` is sent by ``chats.services.finalize_turn`` inside the turn's
 transaction, once the turn's final state (its assistant message and that turn's
-citation and tool-source rows) is written and before it commits. It exists so
+quote, case-citation and tool-source rows) is written and before it commits. It exists so
 that layers built on top of ``chats`` (the citation ledger) can record the turn
 in the same transaction without ``chats`` knowing about them.
 

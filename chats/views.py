@@ -88,7 +88,7 @@ STREAM_DESCRIPTION = (
     "`start` {message_id}, `delta` {text}, `tool_call` {call_id, tool, arguments}, "
     "`tool_result` {call_id, tool, result, sources}, `error` {code, detail} if the assistant fails "
     "(or `turn_superseded` if a resume took the turn over meanwhile: nothing of this stream was saved), "
-    "then one `citation` per verified quote (a KB or caselaw citation, with its span in the answer: "
+    "then one `citation` per verified quote (a KB or caselaw quote, with its span in the answer: "
     "`answer_start`, `answer_end`) and `done` "
     "{message_id, status, verdict, case_citations, citation_count, unverified_count, unverified}. "
     "If the client disconnects, "

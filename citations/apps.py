@@ -9,10 +9,8 @@ class CitationsConfig(AppConfig):
     def ready(self) -> None:
         from chats.models import Message
         from chats.signals import post_finalize
-        from citations.receivers import assemble_ledger_on_finalize, seal_turn_on_finalize
+        from citations.receivers import POST_FINALIZE_RECEIVERS
 
-        post_finalize.connect(
-            assemble_ledger_on_finalize, sender=Message, dispatch_uid="citations.assemble_ledger_on_finalize"
-        )
-        # After the ledger's: receivers run in the order connected, and the seal must be the last write.
-        post_finalize.connect(seal_turn_on_finalize, sender=Message, dispatch_uid="citations.seal_turn_on_finalize")
+        # In order: receivers run in the order connected, and the seal must be the last write.
+        for dispatch_uid, receiver in POST_FINALIZE_RECEIVERS:
+            post_finalize.connect(receiver, sender=Message, dispatch_uid=dispatch_uid)

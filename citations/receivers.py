@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -51,3 +52,11 @@ def seal_turn_on_finalize(sender: type[Message], message: Message, **kwargs: Any
         )
         return
     logger.debug("seal: message %s sealed as %s #%d", message.pk, seal.chain, seal.sequence)
+
+
+# ``post_finalize``'s receivers by ``dispatch_uid``, in the order ``CitationsConfig.ready`` connects them and so
+# the order they run in: the seal after the ledger, as the last write of the turn's transaction.
+POST_FINALIZE_RECEIVERS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("citations.assemble_ledger_on_finalize", assemble_ledger_on_finalize),
+    ("citations.seal_turn_on_finalize", seal_turn_on_finalize),
+)

@@ -1,7 +1,7 @@
 """Reads of the citation ledger: entries resolved to their source row and to the passage they point at.
 
 The passage of a quote is ``source[start:end]``: the document's content or the opinion's text,
-sliced at the offsets of the citation row. It is read from the content layer whenever an entry
+sliced at the offsets of the quote row. It is read from the content layer whenever an entry
 is read, never stored in the ledger. It is cut on the database side (``SUBSTR``, 1-based) so
 that only the passage leaves the database, not a whole source text per entry; the text columns
 themselves are deferred. The quote row's ``passage_sha256`` (the digest of the passage as it was

@@ -138,7 +138,9 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     created_at = serializers.DateTimeField(read_only=True)
     source_kind = serializers.CharField(read_only=True)
     source_row_id = serializers.UUIDField(
-        read_only=True, help_text="Id of the message citation, caselaw citation or tool source row."
+        read_only=True,
+        help_text="Id of the row the entry indexes: a KB quote (DocumentQuote), a caselaw quote (OpinionQuote), "
+        "a tool source or a case citation (CaseCitation).",
     )
     document = serializers.SerializerMethodField()
     opinion = serializers.SerializerMethodField()

@@ -392,6 +392,36 @@ def test_a_uuid_search_is_an_exact_match_not_a_like(admin_client: Client) -> Non
     assert not any("LIKE" in q["sql"].upper() for q in queries.captured_queries)
 
 
+@pytest.mark.parametrize(
+    ("model", "field"),
+    [(Message, "pk"), (Message, "chat_id"), (DocumentQuote, "pk"), (DocumentQuote, "message_id"), (CaseCitation, "pk")],
+)
+def test_the_record_changelists_find_a_row_by_any_of_its_ids(
+    admin_client: Client, model: type[Model], field: str
+) -> None:
+    message = factories.assembled_turn()
+    factories.CaseCitationFactory.create(message=message)
+    factories.assembled_turn()  # another turn, not found
+    row = message if model is Message else model._default_manager.get(message=message)
+
+    response = admin_client.get(_url(model, "changelist"), {"q": str(getattr(row, field))})
+
+    assert response.status_code == 200
+    assert [r.pk for r in response.context["cl"].result_list] == [row.pk]
+
+
+def test_a_record_search_that_is_not_a_uuid_finds_nothing_and_says_why(admin_client: Client) -> None:
+    factories.assembled_turn()
+
+    response = admin_client.get(_url(Message, "changelist"), {"q": "strict scrutiny"}, follow=True)
+
+    assert response.status_code == 200
+    assert list(response.context["cl"].result_list) == []
+    assert [str(m) for m in response.context["messages"]] == [
+        "Search takes an exact id (a UUID) of: id, chat_id. 'strict scrutiny' is not a UUID."
+    ]
+
+
 # --- An entry's page and a message's page ------------------------------------------------------------------------
 
 

@@ -11,10 +11,11 @@ from unittest import mock
 import pytest
 from django.conf import LazySettings
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from rest_framework.test import APIClient
 
-from chats.models import Chat
+from chats.models import Chat, Document
 
 pytestmark = pytest.mark.django_db
 
@@ -100,3 +101,61 @@ def test_errors_outside_the_api_stay_html(db: None) -> None:
 
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
+
+
+def test_400_content_length_not_a_number(api_client: APIClient, matter_chat: Chat) -> None:
+    response = api_client.post(
+        f"/api/chats/{matter_chat.pk}/messages/", {"content": "q"}, format="json", CONTENT_LENGTH="many"
+    )
+
+    assert _json(response, 400) == {"detail": "Content-Length is not a number."}
+    assert not matter_chat.messages.exists()
+
+
+def test_400_too_many_form_fields(api_client: APIClient, matter_chat: Chat, settings: LazySettings) -> None:
+    """Django refuses a form of more than DATA_UPLOAD_MAX_NUMBER_FIELDS fields (a SuspiciousOperation): a 400."""
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 10
+    form = "&".join(f"field{n}=x" for n in range(20))
+
+    response = api_client.post(
+        f"/api/chats/{matter_chat.pk}/messages/", data=form, content_type="application/x-www-form-urlencoded"
+    )
+
+    assert _json(response, 400) == {"detail": "Bad request."}
+    assert not matter_chat.messages.exists()
+
+
+def test_413_multipart_form_fields_too_large(api_client: APIClient, matter_chat: Chat, settings: LazySettings) -> None:
+    """A multipart body may be as large as an upload, but its form fields (beside the file) are bounded by
+    DATA_UPLOAD_MAX_MEMORY_SIZE, which Django checks while parsing them."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    file = SimpleUploadedFile("memo.txt", b"A short memo.", content_type="text/plain")
+    documents = Document.objects.count()
+
+    response = api_client.post(
+        f"/api/projects/{matter_chat.project_id}/documents/", {"title": "T" * 5000, "file": file}, format="multipart"
+    )
+
+    assert _json(response, 413) == {"detail": "The request body is too large: at most 1000 bytes."}
+    assert Document.objects.count() == documents
+
+
+def test_a_development_error_page_under_the_api_is_json(api_client: APIClient, settings: LazySettings) -> None:
+    """With DEBUG on, Django answers a refused host with its technical HTML page: JSON under /api/ all the same."""
+    settings.DEBUG = True
+
+    response = api_client.get("/api/chats/", HTTP_HOST="evil.example.com")
+
+    assert _json(response, 400) == {"detail": "Bad Request."}
+    assert response["Cache-Control"] == "no-store"
+
+
+def test_django_errors_outside_the_api_stay_html(user: User) -> None:
+    refused_host = Client().get("/", HTTP_HOST="evil.example.com")
+    client = Client(raise_request_exception=False)
+    with mock.patch("django.contrib.auth.views.LoginView.get", side_effect=RuntimeError("bug")):
+        server_error = client.get("/accounts/login/")
+
+    assert (refused_host.status_code, server_error.status_code) == (400, 500)
+    assert refused_host["Content-Type"].startswith("text/html")
+    assert server_error["Content-Type"].startswith("text/html")

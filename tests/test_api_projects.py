@@ -3,12 +3,14 @@ owner alone manages members, documents come as JSON text or a text/PDF upload (p
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
 from django.conf import LazySettings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
+from pypdf import PdfWriter
 from rest_framework.test import APIClient
 
 from chats.models import Chat, Document, Project
@@ -154,6 +156,19 @@ def test_a_pdf_without_text_is_a_clear_400(owner: APIClient, matter: Project) ->
 
     assert response.status_code == 400
     assert "no extractable text" in response.json()["file"][0]
+    assert Document.objects.count() == 0
+
+
+def test_an_encrypted_pdf_is_a_clear_400(owner: APIClient, matter: Project) -> None:
+    writer = PdfWriter(clone_from=io.BytesIO(make_pdf([PAGE_ONE])))
+    writer.encrypt(user_password="secret", algorithm="RC4-128")
+    encrypted = io.BytesIO()
+    writer.write(encrypted)
+
+    response = upload(owner, matter, "sealed.pdf", encrypted.getvalue(), "application/pdf")
+
+    assert response.status_code == 400
+    assert response.json() == {"file": ["The PDF is encrypted: upload it without a password."]}
     assert Document.objects.count() == 0
 
 

@@ -63,7 +63,9 @@ def test_the_old_token_prefix_still_works(user: User) -> None:
     assert client.get("/api/chats/").status_code == 200
 
 
-@pytest.mark.parametrize("header", ["Bearer nope", "Bearer", "Bearer a b", "Token 0123456789abcdef0123"])
+@pytest.mark.parametrize(
+    "header", ["Bearer nope", "Bearer", "Bearer a b", "Token 0123456789abcdef0123", "Token a b", "Token"]
+)
 def test_a_bad_token_is_refused_with_a_bearer_challenge(db: None, header: str) -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=header)
@@ -116,6 +118,26 @@ def test_revoking_the_current_token(user: User) -> None:
 
     assert client.delete(TOKEN_URL).status_code == 204
     assert client.get("/api/chats/").status_code == 401
+
+
+def test_an_old_prefix_header_in_the_wrong_shape_says_how_to_send_a_token(db: None) -> None:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token two parts")
+
+    response = client.get("/api/chats/")
+
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Invalid token header: send `Bearer <token>`."}
+
+
+def test_revoking_the_current_token_needs_a_token(user: User) -> None:
+    client = APIClient()
+    client.force_login(user)  # a session, not a token
+
+    response = client.delete(TOKEN_URL)
+
+    assert response.status_code == 401
+    assert response.json() == {"detail": "This request is not authenticated with a token."}
 
 
 def test_revoking_one_token_by_id_and_others_cannot(user: User, other_user: User) -> None:

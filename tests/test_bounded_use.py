@@ -207,6 +207,15 @@ def _open_stream(client: APIClient, chat: Chat) -> Any:
     return client.post(f"/api/chats/{chat.pk}/messages/stream/", {"content": "strict scrutiny?"}, format="json")
 
 
+def assert_too_many_streams(response: Any, *, streams: int) -> None:
+    assert response.status_code == 429
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {
+        "detail": f"You already have {streams} answers streaming; wait for one to finish.",
+        "code": "too_many_streams",
+    }
+
+
 def test_streams_over_the_cap_answer_429_and_record_nothing(
     api_client: APIClient, matter_chat: Chat, settings: LazySettings, scripted_backend: Callable[..., Script]
 ) -> None:
@@ -219,12 +228,7 @@ def test_streams_over_the_cap_answer_429_and_record_nothing(
 
     refused = _open_stream(api_client, matter_chat)
 
-    assert refused.status_code == 429
-    assert refused["Content-Type"] == "application/json"
-    assert refused.json() == {
-        "detail": "You already have 2 answers streaming; wait for one to finish.",
-        "code": "too_many_streams",
-    }
+    assert_too_many_streams(refused, streams=2)
     assert Message.objects.count() == messages_before
     # A finished stream frees its place.
     assert names(list(sse_events(first.streaming_content)))[-1] == "done"
@@ -232,6 +236,27 @@ def test_streams_over_the_cap_answer_429_and_record_nothing(
     assert third.status_code == 200
     for response in (second, third):
         list(response.streaming_content)
+
+
+def test_a_resume_over_the_stream_cap_answers_429_and_leaves_the_turn_interrupted(
+    api_client: APIClient, matter_chat: Chat, settings: LazySettings, scripted_backend: Callable[..., Script]
+) -> None:
+    # Given an interrupted turn, and its user's one allowed stream open (not yet read)
+    interrupted = factories.MessageFactory.create(chat=matter_chat, content="Half an", status="interrupted")
+    scripted_backend(TextDelta("Answer."), FinalAnswer())
+    settings.LQAI_MAX_CONCURRENT_STREAMS = 1
+    open_stream = _open_stream(api_client, matter_chat)
+
+    refused = api_client.post(f"/api/chats/{matter_chat.pk}/messages/{interrupted.pk}/resume/")
+
+    assert_too_many_streams(refused, streams=1)
+    stored = Message.objects.get(pk=interrupted.pk)
+    assert (stored.status, stored.attempt, stored.content) == (
+        Message.Status.INTERRUPTED,
+        interrupted.attempt,
+        "Half an",
+    )
+    list(open_stream.streaming_content)
 
 
 def test_a_stream_without_progress_no_longer_counts(

@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -54,6 +54,8 @@ class FakeCourtListener:
 
     base_url: str
     mode: str = "ok"
+    # In mode ``ok``: a change to the per-citation results before they are sent (a result in another shape).
+    rewrite: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
     lookups: list[str] = field(default_factory=list)
     opinion_fetches: list[str] = field(default_factory=list)
 
@@ -104,7 +106,8 @@ def fake_courtlistener() -> Iterator[FakeCourtListener]:
             elif fake.mode == "error":
                 self._send(500, json.loads((FIXTURES / "error_500.json").read_text()))
             else:
-                self._send(200, _lookup_results(text))
+                results = _lookup_results(text)
+                self._send(200, fake.rewrite(results) if fake.rewrite else results)
 
         def do_GET(self) -> None:
             opinion_id = self.path.split("?")[0].rstrip("/").rsplit("/", 1)[1]
@@ -659,6 +662,31 @@ def test_courtlistener_400_leaves_the_citation_unchecked_as_invalid(fake_courtli
 
     assert checked.status is Status.UNCHECKED
     assert checked.detail == "invalid citation: Unable to find reporter page 99999 in volume 1 of U.S."
+
+
+@pytest.mark.django_db
+def test_a_courtlistener_result_in_an_unexpected_shape_leaves_only_its_citation_unchecked(
+    fake_courtlistener: FakeCourtListener, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given an answer per citation that is not one of the documented ones: an unknown status, a cluster
+    # without an id, and a second result for a citation already answered (ignored)
+    def unexpected(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        grutter, smith = results
+        return [grutter | {"status": 500}, smith | {"status": 200, "clusters": [{"case_name": "No id"}]}, grutter]
+
+    fake_courtlistener.rewrite = unexpected
+
+    checked = check_case_citations(
+        "Grutter v. Bollinger, 539 U.S. 306 (2003); Smith v. Jones, 999 U.S. 999 (2020).",
+        courtlistener_client=fake_courtlistener.client(),
+    )
+
+    assert [(c.status, c.detail) for c in checked] == [
+        (Status.UNCHECKED, "unexpected CourtListener status 500"),
+        (Status.UNCHECKED, "CourtListener's answer could not be read"),
+    ]
+    assert "unexpected CourtListener result for 999 U.S. 999" in caplog.text
+    assert not CaselawOpinion.objects.filter(provider="courtlistener").exists()
 
 
 @pytest.mark.django_db

@@ -17,6 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import LazySettings
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
@@ -279,6 +280,33 @@ def test_an_altered_passage_no_longer_verifies(exported_matter: tuple[Chat, list
     assert result.problems, "an altered passage went unnoticed"
     assert all(f"quote {target['row']}" in p for p in result.problems), result.problems
     assert any(f"(turn {turns[2]}, quote {target['row']})" in p for p in result.problems)
+
+
+@pytest.mark.django_db
+def test_export_matter_refuses_an_unknown_matter_or_a_missing_directory(matter_chat: Chat, tmp_path: Path) -> None:
+    unknown = "00000000-0000-0000-0000-000000000000"
+    with pytest.raises(CommandError, match=f"No matter {unknown}: pass a project id"):
+        call_command("export_matter", unknown, "--out", str(tmp_path / "m.zip"))
+    with pytest.raises(CommandError, match=f"--out {tmp_path}/absent/m.zip: the directory {tmp_path}/absent does not"):
+        call_command("export_matter", str(matter_chat.project_id), "--out", str(tmp_path / "absent" / "m.zip"))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.django_db
+def test_an_interrupted_export_leaves_no_file(
+    matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citations.management.commands import export_matter as command
+
+    def fails_halfway(*, project: Any, out: Any) -> None:
+        out.write(b"PK half a zip")
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(command, "export_matter", fails_halfway)
+
+    with pytest.raises(OSError, match="No space left"):
+        call_command("export_matter", str(matter_chat.project_id), "--out", str(tmp_path / "m.zip"))
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.django_db

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import ProtectedError
+from django.db.models import F, ProtectedError
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -32,7 +32,7 @@ from chats.models import (
     OpinionQuote,
     Project,
 )
-from chats.record import AppendOnlyError, LegalHoldError, purging
+from chats.record import AppendOnlyError, LegalHoldError, message_change_refusal, purging
 from citations import ledger, seals
 from citations.models import CitationLedgerEntry, MatterPurge, TurnSeal
 from citations.purge import purge_matter
@@ -328,6 +328,14 @@ def test_the_orm_refuses_to_rewrite_a_finalized_message(field: str, value: objec
         answer.delete()
 
 
+def test_the_orm_refuses_an_expression_rewriting_a_complete_message(matter_chat: Chat) -> None:
+    answer = factories.MessageFactory.create(chat=matter_chat, author=matter_chat.owner, prompt_tokens=10)
+
+    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete: its prompt_tokens cannot change"):
+        Message.objects.filter(pk=answer.pk).update(prompt_tokens=F("prompt_tokens") + 1)
+    assert Message.objects.get(pk=answer.pk).prompt_tokens == 10
+
+
 def test_the_orm_lets_an_interrupted_message_go_on_but_not_be_rewritten(matter_chat: Chat) -> None:
     answer = factories.MessageFactory.create(chat=matter_chat, status="interrupted", content="Half an", verdict="fail")
 
@@ -338,6 +346,57 @@ def test_the_orm_lets_an_interrupted_message_go_on_but_not_be_rewritten(matter_c
     Message.objects.filter(pk=answer.pk).update(status="streaming")
     Message.objects.filter(pk=answer.pk).update(content="Half an answer.", status="complete")
     assert Message.objects.get(pk=answer.pk).content == "Half an answer."
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"author": None}, "its author_id cannot change"),
+        ({"finalized_at": None}, "it cannot become unfinalized"),
+        ({"status": "pending"}, "it cannot go back to pending"),
+        ({"verdict": None}, "its verdict can only get worse"),
+        ({"prompt_tokens": 5}, "its prompt_tokens can only accumulate"),
+    ],
+)
+def test_the_orm_refuses_to_undo_an_interrupted_message(change: dict[str, Any], why: str, matter_chat: Chat) -> None:
+    # The model layer's statement of the rule the messages trigger holds on PostgreSQL (the raw SQL test above)
+    answer = factories.MessageFactory.create(
+        chat=matter_chat, author=matter_chat.owner, status="interrupted", verdict="supported", prompt_tokens=10
+    )
+
+    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is finalized: {why}"):
+        Message.objects.filter(pk=answer.pk).update(**change)
+
+    stored = Message.objects.get(pk=answer.pk)
+    assert (stored.author_id, stored.status, stored.verdict, stored.prompt_tokens) == (
+        matter_chat.owner.pk,
+        "interrupted",
+        "supported",
+        10,
+    )
+    assert stored.finalized_at is not None
+
+
+def test_a_finalized_message_saved_unchanged_is_not_refused(matter_chat: Chat) -> None:
+    answer = factories.MessageFactory.create(chat=matter_chat, author=matter_chat.owner, verdict="fail")
+
+    answer.save()
+    Message.objects.filter(pk=answer.pk).update(content=answer.content, verdict="fail")
+
+    assert Message.objects.get(pk=answer.pk).content == answer.content
+
+
+def test_the_rule_leaves_a_message_not_yet_finalized_to_its_run() -> None:
+    streaming = {"id": "m1", "status": "streaming", "finalized_at": None, "content": "Hal", "author_id": 1}
+
+    assert message_change_refusal(streaming, {"content": "Rewritten", "author_id": None, "status": "pending"}) is None
+
+
+def test_saving_a_stored_record_row_unchanged_is_refused(turn: Message) -> None:
+    quote = DocumentQuote.objects.filter(message=turn).get()
+
+    with pytest.raises(AppendOnlyError, match="message_citations rows cannot be updated"):
+        quote.save()
 
 
 def test_a_matter_or_chat_with_turns_is_deleted_only_by_its_purge(turn: Message) -> None:
@@ -355,10 +414,12 @@ def test_a_matter_without_turns_can_still_be_deleted() -> None:
     project = factories.ProjectFactory.create()
     factories.DocumentFactory.create(project=project)
     factories.ChatFactory.create(project=project)
+    other = factories.ProjectFactory.create()
 
     project.delete()
+    Project.objects.filter(pk=other.pk).delete()  # and in bulk, through the queryset
 
-    assert not Project.objects.filter(pk=project.pk).exists()
+    assert not Project.objects.filter(pk__in=[project.pk, other.pk]).exists()
 
 
 def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_by_the_orm(turn: Message) -> None:
@@ -529,6 +590,41 @@ def test_purge_matter_refuses_a_held_matter(two_matters: tuple[Project, Project]
     assert not MatterPurge.objects.exists()
 
 
+def _meanwhile(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
+    """``change(project)`` made by someone else between purge_matter's checks and its purge."""
+    from citations.management.commands import purge_matter as command
+
+    plan = command.purge_plan
+
+    def plan_then_change(*, project: Project) -> Any:
+        planned = plan(project=project)
+        change(project)
+        return planned
+
+    monkeypatch.setattr(command, "purge_plan", plan_then_change)
+
+
+def test_purge_matter_refuses_a_matter_put_on_hold_meanwhile(
+    two_matters: tuple[Project, Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doomed, _ = two_matters
+    _meanwhile(monkeypatch, lambda project: Project.objects.filter(pk=project.pk).update(legal_hold=True))
+
+    with pytest.raises(CommandError, match=f"Matter {doomed.pk} was put on legal hold meanwhile: it cannot be purged"):
+        _purge(str(doomed.pk), "--confirm")
+    assert Chat.objects.filter(project=doomed).exists()
+    assert not MatterPurge.objects.exists()
+
+
+def test_purge_matter_says_so_when_the_matter_was_deleted_meanwhile(monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = factories.ProjectFactory.create()  # no turns: an operator may delete it
+    _meanwhile(monkeypatch, lambda project: Project.objects.filter(pk=project.pk).delete())
+
+    with pytest.raises(CommandError, match=f"Matter {empty.pk} was deleted meanwhile. Nothing more was deleted."):
+        _purge(str(empty.pk), "--confirm")
+    assert not MatterPurge.objects.exists()
+
+
 # --- legal hold: the API and the admin -------------------------------------------------------------------------------
 
 
@@ -586,3 +682,30 @@ def test_an_operator_holds_a_matter_in_the_admin_and_its_delete_page_refuses(
     assert f"manage.py purge_matter {project.pk} --confirm" in page
     admin_client.post(delete, {"post": "yes"})
     assert Project.objects.filter(pk=project.pk).exists()
+
+
+def test_a_chats_delete_page_says_why_it_refuses_and_an_empty_chat_is_deleted(
+    admin_client: Client, turn: Message
+) -> None:
+    chat = turn.chat
+    matter = Project.objects.filter(chats=chat)
+    delete = reverse("admin:chats_chat_delete", args=[chat.pk])
+
+    # A chat with turns: a permanent record
+    page = admin_client.get(delete).content.decode()
+    assert "its turns are a permanent record (only a matter purge removes them)." in page
+    admin_client.post(delete, {"post": "yes"})
+    assert Chat.objects.filter(pk=chat.pk).exists()
+
+    # A chat of a matter on legal hold: the hold is the reason given
+    matter.update(legal_hold=True)
+    page = admin_client.get(delete).content.decode()
+    assert "its matter is on legal hold." in page
+    admin_client.post(delete, {"post": "yes"})
+    assert Chat.objects.filter(pk=chat.pk).exists()
+
+    # A chat without turns, its matter not held: deleted as usual
+    matter.update(legal_hold=False)
+    empty = factories.ChatFactory.create(project=chat.project, owner=chat.owner)
+    assert admin_client.post(reverse("admin:chats_chat_delete", args=[empty.pk]), {"post": "yes"}).status_code == 302
+    assert not Chat.objects.filter(pk=empty.pk).exists()

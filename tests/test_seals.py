@@ -3,14 +3,19 @@ and signed; ``verify_ledger`` recomputes the record and names what a change belo
 
 from __future__ import annotations
 
+import base64
 import logging
+import re
 import threading
 import time
 from io import StringIO
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection, connections, transaction
 from django.db.models import QuerySet
 from rest_framework.test import APIClient
@@ -18,13 +23,14 @@ from rest_framework.test import APIClient
 from chats.models import Chat, DocumentQuote, Message
 from chats.record import purging
 from chats.services import ClaimedCitation, finalize_turn, start_turn
-from citations import seals
+from citations import keys, seals
 from citations.integrity import verify_record
 from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
 from citations.purge import purge_matter
 from lqai_verify import record
 from tests import factories
 
+TURN_TABLES = ("message_citations", "message_caselaw_citations", "message_tool_sources", "message_case_citations")
 QUESTION = "Must the reviewing court be satisfied that no workable race-neutral alternative exists?"
 
 
@@ -42,6 +48,13 @@ def verify(*args: str) -> tuple[int, str]:
     except SystemExit as exit_:
         return int(exit_.code or 0), out.getvalue() + err.getvalue()
     return 0, out.getvalue() + err.getvalue()
+
+
+def broken(*args: str) -> str:
+    """``verify_ledger``'s output for a record it finds broken (exit status 1)."""
+    status, output = verify(*args)
+    assert status == 1, output
+    return output
 
 
 @pytest.fixture
@@ -325,10 +338,145 @@ def test_verify_ledger_checks_one_matter(matter_turns: list[dict[str, Any]], mat
 
 
 def test_verify_ledger_refuses_an_unknown_matter(db: None) -> None:
-    from django.core.management.base import CommandError
-
     with pytest.raises(CommandError, match="No matter"):
         call_command("verify_ledger", "--matter", "00000000-0000-0000-0000-000000000000")
+
+
+def _seal_id(message_id: Any) -> int:
+    return TurnSeal.objects.get(message_id=message_id).pk
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_the_missing_start_of_a_chain(matter_turns: list[dict[str, Any]]) -> None:
+    _raw("DELETE FROM turn_seals WHERE id = %(id)s", {"id": _seal_id(matter_turns[0]["id"])})
+
+    output = broken()
+
+    assert f"BROKEN at turn {matter_turns[1]['id']}" in output
+    assert "the chain starts at #2: seals before it are missing" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_the_missing_end_of_a_chain(matter_turns: list[dict[str, Any]], matter_chat: Chat) -> None:
+    _raw("DELETE FROM turn_seals WHERE id = %(id)s", {"id": _seal_id(matter_turns[2]["id"])})
+
+    output = broken()
+
+    assert (
+        f"turn {matter_turns[1]['id']} (matter:{matter_chat.project_id} #2): the chain's head says it ends at #3, "
+        "its last seal is #2 (seals at its end are missing)"
+    ) in output
+    assert f"turn {matter_turns[2]['id']}: unsealed" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_a_chain_whose_seals_are_all_gone(
+    matter_turns: list[dict[str, Any]], matter_chat: Chat
+) -> None:
+    _raw("DELETE FROM turn_seals WHERE chain = %(chain)s", {"chain": f"matter:{matter_chat.project_id}"})
+
+    output = broken()
+
+    assert "the record: the chain's head says it ends at #3, but it has no seals" in output
+    assert "verify_ledger: 4 problem(s)" in output  # the head, and each of the three turns unsealed
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_a_seal_whose_digest_was_rewritten(matter_turns: list[dict[str, Any]]) -> None:
+    _raw(
+        "UPDATE turn_seals SET seal_sha256 = %(digest)s WHERE id = %(id)s",
+        {"digest": "0" * 64, "id": _seal_id(matter_turns[0]["id"])},
+    )
+
+    output = broken()
+
+    assert f"BROKEN at turn {matter_turns[0]['id']}" in output
+    assert "its seal digest does not match its fields" in output
+    assert f"turn {matter_turns[1]['id']} (matter:" in output
+    assert "its link to the previous seal is broken" in output
+
+
+# PostgreSQL: with its triggers off, as a database superuser could (SQLite checks each test's foreign keys).
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_verify_ledger_names_a_sealed_turn_deleted_below_the_application(
+    matter_turns: list[dict[str, Any]],
+) -> None:
+    # Given the second turn deleted in SQL with its rows and entries, its seal left (the seals' foreign-key
+    # checks, deferred to the end of the test's transaction, made first, while their turns exist)
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+    message_id = Message.objects.get(pk=matter_turns[1]["id"]).pk
+    for table in ("citation_ledger_entry", *TURN_TABLES):
+        _raw(f"DELETE FROM {table} WHERE message_id = %(id)s", {"id": message_id})
+    _raw("DELETE FROM messages WHERE id = %(id)s", {"id": message_id})
+
+    output = broken()
+
+    assert f"BROKEN at turn {matter_turns[1]['id']}" in output
+    assert "the sealed turn is missing (deleted)" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_lists_at_most_limit_problems_and_counts_the_rest(matter_turns: list[dict[str, Any]]) -> None:
+    for turn in matter_turns:
+        _raw(
+            "UPDATE messages SET content = 'changed' WHERE id = %(id)s",
+            {"id": _db_id(Message.objects.get(pk=turn["id"]).pk)},
+        )
+
+    output = broken("--limit", "1")
+
+    assert f"BROKEN at turn {matter_turns[0]['id']}" in output
+    assert "also" not in output
+    assert "  ... and 2 more" in output
+    assert "verify_ledger: 3 problem(s)" in output
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("matter_turns")
+def test_verify_ledger_checks_every_signature_on_request() -> None:
+    status, output = verify("--all-signatures")
+
+    assert status == 0, output
+    assert "3 seals in 1 chain(s)" in output
+    assert "3 signatures checked" in output
+
+
+@pytest.mark.django_db
+def test_seals_under_a_retired_key_verify_with_its_public_key_only(
+    matter_turns: list[dict[str, Any]], settings: Any
+) -> None:
+    # Given the record sealed under the current key, then that key replaced by a new one
+    retired = keys.signing_key().public_key()
+    new_key = Ed25519PrivateKey.generate().private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+    settings.LQAI_LEDGER_KEY = base64.b64encode(new_key).decode("ascii")
+
+    # Then without the retired key's public key, the seals are signed by an unknown key
+    unknown, unknown_output = verify()
+    assert unknown == 1
+    assert f"signed by an unknown key {record.fingerprint(retired)[:16]}... (not the current key" in unknown_output
+
+    # And with it among the retired public keys, the record is intact
+    settings.LQAI_LEDGER_RETIRED_PUBLIC_KEYS = [record.public_key_b64(retired)]
+    intact, intact_output = verify()
+    assert intact == 0, intact_output
+
+
+@pytest.mark.parametrize(
+    ("command", "arguments", "error"),
+    [
+        ("verify_ledger", ["--batch-size", "0"], "--batch-size and --limit must be at least 1."),
+        ("verify_ledger", ["--limit", "0"], "--batch-size and --limit must be at least 1."),
+        ("seal_turns", ["--batch-size", "0"], "--batch-size must be at least 1."),
+        ("seal_turns", ["--matter", "00000000-0000-0000-0000-000000000000"], "No matter 00000000-"),
+    ],
+)
+def test_the_seal_commands_refuse_bad_arguments(db: None, command: str, arguments: list[str], error: str) -> None:
+    with pytest.raises(CommandError, match=re.escape(error)):
+        call_command(command, *arguments, stdout=StringIO())
+    assert not TurnSeal.objects.exists()
 
 
 # --- Older turns -----------------------------------------------------------------------------------------------

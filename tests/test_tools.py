@@ -35,9 +35,10 @@ def recorded(name: str) -> Any:
 
 
 def fake_courtlistener(
-    requests: list[httpx.Request] | None = None, *, fail_with: int | None = None
+    requests: list[httpx.Request] | None = None, *, fail_with: int | None = None, search: Any = None
 ) -> httpx.MockTransport:
-    """A local CourtListener: the recorded search and opinion responses, or ``fail_with`` for every call."""
+    """A local CourtListener: the recorded search (or ``search``) and opinion responses, or ``fail_with`` for
+    every call."""
 
     def handle(request: httpx.Request) -> httpx.Response:
         if requests is not None:
@@ -46,7 +47,7 @@ def fake_courtlistener(
             return httpx.Response(fail_with, json=recorded("error_500.json"))
         path = request.url.path
         if path == "/api/rest/v4/search/":
-            return httpx.Response(200, json=recorded("search_race_neutral.json"))
+            return httpx.Response(200, json=search or recorded("search_race_neutral.json"))
         if path.startswith("/api/rest/v4/opinions/"):
             opinion_id = path.rstrip("/").rsplit("/", 1)[1]
             return httpx.Response(200, json=recorded(f"opinion_{opinion_id}.json"))
@@ -178,6 +179,27 @@ def test_fetching_again_updates_the_materialized_opinions_never_duplicates_them(
     refreshed = CaselawOpinion.objects.get(provider="courtlistener", opinion_id="910001")
     assert refreshed.case_name == "Fisher v. University of Texas at Austin"
     assert refreshed.text != "stale"
+
+
+def test_a_hit_without_an_opinion_is_skipped_and_one_without_a_date_or_url_kept_without_a_date(db: None) -> None:
+    # Given a search whose first hit has no opinion, and whose Fisher hit has an unreadable date and no url
+    search = recorded("search_race_neutral.json")
+    fisher, *others = search["results"]
+    no_opinion = {**fisher, "cluster_id": 900009, "opinions": []}
+    search["results"] = [no_opinion, {**fisher, "dateFiled": "24 June 2013", "absolute_url": ""}, *others]
+    tool = CaselawSearchTool(
+        courtlistener_client=courtlistener.build_client(TOKEN, transport=fake_courtlistener(search=search)), limit=1
+    )
+
+    output = tool.run({"query": QUERY})
+
+    # Then only Fisher is materialized (the limit reached with it), without a date, with its opinion's url
+    (opinion,) = CaselawOpinion.objects.filter(provider="courtlistener")
+    assert (opinion.cluster_id, opinion.date_filed) == ("900001", None)
+    assert (
+        opinion.absolute_url == "https://www.courtlistener.com/opinion/900001/fisher-v-university-of-texas-at-austin/"
+    )
+    assert [r["provider"] for r in output.payload["results"]] == ["courtlistener"]
 
 
 @pytest.mark.parametrize(
