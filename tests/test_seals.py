@@ -399,16 +399,17 @@ def test_verify_ledger_names_a_seal_whose_digest_was_rewritten(matter_turns: lis
 # PostgreSQL: with its triggers off, as a database superuser could (SQLite checks each test's foreign keys).
 @pytest.mark.postgres
 @pytest.mark.django_db
+@pytest.mark.parametrize("with_its_rows", [True, False], ids=["with its rows", "its rows left behind"])
 def test_verify_ledger_names_a_sealed_turn_deleted_below_the_application(
-    matter_turns: list[dict[str, Any]],
+    matter_turns: list[dict[str, Any]], with_its_rows: bool
 ) -> None:
-    # Given the second turn deleted in SQL with its rows and entries, its seal left (the seals' foreign-key
-    # checks, deferred to the end of the test's transaction, made first, while their turns exist)
+    # Given the second turn deleted in SQL, with or without its rows and entries, its seal left (the seals'
+    # foreign-key checks, deferred to the end of the test's transaction, made first, while their turns exist)
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("SET CONSTRAINTS ALL DEFERRED")
     message_id = Message.objects.get(pk=matter_turns[1]["id"]).pk
-    for table in ("citation_ledger_entry", *TURN_TABLES):
+    for table in ("citation_ledger_entry", *TURN_TABLES) if with_its_rows else ():
         _raw(f"DELETE FROM {table} WHERE message_id = %(id)s", {"id": message_id})
     _raw("DELETE FROM messages WHERE id = %(id)s", {"id": message_id})
 
