@@ -1,0 +1,328 @@
+"""The ledger partitioned by month on PostgreSQL, and the tombstone of a dropped month.
+
+On PostgreSQL, ``citation_ledger_entry`` is rebuilt as ``PARTITION BY RANGE (created_at)``: one partition
+per calendar month (UTC) from the month of its oldest entry to ``AHEAD`` months after this one, and a
+``DEFAULT`` partition, so that an insert never fails for want of a partition (``manage.py
+ledger_partitions`` creates the months ahead and moves rows out of the default partition). What the
+database holds of the old table is carried over from its catalog, under the same names:
+
+- the CHECK constraints (``LIKE ... INCLUDING CONSTRAINTS``), inherited by every partition;
+- the primary key and the unique source constraints with ``created_at`` added: PostgreSQL requires every
+  unique key of a partitioned table to contain the partition key. Django's state keeps ``id`` as the
+  primary key and the single-column unique constraints (this migration changes no state): the entry's
+  ``created_at`` is its source row's (``citations.ledger``), so ``(<source>, created_at)`` is unique
+  exactly when ``<source>`` is, and model validation is unchanged (docs/scale.md);
+- the indexes, the foreign keys as they are (``ON DELETE CASCADE DEFERRABLE``, see ``0002``) and the row
+  triggers (the append-only trigger; PostgreSQL clones row triggers onto every partition, present and
+  future). The old table has no statement-level trigger; if it had one, the migration would stop, since
+  those are not cloned.
+
+The append-only trigger's function gains one exception: a DELETE from the default partition while the
+transaction is marked as moving rows out of it (``lqai.ledger_move``, set by ``citations.partitions``,
+which re-inserts every row unchanged in the same transaction). Nothing references the ledger by foreign
+key (checked: the migration stops if something does). The rows are copied in one statement and counted;
+the old table is dropped. Reversible: backwards rebuilds the plain table the same way (the months'
+partitions go with it). The whole runs in the migration's transaction with the old table locked: the
+ledger's writes wait (a turn's ledger write gives up after its timeout and ``backfill_ledger`` repairs
+it); docs/scale.md gives the time per million rows.
+
+On SQLite the ledger stays a plain table; the tombstone table is created everywhere.
+"""
+
+import datetime
+import importlib
+
+import django.utils.timezone
+import uuid
+from django.db import migrations, models
+
+PostgresOnlyRunSQL = importlib.import_module("chats.migrations.0007_cited_text_immutable").PostgresOnlyRunSQL
+
+LEDGER = "citation_ledger_entry"
+REPLACED = "citation_ledger_entry_replaced"
+DEFAULT_PARTITION = "citation_ledger_entry_default"
+# Months created ahead of the current one (the cron job keeps creating more; docs/operations.md).
+AHEAD = 3
+
+
+def month_partition(month: datetime.date) -> str:
+    """The partition holding ``month``'s entries (as ``citations.partitions.partition_name``)."""
+    return f"{LEDGER}_y{month.year:04d}m{month.month:02d}"
+
+
+def _next_month(month: datetime.date) -> datetime.date:
+    return datetime.date(month.year + month.month // 12, month.month % 12 + 1, 1)
+
+
+def _bound(month: datetime.date) -> str:
+    return f"'{month.isoformat()} 00:00:00+00'"
+
+
+def _catalog(cursor, table):
+    """What to carry over from ``table``: its primary and unique keys (name, columns), foreign keys, plain
+    indexes and triggers (name, definition)."""
+    cursor.execute(
+        """
+        SELECT c.conname, c.contype, pg_get_constraintdef(c.oid),
+               ARRAY(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY AS k(attnum, i)
+                     JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum ORDER BY k.i)
+        FROM pg_constraint c WHERE c.conrelid = %s::regclass AND c.contype IN ('p', 'u', 'f') ORDER BY c.conname
+        """,
+        [table],
+    )
+    constraints = cursor.fetchall()
+    cursor.execute(
+        """
+        SELECT i.relname, pg_get_indexdef(x.indexrelid)
+        FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+        WHERE x.indrelid = %s::regclass
+          AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid AND c.conrelid = x.indrelid)
+        ORDER BY i.relname
+        """,
+        [table],
+    )
+    indexes = cursor.fetchall()
+    cursor.execute(
+        "SELECT tgname, pg_get_triggerdef(oid), (tgtype & 1) = 1 FROM pg_trigger "
+        "WHERE tgrelid = %s::regclass AND NOT tgisinternal ORDER BY tgname",
+        [table],
+    )
+    triggers = cursor.fetchall()
+    return constraints, indexes, triggers
+
+
+def _rebuild(schema_editor, *, partitioned: bool) -> None:
+    """Rebuild the ledger as a partitioned table (or back as a plain one), rows, names and rules kept."""
+    execute = schema_editor.execute
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conrelid::regclass::text, conname FROM pg_constraint "
+            "WHERE confrelid = %s::regclass AND conrelid <> confrelid",
+            [LEDGER],
+        )
+        referencing = cursor.fetchall()
+        if referencing:
+            raise RuntimeError(
+                f"citations.0014 not applied: {referencing} reference {LEDGER} by foreign key; a foreign key "
+                "to a partitioned table must name a key that includes created_at. Change those first."
+            )
+        constraints, indexes, triggers = _catalog(cursor, LEDGER)
+        statement_level = [name for name, _, row_level in triggers if not row_level]
+        if statement_level:
+            raise RuntimeError(
+                f"citations.0014 not applied: statement-level triggers {statement_level} on {LEDGER} would not "
+                "reach the partitions (PostgreSQL clones row triggers only)."
+            )
+        cursor.execute("SELECT count(*) FROM " + LEDGER)
+        (rows,) = cursor.fetchone()
+        months = []
+        if partitioned:
+            cursor.execute(
+                f"SELECT CAST(date_trunc('month', min(created_at) AT TIME ZONE 'UTC') AS date) FROM {LEDGER}"
+            )
+            (oldest,) = cursor.fetchone()
+            today = django.utils.timezone.now().date()
+            month = oldest or today.replace(day=1)
+            last = today.replace(day=1)
+            for _ in range(AHEAD):
+                last = _next_month(last)
+            while month <= last:
+                months.append(month)
+                month = _next_month(month)
+
+        # The old table keeps its rows under another name; its keys and indexes go, freeing their names.
+        execute(f"ALTER TABLE {LEDGER} RENAME TO {REPLACED}")
+        for name, kind, _, _ in constraints:
+            if kind in ("p", "u"):
+                execute(f"ALTER TABLE {REPLACED} DROP CONSTRAINT {name}")
+        for name, _ in indexes:
+            execute(f"DROP INDEX {name}")
+
+        execute(
+            f"CREATE TABLE {LEDGER} (LIKE {REPLACED} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
+            + (" PARTITION BY RANGE (created_at)" if partitioned else "")
+        )
+        if partitioned:
+            execute(f"CREATE TABLE {DEFAULT_PARTITION} PARTITION OF {LEDGER} DEFAULT")
+            for month in months:
+                execute(
+                    f"CREATE TABLE {month_partition(month)} PARTITION OF {LEDGER} "
+                    f"FOR VALUES FROM ({_bound(month)}) TO ({_bound(_next_month(month))})"
+                )
+        # The rows first, the keys and indexes after (built once rather than row by row).
+        cursor.execute(
+            "SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute "
+            "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+            [LEDGER],
+        )
+        (columns,) = cursor.fetchone()
+        cursor.execute(f"INSERT INTO {LEDGER} ({columns}) SELECT {columns} FROM {REPLACED}")
+        if cursor.rowcount != rows:
+            raise RuntimeError(f"citations.0014: {cursor.rowcount} rows copied of {rows}")
+
+        for name, kind, _, keys in constraints:
+            if kind in ("p", "u"):
+                keys = [key for key in keys if key != "created_at"] + (["created_at"] if partitioned else [])
+                what = "PRIMARY KEY" if kind == "p" else "UNIQUE"
+                execute(f"ALTER TABLE {LEDGER} ADD CONSTRAINT {name} {what} ({', '.join(keys)})")
+        for _, definition in indexes:
+            execute(definition.replace(" ON ONLY ", " ON "))
+        for name, kind, definition, _ in constraints:
+            if kind == "f":
+                execute(f"ALTER TABLE {LEDGER} ADD CONSTRAINT {name} {definition}")
+        for _, definition, _ in triggers:
+            execute(definition)
+        execute(f"DROP TABLE {REPLACED}")
+        cursor.execute(f"SELECT count(*) FROM {LEDGER}")
+        (copied,) = cursor.fetchone()
+        if copied != rows:
+            raise RuntimeError(f"citations.0014: the rebuilt ledger holds {copied} rows, the old one {rows}")
+    execute(f"ANALYZE {LEDGER}")
+
+
+def partition_ledger(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        _rebuild(schema_editor, partitioned=True)
+
+
+def unpartition_ledger(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        _rebuild(schema_editor, partitioned=False)
+
+
+# citations.0006's function, with the one exception for rows moved out of the default partition.
+LEDGER_FUNCTION = """
+CREATE OR REPLACE FUNCTION citation_ledger_entry_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    candidate citation_ledger_entry%ROWTYPE;
+    matter uuid;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        -- Moved into its month's new partition in this transaction, unchanged (citations.partitions).
+        IF TG_TABLE_NAME = 'citation_ledger_entry_default' AND current_setting('lqai.ledger_move', true) = 'on' THEN
+            RETURN OLD;
+        END IF;
+        SELECT c.project_id INTO matter FROM chats c WHERE c.id = OLD.chat_id;
+        -- A chat already gone went in its own matter's purge (see chats.0014): the entry goes with it.
+        IF lqai_purging(COALESCE(OLD.project_id, matter)) OR (NOT FOUND AND lqai_purge_in_progress()) THEN
+            RETURN OLD;
+        END IF;
+        RAISE EXCEPTION 'lqai_append_only: citation_ledger_entry rows cannot be deleted (only a matter purge removes them)'
+            USING ERRCODE = 'restrict_violation', HINT = 'Run manage.py purge_matter to remove a whole matter.';
+    END IF;
+    IF OLD.treatment_id IS NULL AND NEW.treatment_id IS NOT NULL THEN
+        candidate := NEW;
+        candidate.treatment_id := NULL;
+        IF ROW(candidate.*) IS NOT DISTINCT FROM ROW(OLD.*) THEN
+            RETURN NEW;
+        END IF;
+    END IF;
+    RAISE EXCEPTION 'lqai_append_only: citation_ledger_entry rows cannot be updated (only treatment_id, once, from NULL)'
+        USING ERRCODE = 'restrict_violation';
+END
+$$
+"""
+OLD_LEDGER_FUNCTION = importlib.import_module("citations.migrations.0006_permanent_record").LEDGER_FUNCTION.replace(
+    "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1
+)
+# One entry per source row across partitions. Every writer stamps an entry with its row's created_at
+# (citations.ledger), so two writers of one row meet in one partition's unique index ((<source>, created_at)),
+# where ON CONFLICT settles them. This refuses the rest, from any client: an entry for a row that already
+# has one at another time (an entry written before this migration, stamped with its write time, or a
+# hand-written insert), as the single-column unique constraint did, with its name.
+ONE_PER_SOURCE_FUNCTION = """
+CREATE FUNCTION citation_ledger_entry_one_per_source() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    other uuid;
+    rule text;
+BEGIN
+    IF NEW.message_citation_id IS NOT NULL THEN
+        rule := 'citation_ledger_entry_message_citation_uniq';
+        SELECT e.id INTO other FROM citation_ledger_entry e
+            WHERE e.message_citation_id = NEW.message_citation_id AND e.created_at <> NEW.created_at LIMIT 1;
+    ELSIF NEW.message_caselaw_citation_id IS NOT NULL THEN
+        rule := 'citation_ledger_entry_caselaw_citation_uniq';
+        SELECT e.id INTO other FROM citation_ledger_entry e
+            WHERE e.message_caselaw_citation_id = NEW.message_caselaw_citation_id AND e.created_at <> NEW.created_at LIMIT 1;
+    ELSIF NEW.message_tool_source_id IS NOT NULL THEN
+        rule := 'citation_ledger_entry_tool_source_uniq';
+        SELECT e.id INTO other FROM citation_ledger_entry e
+            WHERE e.message_tool_source_id = NEW.message_tool_source_id AND e.created_at <> NEW.created_at LIMIT 1;
+    ELSIF NEW.message_case_citation_id IS NOT NULL THEN
+        rule := 'citation_ledger_entry_case_citation_uniq';
+        SELECT e.id INTO other FROM citation_ledger_entry e
+            WHERE e.message_case_citation_id = NEW.message_case_citation_id AND e.created_at <> NEW.created_at LIMIT 1;
+    END IF;
+    IF other IS NOT NULL THEN
+        RAISE EXCEPTION 'duplicate key value violates unique constraint "%"', rule
+            USING ERRCODE = 'unique_violation', CONSTRAINT = rule, TABLE = 'citation_ledger_entry',
+                  DETAIL = format('Its source row already has ledger entry %s.', other);
+    END IF;
+    RETURN NEW;
+END
+$$
+"""
+ONE_PER_SOURCE_TRIGGER = """
+CREATE TRIGGER citation_ledger_entry_one_per_source BEFORE INSERT ON citation_ledger_entry
+    FOR EACH ROW EXECUTE FUNCTION citation_ledger_entry_one_per_source()
+"""
+TOMBSTONE_FUNCTION = """
+CREATE FUNCTION ledger_partition_drops_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'lqai_append_only: ledger_partition_drops rows cannot be %', CASE TG_OP WHEN 'DELETE' THEN 'deleted' ELSE 'updated' END
+        USING ERRCODE = 'restrict_violation', HINT = 'A tombstone is the record that a month of the ledger was dropped.';
+END
+$$
+"""
+TOMBSTONE_TRIGGER = """
+CREATE TRIGGER ledger_partition_drops_append_only BEFORE UPDATE OR DELETE ON ledger_partition_drops
+    FOR EACH ROW EXECUTE FUNCTION ledger_partition_drops_append_only()
+"""
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('chats', '0023_rename_quote_and_case_citation_models'),
+        ('citations', '0013_ledger_admin_indexes'),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name='LedgerPartitionDrop',
+            fields=[
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('range_start', models.DateTimeField()),
+                ('range_end', models.DateTimeField()),
+                ('partition', models.CharField(max_length=63)),
+                ('disposal', models.CharField(choices=[('dropped', 'dropped'), ('detached', 'detached')], max_length=16)),
+                ('ledger_entries', models.PositiveBigIntegerField()),
+                ('dropped_by', models.CharField(max_length=150)),
+                ('dropped_at', models.DateTimeField(default=django.utils.timezone.now)),
+            ],
+            options={
+                'db_table': 'ledger_partition_drops',
+                'ordering': ['range_start'],
+                'constraints': [
+                    models.UniqueConstraint(fields=('range_start',), name='ledger_partition_drops_month_uniq', violation_error_message='This month of the ledger already has a tombstone.'),
+                    models.CheckConstraint(condition=models.Q(('range_start__lt', models.F('range_end'))), name='ledger_partition_drops_range_ordered', violation_error_message='A dropped month starts before it ends.'),
+                ],
+            },
+        ),
+        PostgresOnlyRunSQL(
+            sql=[TOMBSTONE_FUNCTION, TOMBSTONE_TRIGGER, LEDGER_FUNCTION],
+            reverse_sql=[
+                OLD_LEDGER_FUNCTION,
+                "DROP TRIGGER IF EXISTS ledger_partition_drops_append_only ON ledger_partition_drops",
+                "DROP FUNCTION IF EXISTS ledger_partition_drops_append_only()",
+            ],
+        ),
+        migrations.RunPython(partition_ledger, unpartition_ledger, elidable=False),
+        PostgresOnlyRunSQL(
+            sql=[ONE_PER_SOURCE_FUNCTION, ONE_PER_SOURCE_TRIGGER],
+            reverse_sql=[
+                "DROP TRIGGER IF EXISTS citation_ledger_entry_one_per_source ON citation_ledger_entry",
+                "DROP FUNCTION IF EXISTS citation_ledger_entry_one_per_source()",
+            ],
+        ),
+    ]
