@@ -218,7 +218,30 @@ def _create_month(month: date, *, lock_timeout: float, progress: MoveProgress | 
             f"ALTER TABLE {LEDGER} ATTACH PARTITION {name} "
             f"FOR VALUES FROM ('{bounds['start'].isoformat()}') TO ('{bounds['end'].isoformat()}')"
         )
+        name_indexes_after_the_ledgers(cursor, name)
     return total
+
+
+# A partition's indexes, each with the ledger's index it belongs to.
+_PARTITION_INDEXES_SQL = """
+SELECT child.relname, parent.relname
+FROM pg_inherits i
+JOIN pg_class child ON child.oid = i.inhrelid
+JOIN pg_class parent ON parent.oid = i.inhparent
+JOIN pg_index x ON x.indexrelid = child.oid
+WHERE parent.relkind = 'I' AND x.indrelid = %s::regclass
+"""
+
+
+def name_indexes_after_the_ledgers(cursor: CursorWrapper, partition: str) -> None:
+    """Name each index of ``partition`` after the ledger's index it belongs to, ``<index>_<month>``
+    (``ledger_status_created_idx_y2026m12``), as ``citations.0014`` names them, so that a query plan names the
+    ledger's index whichever partition it reads."""
+    suffix = partition.removeprefix(f"{LEDGER}_")
+    cursor.execute(_PARTITION_INDEXES_SQL, [partition])
+    for child, parent in cursor.fetchall():
+        if child != f"{parent}_{suffix}":
+            cursor.execute(f"ALTER INDEX {child} RENAME TO {parent}_{suffix}")
 
 
 def _columns(cursor: CursorWrapper) -> str:

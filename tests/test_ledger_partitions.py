@@ -244,6 +244,7 @@ def test_rows_may_leave_the_default_partition_only_under_the_move_marker() -> No
     with pytest.raises(IntegrityError, match="lqai_append_only"):
         _execute((f"DELETE FROM {partitions.DEFAULT_PARTITION}", []))
     # And the marker opens the default partition only, not a month's partition
+    partitions.ensure_partitions(ahead=0)
     month = partitions.partition_name(timezone.now().date())
     factories.CitationLedgerEntryFactory.create()
     with pytest.raises(IntegrityError, match="lqai_append_only"):
@@ -266,6 +267,7 @@ def _insert_into(table: str, entry: CitationLedgerEntry) -> None:
 @pytest.mark.parametrize("target", ["parent", "month", "default"])
 @pytest.mark.parametrize("case", sorted(INVALID))
 def test_each_partition_refuses_the_inserts_the_parent_refuses(case: str, target: str) -> None:
+    partitions.ensure_partitions(ahead=0)  # this month's partition (a new installation has only the default)
     invalid = INVALID[case]
     entry = invalid.make()
     if target == "default":
@@ -283,6 +285,7 @@ def test_each_partition_refuses_the_inserts_the_parent_refuses(case: str, target
 @pytest.mark.django_db
 @pytest.mark.parametrize("target", ["parent", "month", "default"])
 def test_each_partition_refuses_the_updates_and_deletes_the_parent_refuses(target: str) -> None:
+    partitions.ensure_partitions(ahead=0)
     message = _turn_at(OLD_TIME) if target == "default" else make_turn().message
     ledger.assemble(message)
     entry = CitationLedgerEntry.objects.filter(message=message).first()
@@ -408,6 +411,22 @@ def test_bad_input_is_a_clear_command_error(args: list[str], message: str) -> No
 
 @pytest.mark.postgres
 @pytest.mark.django_db
+def test_a_lock_wait_past_the_timeout_is_a_clear_command_error_and_changes_nothing() -> None:
+    import psycopg
+
+    # Given another session holding the default partition (a long transaction reading it)
+    before = {p.name for p in partitions.partitions()}
+    with psycopg.connect(**connection.get_connection_params()) as other:
+        other.execute(f"LOCK TABLE {partitions.DEFAULT_PARTITION} IN ACCESS SHARE MODE")
+        # When the command must create months, it gives up after its lock timeout
+        with pytest.raises(CommandError, match=r"Gave up waiting 0\.2 s for a lock"):
+            _ledger_partitions("--ahead", "12", "--lock-timeout", "0.2")
+    # Then no partition was created
+    assert {p.name for p in partitions.partitions()} == before
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
 def test_a_drop_is_refused_while_the_default_partition_holds_entries_of_those_months() -> None:
     message = _turn_at(OLD_TIME)
     ledger.assemble(message)
@@ -417,6 +436,15 @@ def test_a_drop_is_refused_while_the_default_partition_holds_entries_of_those_mo
 
 # --- PostgreSQL: the migration, on a ledger holding entries ------------------------------------------------------
 
+# A KB quote's entry, written in SQL, dated ``{at}``.
+KB_ENTRY_SQL = """
+INSERT INTO citation_ledger_entry (id, project_id, chat_id, message_id, source_kind, message_citation_id,
+                                   verification_status, confidence, created_at)
+SELECT gen_random_uuid(), c.project_id, m.chat_id, m.id, 'kb_document', s.id,
+       s.verification_method, s.verification_confidence, {at}
+FROM message_citations s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id
+WHERE s.id = %s
+"""
 BEFORE = ("citations", "0013_ledger_admin_indexes")
 PARTITIONED = ("citations", "0014_ledger_partitions")
 
@@ -462,17 +490,7 @@ def test_the_migration_partitions_a_ledger_holding_entries_keeping_every_row_and
     assert _relkind() == "r"
     rules_before = _rules()
     with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            INSERT INTO citation_ledger_entry (id, project_id, chat_id, message_id, source_kind, message_citation_id,
-                                               verification_status, confidence, created_at)
-            SELECT gen_random_uuid(), c.project_id, m.chat_id, m.id, 'kb_document', s.id,
-                   s.verification_method, s.verification_confidence, s.created_at + interval '1 minute'
-            FROM message_citations s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id
-            WHERE s.id = %s
-            """,
-            [recent[0].kb.pk],
-        )
+        cursor.execute(KB_ENTRY_SQL.format(at="s.created_at + interval '1 minute'"), [recent[0].kb.pk])
     before = _rows()
     assert len(before) == 13
 
@@ -499,6 +517,9 @@ def test_the_migration_partitions_a_ledger_holding_entries_keeping_every_row_and
     assert ledger.assemble(recent[0].message) == 2  # its other two rows had no entry yet
     assert backfill_ledger().total_created == 0
     assert CitationLedgerEntry.objects.filter(message_citation=recent[0].kb).count() == 1
+    # And the database refuses a second entry for that row at its row's time, in SQL, like the old constraint
+    with pytest.raises(IntegrityError, match="citation_ledger_entry_message_citation_uniq"):
+        _execute((KB_ENTRY_SQL.format(at="s.created_at"), [recent[0].kb.pk]))
     before = _rows()
     assert len(before) == 15
 

@@ -1,9 +1,10 @@
 """The ledger partitioned by month on PostgreSQL, and the tombstone of a dropped month.
 
 On PostgreSQL, ``citation_ledger_entry`` is rebuilt as ``PARTITION BY RANGE (created_at)``: one partition
-per calendar month (UTC) from the month of its oldest entry to ``AHEAD`` months after this one, and a
-``DEFAULT`` partition, so that an insert never fails for want of a partition (``manage.py
-ledger_partitions`` creates the months ahead and moves rows out of the default partition). What the
+per calendar month (UTC) from the month of its oldest entry to ``AHEAD`` months after this one (none for an
+empty ledger), and a ``DEFAULT`` partition, so that an insert never fails for want of a partition
+(``manage.py ledger_partitions``, nightly, creates the months ahead and moves rows out of the default
+partition). Each partition's indexes are named after the ledger's (``<index>_<yYYYYmMM or default>``). What the
 database holds of the old table is carried over from its catalog, under the same names:
 
 - the CHECK constraints (``LIKE ... INCLUDING CONSTRAINTS``), inherited by every partition;
@@ -16,6 +17,11 @@ database holds of the old table is carried over from its catalog, under the same
   triggers (the append-only trigger; PostgreSQL clones row triggers onto every partition, present and
   future). The old table has no statement-level trigger; if it had one, the migration would stop, since
   those are not cloned.
+
+A ``BEFORE INSERT`` row trigger (``citation_ledger_entry_one_per_source``) refuses, from any client, an entry
+for a source row that already has one at another time, as the single-column constraint did (SQLSTATE 23505,
+under its name): with the unique keys of ``(<source>, created_at)``, this keeps one entry per source row
+across partitions, including the entries written before this migration (stamped with their write time).
 
 The append-only trigger's function gains one exception: a DELETE from the default partition while the
 transaction is marked as moving rows out of it (``lqai.ledger_move``, set by ``citations.partitions``,
@@ -56,6 +62,26 @@ def _next_month(month: datetime.date) -> datetime.date:
 
 def _bound(month: datetime.date) -> str:
     return f"'{month.isoformat()} 00:00:00+00'"
+
+
+# A partition's indexes, each with the ledger's index it belongs to (as citations.partitions).
+PARTITION_INDEXES_SQL = """
+SELECT child.relname, parent.relname
+FROM pg_inherits i
+JOIN pg_class child ON child.oid = i.inhrelid
+JOIN pg_class parent ON parent.oid = i.inhparent
+JOIN pg_index x ON x.indexrelid = child.oid
+WHERE parent.relkind = 'I' AND x.indrelid = %s::regclass
+"""
+
+
+def _name_partition_indexes(schema_editor, cursor, partition):
+    """Each of the partition's indexes named after the ledger's: ``<index>_<month or default>``."""
+    suffix = partition[len(LEDGER) + 1:]
+    cursor.execute(PARTITION_INDEXES_SQL, [partition])
+    for child, parent in cursor.fetchall():
+        if child != f"{parent}_{suffix}":
+            schema_editor.execute(f"ALTER INDEX {child} RENAME TO {parent}_{suffix}")
 
 
 def _catalog(cursor, table):
@@ -116,17 +142,18 @@ def _rebuild(schema_editor, *, partitioned: bool) -> None:
         cursor.execute("SELECT count(*) FROM " + LEDGER)
         (rows,) = cursor.fetchone()
         months = []
-        if partitioned:
+        # An empty ledger (a new installation) gets the default partition only, until the nightly
+        # `ledger_partitions --ahead` creates its months (and moves what the default partition took).
+        if partitioned and rows:
             cursor.execute(
-                f"SELECT CAST(date_trunc('month', min(created_at) AT TIME ZONE 'UTC') AS date) FROM {LEDGER}"
+                f"SELECT CAST(date_trunc('month', min(created_at) AT TIME ZONE 'UTC') AS date), "
+                f"CAST(date_trunc('month', max(created_at) AT TIME ZONE 'UTC') AS date) FROM {LEDGER}"
             )
-            (oldest,) = cursor.fetchone()
-            today = django.utils.timezone.now().date()
-            month = oldest or today.replace(day=1)
-            last = today.replace(day=1)
+            month, newest = cursor.fetchone()
+            last = django.utils.timezone.now().date().replace(day=1)
             for _ in range(AHEAD):
                 last = _next_month(last)
-            while month <= last:
+            while month <= max(last, newest):
                 months.append(month)
                 month = _next_month(month)
 
@@ -167,6 +194,9 @@ def _rebuild(schema_editor, *, partitioned: bool) -> None:
                 execute(f"ALTER TABLE {LEDGER} ADD CONSTRAINT {name} {what} ({', '.join(keys)})")
         for _, definition in indexes:
             execute(definition.replace(" ON ONLY ", " ON "))
+        if partitioned:
+            for partition in [DEFAULT_PARTITION, *map(month_partition, months)]:
+                _name_partition_indexes(schema_editor, cursor, partition)
         for name, kind, definition, _ in constraints:
             if kind == "f":
                 execute(f"ALTER TABLE {LEDGER} ADD CONSTRAINT {name} {definition}")
@@ -227,29 +257,48 @@ OLD_LEDGER_FUNCTION = importlib.import_module("citations.migrations.0006_permane
 )
 # One entry per source row across partitions. Every writer stamps an entry with its row's created_at
 # (citations.ledger), so two writers of one row meet in one partition's unique index ((<source>, created_at)),
-# where ON CONFLICT settles them. This refuses the rest, from any client: an entry for a row that already
-# has one at another time (an entry written before this migration, stamped with its write time, or a
-# hand-written insert), as the single-column unique constraint did, with its name.
+# where ON CONFLICT settles them. This refuses the rest, from any client, as the single-column unique
+# constraint did (SQLSTATE 23505, under its name): an entry for a row that already has one at another time.
+# Looking that up costs a probe of every partition, so it is done only where such an entry can exist: for an
+# entry not at its row's time (written by hand), and for a row that had an entry at another time when this
+# migration ran (entries were stamped with their write time until then): rows created up to the latest of
+# those, whose time the migration writes into the function.
+# An entry at its row's time, for a row created later, needs only the unique index.
 ONE_PER_SOURCE_FUNCTION = """
 CREATE FUNCTION citation_ledger_entry_one_per_source() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
+    source_time timestamptz;
     other uuid;
     rule text;
 BEGIN
     IF NEW.message_citation_id IS NOT NULL THEN
         rule := 'citation_ledger_entry_message_citation_uniq';
+        SELECT created_at INTO source_time FROM message_citations WHERE id = NEW.message_citation_id;
+    ELSIF NEW.message_caselaw_citation_id IS NOT NULL THEN
+        rule := 'citation_ledger_entry_caselaw_citation_uniq';
+        SELECT created_at INTO source_time FROM message_caselaw_citations WHERE id = NEW.message_caselaw_citation_id;
+    ELSIF NEW.message_tool_source_id IS NOT NULL THEN
+        rule := 'citation_ledger_entry_tool_source_uniq';
+        SELECT created_at INTO source_time FROM message_tool_sources WHERE id = NEW.message_tool_source_id;
+    ELSIF NEW.message_case_citation_id IS NOT NULL THEN
+        rule := 'citation_ledger_entry_case_citation_uniq';
+        SELECT created_at INTO source_time FROM message_case_citations WHERE id = NEW.message_case_citation_id;
+    ELSE
+        RETURN NEW;  -- no source: the exactly-one-source CHECK refuses it
+    END IF;
+    IF NEW.created_at = source_time AND source_time > {legacy_until} THEN
+        RETURN NEW;
+    END IF;
+    IF NEW.message_citation_id IS NOT NULL THEN
         SELECT e.id INTO other FROM citation_ledger_entry e
             WHERE e.message_citation_id = NEW.message_citation_id AND e.created_at <> NEW.created_at LIMIT 1;
     ELSIF NEW.message_caselaw_citation_id IS NOT NULL THEN
-        rule := 'citation_ledger_entry_caselaw_citation_uniq';
         SELECT e.id INTO other FROM citation_ledger_entry e
             WHERE e.message_caselaw_citation_id = NEW.message_caselaw_citation_id AND e.created_at <> NEW.created_at LIMIT 1;
     ELSIF NEW.message_tool_source_id IS NOT NULL THEN
-        rule := 'citation_ledger_entry_tool_source_uniq';
         SELECT e.id INTO other FROM citation_ledger_entry e
             WHERE e.message_tool_source_id = NEW.message_tool_source_id AND e.created_at <> NEW.created_at LIMIT 1;
-    ELSIF NEW.message_case_citation_id IS NOT NULL THEN
-        rule := 'citation_ledger_entry_case_citation_uniq';
+    ELSE
         SELECT e.id INTO other FROM citation_ledger_entry e
             WHERE e.message_case_citation_id = NEW.message_case_citation_id AND e.created_at <> NEW.created_at LIMIT 1;
     END IF;
@@ -266,6 +315,41 @@ ONE_PER_SOURCE_TRIGGER = """
 CREATE TRIGGER citation_ledger_entry_one_per_source BEFORE INSERT ON citation_ledger_entry
     FOR EACH ROW EXECUTE FUNCTION citation_ledger_entry_one_per_source()
 """
+# The latest created_at of a source row whose entry is not at the row's time, as text ('-infinity' if none).
+LEGACY_UNTIL_SQL = """
+SELECT COALESCE(CAST(max(t) AS text), '-infinity') FROM (
+    SELECT max(s.created_at) AS t FROM citation_ledger_entry e JOIN message_citations s ON s.id = e.message_citation_id
+     WHERE e.created_at <> s.created_at
+    UNION ALL
+    SELECT max(s.created_at) FROM citation_ledger_entry e
+      JOIN message_caselaw_citations s ON s.id = e.message_caselaw_citation_id WHERE e.created_at <> s.created_at
+    UNION ALL
+    SELECT max(s.created_at) FROM citation_ledger_entry e
+      JOIN message_tool_sources s ON s.id = e.message_tool_source_id WHERE e.created_at <> s.created_at
+    UNION ALL
+    SELECT max(s.created_at) FROM citation_ledger_entry e
+      JOIN message_case_citations s ON s.id = e.message_case_citation_id WHERE e.created_at <> s.created_at
+) AS legacy
+"""
+
+
+def add_one_per_source_trigger(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(LEGACY_UNTIL_SQL)
+        (until,) = cursor.fetchone()
+    literal = "'" + until.replace("'", "") + "'::timestamptz"
+    schema_editor.execute(ONE_PER_SOURCE_FUNCTION.replace("{legacy_until}", literal), params=None)
+    schema_editor.execute(ONE_PER_SOURCE_TRIGGER)
+
+
+def drop_one_per_source_trigger(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("DROP TRIGGER IF EXISTS citation_ledger_entry_one_per_source ON citation_ledger_entry")
+        schema_editor.execute("DROP FUNCTION IF EXISTS citation_ledger_entry_one_per_source()")
+
+
 TOMBSTONE_FUNCTION = """
 CREATE FUNCTION ledger_partition_drops_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -318,11 +402,5 @@ class Migration(migrations.Migration):
             ],
         ),
         migrations.RunPython(partition_ledger, unpartition_ledger, elidable=False),
-        PostgresOnlyRunSQL(
-            sql=[ONE_PER_SOURCE_FUNCTION, ONE_PER_SOURCE_TRIGGER],
-            reverse_sql=[
-                "DROP TRIGGER IF EXISTS citation_ledger_entry_one_per_source ON citation_ledger_entry",
-                "DROP FUNCTION IF EXISTS citation_ledger_entry_one_per_source()",
-            ],
-        ),
+        migrations.RunPython(add_one_per_source_trigger, drop_one_per_source_trigger, elidable=False),
     ]

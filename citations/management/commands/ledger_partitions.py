@@ -15,11 +15,15 @@ from datetime import date, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import OperationalError
 from tqdm import tqdm
 
 from chats.record import LegalHoldError
 from citations import partitions
 from citations.partitions import PartitionError
+
+# SQLSTATE of a lock wait that ran past lock_timeout.
+LOCK_NOT_AVAILABLE = "55P03"
 
 
 def _month(value: str) -> date:
@@ -77,6 +81,13 @@ class Command(BaseCommand):
                 self._list()
         except PartitionError as error:
             raise CommandError(str(error)) from None
+        except OperationalError as error:
+            if getattr(error.__cause__, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                raise
+            raise CommandError(
+                f"Gave up waiting {options['lock_timeout']} s for a lock on the ledger (a long transaction holds "
+                "it); nothing was changed. Run the command again, or with a longer --lock-timeout."
+            ) from None
 
     def _list(self) -> None:
         for partition in partitions.partitions():
