@@ -357,7 +357,13 @@ def drop_months_before(
                 )
             )
             cursor.execute(f"ALTER TABLE {LEDGER} DETACH PARTITION {partition.name}")
-            if not keep_detached:
+            if keep_detached:
+                # Detaching drops the triggers cloned from the ledger: the kept month stays append-only.
+                cursor.execute(
+                    f"CREATE TRIGGER {LEDGER}_append_only BEFORE UPDATE OR DELETE ON {partition.name} "
+                    f"FOR EACH ROW EXECUTE FUNCTION {LEDGER}_append_only()"
+                )
+            else:
                 cursor.execute(f"DROP TABLE {partition.name}")
     return tombstones
 

@@ -390,6 +390,10 @@ def test_a_drop_keeps_the_detached_month_as_a_plain_table_when_asked() -> None:
     assert name not in {p.name for p in partitions.partitions()}
     assert len(_rows(table=name)) == 3
     assert LedgerPartitionDrop.objects.get().disposal == LedgerPartitionDrop.Disposal.DETACHED
+    # The kept month is as append-only as the ledger
+    for sql in (f"UPDATE {name} SET provider = 'other'", f"DELETE FROM {name}"):
+        with pytest.raises(IntegrityError, match="lqai_append_only"):
+            _execute((sql, []))
 
 
 @pytest.mark.postgres
