@@ -50,10 +50,15 @@ from citations.models import PROVENANCE, CitationLedgerEntry, LedgerPartitionDro
 # writes the same ``created_at``. On PostgreSQL the ledger is partitioned by month on ``created_at``
 # (citations.0014) and its unique keys are ``(<source column>, created_at)``: with one ``created_at`` per
 # row, they are unique exactly when the source column is, and the row's entry always lands in one
-# partition, where ``ON CONFLICT DO NOTHING`` meets the other writer's. The ``NOT EXISTS`` covers entries
-# written before that (stamped with their write time): a row that has any entry gets no other. A row of a
-# month whose ledger partition was dropped (``ledger_partition_drops``) gets none either: its entry went
-# on purpose, with a tombstone, and must not come back into the default partition.
+# partition, where ``ON CONFLICT DO NOTHING`` meets the other writer's.
+#
+# The first ``NOT EXISTS`` covers entries not at their row's time (written before that, stamped with their
+# write time, or by hand): a row that has any entry gets no other. On PostgreSQL those rows are listed in
+# ``citation_ledger_off_time`` (citations.0014; one primary-key lookup, where a look into the ledger would
+# probe every partition); on SQLite, a plain table, the ledger itself is looked into.
+#
+# A row of a month whose ledger partition was dropped (``ledger_partition_drops``) gets no entry either:
+# its entry went on purpose, with a tombstone, and must not come back into the default partition.
 INSERT_TEMPLATE = """
 INSERT INTO {ledger} (id, project_id, chat_id, message_id, source_kind, {source_column},
                       verification_status, confidence, provider, retrieved_at, created_at)
@@ -64,12 +69,21 @@ JOIN {messages} m ON m.id = s.message_id
 JOIN {chats} c ON c.id = m.chat_id
 {joins}
 WHERE ({which_messages}) AND ({valid})
-  AND NOT EXISTS (SELECT 1 FROM {ledger} e WHERE e.{source_column} = s.id)
+  AND NOT EXISTS ({entry_at_another_time})
   AND NOT EXISTS (SELECT 1 FROM {drops} d WHERE s.created_at >= d.range_start AND s.created_at < d.range_end)
 ORDER BY s.id
 ON CONFLICT DO NOTHING
 RETURNING source_kind, message_id
 """
+
+
+# On PostgreSQL, the source rows whose entry is not at the row's time (citations.0014).
+OFF_TIME_TABLE = "citation_ledger_off_time"
+# Whether the row ``s`` has an entry not at its time, per backend (see INSERT_TEMPLATE).
+_ENTRY_AT_ANOTHER_TIME = {
+    "postgresql": "SELECT 1 FROM {off_time} o WHERE o.source_id = s.id AND o.source_column = '{source_column}'",
+    "sqlite": "SELECT 1 FROM {ledger} e WHERE e.{source_column} = s.id",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +172,9 @@ def insert_sql(mapping: SourceMapping, *, which_messages: str) -> str:
     return INSERT_TEMPLATE.format(
         ledger=CitationLedgerEntry._meta.db_table,
         drops=LedgerPartitionDrop._meta.db_table,
+        entry_at_another_time=_ENTRY_AT_ANOTHER_TIME.get(connection.vendor, _ENTRY_AT_ANOTHER_TIME["sqlite"]).format(
+            ledger=CitationLedgerEntry._meta.db_table, off_time=OFF_TIME_TABLE, source_column=mapping.column
+        ),
         source=mapping.table,
         source_column=mapping.column,
         messages=Message._meta.db_table,

@@ -18,10 +18,10 @@ database holds of the old table is carried over from its catalog, under the same
   future). The old table has no statement-level trigger; if it had one, the migration would stop, since
   those are not cloned.
 
-A ``BEFORE INSERT`` row trigger (``citation_ledger_entry_one_per_source``) refuses, from any client, an entry
-for a source row that already has one at another time, as the single-column constraint did (SQLSTATE 23505,
-under its name): with the unique keys of ``(<source>, created_at)``, this keeps one entry per source row
-across partitions, including the entries written before this migration (stamped with their write time).
+A ``BEFORE INSERT`` row trigger (``citation_ledger_entry_one_per_source``) keeps one entry per source row
+across partitions, as the single-column constraint did (SQLSTATE 23505, under its name), including the
+entries written before this migration (stamped with their write time), whose rows it lists in
+``citation_ledger_off_time``.
 
 The append-only trigger's function gains one exception: a DELETE from the default partition while the
 transaction is marked as moving rows out of it (``lqai.ledger_move``, set by ``citations.partitions``,
@@ -256,57 +256,79 @@ OLD_LEDGER_FUNCTION = importlib.import_module("citations.migrations.0006_permane
     "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1
 )
 # One entry per source row across partitions. Every writer stamps an entry with its row's created_at
-# (citations.ledger), so two writers of one row meet in one partition's unique index ((<source>, created_at)),
-# where ON CONFLICT settles them. This refuses the rest, from any client, as the single-column unique
-# constraint did (SQLSTATE 23505, under its name): an entry for a row that already has one at another time.
-# Looking that up costs a probe of every partition, so it is done only where such an entry can exist: for an
-# entry not at its row's time (written by hand), and for a row that had an entry at another time when this
-# migration ran (entries were stamped with their write time until then): rows created up to the latest of
-# those, whose time the migration writes into the function.
-# An entry at its row's time, for a row created later, needs only the unique index.
+# (citations.ledger), so two entries of one row at its time meet in one partition's unique index
+# ((<source>, created_at)), where ON CONFLICT settles concurrent writers. The rest is an entry *not* at its
+# row's time: those written before this migration (stamped with their write time) and any written by hand.
+# Each such entry's row is listed in citation_ledger_off_time (filled here for the entries already there,
+# then by this trigger), so the trigger refuses, from any client, as the single-column unique constraint did
+# (SQLSTATE 23505, under its name): any entry of a listed row, and an entry not at its row's time for a row
+# that has an entry. Probing every partition for a row's entries is costly, so only an entry not at its
+# row's time does it; every other entry costs two primary-key lookups (its row, the list).
+OFF_TIME_TABLE = """
+CREATE TABLE citation_ledger_off_time (
+    source_id uuid NOT NULL,
+    source_column text NOT NULL,
+    PRIMARY KEY (source_id, source_column)
+)
+"""
+OFF_TIME_FILL = """
+INSERT INTO citation_ledger_off_time (source_id, source_column)
+SELECT e.{column}, '{column}' FROM citation_ledger_entry e JOIN {source} s ON s.id = e.{column}
+WHERE e.created_at <> s.created_at
+ON CONFLICT DO NOTHING
+"""
 ONE_PER_SOURCE_FUNCTION = """
 CREATE FUNCTION citation_ledger_entry_one_per_source() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    source_time timestamptz;
+    row_id uuid;
+    row_column text;
+    row_time timestamptz;
     other uuid;
     rule text;
 BEGIN
     IF NEW.message_citation_id IS NOT NULL THEN
+        row_id := NEW.message_citation_id; row_column := 'message_citation_id';
         rule := 'citation_ledger_entry_message_citation_uniq';
-        SELECT created_at INTO source_time FROM message_citations WHERE id = NEW.message_citation_id;
+        SELECT created_at INTO row_time FROM message_citations WHERE id = row_id;
     ELSIF NEW.message_caselaw_citation_id IS NOT NULL THEN
+        row_id := NEW.message_caselaw_citation_id; row_column := 'message_caselaw_citation_id';
         rule := 'citation_ledger_entry_caselaw_citation_uniq';
-        SELECT created_at INTO source_time FROM message_caselaw_citations WHERE id = NEW.message_caselaw_citation_id;
+        SELECT created_at INTO row_time FROM message_caselaw_citations WHERE id = row_id;
     ELSIF NEW.message_tool_source_id IS NOT NULL THEN
+        row_id := NEW.message_tool_source_id; row_column := 'message_tool_source_id';
         rule := 'citation_ledger_entry_tool_source_uniq';
-        SELECT created_at INTO source_time FROM message_tool_sources WHERE id = NEW.message_tool_source_id;
+        SELECT created_at INTO row_time FROM message_tool_sources WHERE id = row_id;
     ELSIF NEW.message_case_citation_id IS NOT NULL THEN
+        row_id := NEW.message_case_citation_id; row_column := 'message_case_citation_id';
         rule := 'citation_ledger_entry_case_citation_uniq';
-        SELECT created_at INTO source_time FROM message_case_citations WHERE id = NEW.message_case_citation_id;
+        SELECT created_at INTO row_time FROM message_case_citations WHERE id = row_id;
     ELSE
         RETURN NEW;  -- no source: the exactly-one-source CHECK refuses it
     END IF;
-    IF NEW.created_at = source_time AND source_time > {legacy_until} THEN
+    IF EXISTS (SELECT 1 FROM citation_ledger_off_time o WHERE o.source_id = row_id AND o.source_column = row_column) THEN
+        RAISE EXCEPTION 'duplicate key value violates unique constraint "%"', rule
+            USING ERRCODE = 'unique_violation', CONSTRAINT = rule, TABLE = 'citation_ledger_entry',
+                  DETAIL = 'Its source row already has a ledger entry (not at the row''s time).';
+    END IF;
+    IF NEW.created_at = row_time THEN
         RETURN NEW;
     END IF;
-    IF NEW.message_citation_id IS NOT NULL THEN
-        SELECT e.id INTO other FROM citation_ledger_entry e
-            WHERE e.message_citation_id = NEW.message_citation_id AND e.created_at <> NEW.created_at LIMIT 1;
-    ELSIF NEW.message_caselaw_citation_id IS NOT NULL THEN
-        SELECT e.id INTO other FROM citation_ledger_entry e
-            WHERE e.message_caselaw_citation_id = NEW.message_caselaw_citation_id AND e.created_at <> NEW.created_at LIMIT 1;
-    ELSIF NEW.message_tool_source_id IS NOT NULL THEN
-        SELECT e.id INTO other FROM citation_ledger_entry e
-            WHERE e.message_tool_source_id = NEW.message_tool_source_id AND e.created_at <> NEW.created_at LIMIT 1;
+    IF row_column = 'message_citation_id' THEN
+        SELECT e.id INTO other FROM citation_ledger_entry e WHERE e.message_citation_id = row_id LIMIT 1;
+    ELSIF row_column = 'message_caselaw_citation_id' THEN
+        SELECT e.id INTO other FROM citation_ledger_entry e WHERE e.message_caselaw_citation_id = row_id LIMIT 1;
+    ELSIF row_column = 'message_tool_source_id' THEN
+        SELECT e.id INTO other FROM citation_ledger_entry e WHERE e.message_tool_source_id = row_id LIMIT 1;
     ELSE
-        SELECT e.id INTO other FROM citation_ledger_entry e
-            WHERE e.message_case_citation_id = NEW.message_case_citation_id AND e.created_at <> NEW.created_at LIMIT 1;
+        SELECT e.id INTO other FROM citation_ledger_entry e WHERE e.message_case_citation_id = row_id LIMIT 1;
     END IF;
     IF other IS NOT NULL THEN
         RAISE EXCEPTION 'duplicate key value violates unique constraint "%"', rule
             USING ERRCODE = 'unique_violation', CONSTRAINT = rule, TABLE = 'citation_ledger_entry',
                   DETAIL = format('Its source row already has ledger entry %s.', other);
     END IF;
+    -- Listed: a later entry of the row is refused above. A concurrent one waits here, then fails.
+    INSERT INTO citation_ledger_off_time (source_id, source_column) VALUES (row_id, row_column);
     RETURN NEW;
 END
 $$
@@ -315,32 +337,21 @@ ONE_PER_SOURCE_TRIGGER = """
 CREATE TRIGGER citation_ledger_entry_one_per_source BEFORE INSERT ON citation_ledger_entry
     FOR EACH ROW EXECUTE FUNCTION citation_ledger_entry_one_per_source()
 """
-# The latest created_at of a source row whose entry is not at the row's time, as text ('-infinity' if none).
-LEGACY_UNTIL_SQL = """
-SELECT COALESCE(CAST(max(t) AS text), '-infinity') FROM (
-    SELECT max(s.created_at) AS t FROM citation_ledger_entry e JOIN message_citations s ON s.id = e.message_citation_id
-     WHERE e.created_at <> s.created_at
-    UNION ALL
-    SELECT max(s.created_at) FROM citation_ledger_entry e
-      JOIN message_caselaw_citations s ON s.id = e.message_caselaw_citation_id WHERE e.created_at <> s.created_at
-    UNION ALL
-    SELECT max(s.created_at) FROM citation_ledger_entry e
-      JOIN message_tool_sources s ON s.id = e.message_tool_source_id WHERE e.created_at <> s.created_at
-    UNION ALL
-    SELECT max(s.created_at) FROM citation_ledger_entry e
-      JOIN message_case_citations s ON s.id = e.message_case_citation_id WHERE e.created_at <> s.created_at
-) AS legacy
-"""
+SOURCES = (
+    ("message_citations", "message_citation_id"),
+    ("message_caselaw_citations", "message_caselaw_citation_id"),
+    ("message_tool_sources", "message_tool_source_id"),
+    ("message_case_citations", "message_case_citation_id"),
+)
 
 
 def add_one_per_source_trigger(apps, schema_editor):
     if schema_editor.connection.vendor != "postgresql":
         return
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute(LEGACY_UNTIL_SQL)
-        (until,) = cursor.fetchone()
-    literal = "'" + until.replace("'", "") + "'::timestamptz"
-    schema_editor.execute(ONE_PER_SOURCE_FUNCTION.replace("{legacy_until}", literal), params=None)
+    schema_editor.execute(OFF_TIME_TABLE)
+    for source, column in SOURCES:
+        schema_editor.execute(OFF_TIME_FILL.format(source=source, column=column))
+    schema_editor.execute(ONE_PER_SOURCE_FUNCTION, params=None)
     schema_editor.execute(ONE_PER_SOURCE_TRIGGER)
 
 
@@ -348,6 +359,7 @@ def drop_one_per_source_trigger(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute("DROP TRIGGER IF EXISTS citation_ledger_entry_one_per_source ON citation_ledger_entry")
         schema_editor.execute("DROP FUNCTION IF EXISTS citation_ledger_entry_one_per_source()")
+        schema_editor.execute("DROP TABLE IF EXISTS citation_ledger_off_time")
 
 
 TOMBSTONE_FUNCTION = """
