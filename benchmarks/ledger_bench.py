@@ -44,7 +44,7 @@ TURN_SETTINGS: dict[str, Any] = {"ALLOWED_HOSTS": ["testserver"]}
 
 # The limit: everything in one hand-written statement, same schema and constraints, no batching, no
 # counting, no anti-join. Written here on purpose, independently of citations/ledger.py; {new_id} is the SQL
-# that makes each entry's id.
+# that makes each entry's id. Each entry is dated at its row's time, as the ledger dates it.
 RAW_SQL_TEMPLATE = """
 INSERT INTO citation_ledger_entry (
     id, project_id, chat_id, message_id, source_kind,
@@ -53,18 +53,18 @@ INSERT INTO citation_ledger_entry (
 )
 SELECT {new_id}, c.project_id, m.chat_id, s.message_id, 'kb_document', s.id, NULL::uuid, NULL::uuid,
        s.verification_method, s.verification_confidence::double precision, NULL::varchar, NULL::timestamptz,
-       NULL::uuid, now()
+       NULL::uuid, s.created_at
 FROM message_citations s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id
 WHERE s.verification_method NOT IN ('', 'provenance') AND s.verification_confidence BETWEEN 0 AND 1
 UNION ALL
 SELECT {new_id}, c.project_id, m.chat_id, s.message_id, 'caselaw', NULL::uuid, s.id, NULL::uuid,
-       s.verification_method, s.verification_confidence, o.provider, s.created_at, NULL, now()
+       s.verification_method, s.verification_confidence, o.provider, s.created_at, NULL, s.created_at
 FROM message_caselaw_citations s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id
 JOIN caselaw_opinions o ON o.id = s.opinion_id
 WHERE s.verification_method NOT IN ('', 'provenance') AND s.verification_confidence BETWEEN 0 AND 1
 UNION ALL
 SELECT {new_id}, c.project_id, m.chat_id, s.message_id, s.source_kind, NULL::uuid, NULL::uuid, s.id,
-       'provenance', NULL::double precision, s.provider, s.created_at, NULL::uuid, now()
+       'provenance', NULL::double precision, s.provider, s.created_at, NULL::uuid, s.created_at
 FROM message_tool_sources s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id
 WHERE s.source_kind <> ''
 ON CONFLICT DO NOTHING

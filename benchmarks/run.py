@@ -51,8 +51,12 @@ plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), 
     no rows, search by an old message's id, the date hierarchy's year, search by a document title) at 100,000
     and 1,000,000 entries (and 10,000,000 with ``--scale-10m``; goal: each <= 2 x from one size to the next).
 
+14. the ledger's partitioning migration (``benchmarks.partition_bench``): ``citations.0014`` forwards and
+    backwards on a ledger of ``--rows`` entries spread over months, in seconds per million entries, and
+    ``ledger_partitions`` moving a month's entries out of the default partition (for the record).
+
 ``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10), ``seal`` (11-12),
-``admin`` (13); e.g.
+``admin`` (13), ``partitions`` (14); e.g.
 ``make bench BENCH_ARGS="--items scale,retrieval"``.
 """
 
@@ -81,7 +85,7 @@ RERUN_GOAL = 0.10
 MEMORY_LIMIT_MB = 200.0
 MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
 TURN_SHARE_GOAL = 0.05
-ITEMS = ("ledger", "seal", "scale", "retrieval", "admin")
+ITEMS = ("ledger", "seal", "scale", "retrieval", "admin", "partitions")
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +237,11 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         rows += admin_rows
         notes += admin_notes
         title.append("the ledger admin at scale")
+    if "partitions" in args.items:
+        partition_rows, partition_notes = partitions_suite(args)
+        rows += partition_rows
+        notes += partition_notes
+        title.append("the ledger's partitioning migration")
     now = datetime.now(tz=UTC)
     context = {
         "title": f"## {now:%Y-%m-%d %H:%M} UTC: {', '.join(title)}",
@@ -689,6 +698,45 @@ def admin_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         "(other work on the machine at each shows in the ratio); build times: "
         + ", ".join(f"{r.rows:,} rows {r.build_seconds:.0f} s" for r in runs)
         + ".",
+    ]
+    return rows, notes
+
+
+def partitions_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
+    """Item 14: the partitioning migration, forwards and backwards, and a move out of the default partition."""
+    from benchmarks import partition_bench
+
+    run = partition_bench.run(rows=args.rows, step=step)
+    per_million = 1_000_000 / max(1, run.entries)
+    rows = [
+        Row(
+            "14",
+            f"citations.0014 forwards (plain -> {run.months} monthly partitions), {run.entries:,} entries",
+            f"{run.forward_seconds:.1f} s = {run.forward_seconds * per_million:.1f} s per million entries",
+            "(for the record)",
+            "-",
+        ),
+        Row(
+            "14",
+            f"citations.0014 backwards (partitions -> plain), {run.entries:,} entries",
+            f"{run.backward_seconds:.1f} s = {run.backward_seconds * per_million:.1f} s per million entries",
+            "(for the record)",
+            "-",
+        ),
+        Row(
+            "14",
+            f"ledger_partitions: a month's {run.moved:,} entries moved out of the default partition",
+            f"{run.move_seconds:.1f} s = {run.move_seconds * 1_000_000 / max(1, run.moved):.1f} s per million",
+            "(for the record)",
+            "-",
+        ),
+    ]
+    notes = [
+        "Partitions (14): a fresh dataset with time-ordered keys and its ledger (the raw-SQL limit, each entry "
+        "dated at its turn: a minute per turn from 2024-01-01), migrated back to the plain table, then forwards, "
+        "each timed whole through the migration executor (copy, keys, indexes, foreign keys, triggers, counts, "
+        "ANALYZE), in one transaction holding the ledger's lock throughout; then one month's entries put back in "
+        "the default partition and moved by `ledger_partitions` (count and digest checked before and after).",
     ]
     return rows, notes
 

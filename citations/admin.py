@@ -55,7 +55,15 @@ from chats.models import (
 from chats.selectors import chats_visible_to, projects_visible_to
 from chats.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 from citations import passages, selectors
-from citations.models import PROVENANCE, CitationLedgerEntry, MatterPurge, SealChainHead, SourceKind, TurnSeal
+from citations.models import (
+    PROVENANCE,
+    CitationLedgerEntry,
+    LedgerPartitionDrop,
+    MatterPurge,
+    SealChainHead,
+    SourceKind,
+    TurnSeal,
+)
 from citations.statuses import StatusInWords, status_in_words
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).
@@ -542,6 +550,20 @@ class MatterPurgeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     list_display = ("project_name", "project_id", "purged_by", "purged_at", "chats", "messages", "ledger_entries")
     search_fields = ("project_name",)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+
+@admin.register(LedgerPartitionDrop)
+class LedgerPartitionDropAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The tombstones of the ledger's dropped months (``manage.py ledger_partitions --drop-before``):
+    read-only, and for superusers only (a month holds every matter's entries)."""
+
+    list_display = ("partition", "range_start", "range_end", "disposal", "ledger_entries", "dropped_by", "dropped_at")
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return bool(request.user.is_superuser)

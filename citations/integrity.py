@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.models import BooleanField, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from citations import keys, seals
+from citations import keys, partitions, seals
 from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
 from citations.seals import unsealed_turns
 from lqai_verify import record
@@ -60,6 +60,8 @@ class Integrity:
     chains: int = 0
     signatures: int = 0
     unsealed: int = 0
+    # Sealed rows whose ledger entry went with a dropped month (citations.partitions): not a problem.
+    dropped: int = 0
     problem_count: int = 0
     problems: list[Problem] = field(default_factory=list)
 
@@ -168,6 +170,7 @@ def verify_record(
     heads = dict(SealChainHead.objects.filter(_chain_filter(matter_id)).values_list("chain", "sequence"))
     seen_chains: set[str] = set()
     previous: dict[str, Any] | None = None
+    dropped = [(seals.iso(start), seals.iso(end)) for start, end in partitions.dropped_ranges()]
 
     def check_signature(seal: dict[str, Any]) -> None:
         result.signatures += 1
@@ -259,11 +262,22 @@ def verify_record(
                 if latest:
                     turn_entries = entries.get(seal["message"], [])
                     result.entries += len(turn_entries)
+                    sealed_rows = seal["row_digests"].get("rows", {})
+                    if dropped:
+                        # A row of a dropped month has no entry on purpose (its tombstone says so).
+                        indexed = {entry["source"] for entry in turn_entries}
+                        gone = {
+                            record.row_key(row)
+                            for row in turn_facts.rows
+                            if any(start <= row["created_at"] < end for start, end in dropped)
+                        } & (sealed_rows.keys() - indexed)
+                        result.dropped += len(gone)
+                        sealed_rows = {key: digest for key, digest in sealed_rows.items() if key not in gone}
                     for difference in record.ledger_problems(
                         entries=turn_entries,
                         turn=turn_facts.turn,
                         rows=turn_facts.rows,
-                        sealed_rows=seal["row_digests"].get("rows", {}),
+                        sealed_rows=sealed_rows,
                     ):
                         result.add(Problem(difference, *where))
             previous = seal

@@ -27,7 +27,6 @@ from uuid import UUID
 
 from django.db import connection, models, transaction
 from django.db.backends.utils import CursorWrapper
-from django.utils import timezone
 
 from chats.models import (
     UNVERIFIED,
@@ -40,26 +39,51 @@ from chats.models import (
     MessageToolSource,
     OpinionQuote,
 )
-from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
+from citations.models import PROVENANCE, CitationLedgerEntry, LedgerPartitionDrop, SourceKind
 
 # The whole statement. ``{…}`` is filled per source table: table names and the ledger's column for the
 # row from the models' ``_meta``, values from the table's mapping, and ``which_messages``, a predicate over
-# the message ``m`` and chat ``c``; ``%(…)s`` are the query's parameters (``created_at``, and those of
-# ``which_messages``). The other column names are the models' own (tests/test_ledger.py holds them to it).
+# the message ``m`` and chat ``c``; ``%(…)s`` are the query's parameters (those of ``which_messages``). The
+# other column names are the models' own (tests/test_ledger.py holds them to it).
+#
+# An entry's ``created_at`` is its row's, which never changes: every writer of a row's entry, at any time,
+# writes the same ``created_at``. On PostgreSQL the ledger is partitioned by month on ``created_at``
+# (citations.0014) and its unique keys are ``(<source column>, created_at)``: with one ``created_at`` per
+# row, they are unique exactly when the source column is, and the row's entry always lands in one
+# partition, where ``ON CONFLICT DO NOTHING`` meets the other writer's.
+#
+# The first ``NOT EXISTS`` covers entries not at their row's time (written before that, stamped with their
+# write time, or by hand): a row that has any entry gets no other. On PostgreSQL those rows are listed in
+# ``citation_ledger_off_time`` (citations.0014; one primary-key lookup, where a look into the ledger would
+# probe every partition); on SQLite, a plain table, the ledger itself is looked into.
+#
+# A row of a month whose ledger partition was dropped (``ledger_partition_drops``) gets no entry either:
+# its entry went on purpose, with a tombstone, and must not come back into the default partition.
 INSERT_TEMPLATE = """
 INSERT INTO {ledger} (id, project_id, chat_id, message_id, source_kind, {source_column},
                       verification_status, confidence, provider, retrieved_at, created_at)
 SELECT {new_id}, c.project_id, m.chat_id, m.id, {source_kind}, s.id,
-       {verification_status}, {confidence}, {provider}, {retrieved_at}, %(created_at)s
+       {verification_status}, {confidence}, {provider}, {retrieved_at}, s.created_at
 FROM {source} s
 JOIN {messages} m ON m.id = s.message_id
 JOIN {chats} c ON c.id = m.chat_id
 {joins}
 WHERE ({which_messages}) AND ({valid})
+  AND NOT EXISTS ({entry_at_another_time})
+  AND NOT EXISTS (SELECT 1 FROM {drops} d WHERE s.created_at >= d.range_start AND s.created_at < d.range_end)
 ORDER BY s.id
 ON CONFLICT DO NOTHING
 RETURNING source_kind, message_id
 """
+
+
+# On PostgreSQL, the source rows whose entry is not at the row's time (citations.0014).
+OFF_TIME_TABLE = "citation_ledger_off_time"
+# Whether the row ``s`` has an entry not at its time, per backend (see INSERT_TEMPLATE).
+_ENTRY_AT_ANOTHER_TIME = {
+    "postgresql": "SELECT 1 FROM {off_time} o WHERE o.source_id = s.id AND o.source_column = '{source_column}'",
+    "sqlite": "SELECT 1 FROM {ledger} e WHERE e.{source_column} = s.id",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +171,10 @@ def insert_sql(mapping: SourceMapping, *, which_messages: str) -> str:
     chat ``c``) that match ``which_messages``; it returns each new entry's ``source_kind, message_id``."""
     return INSERT_TEMPLATE.format(
         ledger=CitationLedgerEntry._meta.db_table,
+        drops=LedgerPartitionDrop._meta.db_table,
+        entry_at_another_time=_ENTRY_AT_ANOTHER_TIME.get(connection.vendor, _ENTRY_AT_ANOTHER_TIME["sqlite"]).format(
+            ledger=CitationLedgerEntry._meta.db_table, off_time=OFF_TIME_TABLE, source_column=mapping.column
+        ),
         source=mapping.table,
         source_column=mapping.column,
         messages=Message._meta.db_table,
@@ -193,13 +221,9 @@ def write_entries(
     created: dict[str, list[tuple[str, Any]]] = {}
     for mapping in SOURCE_MAPPINGS:
         if mapping in mappings:
-            cursor.execute(insert_sql(mapping, which_messages=which_messages), {"created_at": now(), **params})
+            cursor.execute(insert_sql(mapping, which_messages=which_messages), params)
             created[mapping.table] = cursor.fetchall()
     return created
-
-
-def now() -> Any:
-    return db_value(timezone.now())
 
 
 # Bounds how long the next statements may wait on locks and run, for the rest of the current

@@ -249,9 +249,11 @@ class CitationLedgerEntry(AppendOnlyModel):
         )
 
 
-class TombstoneQuerySet(AppendOnlyQuerySet["MatterPurge"]):
+class TombstoneQuerySet(AppendOnlyQuerySet[Any]):
+    """A tombstone table's queryset: neither updated nor deleted, with no purge exception."""
+
     def delete(self) -> tuple[int, dict[str, int]]:
-        raise AppendOnlyError("matter_purges rows cannot be deleted")
+        raise AppendOnlyError(f"{self.model._meta.db_table} rows cannot be deleted")
 
 
 class MatterPurge(AppendOnlyModel):
@@ -290,6 +292,58 @@ class MatterPurge(AppendOnlyModel):
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnlyError("matter_purges rows cannot be deleted")
+
+
+class LedgerPartitionDrop(AppendOnlyModel):
+    """The tombstone of a month of the ledger dropped (or detached) on PostgreSQL (``manage.py
+    ledger_partitions --drop-before``): which month's entries went, who let them go, when, and how many.
+
+    Written in the transaction that detaches the month's partition; append-only like a matter's tombstone
+    (never updated nor deleted; on PostgreSQL by trigger too). The ledger's writers read it: a source row
+    of a dropped month gets no entry again (``citations.ledger``), and ``verify_ledger`` counts such rows'
+    missing entries as dropped, not missing."""
+
+    class Disposal(models.TextChoices):
+        DROPPED = "dropped", "dropped"
+        # Detached and kept as a plain table, outside the ledger, under the partition's name.
+        DETACHED = "detached", "detached"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # The month's entries: created_at in [range_start, range_end).
+    range_start = models.DateTimeField()
+    range_end = models.DateTimeField()
+    partition = models.CharField(max_length=63)
+    disposal = models.CharField(max_length=16, choices=Disposal.choices)
+    ledger_entries = models.PositiveBigIntegerField()
+    # The username given to the command (--by), or the operating-system user who ran it.
+    dropped_by = models.CharField(max_length=150)
+    dropped_at = models.DateTimeField(default=timezone.now)
+
+    objects = TombstoneQuerySet.as_manager()
+
+    class Meta:
+        db_table = "ledger_partition_drops"
+        ordering = ["range_start"]
+        constraints = [
+            # A month goes once: its tombstone is the one record of what it held.
+            models.UniqueConstraint(
+                fields=["range_start"],
+                name="ledger_partition_drops_month_uniq",
+                violation_error_message="This month of the ledger already has a tombstone.",
+            ),
+            # An empty or inverted range would mark nothing, or everything, as dropped.
+            models.CheckConstraint(
+                condition=Q(range_start__lt=models.F("range_end")),
+                name="ledger_partition_drops_range_ordered",
+                violation_error_message="A dropped month starts before it ends.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.disposal} ledger partition {self.partition}"
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("ledger_partition_drops rows cannot be deleted")
 
 
 _HEX64 = r"^[0-9a-f]{64}$"

@@ -55,7 +55,8 @@ class Command(BaseCommand):
         summary = (
             f"{result.seals} seals in {result.chains} chain(s), {result.turns} turns, {result.rows} rows, "
             f"{result.entries} ledger entries, {result.signatures} signatures checked; {result.unsealed} unsealed; "
-            f"{time.monotonic() - started:.1f} s"
+            + (f"{result.dropped} rows' entries dropped with their months (tombstones); " if result.dropped else "")
+            + f"{time.monotonic() - started:.1f} s"
         )
         if result.intact:
             self.stdout.write(f"verify_ledger: intact: {summary}")
