@@ -361,7 +361,9 @@ class TurnSeal(AppendOnlyModel):
 
     id = models.BigAutoField(primary_key=True)
     # Deleting a matter deletes its turns and so their seals; verify_ledger then sees the gap in the chain.
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    # Indexed by turn_seals_message_finalize_uniq (message first), which serves every lookup by message and
+    # the cascade: a plain index would be written on every seal for nothing.
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+", db_index=False)
     # ``matter:<project id>``, or ``chat:<chat id>`` for a matter-less chat.
     chain = models.CharField(max_length=80)
     sequence = models.PositiveBigIntegerField()
@@ -385,10 +387,6 @@ class TurnSeal(AppendOnlyModel):
     class Meta:
         db_table = "turn_seals"
         ordering = ["chain", "sequence"]
-        indexes = [
-            # seal_turns and verify_ledger look up the seals of a batch of messages.
-            models.Index(fields=["message", "finalize_number"], name="turn_seals_message_idx"),
-        ]
         constraints = [
             # A chain is a sequence: two seals at one place would fork it. Also verify_ledger's walk order.
             models.UniqueConstraint(
