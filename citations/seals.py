@@ -299,13 +299,13 @@ def _owner(turn: dict[str, Any]) -> tuple[Any, Any]:
 
 def seal_turn(*, message_id: UUID | str, late: bool = False) -> TurnSeal:
     """Seal the current facts of one finalized turn, as the next seal of its chain (the ``post_finalize``
-    receiver's call, in the turn's transaction): :func:`seal_turns` of that one turn. The read is in the
-    seal's savepoint too, so that a database error in it leaves the caller's transaction usable."""
+    receiver's call, in the turn's transaction): :func:`seal_turns` of that one turn, read and written in one
+    savepoint, so that a database error in the read too leaves the caller's transaction usable."""
     with transaction.atomic():
         facts = turn_facts([message_id]).get(str(UUID(str(message_id))))
         if facts is None:
             raise ValueError(f"message {message_id} is not a finalized turn")
-        return seal_turns([facts], late=late)[0]
+        return _write_seals([facts], late=late)[0]
 
 
 def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSeal]:
@@ -315,6 +315,12 @@ def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSe
     seals' finalize numbers, one insert of the seals, one update of the heads. On PostgreSQL the wait for the
     heads is bounded by ``LQAI_LEDGER_TIMEOUT``, set in the statement that locks them and put back in the one
     that moves them. Raises ``ValueError`` if a turn is not finalized."""
+    with transaction.atomic():
+        return _write_seals(turns, late=late)
+
+
+def _write_seals(turns: Sequence[TurnFacts], *, late: bool) -> list[TurnSeal]:
+    """:func:`seal_turns`' writes, in the caller's savepoint."""
     for facts in turns:
         if facts.turn["finalized_at"] is None:
             raise ValueError(f"message {facts.turn['message']} is not a finalized turn")
@@ -325,7 +331,7 @@ def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSe
     private_key = keys.signing_key()
     owners = {facts.chain: _owner(facts.turn) for facts in turns}
     messages = list(dict.fromkeys(UUID(facts.turn["message"]) for facts in turns))
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         bounded = connection.vendor == "postgresql"
         heads: dict[str, tuple[int, str]] = {}
         finalized_before: dict[UUID, int] = {}
