@@ -306,6 +306,13 @@ class Message(models.Model):
             models.Index(fields=["chat", "created_at"], name="messages_chat_created_idx"),
             # The ledger backfill walks messages in creation order, keyset-paginated on (created_at, id).
             models.Index(fields=["created_at", "id"], name="messages_created_idx"),
+            # ``manage.py seal_turns`` walks the finalized answers in finalize order, keyset-paginated on
+            # (finalized_at, id): each batch reads its own turns, not every turn sealed before it.
+            models.Index(
+                fields=["finalized_at", "id"],
+                name="messages_finalized_idx",
+                condition=Q(role=MessageRole.ASSISTANT, finalized_at__isnull=False),
+            ),
         ]
         constraints = [
             # Only the two speakers of a turn exist; anything else is a bug upstream.

@@ -22,7 +22,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from chats.models import (
@@ -446,6 +446,19 @@ def unsealed_turns(matter_id: UUID | None = None) -> QuerySet[Message]:
 DEFAULT_LATE_BATCH = 500
 
 
+def unsealed_after(after: tuple[datetime.datetime, UUID] | None, *, matter_id: UUID | None = None) -> QuerySet[Message]:
+    """:func:`unsealed_turns` in finalize order, from after the turn finalized at ``after = (finalized_at,
+    id)`` (from the first when ``None``): an index range scan of ``messages_finalized_idx`` from there."""
+    pending = unsealed_turns(matter_id)
+    if after is not None:
+        # The ``>=`` bounds the range scan; the OR alone would read the index from its start.
+        finalized_at, message_id = after
+        pending = pending.filter(
+            Q(finalized_at__gte=finalized_at), Q(finalized_at__gt=finalized_at) | Q(id__gt=message_id)
+        )
+    return pending.order_by("finalized_at", "id")
+
+
 def seal_late(
     *,
     matter_id: UUID | None = None,
@@ -454,18 +467,24 @@ def seal_late(
 ) -> int:
     """Seal every finalized turn whose last finalize has no seal, marked ``late`` (``manage.py seal_turns``):
     in finalize order, one transaction per batch (each turn's facts read with the batch's, one query per
-    table). Resumable and idempotent: each batch is chosen among the turns still unsealed, so a rerun (or a
-    run stopped half-way and started again) seals only what is left. Returns the number sealed."""
+    table). Each batch starts after the last turn of the one before (keyset on ``(finalized_at, id)``, through
+    ``messages_finalized_idx``), so a batch costs its own turns, not a scan of every turn sealed before it.
+    Resumable and idempotent: every batch is chosen among the turns still unsealed, so a rerun (or a run
+    stopped half-way and started again) seals only what is left; a turn whose finalize commits behind the
+    walk (finalized before its last batch, committed after it) is left to the next run, as ``verify_ledger``
+    lists it unsealed. Returns the number sealed."""
     sealed = 0
+    after: tuple[datetime.datetime, UUID] | None = None
     while True:
         with transaction.atomic():
-            ids = list(
-                unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("pk", flat=True)[:batch_size]
-            )
-            if not ids:
+            batch = list(unsealed_after(after, matter_id=matter_id).values_list("pk", "finalized_at")[:batch_size])
+            if not batch:
                 return sealed
+            ids = [message_id for message_id, _ in batch]
             facts = turn_facts(ids)
             seal_turns([facts[str(message_id)] for message_id in ids], late=True)
         sealed += len(ids)
+        message_id, finalized_at = batch[-1]
+        after = (finalized_at, message_id)
         if on_batch is not None:
             on_batch(len(ids))

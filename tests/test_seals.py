@@ -4,6 +4,7 @@ and signed; ``verify_ledger`` recomputes the record and names what a change belo
 from __future__ import annotations
 
 import base64
+import datetime
 import logging
 import re
 import threading
@@ -18,6 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, connections, transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chats.models import Chat, DocumentQuote, Message
@@ -500,6 +502,38 @@ def test_seal_turns_seals_older_turns_late_and_resumably(matter_chat: Chat) -> N
     assert [s.message_id for s in sealed] == [m.pk for m in sorted(older, key=lambda m: (m.finalized_at, m.pk))]
     assert all(s.late and s.sealed_at >= s.finalized_at for s in sealed)
     assert verify()[0] == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("batch_size", [1, 2, 500])
+def test_seal_turns_walks_turns_finalized_at_one_instant_in_id_order(matter_chat: Chat, batch_size: int) -> None:
+    # Given five unsealed turns, three of them finalized at the same microsecond (the keyset's tie)
+    instant = timezone.now()
+    turns = [
+        factories.MessageFactory.create(chat=matter_chat, finalized_at=instant + datetime.timedelta(seconds=offset))
+        for offset in (1, 0, 0, -1, 0)
+    ]
+
+    # When they are sealed late in batches of one, two or all
+    assert seals.seal_late(batch_size=batch_size) == 5
+
+    # Then each is sealed once, in finalize order and, at the tie, in id order
+    sealed = list(TurnSeal.objects.order_by("sequence").values_list("message_id", flat=True))
+    assert sealed == [m.pk for m in sorted(turns, key=lambda m: (m.finalized_at, m.pk))]
+    assert seals.seal_late(batch_size=batch_size) == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_each_seal_turns_batch_reads_the_index_from_where_the_last_one_ended(matter_chat: Chat) -> None:
+    last = factories.MessageFactory.create(chat=matter_chat)
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = seals.unsealed_after((last.finalized_at, last.pk)).explain()  # type: ignore[arg-type]
+
+    # A range scan of the finalized answers starting at the last turn sealed, not a read of all the turns
+    assert "messages_finalized_idx" in plan, plan
+    assert re.search(r"Index Cond: .*finalized_at >= ", plan), plan
 
 
 # --- Concurrency -----------------------------------------------------------------------------------------------
