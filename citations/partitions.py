@@ -219,7 +219,17 @@ def _create_month(month: date, *, lock_timeout: float, progress: MoveProgress | 
             f"FOR VALUES FROM ('{bounds['start'].isoformat()}') TO ('{bounds['end'].isoformat()}')"
         )
         name_indexes_after_the_ledgers(cursor, name)
+        refuse_truncate(cursor, name)
     return total
+
+
+def refuse_truncate(cursor: CursorWrapper, table: str) -> None:
+    """Give a month of the ledger the ledger's TRUNCATE guard (``citations.0016``): a statement trigger is
+    not cloned onto a partition as a row trigger is, and a partition can be truncated on its own."""
+    cursor.execute(
+        f"CREATE TRIGGER {LEDGER}_no_truncate BEFORE TRUNCATE ON {table} "
+        "FOR EACH STATEMENT EXECUTE FUNCTION lqai_refuse_truncate()"
+    )
 
 
 # A partition's indexes, each with the ledger's index it belongs to.

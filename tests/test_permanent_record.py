@@ -257,6 +257,74 @@ def test_a_tombstone_cannot_be_updated_or_deleted_below_the_application(turn: Me
         _raw("DELETE FROM matter_purges WHERE id = %s", [tombstone.pk])
 
 
+RECORD_TABLES = (
+    "messages",
+    *GUARDED_TABLES,
+    "turn_seals",
+    "seal_chain_heads",
+    "matter_purges",
+    "ledger_partition_drops",
+    "citation_ledger_entry_default",
+)
+
+
+def _truncate(sql: str) -> None:
+    """``sql`` (a TRUNCATE) in a transaction of a session that has not allowed it, as a deployment's (the
+    test's deferred foreign-key checks run first: PostgreSQL truncates no table with checks pending)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("SET LOCAL lqai.allow_truncate = 'off'")
+        cursor.execute(sql)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("table", RECORD_TABLES)
+def test_a_truncate_of_the_record_is_refused_naming_the_rule(table: str, turn: Message) -> None:
+    seals.seal_turn(message_id=turn.pk)
+
+    with pytest.raises(IntegrityError, match=f"lqai_append_only: {table} cannot be truncated"):
+        _truncate(f"TRUNCATE {table} CASCADE")
+    assert Message.objects.filter(pk=turn.pk).exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("table", ["projects", "chats", "documents", "caselaw_opinions"])
+def test_a_truncate_that_would_cascade_into_the_record_is_refused(table: str, turn: Message) -> None:
+    with pytest.raises(IntegrityError, match="lqai_append_only: .* cannot be truncated"):
+        _truncate(f"TRUNCATE {table} CASCADE")
+    assert CitationLedgerEntry.objects.filter(message=turn).count() == 4
+
+
+@pytest.mark.postgres
+def test_each_month_of_the_ledger_refuses_a_truncate_of_its_own(turn: Message) -> None:
+    from citations import partitions
+
+    # Given the ledger's months from two years ago on, the oldest then dropped and kept detached
+    today = timezone.now().date()
+    partitions.ensure_partitions(ahead=1, today=today.replace(year=today.year - 2, day=1))
+    partitions.ensure_partitions(ahead=1)
+    oldest, *_ = (p for p in partitions.partitions() if p.start is not None)
+    assert oldest.start is not None and oldest.end is not None
+    (tombstone,) = partitions.drop_months_before(before=oldest.end.date(), dropped_by="ops", keep_detached=True)
+    assert tombstone.disposal == "detached"
+    newest = partitions.partitions()[-1].name
+
+    # Then each of them, attached or detached, refuses a truncate of its own
+    for month in (oldest.name, newest):
+        with pytest.raises(IntegrityError, match=f"lqai_append_only: {month} cannot be truncated"):
+            _truncate(f"TRUNCATE {month}")
+
+
+@pytest.mark.postgres
+def test_manage_py_flush_is_refused_on_a_deployments_database(turn: Message) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("SET LOCAL lqai.allow_truncate = 'off'")
+        with pytest.raises(CommandError, match="couldn't be flushed"):
+            call_command("flush", interactive=False, verbosity=0)
+    assert Message.objects.filter(pk=turn.pk).exists()
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("table", ["projects", "chats", "messages"])
 def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_in_sql(table: str, turn: Message) -> None:
