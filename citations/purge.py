@@ -11,14 +11,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from chats.models import Chat, Document, Message, Project
 from chats.record import LegalHoldError, purging
+from citations.ledger import OFF_TIME_TABLE, SOURCE_MAPPINGS
 from citations.models import CitationLedgerEntry, MatterPurge
 
 # Chats deleted per statement batch: bounds what Django's cascade collects in memory at once.
 CHATS_PER_BATCH = 50
+
+# PostgreSQL: the matter's source rows of one table in the off-time list (citations.0014), through their entries.
+_FORGET_OFF_TIME_SQL = f"""
+DELETE FROM {OFF_TIME_TABLE} o USING {CitationLedgerEntry._meta.db_table} e
+ WHERE e.project_id = %s AND o.source_column = '{{column}}' AND o.source_id = e.{{column}}
+"""  # noqa: S608 - table and column names from the code, the matter as a parameter
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +60,8 @@ def purge_matter(
     it, while it goes. A matter on legal hold is refused (:class:`chats.record.LegalHoldError`), an unknown
     one raises ``Project.DoesNotExist``. Chats go ``CHATS_PER_BATCH`` at a time, each batch reported to
     ``progress(done, total)``; on PostgreSQL the append-only triggers accept these deletes because the
-    transaction is marked as this matter's purge (:func:`chats.record.purging`).
+    transaction is marked as this matter's purge (:func:`chats.record.purging`), and the matter's rows leave
+    the ledger's off-time list (``citation_ledger_off_time``) too.
     """
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=project_id)
@@ -61,6 +69,11 @@ def purge_matter(
             raise LegalHoldError(f"matter {project.pk} is on legal hold: it cannot be purged")
         plan = purge_plan(project=project)
         with purging(project.pk):
+            if connection.vendor == "postgresql":
+                # Ids only, but of rows that go now: nothing of the matter outlives it but its tombstone.
+                with connection.cursor() as cursor:
+                    for mapping in SOURCE_MAPPINGS:
+                        cursor.execute(_FORGET_OFF_TIME_SQL.format(column=mapping.column), [project.pk])
             chat_ids = list(Chat.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
             for start in range(0, len(chat_ids), CHATS_PER_BATCH):
                 batch = chat_ids[start : start + CHATS_PER_BATCH]

@@ -290,7 +290,7 @@ def test_a_truncate_of_the_record_is_refused_naming_the_rule(table: str, turn: M
 @pytest.mark.postgres
 @pytest.mark.parametrize("table", ["projects", "chats", "documents", "caselaw_opinions"])
 def test_a_truncate_that_would_cascade_into_the_record_is_refused(table: str, turn: Message) -> None:
-    with pytest.raises(IntegrityError, match="lqai_append_only: .* cannot be truncated"):
+    with pytest.raises(IntegrityError, match=r"lqai_append_only: \w+ cannot be truncated"):
         _truncate(f"TRUNCATE {table} CASCADE")
     assert CitationLedgerEntry.objects.filter(message=turn).count() == 4
 
@@ -304,7 +304,8 @@ def test_each_month_of_the_ledger_refuses_a_truncate_of_its_own(turn: Message) -
     partitions.ensure_partitions(ahead=1, today=today.replace(year=today.year - 2, day=1))
     partitions.ensure_partitions(ahead=1)
     oldest, *_ = (p for p in partitions.partitions() if p.start is not None)
-    assert oldest.start is not None and oldest.end is not None
+    assert oldest.start is not None
+    assert oldest.end is not None
     (tombstone,) = partitions.drop_months_before(before=oldest.end.date(), dropped_by="ops", keep_detached=True)
     assert tombstone.disposal == "detached"
     newest = partitions.partitions()[-1].name
@@ -612,6 +613,31 @@ def test_purge_matter_deletes_the_matter_and_leaves_its_tombstone(two_matters: t
         tombstone.delete()
     with pytest.raises(AppendOnlyError):
         MatterPurge.objects.all().delete()
+
+
+@pytest.mark.postgres
+def test_purge_matter_takes_its_rows_off_the_ledgers_off_time_list(two_matters: tuple[Project, Project]) -> None:
+    # Given one row of each matter on the off-time list (an entry not at its row's time, as before citations.0014)
+    doomed, kept = two_matters
+    listed = {
+        matter.pk: CitationLedgerEntry.objects.filter(project=matter, message_tool_source__isnull=False).values_list(
+            "message_tool_source_id", flat=True
+        )[0]
+        for matter in (doomed, kept)
+    }
+    with connection.cursor() as cursor:
+        for source_id in listed.values():
+            cursor.execute(
+                "INSERT INTO citation_ledger_off_time (source_id, source_column) VALUES (%s, 'message_tool_source_id')",
+                [source_id],
+            )
+
+    _purge(str(doomed.pk), "--confirm")
+
+    # Then only the other matter's row is still listed
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT source_id FROM citation_ledger_off_time")
+        assert [uuid.UUID(str(row)) for (row,) in cursor.fetchall()] == [listed[kept.pk]]
 
 
 def test_purge_matter_records_the_os_user_by_default(two_matters: tuple[Project, Project]) -> None:
