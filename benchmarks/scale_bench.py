@@ -4,9 +4,12 @@ For each size, and for each kind of key, side by side in one run: a fresh datase
 (messages and the source tables) have that kind of key (:mod:`benchmarks.dataset`), then the raw-SQL
 limit of the ledger (:data:`benchmarks.ledger_bench.RAW_SQL_TEMPLATE`: one ``INSERT ... SELECT ... ON
 CONFLICT DO NOTHING`` over every source row) with the ledger's own ids of that kind, timed, with the WAL
-it wrote (``pg_current_wal_lsn()`` before and after). The two kinds alternate which goes first at each
-size. The goal (issue 25): with version 7 keys, 10x the rows takes at most 12x the time and the WAL per
-row stays flat; version 4 is shown beside it for the record.
+it wrote (``pg_current_wal_lsn()`` before and after) and what that WAL was made of (``pg_stat_wal``: records,
+one per heap row and index entry, and full-page images, one per page first changed after a checkpoint);
+then, for version 7 keys, ``backfill_ledger`` of the same rows into the emptied ledger, timed with its WAL.
+The two kinds alternate which goes first at each size. The goal (issue 25): with version 7 keys, 10x the
+rows takes at most 12x the time, for the raw SQL and the backfill alike, and the WAL per row stays flat;
+version 4 is shown beside it for the record.
 
 Sizes: 100,000 and 1,000,000 source rows by default (a few minutes), and 10,000,000 with
 ``make bench BENCH_ARGS="--items scale --scale-10m"``: well over an hour and over 100 GB of WAL on a small
@@ -35,6 +38,29 @@ JUDGED_FROM = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
+class WalCounters:
+    """The server's WAL statistics (``pg_stat_wal``): records and full-page images written, and bytes."""
+
+    records: int
+    full_page_images: int
+    bytes: int
+
+    def __sub__(self, other: WalCounters) -> WalCounters:
+        return WalCounters(
+            self.records - other.records, self.full_page_images - other.full_page_images, self.bytes - other.bytes
+        )
+
+
+def wal_counters() -> WalCounters:
+    """``pg_stat_wal`` now, after a flush of this backend's own counters (which it sends only every so often)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+        cursor.execute("SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal")
+        records, fpi, written = cursor.fetchone()
+    return WalCounters(int(records), int(fpi), int(written))
+
+
+@dataclass(frozen=True, slots=True)
 class ScaleRun:
     rows: int
     keys: str
@@ -42,6 +68,14 @@ class ScaleRun:
     wal_bytes: int
     build_seconds: float
     index_bytes: int  # the ledger's indexes after the insert: against shared_buffers, what stays in memory
+    # What the WAL was made of: records (one per heap row and index entry written) and full-page images (the
+    # first change of a page after a checkpoint writes the whole page), whose number depends on the server's
+    # checkpoint settings and on how many distinct pages the insert touches.
+    wal: WalCounters | None = None
+    # The backfill (``citations.backfill.backfill_ledger``, as ``manage.py backfill_ledger``) of the same
+    # rows into the emptied ledger: seconds and WAL bytes (version 7 keys only).
+    backfill_seconds: float | None = None
+    backfill_wal_bytes: int | None = None
 
     @property
     def us_per_row(self) -> float:
@@ -69,29 +103,37 @@ def build(sizes: dataset.Sizes, *, keys: str) -> float:
     return time.perf_counter() - started
 
 
-def time_insert(*, keys: str, rows: int) -> tuple[float, int, int]:
-    """The raw-SQL limit into an empty ledger with ``keys`` ids: seconds, WAL bytes, and the size of the
-    ledger's indexes afterwards."""
+def time_insert(*, keys: str, rows: int) -> tuple[float, int, int, WalCounters]:
+    """The raw-SQL limit into an empty ledger with ``keys`` ids: seconds, WAL bytes, the size of the
+    ledger's indexes afterwards, and what the WAL was made of."""
     reset_ledger()  # empty, and a checkpoint: the run starts with no dirty buffers
-    wal = wal_position()
+    wal, counters = wal_position(), wal_counters()
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(RAW_SQL_TEMPLATE.format(new_id=dataset.source_id_sql(keys=keys)))
         written = cursor.rowcount
     seconds = time.perf_counter() - started
-    wal_bytes = wal_position() - wal
+    wal_bytes, counters = wal_position() - wal, wal_counters() - counters
     assert written == rows, (written, rows)
     with connection.cursor() as cursor:
         # Partitioned (citations.0014): the indexes are the partitions'; a plain table is its own tree.
         cursor.execute("SELECT sum(pg_indexes_size(relid)) FROM pg_partition_tree('citation_ledger_entry')")
         index_bytes = int(cursor.fetchone()[0])
-    return seconds, wal_bytes, index_bytes
+    return seconds, wal_bytes, index_bytes, counters
 
 
 def run(
-    *, sizes: tuple[int, ...], keys: tuple[str, ...] = dataset.KEYS, step: Callable[[str], None] = print
+    *,
+    sizes: tuple[int, ...],
+    keys: tuple[str, ...] = dataset.KEYS,
+    backfill: bool = True,
+    step: Callable[[str], None] = print,
 ) -> list[ScaleRun]:
-    """Every size, each kind of key of ``keys`` at each (alternating which goes first), smallest size first."""
+    """Every size, each kind of key of ``keys`` at each (alternating which goes first), smallest size first;
+    with ``backfill``, the version 7 datasets backfilled too, after their raw-SQL insert."""
+    from benchmarks.ledger_bench import time_backfill
+    from citations.backfill import DEFAULT_BATCH_SIZE
+
     runs: list[ScaleRun] = []
     for n, rows in enumerate(sizes):
         order = keys if n % 2 == 0 else tuple(reversed(keys))
@@ -99,7 +141,12 @@ def run(
             step(f"9. {rows:,} source rows with {kind} keys: building")
             build_seconds = build(dataset.Sizes(rows), keys=kind)
             step(f"9. {rows:,} source rows with {kind} keys: INSERT ... SELECT into the ledger")
-            seconds, wal, index_bytes = time_insert(keys=kind, rows=rows)
+            seconds, wal, index_bytes, counters = time_insert(keys=kind, rows=rows)
+            backfilled = None
+            if backfill and kind == "v7":
+                step(f"9. {rows:,} source rows with {kind} keys: backfill_ledger into the emptied ledger")
+                backfilled = time_backfill(batch_size=DEFAULT_BATCH_SIZE)
+                assert backfilled.result.total_created == rows, (backfilled.result.total_created, rows)
             runs.append(
                 ScaleRun(
                     rows=rows,
@@ -108,6 +155,9 @@ def run(
                     wal_bytes=wal,
                     build_seconds=build_seconds,
                     index_bytes=index_bytes,
+                    wal=counters,
+                    backfill_seconds=None if backfilled is None else backfilled.seconds,
+                    backfill_wal_bytes=None if backfilled is None else backfilled.wal_bytes,
                 )
             )
     reset_data()

@@ -17,7 +17,7 @@ import datetime
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.conf import settings
@@ -485,6 +485,6 @@ def seal_late(
             seal_turns([facts[str(message_id)] for message_id in ids], late=True)
         sealed += len(ids)
         message_id, finalized_at = batch[-1]
-        after = (finalized_at, message_id)
+        after = (cast(datetime.datetime, finalized_at), message_id)  # unsealed turns are finalized
         if on_batch is not None:
             on_batch(len(ids))

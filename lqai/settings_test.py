@@ -1,6 +1,7 @@
 """Settings for the test suite: the real settings plus a throwaway secret and a fast hasher."""
 
 import os
+from typing import Any
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
 # A fixed ledger key for the suite (the real one comes from the deployment's secret store).
@@ -30,5 +31,6 @@ AXES_ENABLED = False
 # Django empties the database between transactional tests (and the benchmarks reset theirs) with TRUNCATE,
 # which the permanent record refuses below the application (chats.0025, citations.0016) unless the session
 # allows it: these throwaway databases do; a deployment's settings never set it.
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
-    DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c lqai.allow_truncate=on"  # noqa: F405
+_database: dict[str, Any] = DATABASES["default"]  # noqa: F405
+if _database["ENGINE"] == "django.db.backends.postgresql":
+    _database.setdefault("OPTIONS", {})["options"] = "-c lqai.allow_truncate=on"
