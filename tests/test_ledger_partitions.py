@@ -326,6 +326,7 @@ def test_every_partition_has_the_parents_triggers_checks_and_unique_keys() -> No
             )
             assert [row[0] for row in cursor.fetchall()] == [
                 "citation_ledger_entry_append_only",
+                "citation_ledger_entry_no_truncate",
                 "citation_ledger_entry_one_per_source",
             ], name
             constraints = connection.introspection.get_constraints(cursor, name)
