@@ -5,18 +5,19 @@ As in 0003, it is built CONCURRENTLY on PostgreSQL (the migration is not atomic)
 ``messages`` table does not block the turns being written; elsewhere it is a plain CREATE INDEX.
 """
 
+import importlib
+
 from django.db import migrations, models
 from django.db.models import Q
+
+# 0003's choice of CONCURRENTLY by database.
+_concurrently = importlib.import_module("chats.migrations.0003_messages_created_idx")._concurrently
 
 INDEX = models.Index(
     fields=["finalized_at", "id"],
     name="messages_finalized_idx",
     condition=Q(role="assistant", finalized_at__isnull=False),
 )
-
-
-def _concurrently(schema_editor):
-    return {"concurrently": True} if schema_editor.connection.vendor == "postgresql" else {}
 
 
 def create_index(apps, schema_editor):
