@@ -634,7 +634,13 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
                     "9",
                     f"backfill_ledger into the emptied ledger, {run.rows:,} source rows, {run.keys} keys",
                     f"{run.backfill_seconds:.1f} s = {run.backfill_seconds / run.seconds:.2f} x the raw SQL; WAL "
-                    f"{run.backfill_wal_bytes / 1e6:,.0f} MB = {run.backfill_wal_bytes / run.rows:,.0f} B/row",
+                    f"{run.backfill_wal_bytes / 1e6:,.0f} MB = {run.backfill_wal_bytes / run.rows:,.0f} B/row"
+                    + (
+                        f" ({run.backfill_wal.records / run.rows:.1f} records and "
+                        f"{run.backfill_wal.full_page_images / run.rows:.2f} full-page images per row)"
+                        if run.backfill_wal is not None
+                        else ""
+                    ),
                     "(for the record)",
                     "-",
                 )

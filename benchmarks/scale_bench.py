@@ -76,6 +76,7 @@ class ScaleRun:
     # rows into the emptied ledger: seconds and WAL bytes (version 7 keys only).
     backfill_seconds: float | None = None
     backfill_wal_bytes: int | None = None
+    backfill_wal: WalCounters | None = None
 
     @property
     def us_per_row(self) -> float:
@@ -145,7 +146,9 @@ def run(
             backfilled = None
             if backfill and kind == "v7":
                 step(f"9. {rows:,} source rows with {kind} keys: backfill_ledger into the emptied ledger")
+                before = wal_counters()
                 backfilled = time_backfill(batch_size=DEFAULT_BATCH_SIZE)
+                backfill_wal = wal_counters() - before
                 assert backfilled.result.total_created == rows, (backfilled.result.total_created, rows)
             runs.append(
                 ScaleRun(
@@ -158,6 +161,7 @@ def run(
                     wal=counters,
                     backfill_seconds=None if backfilled is None else backfilled.seconds,
                     backfill_wal_bytes=None if backfilled is None else backfilled.wal_bytes,
+                    backfill_wal=None if backfilled is None else backfill_wal,
                 )
             )
     reset_data()
