@@ -36,6 +36,8 @@ from tests.test_streaming import names, resume, sse_events, stream
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parent.parent
+# Seconds of the rate's minute a throttle test needs at most (its turns, a server process started).
+WINDOW_LEFT = 20
 
 
 def _distinct_words(count: int) -> list[str]:
@@ -73,7 +75,12 @@ def test_a_question_of_two_thousand_distinct_words_is_answered(
 
 @pytest.fixture
 def fresh_throttles() -> Iterator[None]:
-    """Throttle counts live in a table (chats.throttles): start and end each test with none."""
+    """Throttle counts live in a table (chats.throttles): start and end each test with none. The rate's
+    windows are fixed minutes, so a test that crossed into the next one would see its count start again:
+    each test starts with at least ``WINDOW_LEFT`` seconds of its minute to go (waiting for the next if not)."""
+    left = 60 - time.time() % 60
+    if left < WINDOW_LEFT:
+        time.sleep(left + 0.05)
     TurnRateCount.objects.all().delete()
     yield
     TurnRateCount.objects.all().delete()
