@@ -268,3 +268,26 @@ def test_a_search_by_a_matters_id_walks_the_matters_index(admin_client: Client) 
     assert keys
     plan = _plan(keys[0])
     assert "ledger_project_created_idx" in plan, plan
+
+
+@pytest.mark.postgres
+@pytest.mark.usefixtures("no_seqscan")
+def test_a_text_search_finds_documents_and_opinions_through_their_trigram_indexes(admin_client: Client) -> None:
+    factories.assembled_turn()
+
+    with CaptureQueriesContext(connection) as captured:
+        assert admin_client.get(reverse(CHANGELIST), {"q": "Memo 7"}).status_code == 200
+
+    # The titles, case names and citations are matched through pg_trgm (chats.0026), not read row by row
+    lookups = {
+        table: [q["sql"] for q in captured.captured_queries if q["sql"].startswith(f'SELECT "{table}"."id" AS "pk"')]
+        for table in ("documents", "caselaw_opinions")
+    }
+    for table, index in (
+        ("documents", "documents_title_trgm"),
+        ("caselaw_opinions", "caselaw_opinions_name_citation_trgm"),
+    ):
+        (sql,) = lookups[table]
+        plan = _plan(sql)
+        assert index in plan, plan
+        assert f"Seq Scan on {table}" not in plan, plan
