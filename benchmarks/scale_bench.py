@@ -61,6 +61,16 @@ def wal_counters() -> WalCounters:
 
 
 @dataclass(frozen=True, slots=True)
+class Backfilled:
+    """``citations.backfill.backfill_ledger`` (what ``manage.py backfill_ledger`` runs) into an empty ledger:
+    seconds, WAL bytes (the WAL position's move) and what the WAL was made of."""
+
+    seconds: float
+    wal_bytes: int
+    wal: WalCounters
+
+
+@dataclass(frozen=True, slots=True)
 class ScaleRun:
     rows: int
     keys: str
@@ -71,12 +81,9 @@ class ScaleRun:
     # What the WAL was made of: records (one per heap row and index entry written) and full-page images (the
     # first change of a page after a checkpoint writes the whole page), whose number depends on the server's
     # checkpoint settings and on how many distinct pages the insert touches.
-    wal: WalCounters | None = None
-    # The backfill (``citations.backfill.backfill_ledger``, as ``manage.py backfill_ledger``) of the same
-    # rows into the emptied ledger: seconds and WAL bytes (version 7 keys only).
-    backfill_seconds: float | None = None
-    backfill_wal_bytes: int | None = None
-    backfill_wal: WalCounters | None = None
+    wal: WalCounters
+    # The backfill of the same rows into the emptied ledger (version 7 keys only).
+    backfill: Backfilled | None = None
 
     @property
     def us_per_row(self) -> float:
@@ -147,9 +154,9 @@ def run(
             if backfill and kind == "v7":
                 step(f"9. {rows:,} source rows with {kind} keys: backfill_ledger into the emptied ledger")
                 before = wal_counters()
-                backfilled = time_backfill(batch_size=DEFAULT_BATCH_SIZE)
-                backfill_wal = wal_counters() - before
-                assert backfilled.result.total_created == rows, (backfilled.result.total_created, rows)
+                timed = time_backfill(batch_size=DEFAULT_BATCH_SIZE)
+                backfilled = Backfilled(timed.seconds, timed.wal_bytes, wal_counters() - before)
+                assert timed.result.total_created == rows, (timed.result.total_created, rows)
             runs.append(
                 ScaleRun(
                     rows=rows,
@@ -159,9 +166,7 @@ def run(
                     build_seconds=build_seconds,
                     index_bytes=index_bytes,
                     wal=counters,
-                    backfill_seconds=None if backfilled is None else backfilled.seconds,
-                    backfill_wal_bytes=None if backfilled is None else backfilled.wal_bytes,
-                    backfill_wal=None if backfilled is None else backfill_wal,
+                    backfill=backfilled,
                 )
             )
     reset_data()
