@@ -14,6 +14,7 @@ ledger can hold: the quote tables' constraints refuse any other.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 USERS = 20
@@ -80,6 +81,12 @@ class Sizes:
     def valid(self) -> int:
         """Rows the ledger holds: all of them (the quote tables refuse the shapes it cannot hold)."""
         return self.rows
+
+
+def months(sizes: Sizes) -> int:
+    """How many calendar months the turns of a dataset of ``sizes`` span, from January 2024: a minute per turn."""
+    last = datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=sizes.assistant_messages - 1)
+    return (last.year - 2024) * 12 + last.month
 
 
 def generate_parents(cursor: Any, sizes: Sizes, *, keys: str = "v4") -> None:

@@ -44,7 +44,8 @@ TURN_SETTINGS: dict[str, Any] = {"ALLOWED_HOSTS": ["testserver"]}
 
 # The limit: everything in one hand-written statement, same schema and constraints, no batching, no
 # counting, no anti-join. Written here on purpose, independently of citations/ledger.py; {new_id} is the SQL
-# that makes each entry's id. Each entry is dated at its row's time, as the ledger dates it.
+# that makes each entry's id, {order_by} empty (each source table's entries in turn) or TIME_ORDER. Each entry
+# is dated at its row's time, as the ledger dates it.
 RAW_SQL_TEMPLATE = """
 INSERT INTO citation_ledger_entry (
     id, project_id, chat_id, message_id, source_kind,
@@ -67,10 +68,15 @@ SELECT {new_id}, c.project_id, m.chat_id, s.message_id, s.source_kind, NULL::uui
        'provenance', NULL::double precision, s.provider, s.created_at, NULL::uuid, s.created_at
 FROM message_tool_sources s JOIN messages m ON m.id = s.message_id JOIN chats c ON c.id = m.chat_id
 WHERE s.source_kind <> ''
+{order_by}
 ON CONFLICT DO NOTHING
 """
 # As the ledger writes its ids (random, version 4); benchmarks.scale_bench compares version 7.
-RAW_SQL = RAW_SQL_TEMPLATE.format(new_id="gen_random_uuid()")
+RAW_SQL = RAW_SQL_TEMPLATE.format(new_id="gen_random_uuid()", order_by="")
+# The order the product writes the ledger in: a turn's entries at a time, and the backfill batch by batch in
+# creation order. Without it the statement writes one table's entries over the whole dataset's time, then
+# the next's between them, in every index ordered by time.
+TIME_ORDER = "ORDER BY created_at"
 
 # Every column an entry copies from its source (not id, not created_at), hashed and summed: equal
 # fingerprints mean the raw SQL and the backfill wrote the same entries.

@@ -56,7 +56,7 @@ def run(*, rows: int, step: Callable[[str], None] = print) -> PartitionRun:
     scale_bench.build(dataset.Sizes(rows), keys="v7")
     reset_ledger()
     with connection.cursor() as cursor:
-        cursor.execute(_DATED_AT_TURN.format(new_id=dataset.source_id_sql(keys="v7")))
+        cursor.execute(_DATED_AT_TURN.format(new_id=dataset.source_id_sql(keys="v7"), order_by=""))
         entries = cursor.rowcount
     step(f"14. {entries:,} entries: citations.0014 backwards (to the plain table)")
     backward = _migrate(PLAIN)

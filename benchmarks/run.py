@@ -694,11 +694,13 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     notes = [
         "Scale (9): for each size and kind of key a fresh dataset (benchmarks.dataset: 40% KB quotes, 30% "
         "caselaw quotes, 30% tool sources, about 4 per turn, 20 per chat, 1,000 per matter) whose messages and "
-        "source rows have that kind of key, then one INSERT ... SELECT ... ON CONFLICT DO NOTHING of every "
-        "entry into an empty ledger (after a CHECKPOINT) with ids of that kind: gen_random_uuid() or "
-        "uuid_generate_v7(). One run per size and kind, the kinds alternating which goes first; the server's "
+        "source rows have that kind of key, the ledger's partitions of every month its turns span (as the "
+        "nightly ledger_partitions keeps them), then one INSERT ... SELECT ... ORDER BY created_at ON CONFLICT "
+        "DO NOTHING of every entry into an empty ledger (after a CHECKPOINT) with ids of that kind: "
+        "gen_random_uuid() or uuid_generate_v7(); then, for version 7, backfill_ledger of the same rows into "
+        "the emptied ledger. One run per size and kind, the kinds alternating which goes first; the server's "
         f"shared_buffers: {shared_buffers}; build times: "
-        + ", ".join(f"{r.rows:,} {r.keys} {r.build_seconds:.0f} s" for r in runs)
+        + ", ".join(f"{r.rows:,} {r.keys} {r.build_seconds:.0f} s ({r.months} months)" for r in runs)
         + ".",
     ]
     return rows, notes

@@ -1,20 +1,22 @@
 """The ledger at scale (``make bench`` item 9): random (version 4) against time-ordered (version 7) keys.
 
 For each size, and for each kind of key, side by side in one run: a fresh dataset whose per-turn rows
-(messages and the source tables) have that kind of key (:mod:`benchmarks.dataset`), then the raw-SQL
-limit of the ledger (:data:`benchmarks.ledger_bench.RAW_SQL_TEMPLATE`: one ``INSERT ... SELECT ... ON
-CONFLICT DO NOTHING`` over every source row) with the ledger's own ids of that kind, timed, with the WAL
-it wrote (``pg_current_wal_lsn()`` before and after) and what that WAL was made of (``pg_stat_wal``: records,
-one per heap row and index entry, and full-page images, one per page first changed after a checkpoint);
-then, for version 7 keys, ``backfill_ledger`` of the same rows into the emptied ledger, timed with its WAL.
-The two kinds alternate which goes first at each size. The goal (issue 25): with version 7 keys, 10x the
-rows takes at most 12x the time, for the raw SQL and the backfill alike, and the WAL per row stays flat;
-version 4 is shown beside it for the record.
+(messages and the source tables) have that kind of key (:mod:`benchmarks.dataset`), with the ledger's
+partitions of every month its turns span, as a deployment's nightly ``ledger_partitions`` keeps them; then
+the raw-SQL limit of the ledger (:data:`benchmarks.ledger_bench.RAW_SQL_TEMPLATE`: one ``INSERT ... SELECT
+... ON CONFLICT DO NOTHING`` over every source row, in the ledger's write order, ``created_at``) with the
+ledger's own ids of that kind, timed, with the WAL it wrote (``pg_current_wal_lsn()`` before and after) and
+what that WAL was made of (``pg_stat_wal``: records, one per heap row and index entry, and full-page images,
+one per page first changed after a checkpoint); then, for version 7 keys, ``backfill_ledger`` of the same
+rows into the emptied ledger, timed with its WAL. The two kinds alternate which goes first at each size.
+The goal (issue 25): with version 7 keys, 10x the rows takes at most 12x the time, for the raw SQL and the
+backfill alike, and the WAL per row stays flat; version 4 is shown beside it for the record.
 
 Sizes: 100,000 and 1,000,000 source rows by default (a few minutes), and 10,000,000 with
-``make bench BENCH_ARGS="--items scale --scale-10m"``: well over an hour and over 100 GB of WAL on a small
+``make bench BENCH_ARGS="--items scale --scale-10m"``: about an hour and tens of GB of WAL on a small
 machine (issue 25 measured the version 4 insert alone at 1,153 s and 71 GB of WAL there), so run it on an
-otherwise idle server with room on its disk.
+otherwise idle server with room on its disk. The dataset puts a turn a minute from January 2024, so the
+sizes span 1, 6 and 58 months: each month's partition holds about as many entries at every size.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 
 from django.db import connection
 
 from benchmarks import dataset
-from benchmarks.ledger_bench import RAW_SQL_TEMPLATE, reset_ledger, wal_position
+from benchmarks.ledger_bench import RAW_SQL_TEMPLATE, TIME_ORDER, reset_ledger, wal_position
+from citations import partitions
 
 DEFAULT_SIZES = (100_000, 1_000_000)
 LARGE_SIZE = 10_000_000
@@ -77,6 +81,7 @@ class ScaleRun:
     seconds: float
     wal_bytes: int
     build_seconds: float
+    months: int  # the ledger's monthly partitions the entries fall in
     index_bytes: int  # the ledger's indexes after the insert: against shared_buffers, what stays in memory
     # What the WAL was made of: records (one per heap row and index entry written) and full-page images (the
     # first change of a page after a checkpoint writes the whole page), whose number depends on the server's
@@ -111,14 +116,22 @@ def build(sizes: dataset.Sizes, *, keys: str) -> float:
     return time.perf_counter() - started
 
 
+def partition_months(sizes: dataset.Sizes) -> list[str]:
+    """The ledger's partitions of every month the dataset's turns span, as a deployment has them: its nightly
+    ``manage.py ledger_partitions`` keeps the months ahead of the turns (``citations.partitions``), so no
+    entry lands in the default partition. The names of those created."""
+    first = date(2024, 1, 1)
+    return partitions.ensure_partitions(ahead=dataset.months(sizes) - 1, today=first).created
+
+
 def time_insert(*, keys: str, rows: int) -> tuple[float, int, int, WalCounters]:
-    """The raw-SQL limit into an empty ledger with ``keys`` ids: seconds, WAL bytes, the size of the
-    ledger's indexes afterwards, and what the WAL was made of."""
+    """The raw-SQL limit, in the ledger's write order (time), into an empty ledger with ``keys`` ids:
+    seconds, WAL bytes, the size of the ledger's indexes afterwards, and what the WAL was made of."""
     reset_ledger()  # empty, and a checkpoint: the run starts with no dirty buffers
     wal, counters = wal_position(), wal_counters()
     started = time.perf_counter()
     with connection.cursor() as cursor:
-        cursor.execute(RAW_SQL_TEMPLATE.format(new_id=dataset.source_id_sql(keys=keys)))
+        cursor.execute(RAW_SQL_TEMPLATE.format(new_id=dataset.source_id_sql(keys=keys), order_by=TIME_ORDER))
         written = cursor.rowcount
     seconds = time.perf_counter() - started
     wal_bytes, counters = wal_position() - wal, wal_counters() - counters
@@ -147,7 +160,9 @@ def run(
         order = keys if n % 2 == 0 else tuple(reversed(keys))
         for kind in order:
             step(f"9. {rows:,} source rows with {kind} keys: building")
-            build_seconds = build(dataset.Sizes(rows), keys=kind)
+            sizes_here = dataset.Sizes(rows)
+            build_seconds = build(sizes_here, keys=kind)
+            partition_months(sizes_here)
             step(f"9. {rows:,} source rows with {kind} keys: INSERT ... SELECT into the ledger")
             seconds, wal, index_bytes, counters = time_insert(keys=kind, rows=rows)
             backfilled = None
@@ -164,6 +179,7 @@ def run(
                     seconds=seconds,
                     wal_bytes=wal,
                     build_seconds=build_seconds,
+                    months=dataset.months(sizes_here),
                     index_bytes=index_bytes,
                     wal=counters,
                     backfill=backfilled,
