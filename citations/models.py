@@ -155,13 +155,13 @@ class CitationLedgerEntry(AppendOnlyModel):
             models.CheckConstraint(
                 condition=Q(message_citation__isnull=True) | Q(source_kind=SourceKind.KB_DOCUMENT),
                 name="citation_ledger_entry_kb_kind",
-                violation_error_message="An entry for a message citation must have source_kind 'kb_document'.",
+                violation_error_message="An entry for a document quote must have source_kind 'kb_document'.",
             ),
             # A caselaw quote is a caselaw entry.
             models.CheckConstraint(
                 condition=Q(message_caselaw_citation__isnull=True) | Q(source_kind=SourceKind.CASELAW),
                 name="citation_ledger_entry_caselaw_kind",
-                violation_error_message="An entry for a caselaw citation must have source_kind 'caselaw'.",
+                violation_error_message="An entry for an opinion quote must have source_kind 'caselaw'.",
             ),
             # A case citation written in an answer is a caselaw entry.
             models.CheckConstraint(
@@ -217,12 +217,12 @@ class CitationLedgerEntry(AppendOnlyModel):
             models.UniqueConstraint(
                 fields=["message_citation"],
                 name="citation_ledger_entry_message_citation_uniq",
-                violation_error_message="This message citation already has a ledger entry.",
+                violation_error_message="This document quote already has a ledger entry.",
             ),
             models.UniqueConstraint(
                 fields=["message_caselaw_citation"],
                 name="citation_ledger_entry_caselaw_citation_uniq",
-                violation_error_message="This caselaw citation already has a ledger entry.",
+                violation_error_message="This opinion quote already has a ledger entry.",
             ),
             models.UniqueConstraint(
                 fields=["message_tool_source"],

@@ -361,12 +361,12 @@ INVALID: dict[str, Invalid] = {
     "kb_quote_with_caselaw_kind": Invalid(
         lambda: _kb_entry(source_kind="caselaw"),
         "citation_ledger_entry_kb_kind",
-        "An entry for a message citation must have source_kind 'kb_document'.",
+        "An entry for a document quote must have source_kind 'kb_document'.",
     ),
     "caselaw_quote_with_kb_kind": Invalid(
         lambda: _caselaw_entry(source_kind="kb_document"),
         "citation_ledger_entry_caselaw_kind",
-        "An entry for a caselaw citation must have source_kind 'caselaw'.",
+        "An entry for an opinion quote must have source_kind 'caselaw'.",
     ),
     "kb_quote_as_provenance": Invalid(
         lambda: _kb_entry(verification_status=PROVENANCE, confidence=None),
@@ -451,12 +451,12 @@ INVALID: dict[str, Invalid] = {
     "second_entry_for_a_kb_quote": Invalid(
         _duplicate_of(),
         _unique_violation("citation_ledger_entry_message_citation_uniq", "message_citation_id"),
-        "This message citation already has a ledger entry.",
+        "This document quote already has a ledger entry.",
     ),
     "second_entry_for_a_caselaw_quote": Invalid(
         _duplicate_of(caselaw=True),
         _unique_violation("citation_ledger_entry_caselaw_citation_uniq", "message_caselaw_citation_id"),
-        "This caselaw citation already has a ledger entry.",
+        "This opinion quote already has a ledger entry.",
     ),
     "second_entry_for_a_tool_source": Invalid(
         _duplicate_of(tool_source=True),
