@@ -4,7 +4,8 @@
 For each size a fresh dataset (:mod:`benchmarks.dataset`, time-ordered keys, as production writes them) and
 its ledger (the raw-SQL limit of :mod:`benchmarks.ledger_bench`, each entry dated at its turn, as
 ``assemble()`` dates it, so that the date hierarchy and an old message's search see a ledger spread over
-time), then the reads of issue 25 through the Django test client as a superuser, the whole response (the
+time; written in that order, as the product writes it, into the partitions of every month it spans, as a
+deployment's nightly ``ledger_partitions`` keeps them: 1, 6 and 58 months at the three sizes), then the reads of issue 25 through the Django test client as a superuser, the whole response (the
 changelist view with its template): the first page, a status filter, a status with no rows, a search by
 an old message's id, the date hierarchy's year, and a search by words of a document title. Each read is
 warmed once, then the reads alternate for ``repeats`` rounds and each keeps its median. The goal (issue 25):
@@ -24,7 +25,7 @@ from django.test.utils import override_settings
 from django.urls import reverse
 
 from benchmarks import dataset, scale_bench
-from benchmarks.ledger_bench import RAW_SQL_TEMPLATE, reset_ledger
+from benchmarks.ledger_bench import RAW_SQL_TEMPLATE, TIME_ORDER, reset_ledger
 
 DEFAULT_SIZES = scale_bench.DEFAULT_SIZES
 LARGE_SIZE = scale_bench.LARGE_SIZE
@@ -62,10 +63,12 @@ def reads(*, old_message_id: str) -> tuple[Read, ...]:
 def build(rows: int) -> tuple[int, float]:
     """A fresh dataset of ``rows`` source rows and its ledger, dated at each turn: the entries and seconds."""
     started = time.perf_counter()
-    scale_bench.build(dataset.Sizes(rows), keys="v7")
+    sizes = dataset.Sizes(rows)
+    scale_bench.build(sizes, keys="v7")
+    scale_bench.partition_months(sizes)
     reset_ledger()
     with connection.cursor() as cursor:
-        cursor.execute(_DATED_AT_TURN.format(new_id=dataset.source_id_sql(keys="v7"), order_by=""))
+        cursor.execute(_DATED_AT_TURN.format(new_id=dataset.source_id_sql(keys="v7"), order_by=TIME_ORDER))
         entries = cursor.rowcount
         cursor.execute("VACUUM ANALYZE citation_ledger_entry")
     return entries, time.perf_counter() - started

@@ -739,7 +739,9 @@ def admin_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
             )
     notes = [
         "Admin (13): for each size a fresh dataset with time-ordered keys and its ledger (the raw-SQL limit, each "
-        "entry dated at its turn: a minute per turn from 2024-01-01), VACUUM ANALYZE, then each read through the "
+        "entry dated at its turn: a minute per turn from 2024-01-01, written in that order into the partitions of "
+        "every month it spans, as the nightly ledger_partitions keeps them), VACUUM ANALYZE, then each read "
+        "through the "
         "Django test client as a superuser (the whole changelist response), warmed once, then alternating, "
         f"median of {args.repeats}; each size needs its own dataset, so the sizes are timed one after the other "
         "(other work on the machine at each shows in the ratio); build times: "
