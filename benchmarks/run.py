@@ -631,7 +631,11 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
                     f"backfill_ledger into the emptied ledger, {run.rows:,} source rows, {run.keys} keys",
                     f"{run.backfill.seconds:.1f} s = {run.backfill.seconds / run.seconds:.2f} x the raw SQL; WAL "
                     f"{run.backfill.wal_bytes / 1e6:,.0f} MB = {run.backfill.wal_bytes / run.rows:,.0f} B/row "
-                    f"({_wal_made_of(run.backfill.wal, run.rows)})",
+                    f"({_wal_made_of(run.backfill.wal, run.rows)}); {len(run.backfill.batch_seconds):,} batches "
+                    f"in {run.backfill.batches_seconds:.1f} s (median of the first tenth "
+                    f"{run.backfill.tenth_median_ms(0):.0f} ms, "
+                    f"of the last {run.backfill.tenth_median_ms(-1):.0f} ms), "
+                    f"then {run.backfill.after_batches_seconds:.1f} s (ANALYZE)",
                     "(for the record)",
                     "-",
                 )

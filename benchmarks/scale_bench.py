@@ -22,6 +22,7 @@ sizes span 1, 6 and 58 months: each month's partition holds about as many entrie
 from __future__ import annotations
 
 import itertools
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,6 +73,23 @@ class Backfilled:
     seconds: float
     wal_bytes: int
     wal: WalCounters
+    batch_seconds: tuple[float, ...]  # each batch's, in the order they ran
+
+    @property
+    def batches_seconds(self) -> float:
+        return sum(self.batch_seconds)
+
+    @property
+    def after_batches_seconds(self) -> float:
+        """What the run spent after its last batch: the ``ANALYZE`` of the ledger a run that wrote ends with."""
+        return self.seconds - self.batches_seconds
+
+    def tenth_median_ms(self, which: int) -> float:
+        """The median batch of the first (``0``) or the last (``-1``) tenth of the run's batches, in ms: a
+        batch that costs more late in the run than early is paying for the ledger's size."""
+        tenth = max(1, len(self.batch_seconds) // 10)
+        batches = self.batch_seconds[:tenth] if which == 0 else self.batch_seconds[-tenth:]
+        return statistics.median(batches) * 1000 if batches else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +188,9 @@ def run(
                 step(f"9. {rows:,} source rows with {kind} keys: backfill_ledger into the emptied ledger")
                 before = wal_counters()
                 timed = time_backfill(batch_size=DEFAULT_BATCH_SIZE)
-                backfilled = Backfilled(timed.seconds, timed.wal_bytes, wal_counters() - before)
+                backfilled = Backfilled(
+                    timed.seconds, timed.wal_bytes, wal_counters() - before, tuple(timed.batch_seconds)
+                )
                 assert timed.result.total_created == rows, (timed.result.total_created, rows)
             runs.append(
                 ScaleRun(
