@@ -635,7 +635,9 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
                     f"in {run.backfill.batches_seconds:.1f} s (median of the first tenth "
                     f"{run.backfill.tenth_median_ms(0):.0f} ms, "
                     f"of the last {run.backfill.tenth_median_ms(-1):.0f} ms), "
-                    f"then {run.backfill.after_batches_seconds:.1f} s (ANALYZE)",
+                    f"then {run.backfill.after_batches_seconds:.1f} s (ANALYZE); meanwhile autovacuum vacuumed "
+                    f"the ledger's partitions {run.backfill.autovacuums[0]} times and analyzed them "
+                    f"{run.backfill.autovacuums[1]} times",
                     "(for the record)",
                     "-",
                 )

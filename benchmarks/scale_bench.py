@@ -65,6 +65,19 @@ def wal_counters() -> WalCounters:
     return WalCounters(int(records), int(fpi), int(written))
 
 
+def autovacuum_runs() -> tuple[int, int]:
+    """How many times autovacuum has vacuumed and analyzed the ledger's partitions so far (``pg_stat_user_tables``,
+    summed over the partition tree). A batch that commits lets autovacuum at the rows it wrote; one long
+    statement, like the raw SQL, does not until it ends."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum(s.autovacuum_count), 0), coalesce(sum(s.autoanalyze_count), 0) "
+            "FROM pg_partition_tree('citation_ledger_entry') t JOIN pg_stat_user_tables s ON s.relid = t.relid"
+        )
+        vacuums, analyzes = cursor.fetchone()
+    return int(vacuums), int(analyzes)
+
+
 @dataclass(frozen=True, slots=True)
 class Backfilled:
     """``citations.backfill.backfill_ledger`` (what ``manage.py backfill_ledger`` runs) into an empty ledger:
@@ -74,6 +87,7 @@ class Backfilled:
     wal_bytes: int
     wal: WalCounters
     batch_seconds: tuple[float, ...]  # each batch's, in the order they ran
+    autovacuums: tuple[int, int]  # autovacuum's vacuums and analyzes of the ledger's partitions meanwhile
 
     @property
     def batches_seconds(self) -> float:
@@ -186,10 +200,15 @@ def run(
             backfilled = None
             if backfill and kind == "v7":
                 step(f"9. {rows:,} source rows with {kind} keys: backfill_ledger into the emptied ledger")
-                before = wal_counters()
+                before, vacuumed = wal_counters(), autovacuum_runs()
                 timed = time_backfill(batch_size=DEFAULT_BATCH_SIZE)
+                vacuums, analyzes = (now - then for now, then in zip(autovacuum_runs(), vacuumed, strict=True))
                 backfilled = Backfilled(
-                    timed.seconds, timed.wal_bytes, wal_counters() - before, tuple(timed.batch_seconds)
+                    timed.seconds,
+                    timed.wal_bytes,
+                    wal_counters() - before,
+                    tuple(timed.batch_seconds),
+                    (vacuums, analyzes),
                 )
                 assert timed.result.total_created == rows, (timed.result.total_created, rows)
             runs.append(
