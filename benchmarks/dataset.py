@@ -27,12 +27,13 @@ _V7_FROM = (
 _EPOCH_2024_MS = 1_704_067_200_000
 
 
-def message_id_sql(number: str, *, keys: str) -> str:
-    """SQL for the id of message ``number`` (an SQL expression): turn ``number / 2`` is a minute after the
+def message_id_sql(number: str, *, keys: str, turn_seconds: int = 60) -> str:
+    """SQL for the id of message ``number`` (an SQL expression): turn ``number / 2`` is ``turn_seconds`` after the
     previous one from 2024-01-01, and with ``keys="v7"`` its id carries that time."""
     if keys == "v4":
         return f"md5('m' || ({number}))::uuid"
-    return _V7_FROM.format(ms=f"({_EPOCH_2024_MS}::bigint + ({number})::bigint / 2 * 60000)", seed=f"'m' || ({number})")
+    ms = f"({_EPOCH_2024_MS}::bigint + ({number})::bigint / 2 * {turn_seconds * 1000})"
+    return _V7_FROM.format(ms=ms, seed=f"'m' || ({number})")
 
 
 def source_id_sql(*, keys: str) -> str:
@@ -44,6 +45,9 @@ class Sizes:
     """Row counts of a dataset of ``rows`` source rows."""
 
     rows: int
+    # Seconds from one turn to the next, from 2024-01-01: the months the dataset spans (``months``), so the
+    # ledger's monthly partitions it fills.
+    turn_seconds: int = 60
 
     @property
     def projects(self) -> int:
@@ -84,8 +88,8 @@ class Sizes:
 
 
 def months(sizes: Sizes) -> int:
-    """How many calendar months the turns of a dataset of ``sizes`` span, from January 2024: a minute per turn."""
-    last = datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=sizes.assistant_messages - 1)
+    """How many calendar months the turns of a dataset of ``sizes`` span, from January 2024."""
+    last = datetime(2024, 1, 1, tzinfo=UTC) + timedelta(seconds=sizes.turn_seconds * (sizes.assistant_messages - 1))
     return (last.year - 2024) * 12 + last.month
 
 
@@ -113,14 +117,15 @@ def generate_parents(cursor: Any, sizes: Sizes, *, keys: str = "v4") -> None:
         "%s + g %% %s, 'Chat ' || g, timestamptz '2023-06-01' FROM generate_series(0, %s) g",
         [p, first_user, USERS, c - 1],
     )
-    # Message 2k is turn k's user message, 2k+1 its assistant message, a minute apart over 2024.
+    # Message 2k is turn k's user message, 2k+1 its assistant message, turn_seconds apart from 2024-01-01.
+    every = f"interval '{sizes.turn_seconds} seconds'"
     cursor.execute(
         "INSERT INTO messages (id, chat_id, role, content, status, finalized_at, created_at, updated_at) "
-        f"SELECT {message_id_sql('g', keys=keys).replace('%', '%%')}, md5('c' || ((g / 2) %% %s))::uuid, "
+        f"SELECT {message_id_sql('g', keys=keys, turn_seconds=sizes.turn_seconds).replace('%', '%%')}, "
+        "md5('c' || ((g / 2) %% %s))::uuid, "
         "CASE WHEN g %% 2 = 0 THEN 'user' ELSE 'assistant' END, 'bench turn', 'complete', "
-        "timestamptz '2024-01-01' + (g / 2) * interval '1 minute', "
-        "timestamptz '2024-01-01' + (g / 2) * interval '1 minute', "
-        "timestamptz '2024-01-01' + (g / 2) * interval '1 minute' FROM generate_series(0, %s) g",
+        f"timestamptz '2024-01-01' + (g / 2) * {every}, timestamptz '2024-01-01' + (g / 2) * {every}, "
+        f"timestamptz '2024-01-01' + (g / 2) * {every} FROM generate_series(0, %s) g",
         [c, 2 * a - 1],
     )
     cursor.execute(
@@ -150,9 +155,9 @@ def generate_sources(
             continue
         # Row g of a table belongs to turn (g * a) / count: each turn gets its share, contiguously.
         turn = f"((g::bigint * {a}) / {count})"
-        message = message_id_sql(f"2 * {turn} + 1", keys=keys)
+        message = message_id_sql(f"2 * {turn} + 1", keys=keys, turn_seconds=sizes.turn_seconds)
         new_id = source_id_sql(keys=keys)
-        created = f"timestamptz '2024-01-01' + {turn} * interval '1 minute'"
+        created = f"timestamptz '2024-01-01' + {turn} * interval '{sizes.turn_seconds} seconds'"
         if table == "kb":
             # The quoted document belongs to the turn's chat's project.
             document = f"md5('d' || ((({turn} %% {c}) %% {p}) * 10 + g %% 10))::uuid"
