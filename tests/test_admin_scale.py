@@ -325,3 +325,47 @@ def test_a_pages_rows_are_read_from_its_own_months_partitions_only(admin_client:
     assert partitions.partition_name(this_month) in plan, plan
     for name in (*later, partitions.DEFAULT_PARTITION):
         assert name not in plan, plan
+
+
+@pytest.mark.postgres
+def test_a_text_search_reads_only_the_months_of_the_rows_it_found(admin_client: Client) -> None:
+    # Given a ledger with this month's partition and the next two, and a turn quoting a memo this month
+    from citations import partitions
+
+    partitions.ensure_partitions(ahead=2)
+    message = factories.assembled_turn()
+    this_month = timezone.now().date().replace(day=1)
+    next_month = partitions.next_month(this_month)
+
+    queries = _ledger_queries(admin_client, q="memo")
+
+    # Then the page's keys are looked for in the found rows' own month only, not in every month's date index
+    plan = _plan(_page_query(queries))
+    assert partitions.partition_name(this_month) in plan, plan
+    for name in (partitions.partition_name(next_month), partitions.DEFAULT_PARTITION):
+        assert name not in plan, plan
+    response = admin_client.get(reverse(CHANGELIST), {"q": "memo"})
+    quote = message.citations.get()
+    assert [entry.message_citation_id for entry in response.context["cl"].result_list] == [quote.pk]
+
+
+@pytest.mark.postgres
+def test_a_text_search_finds_an_entry_that_is_not_at_its_rows_time(admin_client: Client) -> None:
+    # Given a quote whose entry was written by hand 40 days after the row (the trigger lists it off time)
+    message = factories.MessageFactory.create()
+    quote = factories.DocumentQuoteFactory.create(message=message)
+    CitationLedgerEntry.objects.create(
+        project_id=message.chat.project_id,
+        chat_id=message.chat_id,
+        message=message,
+        source_kind="kb_document",
+        message_citation=quote,
+        verification_status=quote.verification_method,
+        confidence=quote.verification_confidence,
+        created_at=quote.created_at + datetime.timedelta(days=40),
+    )
+
+    response = admin_client.get(reverse(CHANGELIST), {"q": quote.document.title})
+
+    # Then the search still finds it, by the row's id alone
+    assert [entry.message_citation_id for entry in response.context["cl"].result_list] == [quote.pk]
