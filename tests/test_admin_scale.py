@@ -365,6 +365,7 @@ def test_a_text_search_finds_an_entry_that_is_not_at_its_rows_time(admin_client:
         created_at=quote.created_at + datetime.timedelta(days=40),
     )
 
+    assert quote.document is not None
     response = admin_client.get(reverse(CHANGELIST), {"q": quote.document.title})
 
     # Then the search still finds it, by the row's id alone
