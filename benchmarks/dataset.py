@@ -50,6 +50,11 @@ class Sizes:
     turn_seconds: int = 60
 
     @property
+    def turn_interval(self) -> str:
+        """SQL for the interval from one turn to the next."""
+        return f"interval '{self.turn_seconds} seconds'"
+
+    @property
     def projects(self) -> int:
         return max(10, self.rows // 1_000)
 
@@ -118,7 +123,7 @@ def generate_parents(cursor: Any, sizes: Sizes, *, keys: str = "v4") -> None:
         [p, first_user, USERS, c - 1],
     )
     # Message 2k is turn k's user message, 2k+1 its assistant message, turn_seconds apart from 2024-01-01.
-    every = f"interval '{sizes.turn_seconds} seconds'"
+    every = sizes.turn_interval
     cursor.execute(
         "INSERT INTO messages (id, chat_id, role, content, status, finalized_at, created_at, updated_at) "
         f"SELECT {message_id_sql('g', keys=keys, turn_seconds=sizes.turn_seconds).replace('%', '%%')}, "
@@ -157,7 +162,7 @@ def generate_sources(
         turn = f"((g::bigint * {a}) / {count})"
         message = message_id_sql(f"2 * {turn} + 1", keys=keys, turn_seconds=sizes.turn_seconds)
         new_id = source_id_sql(keys=keys)
-        created = f"timestamptz '2024-01-01' + {turn} * interval '{sizes.turn_seconds} seconds'"
+        created = f"timestamptz '2024-01-01' + {turn} * {sizes.turn_interval}"
         if table == "kb":
             # The quoted document belongs to the turn's chat's project.
             document = f"md5('d' || ((({turn} %% {c}) %% {p}) * 10 + g %% 10))::uuid"

@@ -140,6 +140,18 @@ class BackfillRun:
     def longest_batch(self) -> float:
         return max(self.batch_seconds, default=0.0)
 
+    @property
+    def after_batches_seconds(self) -> float:
+        """What the run spent after its last batch: the ``ANALYZE`` of the ledger a run that wrote ends with."""
+        return self.seconds - sum(self.batch_seconds)
+
+    def tenth_median_ms(self, which: int) -> float:
+        """The median batch of the first (``0``) or the last (``-1``) tenth of the run's batches, in ms: a
+        batch that costs more late in the run than early is paying for the ledger's size."""
+        tenth = max(1, len(self.batch_seconds) // 10)
+        batches = self.batch_seconds[:tenth] if which == 0 else self.batch_seconds[-tenth:]
+        return statistics.median(batches) * 1000 if batches else 0.0
+
 
 def time_backfill(*, batch_size: int, reset: bool = True) -> BackfillRun:
     """The backfill service (what ``manage.py backfill_ledger`` runs), timed, with each batch's duration."""

@@ -604,7 +604,7 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     """Item 9: the raw-SQL limit with version 4 against version 7 keys, and the backfill, at each size."""
     from django.db import connection
 
-    from benchmarks import scale_bench
+    from benchmarks import dataset, scale_bench
 
     sizes = (*scale_bench.DEFAULT_SIZES, *((scale_bench.LARGE_SIZE,) if args.scale_10m else ()))
     with connection.cursor() as cursor:
@@ -625,17 +625,17 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
             )
         )
         if run.backfill is not None:
+            timed = run.backfill.timed
             rows.append(
                 Row(
                     "9",
                     f"backfill_ledger into the emptied ledger, {run.rows:,} source rows, {run.keys} keys",
-                    f"{run.backfill.seconds:.1f} s = {run.backfill.seconds / run.seconds:.2f} x the raw SQL; WAL "
-                    f"{run.backfill.wal_bytes / 1e6:,.0f} MB = {run.backfill.wal_bytes / run.rows:,.0f} B/row "
-                    f"({_wal_made_of(run.backfill.wal, run.rows)}); {len(run.backfill.batch_seconds):,} batches "
-                    f"in {run.backfill.batches_seconds:.1f} s (median of the first tenth "
-                    f"{run.backfill.tenth_median_ms(0):.0f} ms, "
-                    f"of the last {run.backfill.tenth_median_ms(-1):.0f} ms), "
-                    f"then {run.backfill.after_batches_seconds:.1f} s (ANALYZE); meanwhile autovacuum vacuumed "
+                    f"{timed.seconds:.1f} s = {timed.seconds / run.seconds:.2f} x the raw SQL; WAL "
+                    f"{timed.wal_bytes / 1e6:,.0f} MB = {timed.wal_bytes / run.rows:,.0f} B/row "
+                    f"({_wal_made_of(run.backfill.wal, run.rows)}); {len(timed.batch_seconds):,} batches "
+                    f"in {sum(timed.batch_seconds):.1f} s (median of the first tenth "
+                    f"{timed.tenth_median_ms(0):.0f} ms, of the last {timed.tenth_median_ms(-1):.0f} ms), "
+                    f"then {timed.after_batches_seconds:.1f} s (ANALYZE); meanwhile autovacuum vacuumed "
                     f"the ledger's partitions {run.backfill.autovacuums[0]} times and analyzed them "
                     f"{run.backfill.autovacuums[1]} times",
                     "(for the record)",
@@ -672,10 +672,9 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
                 )
             )
             if smaller.backfill is not None and larger.backfill is not None:
-                backfill_growth = larger.backfill.seconds / smaller.backfill.seconds
-                backfill_wal_growth = _per_row_growth(
-                    smaller.backfill.wal_bytes, smaller.rows, larger.backfill.wal_bytes, larger.rows
-                )
+                before, after = smaller.backfill.timed, larger.backfill.timed
+                backfill_growth = after.seconds / before.seconds
+                backfill_wal_growth = _per_row_growth(before.wal_bytes, smaller.rows, after.wal_bytes, larger.rows)
                 rows.append(
                     Row(
                         "9",
@@ -706,7 +705,10 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         "gen_random_uuid() or uuid_generate_v7(); then, for version 7, backfill_ledger of the same rows into "
         "the emptied ledger. One run per size and kind, the kinds alternating which goes first; the server's "
         f"shared_buffers: {shared_buffers}; build times: "
-        + ", ".join(f"{r.rows:,} {r.keys} {r.build_seconds:.0f} s ({r.months} months)" for r in runs)
+        + ", ".join(
+            f"{r.rows:,} {r.keys} {r.build_seconds:.0f} s ({dataset.months(dataset.Sizes(r.rows))} months)"
+            for r in runs
+        )
         + ".",
     ]
     return rows, notes

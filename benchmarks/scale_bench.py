@@ -22,7 +22,6 @@ sizes span 1, 6 and 58 months: each month's partition holds about as many entrie
 from __future__ import annotations
 
 import itertools
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from datetime import date
 from django.db import connection
 
 from benchmarks import dataset
-from benchmarks.ledger_bench import RAW_SQL_TEMPLATE, TIME_ORDER, reset_ledger, wal_position
+from benchmarks.ledger_bench import RAW_SQL_TEMPLATE, TIME_ORDER, BackfillRun, reset_ledger, wal_position
 from citations import partitions
 
 DEFAULT_SIZES = (100_000, 1_000_000)
@@ -81,29 +80,12 @@ def autovacuum_runs() -> tuple[int, int]:
 @dataclass(frozen=True, slots=True)
 class Backfilled:
     """``citations.backfill.backfill_ledger`` (what ``manage.py backfill_ledger`` runs) into an empty ledger:
-    seconds, WAL bytes (the WAL position's move) and what the WAL was made of."""
+    the timed run (seconds, each batch's, WAL bytes), what its WAL was made of, and autovacuum's vacuums and
+    analyzes of the ledger's partitions meanwhile."""
 
-    seconds: float
-    wal_bytes: int
+    timed: BackfillRun
     wal: WalCounters
-    batch_seconds: tuple[float, ...]  # each batch's, in the order they ran
-    autovacuums: tuple[int, int]  # autovacuum's vacuums and analyzes of the ledger's partitions meanwhile
-
-    @property
-    def batches_seconds(self) -> float:
-        return sum(self.batch_seconds)
-
-    @property
-    def after_batches_seconds(self) -> float:
-        """What the run spent after its last batch: the ``ANALYZE`` of the ledger a run that wrote ends with."""
-        return self.seconds - self.batches_seconds
-
-    def tenth_median_ms(self, which: int) -> float:
-        """The median batch of the first (``0``) or the last (``-1``) tenth of the run's batches, in ms: a
-        batch that costs more late in the run than early is paying for the ledger's size."""
-        tenth = max(1, len(self.batch_seconds) // 10)
-        batches = self.batch_seconds[:tenth] if which == 0 else self.batch_seconds[-tenth:]
-        return statistics.median(batches) * 1000 if batches else 0.0
+    autovacuums: tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +95,6 @@ class ScaleRun:
     seconds: float
     wal_bytes: int
     build_seconds: float
-    months: int  # the ledger's monthly partitions the entries fall in
     index_bytes: int  # the ledger's indexes after the insert: against shared_buffers, what stays in memory
     # What the WAL was made of: records (one per heap row and index entry written) and full-page images (the
     # first change of a page after a checkpoint writes the whole page), whose number depends on the server's
@@ -203,13 +184,7 @@ def run(
                 before, vacuumed = wal_counters(), autovacuum_runs()
                 timed = time_backfill(batch_size=DEFAULT_BATCH_SIZE)
                 vacuums, analyzes = (now - then for now, then in zip(autovacuum_runs(), vacuumed, strict=True))
-                backfilled = Backfilled(
-                    timed.seconds,
-                    timed.wal_bytes,
-                    wal_counters() - before,
-                    tuple(timed.batch_seconds),
-                    (vacuums, analyzes),
-                )
+                backfilled = Backfilled(timed, wal_counters() - before, (vacuums, analyzes))
                 assert timed.result.total_created == rows, (timed.result.total_created, rows)
             runs.append(
                 ScaleRun(
@@ -218,7 +193,6 @@ def run(
                     seconds=seconds,
                     wal_bytes=wal,
                     build_seconds=build_seconds,
-                    months=dataset.months(sizes_here),
                     index_bytes=index_bytes,
                     wal=counters,
                     backfill=backfilled,
