@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from chats.models import CaseCitation, CaselawOpinion, Chat, Document, DocumentQuote, OpinionQuote
 from chats.services import passage_sha256
-from citations.ledger import OFF_TIME_TABLE
+from citations.ledger import OFF_TIME_TABLE, SOURCE_MAPPINGS
 from citations.models import CitationLedgerEntry
 
 # Annotation names set by with_sources() and read by passage().
@@ -343,10 +343,14 @@ class CitingRows:
                 condition |= Q(**{f"{column}__in": ids})
                 continue
             condition |= Q(**{f"{column}__in": ids, "created_at__in": sorted({at for _, at in found})})
-            off_time = _off_time_rows(str(getattr(CitationLedgerEntry._meta.get_field(column), "column", "")), ids)
+            off_time = _off_time_rows(_LEDGER_COLUMNS[column], ids)
             if off_time:
                 condition |= Q(**{f"{column}__in": off_time})
         return queryset.filter(condition) if condition else queryset.none()
+
+
+# The ledger's column naming a row, by its foreign key's name (``citations.ledger``'s mappings).
+_LEDGER_COLUMNS = {mapping.entry_field: mapping.column for mapping in SOURCE_MAPPINGS}
 
 
 def _off_time_rows(source_column: str, ids: list[UUID]) -> list[UUID]:
