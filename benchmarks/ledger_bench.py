@@ -150,7 +150,7 @@ class BackfillRun:
         batch that costs more late in the run than early is paying for the ledger's size."""
         tenth = max(1, len(self.batch_seconds) // 10)
         batches = self.batch_seconds[:tenth] if which == 0 else self.batch_seconds[-tenth:]
-        return statistics.median(batches) * 1000 if batches else 0.0
+        return median(batches) * 1000 if batches else 0.0
 
 
 def time_backfill(*, batch_size: int, reset: bool = True) -> BackfillRun:

@@ -604,7 +604,7 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     """Item 9: the raw-SQL limit with version 4 against version 7 keys, and the backfill, at each size."""
     from django.db import connection
 
-    from benchmarks import dataset, scale_bench
+    from benchmarks import scale_bench
 
     sizes = (*scale_bench.DEFAULT_SIZES, *((scale_bench.LARGE_SIZE,) if args.scale_10m else ()))
     with connection.cursor() as cursor:
@@ -705,10 +705,7 @@ def scale_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         "gen_random_uuid() or uuid_generate_v7(); then, for version 7, backfill_ledger of the same rows into "
         "the emptied ledger. One run per size and kind, the kinds alternating which goes first; the server's "
         f"shared_buffers: {shared_buffers}; build times: "
-        + ", ".join(
-            f"{r.rows:,} {r.keys} {r.build_seconds:.0f} s ({dataset.months(dataset.Sizes(r.rows))} months)"
-            for r in runs
-        )
+        + ", ".join(f"{r.rows:,} {r.keys} {r.build_seconds:.0f} s ({r.months} months)" for r in runs)
         + ".",
     ]
     return rows, notes

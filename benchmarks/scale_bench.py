@@ -90,7 +90,7 @@ class Backfilled:
 
 @dataclass(frozen=True, slots=True)
 class ScaleRun:
-    rows: int
+    sizes: dataset.Sizes  # the dataset built
     keys: str
     seconds: float
     wal_bytes: int
@@ -102,6 +102,15 @@ class ScaleRun:
     wal: WalCounters
     # The backfill of the same rows into the emptied ledger (version 7 keys only).
     backfill: Backfilled | None = None
+
+    @property
+    def rows(self) -> int:
+        return self.sizes.rows
+
+    @property
+    def months(self) -> int:
+        """The ledger's monthly partitions the entries fall in."""
+        return dataset.months(self.sizes)
 
     @property
     def us_per_row(self) -> float:
@@ -188,7 +197,7 @@ def run(
                 assert timed.result.total_created == rows, (timed.result.total_created, rows)
             runs.append(
                 ScaleRun(
-                    rows=rows,
+                    sizes=sizes_here,
                     keys=kind,
                     seconds=seconds,
                     wal_bytes=wal,
