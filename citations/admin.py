@@ -8,12 +8,15 @@ entries inline on the message's page, with the passage each quote points at read
 content layer at render time. An entry's own page shows the passage highlighted in the source
 text around it, with each alteration and omission of the quote marked in place and listed.
 
-Built for a table of hundreds of millions of rows: every read of the changelist looks at a bounded
-number of rows. Each filter is served by an index in date order; the count stops at ``count_cap``
-("more than"); a page reads its keys first, then its rows with their joins; the date hierarchy takes
-MIN/MAX over at most ``date_span_cap`` matching rows, else offers a fixed range; an id is searched by
-equality, then listed through its column's index; words are searched in the small tables (documents,
-opinions) and the entries found by those rows' keys. No facets, no ``SELECT DISTINCT``.
+Built for a table of hundreds of millions of rows, partitioned by month on PostgreSQL: every read of the
+changelist looks at a bounded number of rows, and reads the months newest first, stopping once it has what it
+needs (``selectors.time_chunks``), so that it names the months it read, not every month of the record. Each
+filter is served by an index in date order; the count stops at ``count_cap`` ("more than"); a page reads its
+keys first, then its rows with their joins; the date hierarchy takes MIN/MAX over at most ``date_span_cap``
+matching rows, else offers a fixed range, and nothing when the count found none; an id is found first in
+the table that holds it, then its entries at their rows' months or through their column's index; words are
+searched in the small tables (documents, opinions) and the entries found by those rows' keys. No facets, no
+``SELECT DISTINCT``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 from django.contrib import admin, messages
-from django.contrib.admin.views.main import ChangeList
+from django.contrib.admin.views.main import SEARCH_VAR, ChangeList
 from django.core.paginator import Page, Paginator
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -76,7 +79,7 @@ _SOURCES: tuple[tuple[str, type[Model], str], ...] = (
 
 
 def date_drilldown(
-    cl: ChangeList, *, fallback_from: Callable[[], datetime.datetime | None], cap: int
+    cl: ChangeList, *, fallback_from: Callable[[], datetime.datetime | None], cap: int, by_month: bool = True
 ) -> dict[str, Any]:
     """The context of ``admin/date_hierarchy.html`` for ``cl``, as Django's ``{% date_hierarchy %}``
     builds it, but from a bounded read (:func:`citations.selectors.created_at_span`) instead of a
@@ -89,7 +92,12 @@ def date_drilldown(
     def link(filters: dict[str, object]) -> str:
         return cl.get_query_string(filters, [f"{field}__"])
 
-    span = selectors.created_at_span(cl.queryset, fallback_from=fallback_from, cap=cap)
+    # No entry matches (the page's count): no dates, and no read to learn it again.
+    span = (
+        selectors.NO_DATES
+        if cl.result_count == 0
+        else selectors.created_at_span(cl.queryset, fallback_from=fallback_from, cap=cap, by_month=by_month)
+    )
     if span.first is None or span.last is None:
         # Nothing matches: no dates to offer, only the way back up if the user had drilled down.
         return {"show": bool(year), "back": {"link": link({}), "title": "All dates"}, "choices": []}
@@ -288,9 +296,10 @@ class CappedCountPaginator(Paginator):
     """Counts at most ``cap + 1`` rows (``COUNT(*)`` over a ``LIMIT``), never every matching entry: the
     changelist shows "more than ``cap``", and its pages stop there (a filter or a search narrows further)."""
 
-    def __init__(self, object_list: Any, per_page: int, *, cap: int, **kwargs: Any) -> None:
+    def __init__(self, object_list: Any, per_page: int, *, cap: int, by_month: bool = True, **kwargs: Any) -> None:
         super().__init__(object_list, per_page, **kwargs)
         self.cap = cap
+        self.by_month = by_month
 
     def page(self, number: Any) -> Page[Any]:
         # Django's Paginator.page(), but the rows are read by selectors.page_of (keys first, then rows).
@@ -301,12 +310,12 @@ class CappedCountPaginator(Paginator):
         top = bottom + self.per_page
         if top + self.orphans >= self.count:
             top = self.count
-        return Page(selectors.page_of(self.object_list, bottom=bottom, top=top), number, self)
+        return Page(selectors.page_of(self.object_list, bottom=bottom, top=top, by_month=self.by_month), number, self)
 
     @cached_property
     def count(self) -> int:
         if isinstance(self.object_list, QuerySet):
-            return selectors.capped_count(self.object_list, cap=self.cap)
+            return selectors.capped_count(self.object_list, cap=self.cap, by_month=self.by_month)
         return min(len(self.object_list), self.cap + 1)
 
 
@@ -352,7 +361,7 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
     )
     list_filter = (SourceKindFilter, VerificationStatusFilter, ProviderFilter)
     date_hierarchy = "created_at"
-    # An id is looked up by equality in each of these columns, every one indexed (get_search_results).
+    # The columns an id (UUID) can name: it is looked up in the tables that hold it first (get_search_results).
     search_fields = (
         "id",
         "chat_id",
@@ -415,7 +424,10 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
         context = getattr(response, "context_data", None)  # a redirect (bad lookup parameters) has none
         if isinstance(response, TemplateResponse) and context and "cl" in context:
             context["ledger_date_hierarchy"] = date_drilldown(
-                context["cl"], fallback_from=lambda: self._first_possible(request), cap=self.date_span_cap
+                context["cl"],
+                fallback_from=lambda: self._first_possible(request),
+                cap=self.date_span_cap,
+                by_month=_reads_by_month(request),
             )
         return response
 
@@ -426,7 +438,8 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[CitationLedgerEntry], search_term: str
     ) -> tuple[QuerySet[CitationLedgerEntry], bool]:
-        """An id (UUID) matches exactly, as everywhere in the admin, in each id column (indexed). Other words match,
+        """An id (UUID) matches exactly, as everywhere in the admin: a message's, a source row's, a chat's, a matter's
+        or an entry's (``selectors.entries_with_id``: its table is found first). Other words match,
         case-insensitively, the title of a document (of the matters the user sees) or the case name or citation of
         an opinion: those small tables are searched first, then the entries by the keys of the rows that quote or
         cite them (``selectors.rows_citing``: bounded lookups through indexes, never a text match over entries)."""
@@ -434,11 +447,17 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
         if not term:
             return queryset, False
         if _is_uuid(term):
-            # The column that holds the id first, then the entries by that column alone: served by its own index
-            # in date order, where an OR over every id column would be sorted whole or walked in date order.
-            value = uuid.UUID(term)
-            column = selectors.id_column(queryset, value, columns=tuple(self.get_search_fields(request)))
-            return (queryset.none() if column is None else queryset.filter(**{column: value})), False
+            # Found first in the table that holds the id (not partitioned), then the entries at their rows' months
+            # or by their indexed column: never a lookup of the id in every id column of every month.
+            found, truncated = selectors.entries_with_id(queryset, uuid.UUID(term), cap=self.search_cap)
+            if truncated:
+                self.message_user(
+                    request,
+                    f"This message has more than {self.search_cap:,} rows of one kind: showing the entries of the "
+                    "first.",
+                    level=messages.WARNING,
+                )
+            return found, False
         documents = Document.objects.all()
         if not request.user.is_superuser:
             documents = documents.filter(project__in=projects_visible_to(request.user).values("pk"))
@@ -464,7 +483,12 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
         allow_empty_first_page: bool = True,
     ) -> CappedCountPaginator:
         return CappedCountPaginator(
-            queryset, per_page, orphans=orphans, allow_empty_first_page=allow_empty_first_page, cap=self.count_cap
+            queryset,
+            per_page,
+            orphans=orphans,
+            allow_empty_first_page=allow_empty_first_page,
+            cap=self.count_cap,
+            by_month=_reads_by_month(request),
         )
 
     def _first_possible(self, request: HttpRequest) -> datetime.datetime | None:
@@ -533,6 +557,16 @@ class CitationLedgerEntryAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearch
         # A narrow column: the role and the id's last block (time-ordered ids share their first blocks; the whole
         # id is the search key, and the link).
         return admin_link(Message, entry.message_id, f"{entry.message.role} …{str(entry.message_id)[-8:]}")
+
+
+def _reads_by_month(request: HttpRequest) -> bool:
+    """Whether the changelist's reads walk the ledger's months newest first (``selectors.time_chunks``): yes,
+    unless a search or the date hierarchy already bounds them. A search names its entries at their rows'
+    months (a message, a source row, words), where a walk would repeat that long condition in each query,
+    or by one indexed column (a chat, a matter, an entry); a year, month or day of the date hierarchy names
+    its own months. Those are read in one query each."""
+    field = CitationLedgerEntryAdmin.date_hierarchy
+    return not request.GET.get(SEARCH_VAR, "").strip() and not any(key.startswith(f"{field}__") for key in request.GET)
 
 
 def _is_uuid(term: str) -> bool:

@@ -26,6 +26,7 @@ concerned. Every statement waits for its locks no longer than ``lock_timeout`` s
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -124,6 +125,33 @@ def partitions() -> list[Partition]:
     return sorted(found, key=lambda p: (p.start is None, p.start or datetime.min.replace(tzinfo=UTC)))
 
 
+# The months change once a month (the nightly ``ledger_partitions``), so a process reads them at most once a
+# minute for the admin's walks (``citations.selectors.time_chunks``). A stale list still tiles all time: a
+# month created since falls in the span after the last month listed, a month dropped since is an empty span.
+# It can make a walk take a query more, never miss an entry.
+MONTHS_TTL_SECONDS = 60.0
+_months_read: tuple[float, list[tuple[datetime, datetime]]] | None = None
+
+
+def months() -> list[tuple[datetime, datetime]]:
+    """The ``[start, end)`` of each monthly partition, in time order (none when the ledger is not partitioned),
+    as read at most ``MONTHS_TTL_SECONDS`` ago in this process, or since this module last changed them."""
+    global _months_read
+    now = time.monotonic()
+    if _months_read is None or now - _months_read[0] > MONTHS_TTL_SECONDS:
+        found = []
+        if is_partitioned():
+            found = [(p.start, p.end) for p in partitions() if p.start is not None and p.end is not None]
+        _months_read = (now, found)
+    return _months_read[1]
+
+
+def forget_months() -> None:
+    """Read the months afresh at the next call of :func:`months`."""
+    global _months_read
+    _months_read = None
+
+
 def _parse(bound: str) -> datetime:
     return datetime.fromisoformat(bound).astimezone(UTC)
 
@@ -166,6 +194,7 @@ def ensure_partitions(
         result.created.append(partition_name(month))
         if moved:
             result.moved[partition_name(month)] = moved
+    forget_months()
     return result
 
 
@@ -375,6 +404,7 @@ def drop_months_before(
                 )
             else:
                 cursor.execute(f"DROP TABLE {partition.name}")
+    forget_months()
     return tombstones
 
 

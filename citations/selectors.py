@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -23,8 +23,9 @@ from django.db.models import Case, Count, Expression, F, IntegerField, Max, Min,
 from django.db.models.functions import Coalesce, Greatest, Substr
 from django.utils import timezone
 
-from chats.models import CaseCitation, CaselawOpinion, Chat, Document, DocumentQuote, OpinionQuote
+from chats.models import CaseCitation, CaselawOpinion, Chat, Document, DocumentQuote, Message, OpinionQuote, Project
 from chats.services import passage_sha256
+from citations import partitions
 from citations.ledger import OFF_TIME_TABLE, SOURCE_MAPPINGS
 from citations.models import CitationLedgerEntry
 
@@ -238,44 +239,114 @@ def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[Citat
 
 
 def page_of(
-    queryset: QuerySet[CitationLedgerEntry], *, bottom: int, top: int, whole: bool = False
+    queryset: QuerySet[CitationLedgerEntry], *, bottom: int, top: int, whole: bool = False, by_month: bool = True
 ) -> list[CitationLedgerEntry]:
-    """Entries ``bottom:top`` of ``queryset`` in its order, in two queries: first their keys alone, then the
-    entries with their joins by those keys. A page's joins are then made for its rows only: in one query the
+    """Entries ``bottom:top`` of ``queryset`` in its order, in two queries or more: first their keys alone, then
+    the entries with their joins by those keys. A page's joins are then made for its rows only: in one query the
     planner, to join only as many rows as a page has, prefers walking the order's index (every entry, in
     date order) and testing each against the filter, which for a filter matching a thousand old entries
     reads nearly the whole index. ``whole``: the rows are all of ``queryset`` (it has at most ``top``), so
     their keys are read in no order, through the filter's index.
 
-    The keys are ``(id, created_at)``, and the second query is bounded by the page's first and last
-    ``created_at`` as well as by its ids: on PostgreSQL the ledger is partitioned by month on
-    ``created_at`` (``citations.0014``), and a bound the planner can see prunes every other month before
-    it plans the joins, where ids alone make it plan them for every partition."""
-    keys_of = queryset.order_by() if whole else queryset
-    keys = list(keys_of.values_list("pk", "created_at")[bottom:top])
+    Ordered by ``created_at`` first (the changelist's own order), and ``by_month``, the keys are read month by
+    month in that order (:func:`in_time_chunks`), stopping once ``top`` are found, so a page of recent entries
+    names only the months it comes from. The keys are ``(id, created_at)``, and the second query is bounded by the
+    page's first and last ``created_at`` as well as by its ids: on PostgreSQL the ledger is partitioned by
+    month on ``created_at`` (``citations.0014``), and a bound the planner can see prunes every other month
+    before it plans the joins, where ids alone make it plan them for every partition."""
+    if top <= bottom:
+        return []
+    newest_first = _time_order(queryset) if by_month and not whole else None
+    if newest_first is None:
+        keys_of = queryset.order_by() if whole else queryset
+        keys = list(keys_of.values_list("pk", "created_at")[bottom:top])
+    else:
+        keys = []
+        for chunk in in_time_chunks(queryset, newest_first=newest_first):
+            keys += chunk.values_list("pk", "created_at")[: top - len(keys)]
+            if len(keys) >= top:
+                break
+        keys = keys[bottom:top]
     if not keys:
         return []
     times = [created_at for _, created_at in keys]
     return list(queryset.filter(pk__in=[pk for pk, _ in keys], created_at__gte=min(times), created_at__lte=max(times)))
 
 
-def id_column(queryset: QuerySet[Any], value: UUID, *, columns: tuple[str, ...]) -> str | None:
-    """Which of ``columns`` holds ``value`` in some row of ``queryset`` (the first, in their order), or None:
-    one query of equalities, OR-ed (a ``BitmapOr`` of their indexes), that stops at the first row."""
-    condition = Q()
-    for column in columns:
-        condition |= Q(**{column: value})
-    rows = list(queryset.filter(condition).order_by().values(*columns)[:1])
-    if not rows:
-        return None
-    return next(column for column in columns if rows[0][column] == value)
+def _time_order(queryset: QuerySet[Any]) -> bool | None:
+    """Whether ``queryset`` is ordered newest first (True) or oldest first (False) by ``created_at`` before
+    anything else; None when its order starts with something else."""
+    order = queryset.query.order_by or (queryset.model._meta.ordering if queryset.query.default_ordering else ())
+    first = order[0] if order else None
+    if first == "-created_at":
+        return True
+    if first == "created_at":
+        return False
+    return None
 
 
-def capped_count(queryset: QuerySet[Any], *, cap: int) -> int:
+Span = tuple[datetime.datetime | None, datetime.datetime | None]
+
+
+def time_chunks(*, newest_first: bool = True) -> list[Span]:
+    """Spans of ``created_at``, ``[start, end)`` (None: unbounded), that together cover all time without
+    overlapping, in time order (newest first or oldest first): on a partitioned ledger, runs of its months
+    (the times before, between and after them are spans of their own, those of the default partition),
+    one span at the near end of the walk, then twice as many in each next one, so that a walk through every
+    month takes a few queries, and one that stops early names only the months it read. Elsewhere (SQLite),
+    one span: all time."""
+    months = partitions.months()
+    if not months:
+        return [(None, None)]
+    # Every span in time order: before the first month, each month and each gap, after the last.
+    spans: list[Span] = [(None, months[0][0])]
+    for at, (start, end) in enumerate(months):
+        if at and months[at - 1][1] != start:
+            spans.append((months[at - 1][1], start))
+        spans.append((start, end))
+    spans.append((months[-1][1], None))
+    if newest_first:
+        spans.reverse()
+    chunks = []
+    at, size = 0, 1
+    while at < len(spans):
+        run = spans[at : at + size]
+        first, last = (run[-1], run[0]) if newest_first else (run[0], run[-1])
+        chunks.append((first[0], last[1]))
+        at, size = at + size, size * 2
+    return chunks
+
+
+def in_time_chunks(
+    queryset: QuerySet[Any], *, newest_first: bool = True, by_month: bool = True
+) -> Iterator[QuerySet[Any]]:
+    """``queryset`` bounded to each span of :func:`time_chunks` in turn: a query of one names only the
+    partitions of its months (the planner prunes the others before planning). Not ``by_month``: ``queryset``
+    alone, once."""
+    if not by_month:
+        yield queryset
+        return
+    for start, end in time_chunks(newest_first=newest_first):
+        chunk = queryset
+        if start is not None:
+            chunk = chunk.filter(created_at__gte=start)
+        if end is not None:
+            chunk = chunk.filter(created_at__lt=end)
+        yield chunk
+
+
+def capped_count(queryset: QuerySet[Any], *, cap: int, by_month: bool = True) -> int:
     """The number of rows of ``queryset``, up to ``cap + 1`` (``cap + 1`` means "more than ``cap``"): a
-    ``COUNT(*)`` over a ``LIMIT cap + 1`` subquery, so it reads at most that many index entries whatever the
-    table's size."""
-    return queryset.order_by()[: cap + 1].count()
+    ``COUNT(*)`` over a ``LIMIT`` subquery in each span of :func:`time_chunks`, newest first, stopping once
+    more than ``cap`` are counted, so it reads at most ``cap + 1`` index entries whatever the table's size,
+    and names only the months it needed (every month only when fewer than ``cap`` rows match). Not
+    ``by_month``: one such count over all time."""
+    counted = 0
+    for chunk in in_time_chunks(queryset.order_by(), by_month=by_month):
+        counted += chunk[: cap + 1 - counted].count()
+        if counted > cap:
+            break
+    return counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,28 +359,47 @@ class DateSpan:
     exact: bool
 
 
+NO_DATES = DateSpan(first=None, last=None, exact=True)
+
+
 def created_at_span(
-    queryset: QuerySet[CitationLedgerEntry], *, fallback_from: Callable[[], datetime.datetime | None], cap: int
+    queryset: QuerySet[CitationLedgerEntry],
+    *,
+    fallback_from: Callable[[], datetime.datetime | None],
+    cap: int,
+    by_month: bool = True,
 ) -> DateSpan:
     """The dates the changelist's date hierarchy offers for ``queryset`` (the filtered, scoped entries),
     from a bounded read: MIN and MAX over at most ``cap + 1`` matching rows (found through whichever index
-    serves the filter). At most ``cap`` rows match: exactly their span. More: a fixed range from
-    ``fallback_from()`` (called only then: the earliest date the user's entries can have) to now, never a
-    MIN/MAX over the whole ``created_at`` index (which, for a filter matching only old rows, walks it from
-    the far end)."""
-    span = (
-        queryset.order_by()
-        .values("created_at")[: cap + 1]
-        .aggregate(first=Min("created_at"), last=Max("created_at"), rows=Count("*"))
-    )
-    if span["rows"] <= cap:
-        return DateSpan(first=span["first"], last=span["last"], exact=True)
-    return DateSpan(first=fallback_from() or span["first"], last=timezone.now(), exact=False)
+    serves the filter, in each span of :func:`time_chunks`, newest first, until more than ``cap`` are
+    found). At most ``cap`` rows match: exactly their span. More: a fixed range from ``fallback_from()``
+    (called only then: the earliest date the user's entries can have) to now, never a MIN/MAX over the whole
+    ``created_at`` index (which, for a filter matching only old rows, walks it from the far end). Not
+    ``by_month``: one such read over all time."""
+    first: datetime.datetime | None = None
+    last: datetime.datetime | None = None
+    rows = 0
+    for chunk in in_time_chunks(queryset.order_by(), by_month=by_month):
+        span = chunk.values("created_at")[: cap + 1 - rows].aggregate(
+            first=Min("created_at"), last=Max("created_at"), rows=Count("*")
+        )
+        if span["rows"]:
+            first = span["first"] if first is None else min(first, span["first"])
+            last = span["last"] if last is None else max(last, span["last"])
+        rows += span["rows"]
+        if rows > cap:
+            return DateSpan(first=fallback_from() or first, last=timezone.now(), exact=False)
+    return DateSpan(first=first, last=last, exact=True)
 
 
 def first_entry_at() -> datetime.datetime | None:
-    """When the ledger's first entry was written: one lookup at the end of ``ledger_created_idx``."""
-    return CitationLedgerEntry.objects.order_by("created_at").values_list("created_at", flat=True).first()
+    """When the ledger's first entry was written: a lookup at the end of ``ledger_created_idx`` in each span of
+    :func:`time_chunks`, oldest first, until one has an entry."""
+    for chunk in in_time_chunks(CitationLedgerEntry.objects.order_by("created_at"), newest_first=False):
+        found: datetime.datetime | None = chunk.values_list("created_at", flat=True).first()
+        if found is not None:
+            return found
+    return None
 
 
 def first_visible_chat_at(chats: QuerySet[Chat]) -> datetime.datetime | None:
@@ -390,3 +480,35 @@ def rows_citing(term: str, *, documents: QuerySet[Document], cap: int) -> Citing
     }
     truncated = len(document_ids) >= cap or len(opinion_ids) >= cap or any(len(found) >= cap for found in rows.values())
     return CitingRows(rows=rows, truncated=truncated)
+
+
+def entries_with_id(
+    queryset: QuerySet[CitationLedgerEntry], value: UUID, *, cap: int
+) -> tuple[QuerySet[CitationLedgerEntry], bool]:
+    """``queryset``'s entries that an id names: a message's (those of its rows), a source row's, a chat's, a
+    matter's, or the entry with that id. Which of them ``value`` is, is found first in the tables that hold
+    it, which are not partitioned (a lookup by primary key each, in that order); the entries are then found
+    as the text search finds them (:class:`CitingRows`: at their rows' months) for a message or a row, and by
+    their indexed column (walked newest month first by the changelist's reads) for a chat or a matter. Only an
+    id found in none of them is looked up among the entries, by their own id. At most ``cap`` rows of each
+    table a message has are looked up: the flag says that some table had that many (the entries shown are then
+    those of the first ``cap``)."""
+    if Message.objects.filter(pk=value).exists():
+        rows = {
+            mapping.entry_field: list(
+                mapping.model._default_manager.filter(message_id=value).order_by().values_list("pk", "created_at")[:cap]
+            )
+            for mapping in SOURCE_MAPPINGS
+        }
+        return CitingRows(rows=rows, truncated=False).entries(queryset), any(
+            len(found) >= cap for found in rows.values()
+        )
+    for mapping in SOURCE_MAPPINGS:
+        row = mapping.model._default_manager.filter(pk=value).values_list("pk", "created_at").first()
+        if row is not None:
+            return CitingRows(rows={mapping.entry_field: [row]}, truncated=False).entries(queryset), False
+    if Chat.objects.filter(pk=value).exists():
+        return queryset.filter(chat_id=value), False
+    if Project.objects.filter(pk=value).exists():
+        return queryset.filter(project_id=value), False
+    return queryset.filter(pk=value), False

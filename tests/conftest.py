@@ -21,6 +21,17 @@ from tests import factories
 from tests.fake_openai import MODEL, FakeOpenAIServer
 
 
+@pytest.fixture(autouse=True)
+def _ledger_months_read_afresh() -> Iterator[None]:
+    """The ledger's months, which the admin's walks keep for a minute (``citations.partitions.months``), are
+    read afresh in each test: a test's partitions are rolled back with it."""
+    from citations import partitions
+
+    partitions.forget_months()
+    yield
+    partitions.forget_months()
+
+
 @pytest.fixture
 def user(db: None) -> User:
     return factories.UserFactory.create(username="alice")

@@ -5,7 +5,9 @@ an id is an equality on indexed columns, and (on PostgreSQL) each filter's query
 from __future__ import annotations
 
 import datetime
+import itertools
 import re
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -36,6 +38,13 @@ def _ledger_queries(client: Client, **query: str) -> list[str]:
     return [q["sql"] for q in captured.captured_queries if f'FROM "{LEDGER}"' in q["sql"]]
 
 
+def _limit(sql: str) -> int:
+    """The LIMIT of a capped read (a count or the date span: ``... LIMIT n) subquery``)."""
+    found = re.search(r"LIMIT (\d+)\) subquery", sql)
+    assert found, sql
+    return int(found.group(1))
+
+
 def _page_query(queries: list[str]) -> str:
     """The query of the page's keys (its rows are then read by those keys)."""
     pages = [sql for sql in queries if sql.startswith(f'SELECT "{LEDGER}"."id" AS "pk"')]
@@ -53,8 +62,8 @@ def test_the_paginator_counts_no_more_than_its_cap(admin_client: Client, query: 
 
     counts = [sql for sql in queries if "COUNT(" in sql.upper() and "MIN(" not in sql.upper()]
     assert counts  # the page says how many it has (up to the cap)
-    for sql in counts:
-        assert re.search(rf"LIMIT {CitationLedgerEntryAdmin.count_cap + 1}\b", sql), sql
+    for sql in counts:  # one count, or one per span of months walked, each within what is left of the cap
+        assert 0 < _limit(sql) <= CitationLedgerEntryAdmin.count_cap + 1, sql
     # and no other aggregate reads every matching entry either
     assert all(" LIMIT " in sql for sql in queries if "COUNT(" in sql.upper()), queries
 
@@ -92,7 +101,7 @@ def test_the_date_hierarchy_reads_a_bounded_span(admin_client: Client, query: di
     spans = [sql for sql in queries if "MIN(" in sql.upper()]
     assert spans
     for sql in spans:
-        assert re.search(rf"LIMIT {CitationLedgerEntryAdmin.date_span_cap + 1}\b", sql), sql
+        assert 0 < _limit(sql) <= CitationLedgerEntryAdmin.date_span_cap + 1, sql
 
 
 def test_past_the_span_cap_the_date_hierarchy_offers_a_fixed_range(
@@ -137,26 +146,42 @@ def test_a_staff_users_fixed_range_starts_at_their_first_chat(client: Client, mo
     assert years == [str(year) for year in range(2024, timezone.now().year + 1)]
 
 
-def _id_lookup(queries: list[str]) -> str:
-    """The query that finds which id column holds the searched id."""
-    lookups = [sql for sql in queries if f'"{LEDGER}"."message_case_citation_id" = ' in sql and "LIMIT 1" in sql]
-    assert len(lookups) == 1, queries
-    return lookups[0]
-
-
-def test_a_search_by_id_is_an_equality_on_each_id_column(admin_client: Client) -> None:
+def test_a_search_by_id_finds_the_ids_table_first_then_the_entries(admin_client: Client) -> None:
+    # Given two turns in one chat, and another chat's
     message = factories.assembled_turn()
+    other = factories.MessageFactory.create(chat=message.chat)
+    factories.MessageToolSourceFactory.create(message=other)
+    ledger.assemble(other)
+    factories.assembled_turn()
     entry = CitationLedgerEntry.objects.filter(message=message).first()
     assert entry is not None
+    of_message = set(CitationLedgerEntry.objects.filter(message=message).values_list("pk", flat=True))
+    of_chat = set(CitationLedgerEntry.objects.filter(chat=message.chat).values_list("pk", flat=True))
+    assert len(of_chat) > len(of_message) > 1
 
-    for term, column in ((message.pk, "message_id"), (entry.pk, "id"), (message.chat_id, "chat_id")):
+    for term, expected, page_condition in (
+        # a message's entries are those of its rows, each at its row's time (as the text search finds them)
+        (message.pk, of_message, '"message_citation_id" IN ('),
+        (entry.pk, {entry.pk}, f'WHERE "{LEDGER}"."id" = '),
+        (message.chat_id, of_chat, f'WHERE "{LEDGER}"."chat_id" = '),
+    ):
         queries = _ledger_queries(admin_client, q=str(term))
-        # Then one lookup compares the id with each id column, and the page lists the entries by the one it is in
-        lookup = _id_lookup(queries)
-        for each in ("id", "message_id", "chat_id", "project_id", "message_citation_id", "message_tool_source_id"):
-            assert re.search(rf'"{LEDGER}"\."{each}" = ', lookup), (each, lookup)
+        response = admin_client.get(reverse(CHANGELIST), {"q": str(term)})
+
+        # Then the entries shown are those the id names, found without an OR over every id column of the ledger
+        assert {shown.pk for shown in response.context["cl"].result_list} == expected, term
+        assert page_condition in _page_query(queries), (term, queries)
+        compared = f'"{LEDGER}"."message_case_citation_id" = \'{term.hex}'
+        assert not any(compared in sql for sql in queries), queries
         assert not any("LIKE" in sql.upper() for sql in queries)
-        assert re.search(rf'WHERE "{LEDGER}"\."{column}" = ', _page_query(queries))
+
+
+def test_a_search_by_an_unknown_id_finds_nothing(admin_client: Client) -> None:
+    factories.assembled_turn()
+
+    response = admin_client.get(reverse(CHANGELIST), {"q": str(uuid.uuid4())})
+
+    assert list(response.context["cl"].result_list) == []
 
 
 def test_a_search_finds_an_entry_by_its_source_row_id_and_its_own_id(admin_client: Client) -> None:
@@ -247,24 +272,46 @@ def test_a_search_by_id_is_served_by_the_id_indexes(admin_client: Client) -> Non
     with connection.cursor() as cursor:
         cursor.execute("RESET enable_sort")  # the few entries an id finds are sorted, as on a large table
 
+    for term in (message.pk, message.chat_id, CitationLedgerEntry.objects.filter(message=message).first()):
+        queries = _ledger_queries(admin_client, q=str(getattr(term, "pk", term)))
+
+        assert queries
+        for sql in queries:
+            plan = _plan(sql)
+            assert not _walks_every_entry_in_date_order(plan), plan
+            assert f"Seq Scan on {LEDGER}" not in plan, plan
+
+
+@pytest.mark.postgres
+def test_a_search_by_a_messages_id_reads_only_its_rows_months(admin_client: Client) -> None:
+    # Given a ledger with this month's partition and the next two, and a turn this month
+    from citations import partitions
+
+    partitions.ensure_partitions(ahead=2)
+    message = factories.assembled_turn()
+    this_month = timezone.now().date().replace(day=1)
+    others = (partitions.partition_name(partitions.next_month(this_month)), partitions.DEFAULT_PARTITION)
+
     queries = _ledger_queries(admin_client, q=str(message.pk))
 
-    lookup = _plan(_id_lookup(queries))
-    assert "BitmapOr" in lookup, lookup
+    # Then every read of the ledger (the count, the page, the dates) names the month of the message's rows only
+    assert len(queries) >= 3, queries
     for sql in queries:
         plan = _plan(sql)
-        assert not _walks_every_entry_in_date_order(plan), plan
-        assert f"Seq Scan on {LEDGER}" not in plan, plan
+        assert partitions.partition_name(this_month) in plan, plan
+        for name in others:
+            assert name not in plan, plan
 
 
 def _walks_every_entry_in_date_order(plan: str) -> bool:
     """Whether a plan reads ``ledger_created_idx`` without bounding ``created_at`` on both sides (the page's
-    rows are read within their own dates, ``selectors.page_of``: a range of one page, not a walk)."""
+    rows are read within their own dates, ``selectors.page_of``: a range of one page, not a walk) or to one
+    value (an entry at its row's time)."""
     lines = plan.splitlines()
     for at, line in enumerate(lines):
         if "ledger_created_idx" in line:
             condition = next((text for text in lines[at + 1 : at + 3] if "Index Cond" in text), "")
-            if not ("created_at >=" in condition and "created_at <=" in condition):
+            if not ("created_at >=" in condition and "created_at <=" in condition) and "created_at =" not in condition:
                 return True
     return False
 
@@ -370,3 +417,122 @@ def test_a_text_search_finds_an_entry_that_is_not_at_its_rows_time(admin_client:
 
     # Then the search still finds it, by the row's id alone
     assert [entry.message_citation_id for entry in response.context["cl"].result_list] == [quote.pk]
+
+
+def test_a_filter_that_matches_nothing_reads_no_dates(admin_client: Client) -> None:
+    factories.assembled_turn()
+
+    queries = _ledger_queries(admin_client, verification_status="ambiguous")
+    response = admin_client.get(reverse(CHANGELIST), {"verification_status": "ambiguous"})
+
+    # Then the count found none, and the date hierarchy offers no dates without reading them again
+    assert response.context["cl"].result_count == 0
+    assert response.context["ledger_date_hierarchy"]["choices"] == []
+    assert [sql for sql in queries if "COUNT(" in sql.upper()]
+    assert not [sql for sql in queries if "MIN(" in sql.upper()], queries
+
+
+# --- PostgreSQL: the months walked newest first ---------------------------------------------------------------------
+
+
+def _months_before(month: datetime.date, count: int) -> datetime.date:
+    index = month.year * 12 + month.month - 1 - count
+    return datetime.date(index // 12, index % 12 + 1, 1)
+
+
+def _is_first_entry_lookup(sql: str) -> bool:
+    """The date hierarchy's fixed range starts at the ledger's first entry: that lookup walks oldest first."""
+    return sql.startswith(f'SELECT "{LEDGER}"."created_at" AS "created_at" FROM') and sql.endswith("ASC LIMIT 1")
+
+
+@pytest.mark.postgres
+def test_time_chunks_tile_all_time_newest_first_in_growing_runs_of_months() -> None:
+    from citations import partitions, selectors
+
+    this_month = timezone.now().date().replace(day=1)
+    partitions.ensure_partitions(ahead=8, today=_months_before(this_month, 3))  # 9 months, 3 before this one
+
+    chunks = selectors.time_chunks()
+    oldest_first = selectors.time_chunks(newest_first=False)
+
+    first, last = partitions.month_start(_months_before(this_month, 3)), partitions.months()[-1][1]
+    # after the last month; the last month; the two before; the four before; then the rest and the time before
+    assert chunks[0] == (last, None)
+    assert chunks[-1][0] is None
+    for newer, older in itertools.pairwise(chunks):
+        assert older[1] == newer[0]  # no gap, no overlap
+    months_in = [
+        sum(1 for start, end in partitions.months() if (a is None or start >= a) and (b is None or end <= b))
+        for a, b in chunks
+    ]
+    assert months_in == [0, 2, 4, 3]
+    assert oldest_first[0] == (None, first)
+    assert oldest_first[-1][1] is None
+
+
+def test_time_chunks_are_all_time_on_a_plain_table() -> None:
+    from citations import partitions, selectors
+
+    if partitions.is_partitioned():
+        pytest.skip("on PostgreSQL the ledger is partitioned")
+    assert selectors.time_chunks() == [(None, None)]
+
+
+@pytest.mark.postgres
+def test_the_first_pages_reads_stop_at_the_months_that_fill_them(
+    admin_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a year of months before this one, and more entries this month than the count's and the span's caps
+    from citations import partitions
+
+    this_month = timezone.now().date().replace(day=1)
+    year_ago = _months_before(this_month, 12)
+    partitions.ensure_partitions(ahead=14, today=year_ago)
+    monkeypatch.setattr(CitationLedgerEntryAdmin, "count_cap", 1)
+    monkeypatch.setattr(CitationLedgerEntryAdmin, "date_span_cap", 1)
+    monkeypatch.setattr(CitationLedgerEntryAdmin, "list_per_page", 1)
+    factories.assembled_turn()  # 3 entries
+
+    queries = _ledger_queries(admin_client)
+    response = admin_client.get(reverse(CHANGELIST))
+
+    # Then the page is the newest entry, "more than 1", and no read of the page names the year-old month:
+    # the count, the page and the dates stop at the months that had enough (the fixed range's start, the
+    # ledger's first entry, is looked for oldest first)
+    newest = CitationLedgerEntry.objects.order_by("-created_at", "id").first()
+    assert [entry.pk for entry in response.context["cl"].result_list] == [getattr(newest, "pk", None)]
+    assert "more than 1 citation ledger entr" in response.content.decode()
+    walked = [sql for sql in queries if not _is_first_entry_lookup(sql)]
+    assert len(walked) < len(queries)
+    for sql in walked:
+        plan = _plan(sql)
+        assert partitions.partition_name(year_ago) not in plan, plan
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("order", ["", "-0", "0"])  # the changelist's own order; by the date column, either way
+def test_pages_read_month_by_month_are_the_pages_of_one_ordered_read(
+    admin_client: Client, monkeypatch: pytest.MonkeyPatch, order: str
+) -> None:
+    # Given entries in three months, two in one, each month with its partition, pages of one entry
+    from citations import partitions
+
+    this_month = timezone.now().date().replace(day=1)
+    partitions.ensure_partitions(ahead=0, today=_months_before(this_month, 4))
+    partitions.ensure_partitions(ahead=4, today=_months_before(this_month, 4))
+    monkeypatch.setattr(CitationLedgerEntryAdmin, "list_per_page", 1)
+    for months, day in ((4, 3), (4, 20), (2, 9), (0, 1)):
+        month = _months_before(this_month, months)
+        factories.CitationLedgerEntryFactory.create(
+            tool_source=True, created_at=datetime.datetime(month.year, month.month, day, 12, tzinfo=datetime.UTC)
+        )
+    ordering = ("created_at", "id") if order == "0" else ("-created_at", "id")
+    expected = list(CitationLedgerEntry.objects.order_by(*ordering).values_list("pk", flat=True))
+
+    # Then page after page, the entries are those of one read in the changelist's order
+    shown = []
+    for page in range(1, len(expected) + 1):
+        query = {"p": str(page), **({"o": order} if order else {})}
+        response = admin_client.get(reverse(CHANGELIST), query)
+        shown += [entry.pk for entry in response.context["cl"].result_list]
+    assert shown == expected
