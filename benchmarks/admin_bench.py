@@ -46,6 +46,7 @@ class Read:
 class AdminRun:
     rows: int
     entries: int
+    months: int
     build_seconds: float
     median_ms: dict[str, float]
 
@@ -61,10 +62,15 @@ def reads(*, old_message_id: str) -> tuple[Read, ...]:
     )
 
 
-def build(rows: int) -> tuple[int, float]:
-    """A fresh dataset of ``rows`` source rows and its ledger, dated at each turn: the entries and seconds."""
+def sizes_of(rows: int, *, months: int | None = None) -> dataset.Sizes:
+    """A turn a minute from January 2024 (so more months at each larger size), or the same ``months`` at
+    every size."""
+    return dataset.Sizes(rows) if months is None else dataset.spanning(rows, months=months)
+
+
+def build(sizes: dataset.Sizes) -> tuple[int, float]:
+    """A fresh dataset of ``sizes`` and its ledger, dated at each turn: the entries and seconds."""
     started = time.perf_counter()
-    sizes = dataset.Sizes(rows)
     scale_bench.build(sizes, keys="v7")
     scale_bench.partition_months(sizes)
     reset_ledger()
@@ -103,14 +109,25 @@ def time_reads(*, repeats: int) -> dict[str, float]:
     return {name: statistics.median(seconds) * 1000 for name, seconds in times.items()}
 
 
-def run(*, sizes: tuple[int, ...], repeats: int, step: Callable[[str], None] = print) -> list[AdminRun]:
+def run(
+    *, sizes: tuple[int, ...], repeats: int, months: int | None = None, step: Callable[[str], None] = print
+) -> list[AdminRun]:
+    """Each read at each size; ``months``: every size's turns spread over that many months (default: a turn a
+    minute)."""
     runs = []
     for rows in sizes:
-        step(f"13. {rows:,} source rows: building the dataset and its ledger")
-        entries, build_seconds = build(rows)
+        of = sizes_of(rows, months=months)
+        step(f"13. {rows:,} source rows in {dataset.months(of)} months: building the dataset and its ledger")
+        entries, build_seconds = build(of)
         step(f"13. {entries:,} ledger entries: timing the admin's reads")
         runs.append(
-            AdminRun(rows=rows, entries=entries, build_seconds=build_seconds, median_ms=time_reads(repeats=repeats))
+            AdminRun(
+                rows=rows,
+                entries=entries,
+                months=dataset.months(of),
+                build_seconds=build_seconds,
+                median_ms=time_reads(repeats=repeats),
+            )
         )
     scale_bench.reset_data()
     return runs

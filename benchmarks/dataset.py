@@ -92,6 +92,17 @@ class Sizes:
         return self.rows
 
 
+def spanning(rows: int, *, months: int) -> Sizes:
+    """A dataset of ``rows`` source rows whose turns spread evenly over ``months`` calendar months from January
+    2024 (the last turn in the last of them): the same months at every size, a turn further apart."""
+    if months < 1:
+        raise ValueError("months must be at least 1")
+    end = datetime(2024 + months // 12, months % 12 + 1, 1, tzinfo=UTC)
+    seconds = int((end - datetime(2024, 1, 1, tzinfo=UTC)).total_seconds())
+    turns = Sizes(rows).assistant_messages
+    return Sizes(rows, turn_seconds=max(1, seconds // turns))
+
+
 def months(sizes: Sizes) -> int:
     """How many calendar months the turns of a dataset of ``sizes`` span, from January 2024."""
     last = datetime(2024, 1, 1, tzinfo=UTC) + timedelta(seconds=sizes.turn_seconds * (sizes.assistant_messages - 1))
