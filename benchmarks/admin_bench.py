@@ -5,12 +5,12 @@ For each size a fresh dataset (:mod:`benchmarks.dataset`, time-ordered keys, as 
 its ledger (the raw-SQL limit of :mod:`benchmarks.ledger_bench`, each entry dated at its turn, as
 ``assemble()`` dates it, so that the date hierarchy and an old message's search see a ledger spread over time;
 written in that order, as the product writes it, into the partitions of every month it spans, as a
-deployment's nightly ``ledger_partitions`` keeps them: 1, 6 and 58 months at the three sizes), then the reads
-of issue 25 through the Django test client as a superuser, the whole response (the changelist view with its
-template): the first page, a status filter, a status with no rows, a search by an old message's id, the date
-hierarchy's year, and a search by words of a document title, once the build's writes are on disk (a
-CHECKPOINT and a sync). Each read is warmed once, then the reads
-alternate for ``repeats`` rounds and each keeps its median. The goal (issue 25): each read at the larger size
+deployment's nightly ``ledger_partitions`` keeps them: a turn a minute, so 1, 6 and 58 months at the three
+sizes, or the same ``months`` at every size), then the reads of issue 25 through the Django test client as a
+superuser, the whole response (the changelist view with its template): the first page, a status filter, a
+status with no rows, a search by an old message's id, the date hierarchy's year, and a search by words of a
+document title, once the build's writes are on disk (a CHECKPOINT and a sync). Each read is warmed once, then
+the reads alternate for ``repeats`` rounds and each keeps its median. The goal (issue 25): each read at the larger size
 <= 2 x its time at the smaller.
 """
 
