@@ -122,14 +122,15 @@ def run(
     runs = []
     for rows in sizes:
         of = sizes_of(rows, months=months)
-        step(f"13. {rows:,} source rows in {dataset.months(of)} months: building the dataset and its ledger")
+        spanned = dataset.months(of)
+        step(f"13. {rows:,} source rows in {spanned} months: building the dataset and its ledger")
         entries, build_seconds = build(of)
         step(f"13. {entries:,} ledger entries: timing the admin's reads")
         runs.append(
             AdminRun(
                 rows=rows,
                 entries=entries,
-                months=dataset.months(of),
+                months=spanned,
                 build_seconds=build_seconds,
                 median_ms=time_reads(repeats=repeats),
             )

@@ -500,9 +500,8 @@ def entries_with_id(
             )
             for mapping in SOURCE_MAPPINGS
         }
-        return CitingRows(rows=rows, truncated=False).entries(queryset), any(
-            len(found) >= cap for found in rows.values()
-        )
+        citing = CitingRows(rows=rows, truncated=any(len(found) >= cap for found in rows.values()))
+        return citing.entries(queryset), citing.truncated
     for mapping in SOURCE_MAPPINGS:
         row = mapping.model._default_manager.filter(pk=value).values_list("pk", "created_at").first()
         if row is not None:
