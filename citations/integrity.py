@@ -3,21 +3,24 @@ followed, every turn's current facts compared with its seal, and every ledger en
 
 Set-based and batched: seals are read in chain order, keyset-paginated on ``(chain, sequence)``, and each
 batch's turns, rows and ledger entries are read with one query per table (``seals.turn_facts``), so memory
-stays flat however large the record. Signatures: the last seal of each chain is checked (each seal's digest
-covers its predecessor's, so the chain's last signature authenticates every seal before it once every
-digest and link is recomputed); ``all_signatures`` checks every one.
+stays flat however large the record: two batches at most, since the next is read while one is checked in a
+second thread (the reads are mostly a wait on the database, the checks pure Python, in chain order).
+
+Signatures: the last seal of each chain is checked (each seal's digest covers its predecessor's, so the
+chain's last signature authenticates every seal before it once every digest and link is recomputed);
+``all_signatures`` checks every one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import BooleanField, Exists, OuterRef, Q, QuerySet
-from django.db.models.expressions import RawSQL
+from django.db.models import Q, QuerySet
 
 from citations import keys, partitions, seals
 from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
@@ -75,19 +78,38 @@ class Integrity:
             self.problems.append(problem)
 
 
+def _chain_of(matter_id: UUID | None) -> str | None:
+    return None if matter_id is None else seals.chain_of(project_id=str(matter_id), chat_id="")
+
+
 def _chain_filter(matter_id: UUID | None) -> Q:
-    return Q() if matter_id is None else Q(chain=seals.chain_of(project_id=str(matter_id), chat_id=""))
+    return Q() if matter_id is None else Q(chain=_chain_of(matter_id))
 
 
 def sealed_in_scope(matter_id: UUID | None = None) -> QuerySet[TurnSeal]:
     return TurnSeal.objects.filter(_chain_filter(matter_id))
 
 
+# A keyset page of seals in chain order, from just after ``(%(chain)s, %(sequence)s)``, in one chain (``%(only)s``)
+# or all, each with whether a later finalize of its turn was sealed too. Ids and (on PostgreSQL) timestamps
+# are read as text, as ``seals.turn_facts`` reads them. The row-value comparison is an index range scan of
+# turn_seals_chain_sequence_uniq from the last seal read, so each batch costs its own rows only.
+_SEALS_SQL = f"""
+SELECT s.chain, s.sequence, s.previous_sha256, CAST(s.message_id AS text), s.finalize_number,
+       {{finalized_at}}, s.verifier_version, s.row_digests, s.facts_sha256, {{sealed_at}}, s.late,
+       s.key_fingerprint, s.seal_sha256, s.signature,
+       EXISTS (SELECT 1 FROM {TurnSeal._meta.db_table} later
+                WHERE later.message_id = s.message_id AND later.finalize_number > s.finalize_number)
+  FROM {TurnSeal._meta.db_table} s
+ WHERE (s.chain, s.sequence) > (%(chain)s, %(sequence)s) AND (%(only)s IS NULL OR s.chain = %(only)s)
+ ORDER BY s.chain, s.sequence
+ LIMIT %(limit)s
+"""  # noqa: S608 - the table name from the model's _meta, values as parameters
 _SEAL_COLUMNS = (
     "chain",
     "sequence",
     "previous_sha256",
-    "message_id",
+    "message",
     "finalize_number",
     "finalized_at",
     "verifier_version",
@@ -101,47 +123,55 @@ _SEAL_COLUMNS = (
 )
 
 
-def _seal_dict(values: tuple[Any, ...]) -> dict[str, Any]:
-    seal = dict(zip(_SEAL_COLUMNS, values, strict=True))
-    seal["message"] = str(seal.pop("message_id"))
-    seal["finalized_at"] = seals.iso(seal["finalized_at"])
-    seal["sealed_at"] = seals.iso(seal["sealed_at"])
-    return seal
+def _seal_page(*, after: tuple[str, int], only: str | None, limit: int) -> list[tuple[dict[str, Any], bool]]:
+    """One page of :data:`_SEALS_SQL`: each seal as ``lqai_verify.record`` reads it, and whether a later
+    finalize of its turn was sealed too."""
+    sql = _SEALS_SQL.format(finalized_at=seals.iso_sql("s.finalized_at"), sealed_at=seals.iso_sql("s.sealed_at"))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"chain": after[0], "sequence": after[1], "only": only, "limit": limit})
+        rows = cursor.fetchall()
+    page = []
+    for *values, superseded in rows:
+        seal = dict(zip(_SEAL_COLUMNS, values, strict=True))
+        seal["message"] = seals.id_text(seal["message"])
+        seal["finalized_at"] = seals.timestamp_text(seal["finalized_at"])
+        seal["sealed_at"] = seals.timestamp_text(seal["sealed_at"])
+        seal["row_digests"] = seals.json_value(seal["row_digests"])
+        seal["late"] = bool(seal["late"])
+        page.append((seal, bool(superseded)))
+    return page
 
 
-# A batch's ledger entries, ids read as text (see ``seals.turn_facts``). One message id per placeholder.
+# A batch's ledger entries, ids read as text (see ``seals.turn_facts``), each with its row's key
+# (``lqai_verify.record.row_key``) made by the database from the one source column set. The messages are one
+# parameter, ``%(messages)s`` (``seals.in_ids``).
 _ENTRIES_SQL = f"""
 SELECT CAST(id AS text), CAST(message_id AS text), CAST(chat_id AS text), CAST(project_id AS text),
        source_kind, verification_status, confidence, provider,
-       CAST(message_citation_id AS text), CAST(message_caselaw_citation_id AS text),
-       CAST(message_tool_source_id AS text), CAST(message_case_citation_id AS text)
+       COALESCE({", ".join(f"'{table}:' || CAST({column} AS text)" for column, table in _SOURCE_TABLES)})
   FROM {CitationLedgerEntry._meta.db_table}
- WHERE message_id IN ({{messages}})
-"""  # noqa: S608 - the table name from the model's _meta, values as parameters
+ WHERE message_id {{in_messages}}
+"""  # noqa: S608 - the table and column names from the model's _meta, values as parameters
 
 
 def entries_by_message(message_ids: Iterable[UUID | str]) -> dict[str, list[dict[str, Any]]]:
     """The ledger entries of the given messages, by message id, as ``lqai_verify.record`` reads them:
     ``{"id", "source": <row key>, <LEDGER_FIELDS>}`` (one query)."""
     by_message: dict[str, list[dict[str, Any]]] = {}
-    pk = CitationLedgerEntry._meta.get_field("message")
-    ids = [pk.get_db_prep_value(UUID(str(i)), connection) for i in dict.fromkeys(str(i) for i in message_ids)]
+    ids = list(message_ids)
     if not ids:
         return by_message
-    tables = [table for _, table in _SOURCE_TABLES]
     with connection.cursor() as cursor:
-        cursor.execute(_ENTRIES_SQL.format(messages=", ".join(["%s"] * len(ids))), ids)
-        rows = cursor.fetchall()
-    for entry_id, message_id, chat_id, project_id, kind, status, confidence, provider, *sources in rows:
-        source = next(
-            (f"{table}:{seals.id_text(row)}" for table, row in zip(tables, sources, strict=True) if row is not None),
-            None,
+        cursor.execute(
+            _ENTRIES_SQL.format(in_messages=seals.in_ids("messages")), {"messages": seals.ids_parameter(ids)}
         )
+        rows = cursor.fetchall()
+    for entry_id, message_id, chat_id, project_id, kind, status, confidence, provider, source in rows:
         message = seals.id_text(message_id)
         by_message.setdefault(message, []).append(  # type: ignore[arg-type]
             {
                 "id": seals.id_text(entry_id),
-                "source": source,
+                "source": seals.row_key_text(source),
                 "message": message,
                 "chat": seals.id_text(chat_id),
                 "project": seals.id_text(project_id),
@@ -152,6 +182,29 @@ def entries_by_message(message_ids: Iterable[UUID | str]) -> dict[str, list[dict
             }
         )
     return by_message
+
+
+# One batch of seals in chain order, each with whether a later finalize of its turn was sealed too, and their
+# turns' facts and ledger entries by message id.
+Batch = tuple[list[tuple[dict[str, Any], bool]], dict[str, seals.TurnFacts], dict[str, list[dict[str, Any]]]]
+
+
+def _batches(*, only: str | None, batch_size: int) -> Iterator[Batch]:
+    """The seals of one chain (``only``) or of all, in chain order, in batches read with their facts and
+    entries: one keyset page of seals and one query per table a batch."""
+    after = ("", 0)
+    while batch_seals := _seal_page(after=after, only=only, limit=batch_size):
+        message_ids = sorted({seal["message"] for seal, _ in batch_seals})
+        yield batch_seals, seals.turn_facts(message_ids), entries_by_message(message_ids)
+        last = batch_seals[-1][0]
+        after = (last["chain"], last["sequence"])
+
+
+def _checked(checking: Future[None], size: int, *, on_batch: Callable[[int], object] | None) -> None:
+    """Wait for a batch's check (raising its error, if any), then count it."""
+    checking.result()
+    if on_batch is not None:
+        on_batch(size)
 
 
 def verify_record(
@@ -165,8 +218,6 @@ def verify_record(
     """Check the sealed record of every chain (or of one matter's): see the module docstring. Reads only."""
     result = Integrity(limit=limit)
     public_keys = keys.public_keys()
-    later = TurnSeal.objects.filter(message_id=OuterRef("message_id"), finalize_number__gt=OuterRef("finalize_number"))
-    scope = sealed_in_scope(matter_id).annotate(superseded=Exists(later)).order_by("chain", "sequence")
     heads = dict(SealChainHead.objects.filter(_chain_filter(matter_id)).values_list("chain", "sequence"))
     seen_chains: set[str] = set()
     previous: dict[str, Any] | None = None
@@ -203,22 +254,9 @@ def verify_record(
                 )
             )
 
-    cursor_position: tuple[str, int] | None = None
-    while True:
-        batch_query = scope
-        if cursor_position is not None:
-            chain, sequence = cursor_position
-            # A row-value comparison (the ORM has no public way to say it): an index range scan of
-            # turn_seals_chain_sequence_uniq from the last seal read, so each batch costs its own rows only.
-            after = RawSQL("(chain, sequence) > (%s, %s)", (chain, sequence), output_field=BooleanField())
-            batch_query = batch_query.alias(after=after).filter(after=True)
-        batch = list(batch_query.values_list(*_SEAL_COLUMNS, "superseded")[:batch_size])
-        if not batch:
-            break
-        batch_seals = [(_seal_dict(values[:-1]), bool(values[-1])) for values in batch]
-        message_ids = sorted({seal["message"] for seal, _ in batch_seals})
-        facts = seals.turn_facts(message_ids)
-        entries = entries_by_message(message_ids)
+    def check(batch: Batch) -> None:
+        nonlocal previous
+        batch_seals, facts, entries = batch
         for seal, superseded in batch_seals:
             where = (seal["message"], seal["chain"], seal["sequence"])
             result.seals += 1
@@ -281,10 +319,17 @@ def verify_record(
                     ):
                         result.add(Problem(difference, *where))
             previous = seal
-        last = batch_seals[-1][0]
-        cursor_position = (last["chain"], last["sequence"])
-        if on_batch is not None:
-            on_batch(len(batch))
+
+    # The batches are read in this thread while the one before is checked in another (the checks are pure
+    # Python, the reads mostly a wait on the database), one batch ahead, checked in order.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify_ledger") as checker:
+        checking: tuple[Future[None], int] | None = None
+        for batch in _batches(only=_chain_of(matter_id), batch_size=batch_size):
+            if checking is not None:
+                _checked(*checking, on_batch=on_batch)
+            checking = (checker.submit(check, batch), len(batch[0]))
+        if checking is not None:
+            _checked(*checking, on_batch=on_batch)
     if previous is not None:
         end_chain(previous)
     for chain in sorted(heads.keys() - seen_chains):

@@ -171,7 +171,7 @@ def test_a_database_error_in_the_seals_read_never_breaks_the_turn(
 ) -> None:
     # Given the statement that reads the facts to seal failing in the database (outside a savepoint, such an
     # error leaves the turn's whole transaction aborted, and the answer is lost)
-    monkeypatch.setattr(seals, "_FACTS_SQL", "WITH turns (id) AS (VALUES {turns}) SELECT 1 / 0 FROM turns")
+    monkeypatch.setattr(seals, "_FACTS_SQL", "SELECT 1 / 0 WHERE CAST(%(turns)s AS text) IS NOT NULL")
 
     # When a turn is asked for
     with caplog.at_level(logging.ERROR, logger="citations.receivers"):
@@ -655,3 +655,65 @@ def test_verify_ledger_reads_in_batches_across_chains(
     assert status == 0, output
     assert "4 seals in 2 chain(s), 4 turns" in output
     assert gap_status == 0, gap_output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_names_problems_in_chain_order_when_batches_are_checked_beside_the_reads(
+    matter_turns: list[dict[str, Any]],
+) -> None:
+    # Given the second and the third turn's quotes changed in SQL
+    for turn in matter_turns[1:]:
+        _raw(
+            "UPDATE message_citations SET quote = %(quote)s WHERE id = %(id)s",
+            {"quote": "must never be satisfied", "id": _db_id(_first_quote(turn["id"]).pk)},
+        )
+
+    # When the record is checked a seal a batch (each batch read while the one before is checked)
+    result = verify_record(batch_size=1)
+
+    # Then both are named, the earlier turn first
+    assert [problem.message for problem in result.problems] == [matter_turns[1]["id"], matter_turns[2]["id"]]
+    assert result.seals == 3
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("matter_turns")
+def test_an_error_in_the_check_of_a_batch_fails_verify_ledger_rather_than_passing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the check of the second seal failing (it runs in the checking thread)
+    checked = []
+
+    def fail_on_the_second(**kwargs: Any) -> list[str]:
+        checked.append(kwargs["seal"]["sequence"])
+        if len(checked) == 2:
+            raise RuntimeError("the check broke")
+        return []
+
+    monkeypatch.setattr(record, "facts_differences", fail_on_the_second)
+
+    # Then the check's error reaches the caller, and no later seal is checked
+    with pytest.raises(RuntimeError, match="the check broke"):
+        verify_record(batch_size=1)
+    assert checked == [1, 2]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC),
+        datetime.datetime(2026, 12, 2, 11, 21, 26, 123456, tzinfo=datetime.UTC),
+        datetime.datetime(2024, 6, 1, 8, 0, 0, 5, tzinfo=datetime.timezone(datetime.timedelta(hours=5))),
+        datetime.datetime(999, 3, 4, 23, 59, 59, 999999, tzinfo=datetime.UTC),
+    ],
+)
+def test_timestamps_the_database_prints_are_printed_as_sealed(value: datetime.datetime) -> None:
+    # Given a timestamp read the way turn_facts and verify_ledger read theirs (printed by the server)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {seals.iso_sql('CAST(%(value)s AS timestamptz)')}", {"value": value})
+        printed = cursor.fetchone()[0]
+
+    # Then it is the text a seal holds for it
+    assert seals.timestamp_text(printed) == seals.iso(value) == printed
