@@ -202,17 +202,24 @@ def json_value(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
+def sealed_forms(values: Sequence[Any]) -> tuple[Any, ...]:
+    """A row of :data:`_FACTS_SQL` with its ids (columns 1-4) and its timestamp (column 5) as sealed, from what
+    SQLite returns; PostgreSQL's rows already hold them so (ids and timestamps printed by the server)."""
+    tag, row_id, message_id, u3, u4, ts, *rest = values
+    return (tag, id_text(row_id), id_text(message_id), id_text(u3), id_text(u4), timestamp_text(ts), *rest)
+
+
 def _fact_row(values: Sequence[Any]) -> dict[str, Any]:
-    """One row of :data:`_FACTS_SQL` (tags 1-4) as ``lqai_verify.record`` fields."""
+    """One row of :data:`_FACTS_SQL` (tags 1-4, in :func:`sealed_forms`) as ``lqai_verify.record`` fields."""
     tag, row_id, message_id, u3, _, created_at, i1, i2, i3, f1, t1, t2, t3, t4, t5, t6, t7, j1 = values
     row: dict[str, Any] = {
         "table": record.ROW_TABLES[tag - 1],
-        "id": id_text(row_id),
-        "message": id_text(message_id),
-        "created_at": timestamp_text(created_at),
+        "id": row_id,
+        "message": message_id,
+        "created_at": created_at,
     }
     if tag in (1, 2):
-        row.update({"document": id_text(u3)} if tag == 1 else {"opinion": id_text(u3), "opinion_provider": t5})
+        row.update({"document": u3} if tag == 1 else {"opinion": u3, "opinion_provider": t5})
         row.update(
             {
                 "position": i1,
@@ -229,7 +236,7 @@ def _fact_row(values: Sequence[Any]) -> dict[str, Any]:
     elif tag == 3:
         row.update(zip(record.ROW_FIELDS[record.TOOL][4:], (i1, t1, t2, t3, t4, t5, t6, t7), strict=True))
     else:
-        row.update(zip(record.ROW_FIELDS[record.CASE][4:], (i1, i2, t1, t2, t3, t4, t5, id_text(u3), t6), strict=True))
+        row.update(zip(record.ROW_FIELDS[record.CASE][4:], (i1, i2, t1, t2, t3, t4, t5, u3, t6), strict=True))
     return row
 
 
@@ -238,26 +245,32 @@ def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
     whatever the number of turns. Rows are in the order of their table in
     :data:`lqai_verify.record.ROW_TABLES`, then by id."""
     ids = list(message_ids)
+    return facts_of(ids_parameter(ids)) if ids else {}
+
+
+def facts_of(turns: str) -> dict[str, TurnFacts]:
+    """:func:`turn_facts` of the turns of an :func:`ids_parameter` (for a caller that reads more than the facts
+    of the same turns, with one parameter)."""
     facts: dict[str, TurnFacts] = {}
-    if not ids:
-        return facts
     with connection.cursor() as cursor:
-        cursor.execute(_facts_sql(), {"turns": ids_parameter(ids)})
-        rows = cursor.fetchall()
+        cursor.execute(_facts_sql(), {"turns": turns})
+        rows: Iterable[Sequence[Any]] = cursor.fetchall()
+    if connection.vendor != "postgresql":
+        rows = map(sealed_forms, rows)
     for values in rows:
         if values[0] == 0:
             _, chat_id, message_id, project_id, question_id, finalized_at, *_ = values
             question, answer, status, verdict, model = values[10:15]
             turn: dict[str, Any] = {
-                "message": id_text(message_id),
-                "chat": id_text(chat_id),
-                "project": id_text(project_id),
-                "question_message": id_text(question_id),
+                "message": message_id,
+                "chat": chat_id,
+                "project": project_id,
+                "question_message": question_id,
                 "question": question,
                 "answer_sha256": record.text_sha256(answer),
                 "status": status,
                 "verdict": verdict,
-                "finalized_at": timestamp_text(finalized_at),
+                "finalized_at": finalized_at,
                 "model_name": model,
             }
             facts[turn["message"]] = TurnFacts(turn=turn, answer=answer)

@@ -25,7 +25,7 @@ from rest_framework.test import APIClient
 from chats.models import Chat, DocumentQuote, Message
 from chats.record import purging
 from chats.services import ClaimedCitation, finalize_turn, start_turn
-from citations import keys, seals
+from citations import integrity, keys, seals
 from citations.integrity import verify_record
 from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
 from citations.purge import purge_matter
@@ -631,6 +631,48 @@ def test_a_chain_head_locked_elsewhere_holds_the_turn_only_for_the_bound(
     _turn(client, chat)
     assert seals.seal_late() == 1
     assert verify()[0] == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_verify_ledger_checks_one_instant_of_a_record_that_grows_while_it_reads(
+    committed_matter_chat: tuple[APIClient, Chat], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a matter with two sealed turns
+    client, chat = committed_matter_chat
+    _turn(client, chat)
+    _turn(client, chat)
+    # and a third turn committed by another connection once verify_ledger has started reading (after it read
+    # where each chain ends, before it reads the seals)
+    pages = integrity._seal_page
+    grown: list[dict[str, Any]] = []
+
+    def another_turn() -> None:
+        try:
+            grown.append(_turn(client, chat))
+        finally:
+            connections.close_all()
+
+    def a_turn_commits_first(**kwargs: Any) -> Any:
+        if not grown:
+            worker = threading.Thread(target=another_turn)
+            worker.start()
+            worker.join(timeout=30)
+            assert grown, "the concurrent turn did not commit"
+        return pages(**kwargs)
+
+    monkeypatch.setattr(integrity, "_seal_page", a_turn_commits_first)
+
+    # When the record is checked
+    result = verify_record()
+
+    # Then it is intact as of the instant the check started: the two seals it found the chain ending at
+    assert result.intact, [str(p) for p in result.problems]
+    assert result.seals == 2
+    assert TurnSeal.objects.filter(chain=f"matter:{chat.project_id}").count() == 3
+    # and the next check sees the third
+    assert verify_record().seals == 3
 
 
 @pytest.mark.django_db
