@@ -675,6 +675,82 @@ def test_verify_ledger_checks_one_instant_of_a_record_that_grows_while_it_reads(
     assert verify_record().seals == 3
 
 
+def _settings_while_walking(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """What the connection says of its transaction while verify_ledger reads its first batch."""
+    seen: dict[str, Any] = {}
+    batches = integrity._batches
+
+    def noting(**kwargs: Any) -> Any:
+        seen["in_transaction"] = connection.in_atomic_block
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                for name in ("transaction_isolation", "transaction_read_only", "random_page_cost"):
+                    cursor.execute(f"SHOW {name}")
+                    seen[name] = cursor.fetchone()[0]
+        return batches(**kwargs)
+
+    monkeypatch.setattr(integrity, "_batches", noting)
+    return seen
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_verify_ledger_reads_a_read_only_snapshot_looking_rows_up_by_index(
+    committed_matter_chat: tuple[APIClient, Chat], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, chat = committed_matter_chat
+    _turn(client, chat)
+    seen = _settings_while_walking(monkeypatch)
+
+    assert verify_record().intact
+
+    assert seen == {
+        "in_transaction": True,
+        "transaction_isolation": "repeatable read",
+        "transaction_read_only": "on",
+        "random_page_cost": "1.1",
+    }
+    with connection.cursor() as cursor:  # the session's own setting, untouched
+        cursor.execute("SHOW random_page_cost")
+        assert cursor.fetchone()[0] == "4"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_verify_ledger_keeps_a_deployments_lower_random_page_cost(
+    committed_matter_chat: tuple[APIClient, Chat], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, chat = committed_matter_chat
+    _turn(client, chat)
+    with connection.cursor() as cursor:
+        cursor.execute("SET random_page_cost = 0.5")
+    seen = _settings_while_walking(monkeypatch)
+    try:
+        assert verify_record().intact
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET random_page_cost")
+
+    assert seen["random_page_cost"] == "0.5"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_verify_ledger_on_sqlite_holds_no_transaction_that_would_block_writers(
+    committed_matter_chat: tuple[APIClient, Chat], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: on PostgreSQL verify_ledger reads one snapshot (the tests above)")
+    client, chat = committed_matter_chat
+    _turn(client, chat)
+    seen = _settings_while_walking(monkeypatch)
+
+    assert verify_record().intact
+    assert seen == {"in_transaction": False}
+
+
 @pytest.mark.django_db
 def test_deleting_a_matter_takes_its_chain_with_it(matter_turns: list[dict[str, Any]], matter_chat: Chat) -> None:
     purge_matter(project_id=matter_chat.project_id, purged_by="operator")  # type: ignore[arg-type]
