@@ -217,8 +217,8 @@ def _checked(checking: Future[None], size: int, *, on_batch: Callable[[int], obj
 
 # PostgreSQL: the snapshot verify_ledger reads, and how it reads it. A batch looks its turns' rows up by their
 # message's index; with the default cost of a random page read (4, a spinning disk's) the planner would rather
-# scan every source table whole for a batch of 2,000 turns over tables of a million rows (measured: a check
-# 2.8 times a plain SELECT of the same columns, 1.95 times with a cost of 1.1). 1.1 is PostgreSQL's own
+# scan every source table whole for a batch of 2,000 turns over tables of a million rows (measured: 176 ms a
+# batch, 50-110 ms with a cost of 1.1; benchmarks/RESULTS.md, 2026-12-02 19:30). 1.1 is PostgreSQL's own
 # suggestion for solid-state storage, and holds for a record read while it is hot; a deployment that has
 # set a lower cost keeps it. Both for this transaction only.
 _SNAPSHOT_SQL = (
