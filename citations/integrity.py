@@ -245,6 +245,7 @@ def one_snapshot() -> Iterator[None]:
         yield
 
 
+@one_snapshot()
 def verify_record(
     *,
     matter_id: UUID | None = None,
@@ -255,25 +256,6 @@ def verify_record(
 ) -> Integrity:
     """Check the sealed record of every chain (or of one matter's) as of one instant (:func:`one_snapshot`):
     see the module docstring. Reads only."""
-    with one_snapshot():
-        return _verify(
-            matter_id=matter_id,
-            batch_size=batch_size,
-            all_signatures=all_signatures,
-            limit=limit,
-            on_batch=on_batch,
-        )
-
-
-def _verify(
-    *,
-    matter_id: UUID | None,
-    batch_size: int,
-    all_signatures: bool,
-    limit: int,
-    on_batch: Callable[[int], object] | None,
-) -> Integrity:
-    """:func:`verify_record`'s check, in the caller's snapshot."""
     result = Integrity(limit=limit)
     public_keys = keys.public_keys()
     heads = dict(SealChainHead.objects.filter(_chain_filter(matter_id)).values_list("chain", "sequence"))
