@@ -37,7 +37,7 @@ from chats.models import CaselawOpinion, Document, Message, Project
 from chats.pages import page_cite, pages_of_span
 from chats.verification import VERIFIER_VERSION
 from citations import keys, seals
-from citations.integrity import entries_by_message
+from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
 from lqai_verify import record
 
@@ -114,8 +114,11 @@ def _sealed_order(project: Project) -> Iterator[list[UUID]]:
         yield batch
 
 
+@one_snapshot()
 def export_matter(*, project: Project, out: IO[bytes]) -> ExportSummary:
-    """Write the signed export of ``project`` to ``out`` (a binary, seekable file). Reads only."""
+    """Write the signed export of ``project`` to ``out`` (a binary, seekable file): the matter as it stood when
+    the export began (:func:`citations.integrity.one_snapshot`), whatever turns commit while it runs. Reads
+    only."""
     summary = ExportSummary(development_key=keys.is_development_key(), fingerprint=keys.current_fingerprint())
     files = {name: _Digesting() for name in DATA_FILES}
     chain = seals.chain_of(project_id=str(project.pk), chat_id="")

@@ -232,9 +232,10 @@ _SNAPSHOT_SQL = (
 def one_snapshot() -> Iterator[None]:
     """On PostgreSQL, outside a transaction: one read-only transaction that sees the record as of its first
     read, so that turns committed meanwhile are neither half-seen nor taken for a broken chain (their seals
-    past a chain's end as read, say). It holds back vacuum's cleanup of rows changed during the check, as
-    any long snapshot (``pg_dump``'s) does. Elsewhere, or inside the caller's transaction, that transaction
-    (SQLite's read transaction would block every writer for the whole check)."""
+    past a chain's end as read, say). ``verify_ledger`` and ``export_matter`` read through it. It holds back
+    vacuum's cleanup of rows changed while it lasts, as any long snapshot (``pg_dump``'s) does. Elsewhere, or
+    inside the caller's transaction, that transaction (SQLite's read transaction would block every writer for
+    the whole read)."""
     if connection.vendor != "postgresql" or connection.in_atomic_block:
         yield
         return

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import zipfile
 from io import StringIO
 from pathlib import Path
@@ -18,11 +19,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import LazySettings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connections
 from rest_framework.test import APIClient
 
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
 from chats.services import ClaimedCitation, finalize_turn, start_turn
-from citations import keys
+from citations import keys, seals
 from lqai_verify import record
 from lqai_verify.bundle import verify_bundle
 from tests import factories
@@ -307,6 +309,51 @@ def test_an_interrupted_export_leaves_no_file(
     with pytest.raises(OSError, match="No space left"):
         call_command("export_matter", str(matter_chat.project_id), "--out", str(tmp_path / "m.zip"))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_a_matter_exported_while_a_turn_commits_is_the_record_of_one_instant(
+    committed_matter_chat: tuple[APIClient, Chat], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a matter with two sealed turns
+    client, chat = committed_matter_chat
+    _turn(client, chat)
+    _turn(client, chat)
+    # and a third turn committed by another connection once the export has read the first seal (before it reads
+    # where the chain ends, and the turns)
+    seal_fields = seals.seal_fields
+    grown: list[dict[str, Any]] = []
+
+    def another_turn() -> None:
+        try:
+            grown.append(_turn(client, chat))
+        finally:
+            connections.close_all()
+
+    def a_turn_commits_first(seal: Any) -> Any:
+        if not grown:
+            worker = threading.Thread(target=another_turn)
+            worker.start()
+            worker.join(timeout=30)
+            assert grown, "the concurrent turn did not commit"
+        return seal_fields(seal)
+
+    monkeypatch.setattr(seals, "seal_fields", a_turn_commits_first)
+
+    # When the matter is exported
+    path = export(chat, tmp_path / "matter.zip")
+
+    # Then the bundle is the matter as it stood when the export began: two turns, their seals and the chain's
+    # head at the second, and it verifies
+    monkeypatch.undo()
+    result = verify_bundle(path, public_key=fingerprint())
+    assert result.problems == []
+    assert (result.turns, result.seals) == (2, 2)
+    assert json.loads(members(path)["manifest.json"])["chain_head"]["sequence"] == 2
+    # and the next export has the third
+    assert verify_bundle(export(chat, tmp_path / "next.zip"), public_key=fingerprint()).turns == 3
 
 
 @pytest.mark.django_db
