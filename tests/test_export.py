@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import zipfile
 from io import StringIO
 from pathlib import Path
@@ -19,7 +18,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import LazySettings
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connections
 from rest_framework.test import APIClient
 
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
@@ -28,7 +26,7 @@ from citations import keys, seals
 from lqai_verify import record
 from lqai_verify.bundle import verify_bundle
 from tests import factories
-from tests.test_seals import QUESTION, _db_id, _raw, _turn
+from tests.test_seals import QUESTION, _db_id, _raw, _turn, a_turn_commits_first
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -323,24 +321,7 @@ def test_a_matter_exported_while_a_turn_commits_is_the_record_of_one_instant(
     _turn(client, chat)
     # and a third turn committed by another connection once the export has read the first seal (before it reads
     # where the chain ends, and the turns)
-    seal_fields = seals.seal_fields
-    grown: list[dict[str, Any]] = []
-
-    def another_turn() -> None:
-        try:
-            grown.append(_turn(client, chat))
-        finally:
-            connections.close_all()
-
-    def a_turn_commits_first(seal: Any) -> Any:
-        if not grown:
-            worker = threading.Thread(target=another_turn)
-            worker.start()
-            worker.join(timeout=30)
-            assert grown, "the concurrent turn did not commit"
-        return seal_fields(seal)
-
-    monkeypatch.setattr(seals, "seal_fields", a_turn_commits_first)
+    monkeypatch.setattr(seals, "seal_fields", a_turn_commits_first(client, chat, seals.seal_fields))
 
     # When the matter is exported
     path = export(chat, tmp_path / "matter.zip")

@@ -9,6 +9,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from io import StringIO
 from typing import Any
 
@@ -645,24 +646,7 @@ def test_verify_ledger_checks_one_instant_of_a_record_that_grows_while_it_reads(
     _turn(client, chat)
     # and a third turn committed by another connection once verify_ledger has started reading (after it read
     # where each chain ends, before it reads the seals)
-    pages = integrity._seal_page
-    grown: list[dict[str, Any]] = []
-
-    def another_turn() -> None:
-        try:
-            grown.append(_turn(client, chat))
-        finally:
-            connections.close_all()
-
-    def a_turn_commits_first(**kwargs: Any) -> Any:
-        if not grown:
-            worker = threading.Thread(target=another_turn)
-            worker.start()
-            worker.join(timeout=30)
-            assert grown, "the concurrent turn did not commit"
-        return pages(**kwargs)
-
-    monkeypatch.setattr(integrity, "_seal_page", a_turn_commits_first)
+    monkeypatch.setattr(integrity, "_seal_page", a_turn_commits_first(client, chat, integrity._seal_page))
 
     # When the record is checked
     result = verify_record()
@@ -673,6 +657,28 @@ def test_verify_ledger_checks_one_instant_of_a_record_that_grows_while_it_reads(
     assert TurnSeal.objects.filter(chain=f"matter:{chat.project_id}").count() == 3
     # and the next check sees the third
     assert verify_record().seals == 3
+
+
+def a_turn_commits_first(client: APIClient, chat: Chat, read: Callable[..., Any]) -> Callable[..., Any]:
+    """``read``, made to wait at its first call until another connection has committed a turn of ``chat``
+    (a record that grows while it is read)."""
+    grown: list[dict[str, Any]] = []
+
+    def another_turn() -> None:
+        try:
+            grown.append(_turn(client, chat))
+        finally:
+            connections.close_all()
+
+    def reading(*args: Any, **kwargs: Any) -> Any:
+        if not grown:
+            worker = threading.Thread(target=another_turn)
+            worker.start()
+            worker.join(timeout=30)
+            assert grown, "the concurrent turn did not commit"
+        return read(*args, **kwargs)
+
+    return reading
 
 
 def _settings_while_walking(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
