@@ -25,7 +25,7 @@ import hashlib
 import json
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 from uuid import UUID
@@ -115,10 +115,12 @@ def _sealed_order(project: Project) -> Iterator[list[UUID]]:
 
 
 @one_snapshot()
-def export_matter(*, project: Project, out: IO[bytes]) -> ExportSummary:
+def export_matter(
+    *, project: Project, out: IO[bytes], on_batch: Callable[[int], object] | None = None
+) -> ExportSummary:
     """Write the signed export of ``project`` to ``out`` (a binary, seekable file): the matter as it stood when
     the export began (:func:`citations.integrity.one_snapshot`), whatever turns commit while it runs. Reads
-    only."""
+    only. ``on_batch`` is called with the number of turns of each batch written (for a progress bar)."""
     summary = ExportSummary(development_key=keys.is_development_key(), fingerprint=keys.current_fingerprint())
     files = {name: _Digesting() for name in DATA_FILES}
     chain = seals.chain_of(project_id=str(project.pk), chat_id="")
@@ -150,6 +152,8 @@ def export_matter(*, project: Project, out: IO[bytes]) -> ExportSummary:
         titles = dict(project.chats.values_list("id", "title"))
         for batch in _sealed_order(project):
             _export_batch(batch, files=files, latest_seals=latest_seals, titles=titles, summary=summary)
+            if on_batch is not None:
+                on_batch(len(batch))
         report.write(render_to_string("citations/export/report_end.html", {"summary": summary}).encode())
         public_keys = keys.public_keys()
         key_file = record.canonical_json(

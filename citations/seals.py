@@ -497,13 +497,16 @@ def _write_seals(turns: Sequence[TurnFacts], *, late: bool) -> list[TurnSeal]:
     return created
 
 
+def finalized_turns(matter_id: UUID | None = None) -> QuerySet[Message]:
+    """The finalized turns (assistant messages), of every matter or of one."""
+    finalized = Message.objects.filter(role=Message.Role.ASSISTANT, finalized_at__isnull=False)
+    return finalized if matter_id is None else finalized.filter(chat__project_id=matter_id)
+
+
 def unsealed_turns(matter_id: UUID | None = None) -> QuerySet[Message]:
     """Finalized turns whose last finalize has no seal (a sealing failure, or a turn from before sealing)."""
-    finalized = Message.objects.filter(role=Message.Role.ASSISTANT, finalized_at__isnull=False)
-    if matter_id is not None:
-        finalized = finalized.filter(chat__project_id=matter_id)
     sealed = TurnSeal.objects.filter(message_id=OuterRef("pk"), finalized_at=OuterRef("finalized_at"))
-    return finalized.filter(~Exists(sealed))
+    return finalized_turns(matter_id).filter(~Exists(sealed))
 
 
 DEFAULT_LATE_BATCH = 500

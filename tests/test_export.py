@@ -298,7 +298,7 @@ def test_an_interrupted_export_leaves_no_file(
 ) -> None:
     from citations.management.commands import export_matter as command
 
-    def fails_halfway(*, project: Any, out: Any) -> None:
+    def fails_halfway(*, project: Any, out: Any, on_batch: Any) -> None:
         out.write(b"PK half a zip")
         raise OSError("No space left on device")
 
@@ -307,6 +307,38 @@ def test_an_interrupted_export_leaves_no_file(
     with pytest.raises(OSError, match="No space left"):
         call_command("export_matter", str(matter_chat.project_id), "--out", str(tmp_path / "m.zip"))
     assert list(tmp_path.iterdir()) == []
+
+
+class _Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.django_db
+def test_a_large_export_shows_its_progress_per_batch_of_turns(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citations import export as exporting
+    from citations.management.commands import export_matter as command
+
+    chat, _ = exported_matter
+    monkeypatch.setattr(exporting, "BATCH", 2)
+    batches: list[int] = []
+
+    assert chat.project is not None
+    with (tmp_path / "m.zip").open("wb") as out:
+        summary = exporting.export_matter(project=chat.project, out=out, on_batch=batches.append)
+
+    assert batches == [2, 1]
+    assert summary.turns == 3
+    # and the command draws it as a bar on a terminal, once a matter has PROGRESS_FROM turns
+    terminal = _Terminal()
+    monkeypatch.setattr(command, "PROGRESS_FROM", 3)
+    monkeypatch.setattr("sys.stderr", terminal)
+    export(chat, tmp_path / "bar.zip")
+    assert "export_matter" in terminal.getvalue()
+    assert "3/3" in terminal.getvalue()
+    assert verify_bundle(tmp_path / "bar.zip", public_key=fingerprint()).problems == []
 
 
 @pytest.mark.postgres

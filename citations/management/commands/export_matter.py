@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
 
 from chats.models import Project
 from citations.export import export_matter
+from citations.seals import finalized_turns
+
+# A progress bar (on a terminal only) from this many turns; a smaller matter exports in seconds.
+PROGRESS_FROM = 2_000
 
 
 class Command(BaseCommand):
@@ -35,7 +41,15 @@ class Command(BaseCommand):
         # Written beside the target and renamed into place: an interrupted export leaves no half-written file.
         with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", delete=False) as partial:
             try:
-                summary = export_matter(project=project, out=partial)
+                total = finalized_turns(project.pk).count()
+                with tqdm(
+                    total=total,
+                    unit="turn",
+                    disable=total < PROGRESS_FROM or None,
+                    file=sys.stderr,
+                    desc="export_matter",
+                ) as bar:
+                    summary = export_matter(project=project, out=partial, on_batch=bar.update)
             except BaseException:
                 os.unlink(partial.name)
                 raise
