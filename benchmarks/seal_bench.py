@@ -7,7 +7,7 @@
 12. ``verify_ledger``'s check (``citations.integrity.verify_record``) over the whole record against a plain
     ``SELECT`` of the same columns of the same tables, read to the end through server-side cursors
     (goal: <= 2x), alternating, median of the repeats; for the record, ``seal_turns`` sealing every turn of the
-    dataset late.
+    dataset late, and the check (``--matter``) and the export of the dataset's largest matter.
 """
 
 from __future__ import annotations
@@ -125,6 +125,53 @@ def plain_select() -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class MatterRun:
+    """One matter's check and export (the largest matter of the dataset): medians, seconds."""
+
+    turns: int
+    verify: float
+    export: float
+
+
+def one_matter(*, repeats: int) -> MatterRun:
+    """``verify_record(matter_id=...)`` and ``export_matter`` of the matter with the most finalized turns,
+    alternating, the median of ``repeats`` each; the matter must verify intact."""
+    import tempfile
+
+    from django.db.models import Count
+
+    from benchmarks import ledger_bench
+    from chats.models import Project
+    from citations.export import export_matter
+    from citations.integrity import verify_record
+    from citations.seals import finalized_turns
+
+    largest = (
+        finalized_turns()
+        .filter(chat__project__isnull=False)
+        .values("chat__project")
+        .annotate(turns=Count("id"))
+        .order_by("-turns")
+        .first()
+    )
+    assert largest is not None, "the dataset has no matter"
+    project = Project.objects.get(pk=largest["chat__project"])
+
+    def measure(verify: bool) -> float:
+        started = time.perf_counter()
+        if verify:
+            result = verify_record(matter_id=project.pk)
+            assert result.intact, [str(p) for p in result.problems]
+        else:
+            with tempfile.TemporaryFile() as out:
+                export_matter(project=project, out=out)
+        return time.perf_counter() - started
+
+    times = ledger_bench.alternating(measure, rounds=repeats)
+    return MatterRun(largest["turns"], ledger_bench.median(times[True]), ledger_bench.median(times[False]))
+
+
+@dataclass(frozen=True, slots=True)
 class VerifyRun:
     verify: float
     select: float
@@ -132,6 +179,7 @@ class VerifyRun:
     seals: int
     entries: int
     rows_selected: int
+    matter: MatterRun
 
     @property
     def ratio(self) -> float:
@@ -181,6 +229,7 @@ def verify_vs_select(*, repeats: int) -> VerifyRun:
         integrity.seals,
         integrity.entries,
         selected,
+        one_matter(repeats=repeats),
     )
 
 
@@ -203,6 +252,13 @@ def rows_for(share: SealShare, run: VerifyRun) -> list[Any]:
             f"{run.verify:.2f} s vs {run.select:.2f} s = {run.ratio:.2f} x",
             f"<= {VERIFY_GOAL:.0f} x",
             _verdict(run.ratio <= VERIFY_GOAL),
+        ),
+        Row(
+            "12 detail",
+            f"one matter of {run.matter.turns:,} turns (the largest): verify_ledger --matter, export_matter",
+            f"{run.matter.verify:.2f} s, {run.matter.export:.2f} s",
+            "(for the record)",
+            "-",
         ),
         Row(
             "12 detail",
