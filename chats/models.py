@@ -443,9 +443,10 @@ class Document(CitedTextGuard):
 class DocumentPassage(models.Model):
     """A quotable passage of a KB document (``chats.retrieval.passages``): ``document.content[start:end] ==
     text``. Made once per content (``chats.passages.make_passages``) and searched through a full-text index
-    on PostgreSQL (the ``search_vector`` column and GIN index of migration chats.0020, which the model
-    state leaves out to stay backend-neutral), so that a turn's retrieval does not read and split every
-    document of its matter."""
+    on PostgreSQL (the ``search_vector`` column of migration chats.0020 and the GIN index on ``(project_id,
+    search_vector)`` of chats.0027, which the model state leaves out to stay backend-neutral), so that a
+    turn's retrieval does not read and split every document of its matter, nor read other matters'
+    passages."""
 
     id = models.BigAutoField(primary_key=True)
     # Indexed: a document's passages are replaced and deleted by document.

@@ -7,8 +7,10 @@ SQL and for those whose content changed below ``save()`` (a trigger empties ``pa
 A turn's retrieval then searches the matter's stored passages instead of reading and splitting its
 documents:
 
-- on PostgreSQL through the GIN index on ``document_passages.search_vector`` (``to_tsvector('english',
-  text)``, a stored generated column: migration chats.0020), ranked by ``ts_rank``, the same ranking
+- on PostgreSQL through the GIN index on ``document_passages (project_id, search_vector)`` (``btree_gin``;
+  ``search_vector`` is ``to_tsvector('english', text)``, a stored generated column: migrations chats.0020
+  and chats.0027), which finds the matter's passages holding a word without reading other matters'
+  passages that hold it, ranked by ``ts_rank``, the same ranking
   :func:`chats.retrieval.rank_passages` gives. The candidates ranked are the passages holding any of the
   question's words when those hold at most :data:`CANDIDATE_PASSAGES` passages of the matter in all (then
   the result is exactly the exhaustive ranking's); past that, the passages holding its rarer words (by

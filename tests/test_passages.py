@@ -4,8 +4,10 @@ every turn, and a constant number of queries whatever the matter's size."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection, connections
@@ -187,8 +189,10 @@ def test_the_search_vector_and_its_index_are_the_databases() -> None:
         cursor.execute(
             "EXPLAIN SELECT id FROM document_passages WHERE search_vector @@ to_tsquery('english', 'scrutiny')"
         )
-        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'document_passages_search_idx'")
-        assert "gin (search_vector)" in cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'document_passages' AND indexdef LIKE '%gin%'"
+        )
+        assert [row[0].split(" USING ")[1] for row in cursor.fetchall()] == ["gin (project_id, search_vector)"]
 
 
 @pytest.mark.postgres
@@ -271,3 +275,40 @@ def test_a_large_matter_ranks_the_passages_of_the_questions_rarer_words(monkeypa
     assert all("scrutiny" in p.text.lower() or "strict" in p.text.lower() for _, p in found)
     exhaustive = split_every_turn(project, "court strict scrutiny", documents=len(OPINIONS), limit=1)
     assert "scrutiny" in exhaustive[0][1].lower()
+
+
+def _rows_read(plan: dict[str, Any]) -> int:
+    """The rows a plan's nodes produced or threw away (removed by a filter or an index recheck), in all."""
+    read = int(plan.get("Actual Rows", 0)) * int(plan.get("Actual Loops", 1))
+    read += int(plan.get("Rows Removed by Filter", 0)) + int(plan.get("Rows Removed by Index Recheck", 0))
+    return read + sum(_rows_read(child) for child in plan.get("Plans", []))
+
+
+@pytest.mark.postgres
+def test_a_matters_search_reads_its_own_passages_not_every_matters() -> None:
+    # Given a matter with the opinions, and 100 other matters holding the same texts (the same words)
+    project = factories.ProjectFactory.create()
+    for path in OPINIONS:
+        factories.DocumentFactory.create(project=project, content=path.read_text(encoding="utf-8"))
+    own = DocumentPassage.objects.filter(project=project).count()
+    others = [factories.ProjectFactory.create(owner=project.owner).pk for _ in range(100)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            'INSERT INTO document_passages (project_id, document_id, position, start, "end", text) '
+            'SELECT o.id, p.document_id, p.position, p.start, p."end", p.text '
+            "FROM unnest(%s::uuid[]) AS o(id), document_passages p WHERE p.project_id = %s",
+            [others, project.pk],
+        )
+        cursor.execute("ANALYZE document_passages")
+    # When the matter is searched
+    with CaptureQueriesContext(connection) as queries:
+        found = search_matter_passages(
+            project_id=project.pk, question="the court held that the statute", limit=3, documents=1
+        )
+    assert found
+    (search,) = [q["sql"] for q in queries.captured_queries if "ts_rank" in q["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {search}")
+        (plan,) = cursor.fetchone()[0]
+    # Then it reads the matter's passages at most (not the 100 x as many of the other matters)
+    assert _rows_read(plan["Plan"]) <= 3 * own, json.dumps(plan, indent=1)[:4000]
