@@ -466,20 +466,20 @@ def rows_citing(term: str, *, documents: QuerySet[Document], cap: int) -> Citing
         .order_by()
         .values_list("pk", flat=True)[:cap]
     )
-
-    def keys(model: type[Model], column: str, parents: list[UUID]) -> list[tuple[UUID, datetime.datetime]]:
-        if not parents:
-            return []
-        found = model._default_manager.filter(**{f"{column}__in": parents}).order_by()
-        return list(found.values_list("pk", "created_at")[:cap])
-
+    # An empty list of ids matches nothing without a query (Django's ``__in`` of nothing).
     rows = {
-        "message_citation": keys(DocumentQuote, "document", document_ids),
-        "message_caselaw_citation": keys(OpinionQuote, "opinion", opinion_ids),
-        "message_case_citation": keys(CaseCitation, "opinion", opinion_ids),
+        "message_citation": _row_keys(DocumentQuote, cap, document__in=document_ids),
+        "message_caselaw_citation": _row_keys(OpinionQuote, cap, opinion__in=opinion_ids),
+        "message_case_citation": _row_keys(CaseCitation, cap, opinion__in=opinion_ids),
     }
     truncated = len(document_ids) >= cap or len(opinion_ids) >= cap or any(len(found) >= cap for found in rows.values())
     return CitingRows(rows=rows, truncated=truncated)
+
+
+def _row_keys(model: type[Model], cap: int, **lookup: Any) -> list[tuple[UUID, datetime.datetime]]:
+    """The ``(id, created_at)`` of at most ``cap`` rows of a per-turn table matching ``lookup``, unordered:
+    any ``cap`` of them, through the looked-up column's index, not a sort of every match."""
+    return list(model._default_manager.filter(**lookup).order_by().values_list("pk", "created_at")[:cap])
 
 
 def entries_with_id(
@@ -494,12 +494,7 @@ def entries_with_id(
     table a message has are looked up: the flag says that some table had that many (the entries shown are then
     those of the first ``cap``)."""
     if Message.objects.filter(pk=value).exists():
-        rows = {
-            mapping.entry_field: list(
-                mapping.model._default_manager.filter(message_id=value).order_by().values_list("pk", "created_at")[:cap]
-            )
-            for mapping in SOURCE_MAPPINGS
-        }
+        rows = {mapping.entry_field: _row_keys(mapping.model, cap, message_id=value) for mapping in SOURCE_MAPPINGS}
         citing = CitingRows(rows=rows, truncated=any(len(found) >= cap for found in rows.values()))
         return citing.entries(queryset), citing.truncated
     for mapping in SOURCE_MAPPINGS:
