@@ -68,6 +68,7 @@ import os
 import platform
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -220,41 +221,30 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
         server_version = cursor.fetchone()[0]
+
+    def seal_suite() -> tuple[list[Row], list[str]]:
+        from benchmarks import seal_bench
+
+        return seal_bench.suite(args, step=step)
+
+    # In this order: the seal items run on the ledger items' data, before the scale item replaces it.
+    suites: tuple[tuple[str, str, Callable[[], tuple[list[Row], list[str]]]], ...] = (
+        ("ledger", f"{args.rows:,} source rows", lambda: ledger_suite(args, bench_url)),
+        ("seal", "the sealed record", seal_suite),
+        ("scale", "the ledger at scale", lambda: scale_suite(args)),
+        ("retrieval", "retrieval at matter scale", lambda: retrieval_suite(args)),
+        ("admin", "the ledger admin at scale", lambda: admin_suite(args)),
+        ("partitions", "the ledger's partitioning migration", lambda: partitions_suite(args)),
+    )
     rows: list[Row] = []
     notes: list[str] = []
     title = []
-    if "ledger" in args.items:
-        ledger_rows, ledger_notes = ledger_suite(args, bench_url)
-        rows += ledger_rows
-        notes += ledger_notes
-        title.append(f"{args.rows:,} source rows")
-    if "seal" in args.items:  # on the ledger items' data, before the scale item replaces it
-        from benchmarks import seal_bench
-
-        seal_rows, seal_notes = seal_bench.suite(args, step=step)
-        rows += seal_rows
-        notes += seal_notes
-        title.append("the sealed record")
-    if "scale" in args.items:
-        scale_rows, scale_notes = scale_suite(args)
-        rows += scale_rows
-        notes += scale_notes
-        title.append("the ledger at scale")
-    if "retrieval" in args.items:
-        retrieval_rows, retrieval_notes = retrieval_suite(args)
-        rows += retrieval_rows
-        notes += retrieval_notes
-        title.append("retrieval at matter scale")
-    if "admin" in args.items:
-        admin_rows, admin_notes = admin_suite(args)
-        rows += admin_rows
-        notes += admin_notes
-        title.append("the ledger admin at scale")
-    if "partitions" in args.items:
-        partition_rows, partition_notes = partitions_suite(args)
-        rows += partition_rows
-        notes += partition_notes
-        title.append("the ledger's partitioning migration")
+    for item, name, suite in suites:
+        if item in args.items:
+            item_rows, item_notes = suite()
+            rows += item_rows
+            notes += item_notes
+            title.append(name)
     now = datetime.now(tz=UTC)
     context = {
         "title": f"## {now:%Y-%m-%d %H:%M} UTC: {', '.join(title)}",
