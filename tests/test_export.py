@@ -26,6 +26,7 @@ from citations import keys, seals
 from lqai_verify import record
 from lqai_verify.bundle import verify_bundle
 from tests import factories
+from tests.test_backfill import _Terminal
 from tests.test_seals import QUESTION, _db_id, _raw, _turn, a_turn_commits_first
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -307,11 +308,6 @@ def test_an_interrupted_export_leaves_no_file(
     with pytest.raises(OSError, match="No space left"):
         call_command("export_matter", str(matter_chat.project_id), "--out", str(tmp_path / "m.zip"))
     assert list(tmp_path.iterdir()) == []
-
-
-class _Terminal(StringIO):
-    def isatty(self) -> bool:
-        return True
 
 
 @pytest.mark.django_db
