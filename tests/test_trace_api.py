@@ -6,6 +6,7 @@ the factories; passages are checked against the source text sliced in Python.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -13,7 +14,10 @@ from uuid import uuid4
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chats.models import Chat
@@ -220,12 +224,12 @@ def test_the_query_count_does_not_grow_with_the_entries(
     # Given 3 entries (1 turn) or 30 entries (10 turns), one of each kind per turn, the quotes with alterations
     messages = [factories.assembled_turn(chat, altered=True) for _ in range(turns)]
 
-    # Then the trace takes the same queries: the chat (access), the count, the page
-    with django_assert_num_queries(3):
+    # Then the trace takes the same queries: the chat (access), when its first turn began, the count, the page
+    with django_assert_num_queries(4):
         response = api_client.get(_url(chat))
     assert response.data["count"] == 3 * turns
 
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(4):
         api_client.get(_url(chat, message=str(messages[-1].pk)))
 
 
@@ -379,3 +383,54 @@ def assert_is_case_entry(entry: dict[str, Any]) -> dict[str, Any]:
     assert entry["passage"] is entry["document"] is entry["opinion"] is entry["tool_source"] is None
     case: dict[str, Any] = entry["case_citation"]
     return case
+
+
+def test_turns_dated_before_their_chat_and_rows_dated_before_their_turn_are_traced(
+    api_client: APIClient, chat: Chat
+) -> None:
+    # Given a turn dated 90 days before its chat was made (imported with its own date, as the demo's older
+    # turns are), one of whose rows is dated a second before the turn (written by a server whose clock is
+    # a second behind)
+    message = factories.MessageFactory.create(chat=chat, created_at=chat.created_at - datetime.timedelta(days=90))
+    factories.DocumentQuoteFactory.create(message=message, created_at=message.created_at)
+    factories.MessageToolSourceFactory.create(
+        message=message, created_at=message.created_at - datetime.timedelta(seconds=1)
+    )
+    ledger.assemble(message)
+
+    # Then the chat's trace and the turn's list both entries: the trace's date bound (the months it reads)
+    # is when the chat's first turn began, less a margin, not when the chat was made
+    for query in ({}, {"message": str(message.pk)}):
+        response = api_client.get(_url(chat, **query))
+        assert response.status_code == 200
+        assert response.json()["count"] == 2, query
+
+
+@pytest.mark.postgres
+def test_a_chats_trace_reads_no_month_before_its_first_turn(api_client: APIClient, chat: Chat) -> None:
+    # Given a ledger with the partitions of the three months before this one and of the next (a deployment
+    # keeps every month of its record), and a chat whose turn is this month's
+    from citations import partitions
+
+    months = [timezone.now().date().replace(day=1)]
+    for _ in range(3):
+        months.insert(0, (months[0] - datetime.timedelta(days=1)).replace(day=1))
+    partitions.ensure_partitions(ahead=4, today=months[0])
+    message = factories.assembled_turn(chat)
+    ledger_table = CitationLedgerEntry._meta.db_table
+
+    for query in ({}, {"message": str(message.pk)}):
+        with CaptureQueriesContext(connection) as captured:
+            assert api_client.get(_url(chat, **query)).status_code == 200
+        reads = [q["sql"] for q in captured.captured_queries if f'FROM "{ledger_table}"' in q["sql"]]
+        assert len(reads) == 2, reads  # the count and the page
+
+        # Then neither plans the months before the turn began: three and two months ago are pruned (the last
+        # month may be read, when the turn began less than the bound's margin after it ended)
+        for sql in reads:
+            with connection.cursor() as cursor:
+                cursor.execute(f"EXPLAIN {sql}")
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert partitions.partition_name(months[-1]) in plan, plan
+            for month in months[:2]:
+                assert partitions.partition_name(month) not in plan, (query, plan)
