@@ -9,9 +9,11 @@ deployment's nightly ``ledger_partitions`` keeps them: a turn a minute, so 1, 6 
 sizes, or the same ``months`` at every size), then the reads of issue 25 through the Django test client as a
 superuser, the whole response (the changelist view with its template): the first page, a status filter, a
 status with no rows, a search by an old message's id, the date hierarchy's year, and a search by words of a
-document title, once the build's writes are on disk (a CHECKPOINT and a sync). Each read is warmed once, then
-the reads alternate for ``repeats`` rounds and each keeps its median. The goal (issue 25): each read at the larger size
-<= 2 x its time at the smaller.
+document title; and the trace API (``GET /api/chats/{id}/ledger/``) as the chat's owner, of the newest turn
+(``?message=``) and of its whole chat (whose turns, in this dataset, span every month), once the build's
+writes are on disk (a CHECKPOINT and a sync). Each read is warmed once, then the reads alternate for
+``repeats`` rounds and each keeps its median. The goal (issue 25): each read at the larger size <= 2 x its
+time at the smaller.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from django.urls import reverse
 
 from benchmarks import dataset, scale_bench
 from benchmarks.ledger_bench import RAW_SQL_TEMPLATE, TIME_ORDER, reset_ledger
+from chats.models import Message
 
 DEFAULT_SIZES = scale_bench.DEFAULT_SIZES
 LARGE_SIZE = scale_bench.LARGE_SIZE
@@ -40,8 +43,11 @@ assert "now()" not in RAW_SQL_TEMPLATE  # every entry at its row's time, none at
 
 @dataclass(frozen=True, slots=True)
 class Read:
+    """One read a user waits for: its name, its query string, and its path (the changelist's by default)."""
+
     name: str
     query: dict[str, str]
+    path: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +60,7 @@ class AdminRun:
 
 
 def reads(*, old_message_id: str) -> tuple[Read, ...]:
+    """The changelist's reads, as a superuser."""
     return (
         Read("first page", {}),
         Read("status filter (exact match)", {"verification_status": "exact_match"}),
@@ -61,6 +68,15 @@ def reads(*, old_message_id: str) -> tuple[Read, ...]:
         Read("search by an old message's id", {"q": old_message_id}),
         Read("the date hierarchy's year", {"created_at__year": "2024"}),
         Read("search by words of a document title", {"q": "Memo 7"}),
+    )
+
+
+def trace_reads(*, newest: Message) -> tuple[Read, ...]:
+    """The trace API's reads, as the owner of the newest turn's chat."""
+    path = reverse("citations:chat-ledger", kwargs={"chat_id": newest.chat_id})
+    return (
+        Read("trace API: the newest turn", {"message": str(newest.pk)}, path),
+        Read("trace API: the newest turn's chat", {}, path),
     )
 
 
@@ -87,31 +103,39 @@ def build(sizes: dataset.Sizes) -> tuple[int, float]:
 
 
 def time_reads(*, repeats: int) -> dict[str, float]:
-    """The median milliseconds of each read of the changelist, as a superuser, the reads alternating."""
+    """The median milliseconds of each read (``"admin: <read>"``, ``"trace API: <read>"``), the reads
+    alternating: the changelist's as a superuser, the trace API's as the chat's owner."""
     from django.contrib.auth import get_user_model
 
     user, _ = get_user_model().objects.get_or_create(
         username="bench-admin", defaults={"is_staff": True, "is_superuser": True}
     )
-    client = Client()
-    client.force_login(user)
+    admin = Client()
+    admin.force_login(user)
     with connection.cursor() as cursor:
         cursor.execute("SELECT message_id FROM citation_ledger_entry ORDER BY created_at LIMIT 1")
         old_message_id = str(cursor.fetchone()[0])
-    url = reverse("admin:citations_citationledgerentry_changelist")
-    chosen = reads(old_message_id=old_message_id)
-    times: dict[str, list[float]] = {read.name: [] for read in chosen}
+    newest = Message.objects.filter(role=Message.Role.ASSISTANT).select_related("chat").latest("created_at")
+    owner = Client()
+    owner.force_login(newest.chat.owner)
+    changelist = reverse("admin:citations_citationledgerentry_changelist")
+    chosen = [(admin, read) for read in reads(old_message_id=old_message_id)]
+    chosen += [(owner, read) for read in trace_reads(newest=newest)]
+    times: dict[str, list[float]] = {read.name: [] for _, read in chosen}
     with override_settings(ALLOWED_HOSTS=["testserver"]):
-        for read in chosen:  # warm: caches, the session, the templates
-            response = client.get(url, read.query)
+        for client, read in chosen:  # warm: caches, the session, the templates
+            response = client.get(read.path or changelist, read.query)
             assert response.status_code == 200, (read, response.status_code)
         for _ in range(repeats):
-            for read in chosen:
+            for client, read in chosen:
                 started = time.perf_counter()
-                response = client.get(url, read.query)
+                response = client.get(read.path or changelist, read.query)
                 times[read.name].append(time.perf_counter() - started)
                 assert response.status_code == 200
-    return {name: statistics.median(seconds) * 1000 for name, seconds in times.items()}
+    return {
+        name if name.startswith("trace API: ") else f"admin: {name}": statistics.median(seconds) * 1000
+        for name, seconds in times.items()
+    }
 
 
 def run(

@@ -48,7 +48,8 @@ plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), 
     after ``seal_turns`` sealed the dataset's turns late (on the ledger items' data, or ``--rows`` of its own).
 
 13. the ledger admin's changelist reads (``benchmarks.admin_bench``: first page, a status filter, a status with
-    no rows, search by an old message's id, the date hierarchy's year, search by a document title) at 100,000
+    no rows, search by an old message's id, the date hierarchy's year, search by a document title) and the
+    trace API's (the newest turn, its chat) at 100,000
     and 1,000,000 entries (and 10,000,000 with ``--scale-10m``; goal: each <= 2 x from one size to the next),
     a turn a minute (more months at each size) or, with ``--admin-months N``, the same N months at every size.
 
@@ -722,7 +723,7 @@ def admin_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     rows = [
         Row(
             "13",
-            f"admin: {name}, {run.entries:,} entries in {run.months} months",
+            f"{name}, {run.entries:,} entries in {run.months} months",
             f"{ms:.0f} ms",
             "(for the record)",
             "-",
@@ -736,7 +737,7 @@ def admin_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
             rows.append(
                 Row(
                     "13",
-                    f"admin: {name}, {larger.entries:,} / {smaller.entries:,} entries "
+                    f"{name}, {larger.entries:,} / {smaller.entries:,} entries "
                     f"({larger.months} / {smaller.months} months)",
                     f"{growth:.2f} x",
                     f"<= {admin_bench.GROWTH_GOAL:.0f} x",
@@ -754,7 +755,8 @@ def admin_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         + ", written in that order into the partitions of "
         "every month it spans, as the nightly ledger_partitions keeps them), VACUUM ANALYZE, then each read "
         "through the "
-        "Django test client as a superuser (the whole changelist response), warmed once, then alternating, "
+        "Django test client (the whole response: the changelist as a superuser, the trace API as the owner of "
+        "the newest turn's chat, whose turns span every month of the dataset), warmed once, then alternating, "
         f"median of {args.repeats}; each size needs its own dataset, so the sizes are timed one after the other "
         "(other work on the machine at each shows in the ratio); build times: "
         + ", ".join(f"{r.rows:,} rows {r.build_seconds:.0f} s" for r in runs)
