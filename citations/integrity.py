@@ -1,10 +1,28 @@
 """Checking the sealed record (``manage.py verify_ledger``): every seal recomputed, every chain link
 followed, every turn's current facts compared with its seal, and every ledger entry with its sealed row.
 
-Set-based and batched: seals are read in chain order, keyset-paginated on ``(chain, sequence)``, and each
-batch's turns, rows and ledger entries are read with one query per table (``seals.turn_facts``), so memory
-stays flat however large the record: two batches at most, since the next is read while one is checked in a
-second thread (the reads are mostly a wait on the database, the checks pure Python, in chain order).
+Two passes, set-based and batched, then one query:
+
+1. **chains**: the seals' links alone, in chain order (keyset-paginated on ``(chain, sequence)``): each chain
+   starts at #1, has no gap, links each seal to the digest of the one before, and ends where its head says;
+2. **turns**: the whole seals, in the order they were written (keyset-paginated on their id: a turn's seal is
+   written in its finalize's transaction, and ``seal_turns`` seals late turns in finalize order), each batch
+   with its turns, rows and ledger entries read with one query per table (``seals.turn_facts``): each seal's
+   own digests, each chain's last signature, each turn's facts against its seal, each ledger entry against
+   its sealed row. A batch's turns are neighbours in time, so their rows are neighbours on disk (each turn's
+   rows are written together): in chain order a batch's turns are spread over the whole record, and the
+   same reads took 1.5 times as long on a million rows (``benchmarks/RESULTS.md``, 2026-12-03). Over the
+   whole record a batch's entries are read where the ledger files them, at their rows' times (on
+   PostgreSQL, in those months' partitions only);
+3. **filing**: every ledger entry at its row's time, under its row's turn (:data:`_MISFILED_SQL`): the only
+   entries the turns pass could not have read.
+
+One matter's check reads its chain in chain order in both passes (its time order too), its entries by its
+turns wherever they are filed, and its own entries' filing.
+
+Memory stays flat however large the record: two batches at most, since the next is read while one is checked
+in a second thread (the reads are mostly a wait on the database, the checks pure Python, in order), and the
+first ``limit`` problems in chain order.
 
 On PostgreSQL the whole check reads one snapshot (:func:`one_snapshot`): the record as it stood when the check
 began, whatever turns commit while it runs.
@@ -16,11 +34,12 @@ chain's last signature authenticates every seal before it once every digest and 
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from django.db import connection, transaction
@@ -55,9 +74,16 @@ class Problem:
         return f"{where}{place}: {self.what}"
 
 
+def _chain_order(problem: Problem) -> tuple[bool, str, int]:
+    """Where a problem sorts: in chain order, each chain by sequence; problems of no chain (unsealed turns)
+    last."""
+    return (problem.chain is None, problem.chain or "", problem.sequence or 0)
+
+
 @dataclass(slots=True)
 class Integrity:
-    """What ``verify_ledger`` found: counts, and the first ``limit`` problems (``problem_count`` in all)."""
+    """What ``verify_ledger`` found: counts, and the first ``limit`` problems in chain order
+    (``problem_count`` in all; of one seal, in the order found)."""
 
     limit: int
     seals: int = 0
@@ -78,8 +104,15 @@ class Integrity:
 
     def add(self, problem: Problem) -> None:
         self.problem_count += 1
-        if len(self.problems) < self.limit:
-            self.problems.append(problem)
+        self.problems.append(problem)
+        if len(self.problems) >= 2 * self.limit:
+            self.keep_first()
+
+    def keep_first(self) -> None:
+        """Keep the first ``limit`` problems in chain order (a stable sort: those of one seal stay in the
+        order found)."""
+        self.problems.sort(key=_chain_order)
+        del self.problems[self.limit :]
 
 
 def _chain_of(matter_id: UUID | None) -> str | None:
@@ -94,22 +127,40 @@ def sealed_in_scope(matter_id: UUID | None = None) -> QuerySet[TurnSeal]:
     return TurnSeal.objects.filter(_chain_filter(matter_id))
 
 
-# A keyset page of seals in chain order, from just after ``(%(chain)s, %(sequence)s)``, in one chain (``%(only)s``)
-# or all, each with whether a later finalize of its turn was sealed too. Ids and (on PostgreSQL) timestamps
-# are read as text, as ``seals.turn_facts`` reads them. The row-value comparison is an index range scan of
-# turn_seals_chain_sequence_uniq from the last seal read, so each batch costs its own rows only.
+# Keyset pages of seals. Either order is an index range scan (turn_seals_chain_sequence_uniq, or the primary
+# key) from the last seal read, so each page costs its own rows only. Ids and (on PostgreSQL) timestamps are read
+# as text, as ``seals.turn_facts`` reads them.
+#
+# In chain order, from just after ``(%(chain)s, %(sequence)s)``, in one chain (``%(only)s``) or all.
+_CHAIN_ORDER = {
+    "after": "(s.chain, s.sequence) > (%(chain)s, %(sequence)s) AND (%(only)s IS NULL OR s.chain = %(only)s)",
+    "order": "s.chain, s.sequence",
+}
+# In the order they were written, from just after id ``%(id)s``.
+_WRITTEN_ORDER = {"after": "s.id > %(id)s", "order": "s.id"}
+# The links of a chain: what the chain pass reads of each seal.
+_LINKS_SQL = f"""
+SELECT s.id, s.chain, s.sequence, s.previous_sha256, s.seal_sha256, CAST(s.message_id AS text)
+  FROM {TurnSeal._meta.db_table} s
+ WHERE {_CHAIN_ORDER["after"]}
+ ORDER BY {_CHAIN_ORDER["order"]}
+ LIMIT %(limit)s
+"""  # noqa: S608 - the table name from the model's _meta, values as parameters
+_LINK_COLUMNS = ("id", "chain", "sequence", "previous_sha256", "seal_sha256", "message")
+# Whole seals, each with whether a later finalize of its turn was sealed too.
 _SEALS_SQL = f"""
-SELECT s.chain, s.sequence, s.previous_sha256, CAST(s.message_id AS text), s.finalize_number,
+SELECT s.id, s.chain, s.sequence, s.previous_sha256, CAST(s.message_id AS text), s.finalize_number,
        {{finalized_at}}, s.verifier_version, s.row_digests, s.facts_sha256, {{sealed_at}}, s.late,
        s.key_fingerprint, s.seal_sha256, s.signature,
        EXISTS (SELECT 1 FROM {TurnSeal._meta.db_table} later
                 WHERE later.message_id = s.message_id AND later.finalize_number > s.finalize_number)
   FROM {TurnSeal._meta.db_table} s
- WHERE (s.chain, s.sequence) > (%(chain)s, %(sequence)s) AND (%(only)s IS NULL OR s.chain = %(only)s)
- ORDER BY s.chain, s.sequence
+ WHERE {{after}}
+ ORDER BY {{order}}
  LIMIT %(limit)s
 """  # noqa: S608 - the table name from the model's _meta, values as parameters
 _SEAL_COLUMNS = (
+    "id",
     "chain",
     "sequence",
     "previous_sha256",
@@ -125,17 +176,39 @@ _SEAL_COLUMNS = (
     "seal_sha256",
     "signature",
 )
+# Where a page starts: after ``(chain, sequence)`` in chain order, after an id in written order.
+After = tuple[str, int] | int
+Page = list[tuple[dict[str, Any], bool]]
 
 
-def _seal_page(*, after: tuple[str, int], only: str | None, limit: int) -> list[tuple[dict[str, Any], bool]]:
-    """One page of :data:`_SEALS_SQL`: each seal as ``lqai_verify.record`` reads it, and whether a later
-    finalize of its turn was sealed too."""
-    sql = _SEALS_SQL.format(finalized_at=seals.iso_sql("s.finalized_at"), sealed_at=seals.iso_sql("s.sealed_at"))
+def _fetch(sql: str, after: After, *, only: str | None, limit: int) -> list[tuple[Any, ...]]:
+    if isinstance(after, int):
+        parameters: dict[str, Any] = {"id": after, "limit": limit}
+    else:
+        parameters = {"chain": after[0], "sequence": after[1], "only": only, "limit": limit}
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"chain": after[0], "sequence": after[1], "only": only, "limit": limit})
-        rows = cursor.fetchall()
+        cursor.execute(sql, parameters)
+        return cursor.fetchall()
+
+
+def _link_page(*, after: tuple[str, int], only: str | None, limit: int) -> list[dict[str, Any]]:
+    """One page of :data:`_LINKS_SQL`."""
+    return [
+        {**dict(zip(_LINK_COLUMNS, values, strict=True)), "message": seals.id_text(values[-1])}
+        for values in _fetch(_LINKS_SQL, after, only=only, limit=limit)
+    ]
+
+
+def _seal_page(*, after: After, only: str | None, limit: int) -> Page:
+    """One page of :data:`_SEALS_SQL` (in chain order after a ``(chain, sequence)``, in written order after an
+    id): each seal as ``lqai_verify.record`` reads it (and its ``id``), and whether a later finalize of its turn
+    was sealed too."""
+    order = _WRITTEN_ORDER if isinstance(after, int) else _CHAIN_ORDER
+    sql = _SEALS_SQL.format(
+        finalized_at=seals.iso_sql("s.finalized_at"), sealed_at=seals.iso_sql("s.sealed_at"), **order
+    )
     page = []
-    for *values, superseded in rows:
+    for *values, superseded in _fetch(sql, after, only=only, limit=limit):
         seal = dict(zip(_SEAL_COLUMNS, values, strict=True))
         seal["message"] = seals.id_text(seal["message"])
         seal["finalized_at"] = seals.timestamp_text(seal["finalized_at"])
@@ -146,16 +219,35 @@ def _seal_page(*, after: tuple[str, int], only: str | None, limit: int) -> list[
     return page
 
 
+def _link_pages(*, only: str | None, batch_size: int) -> Iterator[list[dict[str, Any]]]:
+    """The links of one chain (``only``) or of all, page by page, in chain order."""
+    after = ("", 0)
+    while page := _link_page(after=after, only=only, limit=batch_size):
+        yield page
+        after = (page[-1]["chain"], page[-1]["sequence"])
+
+
+def _seal_pages(*, only: str | None, batch_size: int) -> Iterator[Page]:
+    """The seals of one chain (``only``) or of all, page by page, in the order they were written (one chain's,
+    read in chain order: the order its seals were written)."""
+    after: After = ("", 0) if only is not None else 0
+    while page := _seal_page(after=after, only=only, limit=batch_size):
+        yield page
+        last = page[-1][0]
+        after = (last["chain"], last["sequence"]) if isinstance(after, tuple) else last["id"]
+
+
 # A batch's ledger entries, ids read as text (see ``seals.turn_facts``), each with its row's key
 # (``lqai_verify.record.row_key``) made by the database from the one source column set. The messages are one
-# parameter, ``%(messages)s`` (``seals.in_ids``).
+# parameter, ``%(messages)s`` (``seals.in_ids``); ``{filed}`` an optional bound on when the entries were filed.
 _ENTRIES_SQL = f"""
 SELECT CAST(id AS text), CAST(message_id AS text), CAST(chat_id AS text), CAST(project_id AS text),
        source_kind, verification_status, confidence, provider,
        COALESCE({", ".join(f"'{table}:' || CAST({column} AS text)" for column, table in _SOURCE_TABLES)})
   FROM {CitationLedgerEntry._meta.db_table}
- WHERE message_id {{in_messages}}
+ WHERE message_id {{in_messages}}{{filed}}
 """  # noqa: S608 - the table and column names from the model's _meta, values as parameters
+_FILED_BETWEEN = " AND created_at >= %(since)s AND created_at <= %(until)s"
 
 
 _ENTRY_FIELDS = (
@@ -178,11 +270,21 @@ def entries_by_message(message_ids: Iterable[UUID | str]) -> dict[str, list[dict
     return entries_of(seals.ids_parameter(ids)) if ids else {}
 
 
-def entries_of(messages: str) -> dict[str, list[dict[str, Any]]]:
-    """:func:`entries_by_message` of the messages of a ``seals.ids_parameter``."""
+def entries_of(messages: str, *, filed: tuple[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """:func:`entries_by_message` of the messages of a ``seals.ids_parameter``; with ``filed``, only the
+    entries filed (``created_at``) from its first to its last time (sealed text, both included): on PostgreSQL
+    the ledger's months outside it are not read."""
     by_message: dict[str, list[dict[str, Any]]] = {}
+    parameters: dict[str, Any] = {"messages": messages}
+    if filed is not None:
+        since, until = (datetime.datetime.fromisoformat(time) for time in filed)
+        parameters.update(
+            since=connection.ops.adapt_datetimefield_value(since),
+            until=connection.ops.adapt_datetimefield_value(until),
+        )
+    sql = _ENTRIES_SQL.format(in_messages=seals.in_ids("messages"), filed=_FILED_BETWEEN if filed else "")
     with connection.cursor() as cursor:
-        cursor.execute(_ENTRIES_SQL.format(in_messages=seals.in_ids("messages")), {"messages": messages})
+        cursor.execute(sql, parameters)
         rows: Iterable[Sequence[Any]] = cursor.fetchall()
     if connection.vendor != "postgresql":  # PostgreSQL prints ids and row keys as sealed
         rows = ((*map(seals.id_text, values[:4]), *values[4:8], seals.row_key_text(values[8])) for values in rows)
@@ -192,27 +294,88 @@ def entries_of(messages: str) -> dict[str, list[dict[str, Any]]]:
     return by_message
 
 
-# One batch of seals in chain order, each with whether a later finalize of its turn was sealed too, and their
-# turns' facts and ledger entries by message id.
-Batch = tuple[list[tuple[dict[str, Any], bool]], dict[str, seals.TurnFacts], dict[str, list[dict[str, Any]]]]
+# Every ledger entry (of one matter, ``{scope}``) not filed with its row: its row gone, or its message or its
+# time (``created_at``) not its row's. Over the whole record, the turns pass reads a batch's entries filed
+# within its rows' times only: an entry found here is the only kind that could be outside them. One hash join
+# a source table.
+_MISFILED_SQL = " UNION ALL ".join(
+    f"""
+SELECT CAST(e.id AS text), CAST(e.message_id AS text), '{table}:' || CAST(e.{column} AS text), r.id IS NULL
+  FROM {CitationLedgerEntry._meta.db_table} e
+  LEFT JOIN {table} r ON r.id = e.{column}
+ WHERE e.{column} IS NOT NULL{{scope}}
+   AND (r.id IS NULL OR r.message_id <> e.message_id OR r.created_at <> e.created_at)"""  # noqa: S608 - names from code
+    for column, table in _SOURCE_TABLES
+)
+
+
+def _check_filing(result: Integrity, *, matter_id: UUID | None) -> None:
+    """Every ledger entry (of one matter's, or of all) filed with its row (:data:`_MISFILED_SQL`), named by
+    its message."""
+    with connection.chunked_cursor() as cursor:
+        if matter_id is None:
+            cursor.execute(_MISFILED_SQL.format(scope=""))
+        else:
+            matter = CitationLedgerEntry._meta.get_field("project").get_db_prep_value(matter_id, connection)
+            cursor.execute(_MISFILED_SQL.format(scope=" AND e.project_id = %(matter)s"), {"matter": matter})
+        rows = [row for batch in iter(lambda: cursor.fetchmany(DEFAULT_BATCH_SIZE), []) for row in batch]
+    for entry_id, message_id, source, row_gone in rows:
+        what = "whose row is gone" if row_gone else "not filed with its row (another turn or another time)"
+        result.add(
+            Problem(
+                f"ledger entry {seals.id_text(entry_id)} points at {seals.row_key_text(source)}, {what}",
+                seals.id_text(message_id),
+            )
+        )
+
+
+# One page of seals in written order (see :func:`_seal_pages`), each with whether a later finalize of its turn
+# was sealed too, and their turns' facts and ledger entries by message id.
+Batch = tuple[Page, dict[str, seals.TurnFacts], dict[str, list[dict[str, Any]]]]
 
 
 def _batches(*, only: str | None, batch_size: int) -> Iterator[Batch]:
-    """The seals of one chain (``only``) or of all, in chain order, in batches read with their facts and
-    entries: one keyset page of seals and one query per table a batch."""
-    after = ("", 0)
-    while batch_seals := _seal_page(after=after, only=only, limit=batch_size):
-        turns = seals.ids_parameter(sorted({seal["message"] for seal, _ in batch_seals}))
-        yield batch_seals, seals.facts_of(turns), entries_of(turns)
-        last = batch_seals[-1][0]
-        after = (last["chain"], last["sequence"])
+    """The seals of one chain (``only``) or of all, in the order they were written, in batches read with their
+    facts and entries: one keyset page of seals and one query per table a batch. Over the whole record, a
+    batch's entries filed within its rows' times only (:data:`_MISFILED_SQL` finds any other)."""
+    for page in _seal_pages(only=only, batch_size=batch_size):
+        turns = seals.ids_parameter(sorted({seal["message"] for seal, _ in page}))
+        facts = seals.facts_of(turns)
+        if only is not None:
+            yield page, facts, entries_of(turns)
+            continue
+        times = [row["created_at"] for turn_facts in facts.values() for row in turn_facts.rows]
+        yield page, facts, entries_of(turns, filed=(min(times), max(times))) if times else {}
 
 
-def _checked(checking: Future[None], size: int, *, on_batch: Callable[[int], object] | None) -> None:
-    """Wait for a batch's check (raising its error, if any), then count it."""
-    checking.result()
-    if on_batch is not None:
-        on_batch(size)
+# verify_record's two passes, by the name its progress callback is given.
+CHAINS, TURNS = "chains", "turns"
+Progress = Callable[[str, int], object]
+
+
+B = TypeVar("B")
+
+
+def _walk(
+    batches: Iterator[B], check: Callable[[B], None], *, size: Callable[[B], int], stage: str, on_batch: Progress | None
+) -> None:
+    """Check each batch in order, in a second thread, while this one reads the next (the checks are pure
+    Python, the reads mostly a wait on the database): one batch ahead at most. A check's error is raised here,
+    and no later batch is checked. ``on_batch(stage, size)`` after each batch checked."""
+
+    def checked(checking: Future[None], batch_size: int) -> None:
+        checking.result()
+        if on_batch is not None:
+            on_batch(stage, batch_size)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify_ledger") as checker:
+        checking: tuple[Future[None], int] | None = None
+        for batch in batches:
+            if checking is not None:
+                checked(*checking)
+            checking = (checker.submit(check, batch), size(batch))
+        if checking is not None:
+            checked(*checking)
 
 
 # PostgreSQL: the snapshot verify_ledger reads, and how it reads it. A batch looks its turns' rows up by their
@@ -253,53 +416,61 @@ def verify_record(
     batch_size: int = DEFAULT_BATCH_SIZE,
     all_signatures: bool = False,
     limit: int = 20,
-    on_batch: Callable[[int], object] | None = None,
+    on_batch: Progress | None = None,
 ) -> Integrity:
     """Check the sealed record of every chain (or of one matter's) as of one instant (:func:`one_snapshot`):
-    see the module docstring. Reads only."""
+    see the module docstring. Reads only. ``on_batch(stage, seals)`` after each batch checked, ``stage``
+    :data:`CHAINS` then :data:`TURNS` (each pass goes over every seal in scope once)."""
     result = Integrity(limit=limit)
-    public_keys = keys.public_keys()
+    only = _chain_of(matter_id)
     heads = dict(SealChainHead.objects.filter(_chain_filter(matter_id)).values_list("chain", "sequence"))
+    ends = _check_chains(result, only=only, heads=heads, batch_size=batch_size, on_batch=on_batch)
+    _check_turns(
+        result,
+        only=only,
+        signed=None if all_signatures else ends,
+        batch_size=batch_size,
+        on_batch=on_batch,
+    )
+    _check_filing(result, matter_id=matter_id)
+    for message_id in unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("id", flat=True)[:limit]:
+        result.add(Problem("unsealed: its last finalize has no seal (run `manage.py seal_turns`)", str(message_id)))
+    result.unsealed = unsealed_turns(matter_id).count()
+    result.problem_count += max(0, result.unsealed - min(result.unsealed, limit))
+    result.keep_first()
+    return result
+
+
+def _where(seal: dict[str, Any]) -> tuple[str, str, int]:
+    return seal["message"], seal["chain"], seal["sequence"]
+
+
+def _check_chains(
+    result: Integrity, *, only: str | None, heads: dict[str, int], batch_size: int, on_batch: Progress | None
+) -> set[int]:
+    """Pass 1: the seals' links, in chain order: each chain starts at #1, has no gap, links each seal to the
+    digest of the one before, and ends where its head says. Returns the id of each chain's last seal (whose
+    signature, once every digest and link is recomputed, authenticates every seal before it)."""
+    ends: set[int] = set()
     seen_chains: set[str] = set()
     previous: dict[str, Any] | None = None
-    dropped = [(seals.iso(start), seals.iso(end)) for start, end in partitions.dropped_ranges()]
-
-    def check_signature(seal: dict[str, Any]) -> None:
-        result.signatures += 1
-        key = public_keys.get(seal["key_fingerprint"])
-        if key is None:
-            result.add(
-                Problem(
-                    f"signed by an unknown key {seal['key_fingerprint'][:16]}... (not the current key, nor in "
-                    "LQAI_LEDGER_RETIRED_PUBLIC_KEYS)",
-                    seal["message"],
-                    seal["chain"],
-                    seal["sequence"],
-                )
-            )
-        elif not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
-            result.add(Problem("its signature is not valid", seal["message"], seal["chain"], seal["sequence"]))
 
     def end_chain(last: dict[str, Any]) -> None:
-        if not all_signatures:
-            check_signature(last)
+        ends.add(last["id"])
         head = heads.get(last["chain"])
         if head is not None and head != last["sequence"]:
             result.add(
                 Problem(
                     f"the chain's head says it ends at #{head}, its last seal is #{last['sequence']} "
                     "(seals at its end are missing)",
-                    last["message"],
-                    last["chain"],
-                    last["sequence"],
+                    *_where(last),
                 )
             )
 
-    def check(batch: Batch) -> None:
+    def check(page: list[dict[str, Any]]) -> None:
         nonlocal previous
-        batch_seals, facts, entries = batch
-        for seal, superseded in batch_seals:
-            where = (seal["message"], seal["chain"], seal["sequence"])
+        for seal in page:
+            where = _where(seal)
             result.seals += 1
             if previous is not None and previous["chain"] != seal["chain"]:
                 end_chain(previous)
@@ -320,64 +491,83 @@ def verify_record(
                     )
                 if seal["previous_sha256"] != previous["seal_sha256"]:
                     result.add(Problem("its link to the previous seal is broken", *where))
-            for difference in record.seal_differences(seal):
-                result.add(Problem(difference, *where))
-            if all_signatures:
-                check_signature(seal)
-            turn_facts = facts.get(seal["message"])
-            latest = not superseded and (
-                turn_facts is not None and turn_facts.turn["finalized_at"] == seal["finalized_at"]
-            )
-            if turn_facts is None:
-                result.add(Problem("the sealed turn is missing (deleted)", *where))
-            else:
-                if latest:
-                    result.turns += 1
-                    result.rows += len(turn_facts.rows)
-                for difference in record.facts_differences(
-                    seal=seal, turn=turn_facts.turn, rows=turn_facts.rows, latest=latest
-                ):
-                    result.add(Problem(difference, *where))
-                if latest:
-                    turn_entries = entries.get(seal["message"], [])
-                    result.entries += len(turn_entries)
-                    sealed_rows = seal["row_digests"].get("rows", {})
-                    if dropped:
-                        # A row of a dropped month has no entry on purpose (its tombstone says so).
-                        indexed = {entry["source"] for entry in turn_entries}
-                        gone = {
-                            record.row_key(row)
-                            for row in turn_facts.rows
-                            if any(start <= row["created_at"] < end for start, end in dropped)
-                        } & (sealed_rows.keys() - indexed)
-                        result.dropped += len(gone)
-                        sealed_rows = {key: digest for key, digest in sealed_rows.items() if key not in gone}
-                    for difference in record.ledger_problems(
-                        entries=turn_entries,
-                        turn=turn_facts.turn,
-                        rows=turn_facts.rows,
-                        sealed_rows=sealed_rows,
-                    ):
-                        result.add(Problem(difference, *where))
             previous = seal
 
-    # The batches are read in this thread while the one before is checked in another (the checks are pure
-    # Python, the reads mostly a wait on the database), one batch ahead, checked in order.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify_ledger") as checker:
-        checking: tuple[Future[None], int] | None = None
-        for batch in _batches(only=_chain_of(matter_id), batch_size=batch_size):
-            if checking is not None:
-                _checked(*checking, on_batch=on_batch)
-            checking = (checker.submit(check, batch), len(batch[0]))
-        if checking is not None:
-            _checked(*checking, on_batch=on_batch)
+    _walk(_link_pages(only=only, batch_size=batch_size), check, size=len, stage=CHAINS, on_batch=on_batch)
     if previous is not None:
         end_chain(previous)
     for chain in sorted(heads.keys() - seen_chains):
         if heads[chain]:
             result.add(Problem(f"the chain's head says it ends at #{heads[chain]}, but it has no seals", None, chain))
-    for message_id in unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("id", flat=True)[:limit]:
-        result.add(Problem("unsealed: its last finalize has no seal (run `manage.py seal_turns`)", str(message_id)))
-    result.unsealed = unsealed_turns(matter_id).count()
-    result.problem_count += max(0, result.unsealed - min(result.unsealed, limit))
-    return result
+    return ends
+
+
+def _check_turns(
+    result: Integrity, *, only: str | None, signed: set[int] | None, batch_size: int, on_batch: Progress | None
+) -> None:
+    """Pass 2: the seals in the order they were written, with their turns: each seal's own digests, its
+    signature if its id is in ``signed`` (every seal's if ``signed`` is None), its turn's facts against it (the
+    latest seal of a turn: exactly; an earlier one: the rows it sealed), and each ledger entry of its turn
+    against its sealed row (a row of a dropped month has no entry on purpose: its tombstone says so)."""
+    public_keys = keys.public_keys()
+    dropped = [(seals.iso(start), seals.iso(end)) for start, end in partitions.dropped_ranges()]
+
+    def check_signature(seal: dict[str, Any]) -> None:
+        result.signatures += 1
+        key = public_keys.get(seal["key_fingerprint"])
+        if key is None:
+            result.add(
+                Problem(
+                    f"signed by an unknown key {seal['key_fingerprint'][:16]}... (not the current key, nor in "
+                    "LQAI_LEDGER_RETIRED_PUBLIC_KEYS)",
+                    *_where(seal),
+                )
+            )
+        elif not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
+            result.add(Problem("its signature is not valid", *_where(seal)))
+
+    def check(batch: Batch) -> None:
+        page, facts, entries = batch
+        for seal, superseded in page:
+            where = _where(seal)
+            for difference in record.seal_differences(seal):
+                result.add(Problem(difference, *where))
+            if signed is None or seal["id"] in signed:
+                check_signature(seal)
+            turn_facts = facts.get(seal["message"])
+            if turn_facts is None:
+                result.add(Problem("the sealed turn is missing (deleted)", *where))
+                continue
+            latest = not superseded and turn_facts.turn["finalized_at"] == seal["finalized_at"]
+            for difference in record.facts_differences(
+                seal=seal, turn=turn_facts.turn, rows=turn_facts.rows, latest=latest
+            ):
+                result.add(Problem(difference, *where))
+            if not latest:
+                continue
+            result.turns += 1
+            result.rows += len(turn_facts.rows)
+            turn_entries = entries.get(seal["message"], [])
+            result.entries += len(turn_entries)
+            sealed_rows = seal["row_digests"].get("rows", {})
+            if dropped:
+                indexed = {entry["source"] for entry in turn_entries}
+                gone = {
+                    record.row_key(row)
+                    for row in turn_facts.rows
+                    if any(start <= row["created_at"] < end for start, end in dropped)
+                } & (sealed_rows.keys() - indexed)
+                result.dropped += len(gone)
+                sealed_rows = {key: digest for key, digest in sealed_rows.items() if key not in gone}
+            for difference in record.ledger_problems(
+                entries=turn_entries, turn=turn_facts.turn, rows=turn_facts.rows, sealed_rows=sealed_rows
+            ):
+                result.add(Problem(difference, *where))
+
+    _walk(
+        _batches(only=only, batch_size=batch_size),
+        check,
+        size=lambda batch: len(batch[0]),
+        stage=TURNS,
+        on_batch=on_batch,
+    )

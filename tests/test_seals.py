@@ -274,6 +274,110 @@ def test_verify_ledger_names_a_ledger_entry_that_disagrees_with_its_sealed_row(
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("matter", [False, True], ids=["whole record", "one matter"])
+def test_verify_ledger_names_a_ledger_entry_filed_away_from_its_row(
+    matter_turns: list[dict[str, Any]], matter_chat: Chat, matter: bool
+) -> None:
+    # Given one entry moved in SQL to another time (the whole record's check reads a batch's entries filed
+    # within its rows' times only), and another to another turn
+    moved, rehomed = (_first_quote(turn["id"]) for turn in matter_turns[:2])
+    _raw(
+        "UPDATE citation_ledger_entry SET created_at = %(when)s WHERE message_citation_id = %(id)s",
+        {
+            "when": connection.ops.adapt_datetimefield_value(datetime.datetime(2001, 1, 1, tzinfo=datetime.UTC)),
+            "id": _db_id(moved.pk),
+        },
+    )
+    _raw(
+        "UPDATE citation_ledger_entry SET message_id = %(other)s WHERE message_citation_id = %(id)s",
+        {"other": _db_id(Message.objects.get(pk=matter_turns[2]["id"]).pk), "id": _db_id(rehomed.pk)},
+    )
+
+    output = broken(*(["--matter", str(matter_chat.project_id)] if matter else []))
+
+    # Then both are named, by the turn each entry now claims
+    assert f"turn {matter_turns[0]['id']}: ledger entry " in output
+    assert f"points at message_citations:{moved.pk}, not filed with its row (another turn or another time)" in output
+    assert f"turn {matter_turns[2]['id']}: ledger entry " in output
+    assert f"points at message_citations:{rehomed.pk}, not filed with its row" in output
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("matter_turns")
+def test_verify_ledger_draws_a_bar_a_pass_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from citations.management.commands import verify_ledger as command
+    from tests.test_backfill import _Terminal
+
+    # Given a record of PROGRESS_FROM seals and a terminal
+    terminal = _Terminal()
+    monkeypatch.setattr(command, "PROGRESS_FROM", 3)
+    monkeypatch.setattr("sys.stderr", terminal)
+
+    status, output = verify("--batch-size", "2")
+
+    # Then each pass has its bar, each to the end
+    assert status == 0, output
+    drawn = terminal.getvalue()
+    assert re.search(r"verify_ledger: chains: 100%.*3/3", drawn), drawn
+    assert re.search(r"verify_ledger: turns: 100%.*3/3", drawn), drawn
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_whole_records_check_reads_a_batchs_entries_in_its_months_only(matter_turns: list[dict[str, Any]]) -> None:
+    # Given a ledger with the partitions of the three months before this one and of the next (a deployment
+    # keeps every month of its record), and turns of this month
+    from django.test.utils import CaptureQueriesContext
+
+    from citations import partitions
+
+    months = [timezone.now().date().replace(day=1)]
+    for _ in range(3):
+        months.insert(0, (months[0] - datetime.timedelta(days=1)).replace(day=1))
+    partitions.ensure_partitions(ahead=4, today=months[0])
+
+    with CaptureQueriesContext(connection) as captured:
+        assert verify_record().intact
+    reads = [q["sql"] for q in captured.captured_queries if "FROM citation_ledger_entry\n WHERE message_id" in q["sql"]]
+    assert reads
+
+    # Then each batch's read of its entries plans this month's partition, and none of the months before
+    for sql in reads:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN {sql}")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert partitions.partition_name(months[-1]) in plan, plan
+        for month in months[:-1]:
+            assert partitions.partition_name(month) not in plan, plan
+
+
+@pytest.mark.django_db
+def test_verify_ledger_checks_turns_in_the_order_they_were_sealed_across_chains(
+    api_client: APIClient, matter_chat: Chat, user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given turns of two chains, alternating
+    other = factories.ChatFactory.create(project=None, owner=user)
+    turns = [_turn(api_client, chat)["id"] for chat in (matter_chat, other, matter_chat, other)]
+    checked: list[str] = []
+    differences = record.facts_differences
+
+    def noting(**kwargs: Any) -> list[str]:
+        checked.append(kwargs["seal"]["message"])
+        return differences(**kwargs)
+
+    monkeypatch.setattr(record, "facts_differences", noting)
+
+    # When the whole record is checked a seal a batch
+    result = verify_record(batch_size=1)
+
+    # Then the turns are checked in the order they were sealed (their rows are neighbours on disk), not chain
+    # by chain, and the chains are still followed link by link
+    assert result.intact, [str(p) for p in result.problems]
+    assert checked == turns
+    assert (result.seals, result.chains, result.signatures) == (4, 2, 2)
+
+
+@pytest.mark.django_db
 def test_verify_ledger_names_a_deleted_turn_by_the_gap_in_its_chain(
     matter_turns: list[dict[str, Any]], matter_chat: Chat
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import ExitStack
 from typing import Any
 from uuid import UUID
 
@@ -42,15 +43,28 @@ class Command(BaseCommand):
             raise CommandError("--batch-size and --limit must be at least 1.")
         started = time.monotonic()
         total = sealed_in_scope(matter).count()
-        with tqdm(
-            total=total, unit="seal", disable=total < PROGRESS_FROM or None, file=sys.stderr, desc="verify_ledger"
-        ) as bar:
+        with ExitStack() as stack:
+            bars: dict[str, tqdm[Any]] = {}
+
+            def progress(stage: str, seals: int) -> None:
+                if stage not in bars:  # one bar a pass: the chains, then the turns
+                    bars[stage] = stack.enter_context(
+                        tqdm(
+                            total=total,
+                            unit="seal",
+                            disable=total < PROGRESS_FROM or None,
+                            file=sys.stderr,
+                            desc=f"verify_ledger: {stage}",
+                        )
+                    )
+                bars[stage].update(seals)
+
             result = verify_record(
                 matter_id=matter,
                 batch_size=options["batch_size"],
                 all_signatures=options["all_signatures"],
                 limit=options["limit"],
-                on_batch=bar.update,
+                on_batch=progress,
             )
         summary = (
             f"{result.seals} seals in {result.chains} chain(s), {result.turns} turns, {result.rows} rows, "
