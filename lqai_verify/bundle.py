@@ -7,7 +7,8 @@
 4. every turn and row against its seal (turns in chain order; the answer against its digest);
 5. every ledger entry against its sealed row;
 6. every verified quote re-verified against its bundled passage with the server's own code
-   (``chats.verification``).
+   (``chats.verification``); a quote stored before passage digests were recorded is re-verified with a
+   warning that no digest from its time vouches for the passage.
 
 Every problem is reported with the file, the line and the turn it concerns.
 """
@@ -259,6 +260,12 @@ def _check_record(
                     continue
                 passage_line, passage = found
                 result.quotes += 1
+                if record.passage_unrecorded(row):
+                    result.warnings.append(
+                        f"passages.jsonl line {passage_line} (turn {message}, quote {key}): no passage digest was "
+                        "recorded when it was verified (stored before digests were): it re-verifies against the "
+                        "bundled passage, but nothing from that time says it is the passage it was verified against"
+                    )
                 result.problems += [
                     f"passages.jsonl line {passage_line} (turn {message}, quote {key}): {p}"
                     for p in record.quote_differences(

@@ -312,16 +312,25 @@ def ledger_problems(
     return problems
 
 
+def passage_unrecorded(row: Mapping[str, Any]) -> bool:
+    """Whether a verified quote row has no passage digest: it was stored before digests were recorded at
+    finalize. Its quote still re-verifies against the bundled passage, but nothing from the time it was
+    verified says that passage is the one it was verified against."""
+    return not row["passage_sha256"]
+
+
 def quote_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` (the source text from
     ``excerpt_start``) with the server's own code (``chats.verification``): the passage's digest, the match's
-    method, span, confidence and alterations must be what the row records."""
+    method, span, confidence and alterations must be what the row records. A quote stored before passage
+    digests were recorded (an empty ``passage_sha256``, sealed as such) is re-verified without one: see
+    :func:`passage_unrecorded`."""
     from chats.verification import NormalizedSource, alterations_record
 
     start, end = row["offset_start"] - excerpt_start, row["offset_end"] - excerpt_start
     if not (0 <= start <= end <= len(excerpt)):
         return ["its passage is not inside the bundled excerpt"]
-    if text_sha256(excerpt[start:end]) != row["passage_sha256"]:
+    if not passage_unrecorded(row) and text_sha256(excerpt[start:end]) != row["passage_sha256"]:
         return ["the bundled passage's digest differs from the sealed passage digest"]
     match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
     if match is None:

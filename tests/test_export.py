@@ -22,7 +22,7 @@ from rest_framework.test import APIClient
 
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
 from chats.services import ClaimedCitation, finalize_turn, start_turn
-from citations import keys, seals
+from citations import keys, ledger, seals
 from lqai_verify import record
 from lqai_verify.bundle import verify_bundle
 from tests import factories
@@ -155,6 +155,35 @@ def test_turns_sealed_late_are_marked_in_the_report(matter_chat: Chat, tmp_path:
     result = verify_bundle(path, public_key=fingerprint())
     assert result.problems == []
     assert result.late == 1
+
+
+@pytest.mark.django_db
+def test_a_turn_from_before_passage_digests_verifies_with_a_warning_per_quote(
+    matter_chat: Chat, local_opinion: CaselawOpinion, tmp_path: Path
+) -> None:
+    """Quotes stored before passage digests were recorded (``passage_sha256`` empty), in a turn sealed late:
+    each re-verifies against its bundled passage, and the verifier says that no digest of the time vouches
+    for that passage, rather than failing a matter with nothing wrong in it."""
+    message = factories.MessageFactory.create(chat=matter_chat)
+    document = factories.DocumentQuoteFactory.create(message=message, passage_sha256="")
+    opinion = factories.OpinionQuoteFactory.create(message=message, opinion=local_opinion, passage_sha256="")
+    ledger.assemble(message)
+    call_command("seal_turns", stdout=StringIO())
+
+    path = export(matter_chat, tmp_path / "legacy.zip")
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert result.problems == []
+    assert (result.quotes, result.late) == (2, 1)
+    unrecorded = [w for w in result.warnings if "no passage digest was recorded" in w]
+    named = {f"message_citations:{document.pk}", f"message_caselaw_citations:{opinion.pk}"}
+    assert {w.split("quote ")[1].split(")")[0] for w in unrecorded} == named, result.warnings
+    assert members(path)["report.html"].decode().count("no passage digest: stored before digests were recorded") == 2
+    # The opinion's passage in context, not the whole opinion (what a quote that does not re-verify gets).
+    (passage,) = [
+        p for p in lines(members(path)["passages.jsonl"]) if p["row"] == f"message_caselaw_citations:{opinion.pk}"
+    ]
+    assert 0 < len(passage["excerpt"]) < len(local_opinion.text) - 1_000
 
 
 @pytest.mark.django_db
