@@ -4,7 +4,9 @@ It seeds a demo matter (a user, a project, KB documents and the bundled
 public-domain opinions), runs real chat turns through the HTTP API in-process
 (single-shot, streamed with the caselaw tool, one interrupted then resumed),
 creates a few older turns whose ledger entries are missing and repairs them
-with ``backfill_ledger``, and prints each turn's ledger entries.
+with ``backfill_ledger``, and prints each turn's ledger entries. Last, the record proves itself: the older
+turns are sealed late, the matter's chain is checked with ``verify_ledger``, exported with
+``export_matter`` and the export verified offline by ``python -m lqai_verify``, as a recipient would.
 
 Re-runnable: the previous run's demo matter is purged (``citations.purge``, the one way a matter's
 permanent record goes, leaving a tombstone) and seeded afresh, so a second run neither fails nor
@@ -15,13 +17,18 @@ duplicates anything. Each run issues a new API token for the demo user
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.db import transaction
 from django.test import Client, override_settings
 from django.urls import reverse
@@ -44,6 +51,7 @@ from chats.models import (
 )
 from chats.services import ClaimedCitation
 from chats.verification import verify_quote
+from citations import keys
 from citations.models import CitationLedgerEntry, MatterPurge
 from citations.purge import purge_matter
 
@@ -436,6 +444,56 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
 
 
 SERVE_URL = "http://127.0.0.1:8000"  # where `make serve` listens
+EXPORT_NAME = "demo-matter.zip"  # written in ``settings.VAR_DIR``
+OFFLINE_TIMEOUT = 120  # seconds for ``python -m lqai_verify`` on the demo's export (it takes well under one)
+SHOWN_WARNINGS = 2  # the verifier's warnings the demo prints (the rest are counted)
+
+
+@dataclass(frozen=True)
+class ProvenRecord:
+    """What :func:`prove_record` did: each step's summary line, the export, and the offline verifier's exit
+    code (0: verified)."""
+
+    lines: list[str]
+    export: Path
+    fingerprint: str
+    offline_exit: int
+
+
+def prove_record(matter: DemoMatter) -> ProvenRecord:
+    """Seal the matter's unsealed turns late (``seal_turns``), check its chain (``verify_ledger``, which exits
+    with 1 on a broken chain), export it to ``settings.VAR_DIR / EXPORT_NAME`` (``export_matter``), and verify
+    the export offline in a child process (``python -m lqai_verify --public-key``), as its recipient would."""
+    project = str(matter.project.pk)
+    lines = []
+    for command, arguments in (
+        ("seal_turns", {"matter": project}),
+        ("verify_ledger", {"matter": project}),
+    ):
+        output = io.StringIO()
+        call_command(command, stdout=output, stderr=sys.stderr, **arguments)
+        lines.append(output.getvalue().strip().splitlines()[-1])
+    export = Path(settings.VAR_DIR) / EXPORT_NAME
+    export.parent.mkdir(parents=True, exist_ok=True)
+    output = io.StringIO()
+    call_command("export_matter", project, out=export, stdout=output, stderr=sys.stderr)
+    lines.append(output.getvalue().strip().splitlines()[-1])
+    fingerprint = keys.current_fingerprint()
+    offline = subprocess.run(  # noqa: S603 - this interpreter, this project's verifier, arguments from here
+        [sys.executable, "-m", "lqai_verify", str(export), "--public-key", fingerprint],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=OFFLINE_TIMEOUT,
+        check=False,
+    )
+    lines += offline.stdout.splitlines()
+    reported = offline.stderr.splitlines()
+    warnings = [line for line in reported if line.startswith("lqai_verify: warning:")]
+    lines += [line for line in reported if line not in warnings] + warnings[:SHOWN_WARNINGS]
+    if len(warnings) > SHOWN_WARNINGS:
+        lines.append(f"... and {len(warnings) - SHOWN_WARNINGS} more warning(s) (`python -m lqai_verify` lists them)")
+    return ProvenRecord(lines, export, fingerprint, offline.returncode)
 
 
 def page_url(chat: Chat) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 from django.conf import LazySettings
@@ -23,7 +24,15 @@ from chats.models import (
     OpinionQuote,
     Project,
 )
+from citations import keys
 from citations.models import CitationLedgerEntry, MatterPurge
+
+
+@pytest.fixture(autouse=True)
+def _exports_in_tmp(settings: LazySettings, tmp_path: Path) -> Path:
+    """The demo writes its matter's export in ``VAR_DIR``: here, a test's own directory."""
+    settings.VAR_DIR = tmp_path
+    return tmp_path
 
 
 def _run_demo() -> str:
@@ -48,7 +57,7 @@ def _entries_match_rows() -> None:
 
 # transaction=True: every turn commits for real, as in production.
 @pytest.mark.django_db(transaction=True)
-def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings) -> None:
+def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings, tmp_path: Path) -> None:
     settings.DEBUG = True
     first = _run_demo()
 
@@ -80,6 +89,18 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     assert f"  http://127.0.0.1:8000/chats/{api_chat.pk}/\n" in first
     turns = Message.objects.filter(role=Message.Role.ASSISTANT, chat__project__name__contains="demo")
     assert set(turns.values_list("status", flat=True)) == {Message.Status.COMPLETE}
+    # The record proves itself: the older turns sealed late, the chain intact, the export verified offline
+    # (the older turns' quotes were stored before passage digests: re-verified, each with its warning).
+    assert "seal_turns: sealed 3 turn(s) late; 0 unsealed" in first
+    assert "verify_ledger: intact: 9 seals in 1 chain(s), 8 turns" in first
+    assert "export_matter: " in first
+    assert "8 turns (0 unsealed, 3 sealed late)" in first
+    assert "lqai_verify: OK: matter " in first
+    assert "DEVELOPMENT key" not in first  # the tests sign with a key of their own
+    assert first.count("no passage digest was recorded") == 2  # the first two of the six quotes' warnings
+    assert "... and 4 more warning(s)" in first
+    export = tmp_path / "demo-matter.zip"
+    assert f"a recipient runs: python -m lqai_verify {export} --public-key {keys.current_fingerprint()}" in first
 
     second = _run_demo()
 

@@ -1,5 +1,6 @@
 """``manage.py demo``: seed the demo matter, run real turns through the API, repair older turns
-with ``backfill_ledger``, and print each turn's ledger entries. Safe to run again.
+with ``backfill_ledger``, print each turn's ledger entries, then seal, check, export and verify the matter's
+record offline. Safe to run again.
 
 It creates (or resets) a superuser whose password is published in the README, so it refuses to run
 unless ``DEBUG`` is on: a development database, never a deployment's."""
@@ -19,7 +20,10 @@ from demo import seed as demo
 
 
 class Command(BaseCommand):
-    help = "Run the demo: seed a matter, run chat turns through the API, backfill older turns, print the ledger."
+    help = (
+        "Run the demo: seed a matter, run chat turns through the API, backfill older turns, print the ledger, "
+        "then seal, check, export and verify the matter's record offline."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.DEBUG:
@@ -68,6 +72,17 @@ class Command(BaseCommand):
             out.write(f"  Turn {message.created_at:%Y-%m-%d} ({message.pk}):")
             for line in demo.ledger_table(message):
                 out.write(line)
+
+        out.write("")
+        out.write(self.style.MIGRATE_HEADING("The record proves itself: sealed, checked, exported, verified offline"))
+        proven = demo.prove_record(matter)
+        for line in proven.lines:
+            out.write(f"  {line}")
+        if proven.offline_exit != 0:
+            raise CommandError(f"The demo matter's export did not verify offline (exit {proven.offline_exit}).")
+        out.write(f"  a recipient runs: python -m lqai_verify {proven.export} --public-key {proven.fingerprint}")
+        if not settings.LQAI_LEDGER_KEY:
+            out.write("  (signed with the development key; a deployment sets LQAI_LEDGER_KEY: `manage.py ledger_key`)")
 
         total = CitationLedgerEntry.objects.filter(project=matter.project).count()
         out.write("")
