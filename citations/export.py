@@ -80,10 +80,13 @@ class _Digesting:
 
 def excerpt_for(row: dict[str, Any], text: str) -> tuple[int, str]:
     """The text a recipient needs to re-verify a quote row: its passage with :data:`CONTEXT_CHARS` on each
-    side, or the whole text if the quote does not verify the same way against that excerpt alone."""
+    side, or the whole text if the quote does not verify the same way against that excerpt alone as against
+    the whole text (a quote verified under earlier rules, which today's rules judge otherwise, differs from
+    its row the same way against either: the excerpt is enough)."""
     start = max(0, row["offset_start"] - CONTEXT_CHARS)
     excerpt = text[start : row["offset_end"] + CONTEXT_CHARS]
-    if record.quote_differences(row, excerpt, start):
+    differences = record.quote_differences(row, excerpt, start)
+    if differences and differences != record.quote_differences(row, text, 0):
         return 0, text
     return start, excerpt
 

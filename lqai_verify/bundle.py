@@ -8,7 +8,8 @@
 5. every ledger entry against its sealed row;
 6. every verified quote re-verified against its bundled passage with the server's own code
    (``chats.verification``); a quote stored before passage digests were recorded is re-verified with a
-   warning that no digest from its time vouches for the passage.
+   warning that no digest from its time vouches for the passage, and in a turn sealed late (verified before
+   its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem.
 
 Every problem is reported with the file, the line and the turn it concerns.
 """
@@ -79,6 +80,35 @@ def _lines(data: bytes, name: str, result: Verification) -> Iterator[tuple[int, 
             result.problems.append(f"{name} line {number}: not a JSON object")
             continue
         yield number, value
+
+
+def _check_quote(
+    result: Verification, row: dict[str, Any], excerpt: str, excerpt_start: int, *, where: str, late: bool
+) -> None:
+    """A verified quote against its bundled passage. The passage must be the one recorded. The quote is then
+    re-verified: a difference is a problem, except in a turn sealed late, verified before its seal perhaps
+    under earlier rules than this verifier's, where it is a warning (the seal proves nothing of before)."""
+    from chats.verification import VERIFIER_VERSION
+
+    problems = record.passage_differences(row, excerpt, excerpt_start)
+    result.problems += [f"{where}: {p}" for p in problems]
+    if problems:
+        return
+    if record.passage_unrecorded(row):
+        result.warnings.append(
+            f"{where}: no passage digest was recorded when it was verified (stored before digests were): it "
+            "re-verifies against the bundled passage, but nothing from that time says it is the passage it was "
+            "verified against"
+        )
+    differences = record.reverification_differences(row, excerpt, excerpt_start)
+    if late:
+        result.warnings += [
+            f"{where}: {d} (its turn was sealed late, after it was verified, perhaps under earlier rules than "
+            f"{VERIFIER_VERSION!r}: this shows what today's rules say, not a change of the record)"
+            for d in differences
+        ]
+    else:
+        result.problems += [f"{where}: {d}" for d in differences]
 
 
 def verify_bundle(path: Path, *, public_key: str | None = None) -> Verification:
@@ -260,18 +290,14 @@ def _check_record(
                     continue
                 passage_line, passage = found
                 result.quotes += 1
-                if record.passage_unrecorded(row):
-                    result.warnings.append(
-                        f"passages.jsonl line {passage_line} (turn {message}, quote {key}): no passage digest was "
-                        "recorded when it was verified (stored before digests were): it re-verifies against the "
-                        "bundled passage, but nothing from that time says it is the passage it was verified against"
-                    )
-                result.problems += [
-                    f"passages.jsonl line {passage_line} (turn {message}, quote {key}): {p}"
-                    for p in record.quote_differences(
-                        row, str(passage.get("excerpt", "")), int(passage.get("excerpt_start", 0))
-                    )
-                ]
+                _check_quote(
+                    result,
+                    row,
+                    str(passage.get("excerpt", "")),
+                    int(passage.get("excerpt_start", 0)),
+                    where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
+                    late=latest is not None and bool(latest["late"]),
+                )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
 

@@ -319,19 +319,24 @@ def passage_unrecorded(row: Mapping[str, Any]) -> bool:
     return not row["passage_sha256"]
 
 
-def quote_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
-    """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` (the source text from
-    ``excerpt_start``) with the server's own code (``chats.verification``): the passage's digest, the match's
-    method, span, confidence and alterations must be what the row records. A quote stored before passage
-    digests were recorded (an empty ``passage_sha256``, sealed as such) is re-verified without one: see
-    :func:`passage_unrecorded`."""
-    from chats.verification import NormalizedSource, alterations_record
-
+def passage_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
+    """Whether ``excerpt`` (the source text from ``excerpt_start``) holds a verified quote ``row``'s passage
+    as recorded: the span inside it, and the passage's digest the one recorded at finalize (a quote stored
+    before digests were recorded has none to compare: see :func:`passage_unrecorded`)."""
     start, end = row["offset_start"] - excerpt_start, row["offset_end"] - excerpt_start
     if not (0 <= start <= end <= len(excerpt)):
         return ["its passage is not inside the bundled excerpt"]
     if not passage_unrecorded(row) and text_sha256(excerpt[start:end]) != row["passage_sha256"]:
         return ["the bundled passage's digest differs from the sealed passage digest"]
+    return []
+
+
+def reverification_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
+    """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
+    code (``chats.verification``): the match's method, span, confidence and alterations must be what the row
+    records, that is what the rules that verified it said (this version's, for a turn sealed on time)."""
+    from chats.verification import NormalizedSource, alterations_record
+
     match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
     if match is None:
         return [f"the quote no longer verifies against its passage ({why or 'not found'})"]
@@ -347,3 +352,8 @@ def quote_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) 
         for name in found
         if found[name] != row[name]
     ]
+
+
+def quote_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
+    """:func:`passage_differences`, then (if the passage is there) :func:`reverification_differences`."""
+    return passage_differences(row, excerpt, excerpt_start) or reverification_differences(row, excerpt, excerpt_start)

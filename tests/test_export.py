@@ -22,7 +22,9 @@ from rest_framework.test import APIClient
 
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
 from chats.services import ClaimedCitation, finalize_turn, start_turn
+from chats.verification import verify_quote
 from citations import keys, ledger, seals
+from citations.export import excerpt_for
 from lqai_verify import record
 from lqai_verify.bundle import verify_bundle
 from tests import factories
@@ -184,6 +186,62 @@ def test_a_turn_from_before_passage_digests_verifies_with_a_warning_per_quote(
         p for p in lines(members(path)["passages.jsonl"]) if p["row"] == f"message_caselaw_citations:{opinion.pk}"
     ]
     assert 0 < len(passage["excerpt"]) < len(local_opinion.text) - 1_000
+
+
+@pytest.mark.parametrize("late", [True, False], ids=["sealed late", "sealed on time"])
+@pytest.mark.django_db
+def test_a_quote_todays_rules_judge_otherwise_warns_in_a_turn_sealed_late_and_fails_in_one_sealed_on_time(
+    matter_chat: Chat, tmp_path: Path, late: bool
+) -> None:
+    """A tolerant match stored before alterations were recorded (``alterations`` empty, as rows from then are):
+    today's rules report its alterations. In a turn sealed late, verified before its seal perhaps under
+    earlier rules, that is a warning naming the quote and the difference; in a turn sealed on time, under the
+    rules its seal names, it is a problem."""
+    message = factories.MessageFactory.create(chat=matter_chat)
+    quote = factories.DocumentQuoteFactory.create(message=message, altered=True, alterations=[])
+    ledger.assemble(message)
+    if late:
+        call_command("seal_turns", stdout=StringIO())
+    else:
+        seals.seal_turn(message_id=message.pk)
+
+    result = verify_bundle(export(matter_chat, tmp_path / "rules.zip"), public_key=fingerprint())
+
+    difference = f"(turn {message.pk}, quote message_citations:{quote.pk}): re-verified, its alterations is ["
+    named = [line for line in [*result.problems, *result.warnings] if difference in line]
+    assert len(named) == 1, (result.problems, result.warnings)
+    assert "the sealed row says []" in named[0]
+    if late:
+        assert result.problems == []
+        assert "sealed late, after it was verified, perhaps under earlier rules" in named[0]
+    else:
+        assert result.problems == named
+
+
+def test_a_quote_todays_rules_judge_otherwise_is_bundled_in_context_not_with_its_whole_source() -> None:
+    """Its row differs from today's verification the same way against its passage in context as against the
+    whole text: the excerpt is enough for the recipient, as for any quote."""
+    text = "Lorem ipsum. " * 400 + factories.TEXT + " Dolor sit amet." * 400
+    match = verify_quote(factories.ALTERED_QUOTE, text)
+    assert match is not None
+    assert match.alterations
+    row = {
+        "quote": factories.ALTERED_QUOTE,
+        "offset_start": match.start,
+        "offset_end": match.end,
+        "method": match.method,
+        "confidence": match.confidence,
+        "alterations": [],  # stored before alterations were recorded
+        "passage_sha256": record.text_sha256(text[match.start : match.end]),
+    }
+
+    start, excerpt = excerpt_for(row, text)
+
+    assert 0 < start < match.start
+    assert len(excerpt) < len(text) // 2
+    differences = record.quote_differences(row, excerpt, start)
+    assert differences == record.quote_differences(row, text, 0)
+    assert differences[0].startswith("re-verified, its alterations is [")
 
 
 @pytest.mark.django_db
