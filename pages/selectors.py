@@ -3,7 +3,8 @@
 A claim is a quote the answer claimed from a KB document or an opinion (verified or failed) or a case
 citation the answer wrote (as checked). Each gets a card: its source, page cites, its status in words
 (:mod:`citations.statuses`), the passage in context with its alterations (:mod:`citations.passages`), and a
-numbered marker at its place in the answer (:mod:`pages.answer`).
+numbered marker at its place in the answer (:mod:`pages.answer`). Each turn says whether its record is sealed
+(and if late, since when).
 
 A chat page is a constant number of queries whatever the number of turns and claims: the messages, one
 query per kind of claim row (the passage and its context cut on the database side, never the whole source
@@ -33,6 +34,7 @@ from chats.models import (
 )
 from chats.pages import page_cite, pages_of_span
 from chats.selectors import chats_visible_to, projects_visible_to
+from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, context_around, context_window
 from citations.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
@@ -75,11 +77,23 @@ class Claim:
         return f"marker-{self.id}"
 
 
+@dataclass(frozen=True)
+class Seal:
+    """The seal of a turn's last finalize (``citations.seals``): its place in its chain, and whether it was
+    sealed late (after the turn was finalized, by ``seal_turns``) and when."""
+
+    sequence: int
+    late: bool
+    sealed_at: datetime
+
+
 @dataclass
 class Turn:
     answer: Message
     question: Message | None
     verdict: VerdictInWords
+    # None: a finalized turn whose last finalize has no seal (or a turn not finalized yet).
+    seal: Seal | None = None
     claims: list[Claim] = field(default_factory=list)
     parts: list[answer_text.Part[Claim]] = field(default_factory=list)
     consulted: list[MessageToolSource] = field(default_factory=list)
@@ -159,8 +173,18 @@ def _quote_rows(model: type[DocumentQuote] | type[OpinionQuote], source: str, te
 
 
 def _messages(messages: QuerySet[Message]) -> list[Message]:
+    """The messages with their claim rows, and each answer's seal of its last finalize (in the same query)."""
+    seal = TurnSeal.objects.filter(message_id=OuterRef("pk"), finalized_at=OuterRef("finalized_at")).order_by(
+        "-finalize_number"
+    )
     return list(
-        messages.order_by("created_at", "id").prefetch_related(
+        messages.annotate(
+            seal_sequence=Subquery(seal.values("sequence")[:1]),
+            seal_late=Subquery(seal.values("late")[:1]),
+            sealed_at=Subquery(seal.values("sealed_at")[:1]),
+        )
+        .order_by("created_at", "id")
+        .prefetch_related(
             _quote_rows(DocumentQuote, "document", "content"),
             _quote_rows(OpinionQuote, "opinion", "text"),
             Prefetch("case_citations", queryset=CaseCitation.objects.select_related("opinion").defer("opinion__text")),
@@ -219,10 +243,15 @@ def _turn(message: Message, question: Message | None) -> Turn:
     for number, claim in enumerate(claims, start=1):
         claim.number = number
     placed = [(claim.answer_offset, claim) for claim in claims if claim.answer_offset is not None]
+    # The annotations of :func:`_messages`.
+    sequence: int | None = getattr(message, "seal_sequence", None)
+    sealed_at: datetime | None = getattr(message, "sealed_at", None)
+    late = bool(getattr(message, "seal_late", False))
     return Turn(
         answer=message,
         question=question,
         verdict=verdict_in_words(message.verdict, status=message.status),
+        seal=None if sequence is None or sealed_at is None else Seal(sequence, late, sealed_at),
         claims=claims,
         parts=answer_text.with_markers(content, placed),
         consulted=list(message.tool_sources.all()),

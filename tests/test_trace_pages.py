@@ -5,6 +5,7 @@ number of queries whatever the number of turns."""
 from __future__ import annotations
 
 import datetime
+import io
 import re
 import uuid
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -21,6 +23,8 @@ from pytest_django import DjangoAssertNumQueries as AssertNumQueries
 
 from chats.models import CaseCitation, Chat, Message
 from chats.pages import page_cite, pages_of_span, star_pages
+from citations import seals
+from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
 from citations.statuses import status_in_words, verdict_in_words
@@ -315,6 +319,34 @@ def test_the_text_of_sources_and_answers_is_escaped(member_client: Client, chat:
     assert "<script>alert(1)" not in html
     assert "<img src=x" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_each_turn_says_whether_its_record_is_sealed(member_client: Client, chat: Chat) -> None:
+    # Given a turn sealed when it was answered, one sealed late by seal_turns, one unsealed, one unfinished
+    on_time = _turn(chat)
+    seals.seal_turn(message_id=on_time.pk)
+    late = _turn(chat)
+    call_command("seal_turns", stdout=io.StringIO())
+    unsealed = _turn(chat)
+    question = factories.UserMessageFactory.create(chat=chat, content="Still thinking?")
+    unfinished = factories.MessageFactory.create(
+        chat=chat, reply_to=question, content="Partial", status=Message.Status.INTERRUPTED, finalized_at=None
+    )
+
+    html = member_client.get(_page(chat)).content.decode()
+
+    def meta(message: Message) -> str:
+        found = re.search(rf'<p class="turn-meta">Turn <code>{message.pk}</code>.*?</p>', html, re.S)
+        assert found is not None, message.pk
+        return found.group(0)
+
+    assert ">sealed #1</span>" in meta(on_time)
+    sealed_at = TurnSeal.objects.get(message=late).sealed_at
+    assert f'>sealed #2, late (<time datetime="{sealed_at.isoformat()}">' in meta(late)
+    assert "the seal proves the record from that date on" in meta(late)
+    assert '<span class="unsealed"' in meta(unsealed)
+    assert ">not sealed</span>" in meta(unsealed)
+    assert "sealed" not in meta(unfinished)
 
 
 def test_an_unfinished_turn_has_no_verdict_yet(member_client: Client, chat: Chat) -> None:
