@@ -19,7 +19,22 @@ from typing import Any
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import Case, Count, Expression, F, IntegerField, Max, Min, Model, Q, QuerySet, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    Expression,
+    F,
+    IntegerField,
+    Max,
+    Min,
+    Model,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce, Greatest, Substr
 from django.utils import timezone
 
@@ -27,7 +42,7 @@ from chats.models import CaseCitation, CaselawOpinion, Chat, Document, DocumentQ
 from chats.services import passage_sha256
 from citations import partitions
 from citations.ledger import OFF_TIME_TABLE, SOURCE_MAPPINGS
-from citations.models import CitationLedgerEntry
+from citations.models import CitationLedgerEntry, TurnSeal
 
 # Annotation names set by with_sources() and read by passage().
 _START = "passage_start"
@@ -233,6 +248,21 @@ def in_turn_order(entries: QuerySet[CitationLedgerEntry]) -> QuerySet[CitationLe
 TURN_CLOCK_MARGIN = datetime.timedelta(days=1)
 
 
+def turn_seal_annotations(*, message: str, finalized_at: str) -> dict[str, Subquery]:
+    """Annotations of the seal of a turn's last finalize, for a query whose rows name the turn's message id
+    (``message``) and its ``finalized_at`` (outer references): ``seal_sequence`` (its place in its chain),
+    ``seal_late`` and ``sealed_at``, each null when that finalize has no seal. A lookup of the seals' message
+    index a row, in the same query."""
+    seal = TurnSeal.objects.filter(message_id=OuterRef(message), finalized_at=OuterRef(finalized_at)).order_by(
+        "-finalize_number"
+    )
+    return {
+        "seal_sequence": Subquery(seal.values("sequence")[:1]),
+        "seal_late": Subquery(seal.values("late")[:1]),
+        "sealed_at": Subquery(seal.values("sealed_at")[:1]),
+    }
+
+
 def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[CitationLedgerEntry]:
     """The entries of ``chat`` (of one turn with ``message_id``; none if that turn is not in ``chat``),
     in the order of its turns (:func:`in_turn_order`), resolved with :func:`with_sources`.
@@ -241,7 +271,7 @@ def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[Citat
     PostgreSQL the ledger is partitioned by month on ``created_at`` (``citations.0014``), and a bound the
     planner sees prunes the months before the chat, where without one it plans the joins of every month kept
     (30 ms of planning in a 41-46 ms request for the newest turn, at 58 months; 21-24 ms with the bound;
-    docs/scale.md, "The trace API")."""
+    docs/scale.md, "The trace API"). Each entry carries its turn's seal (:func:`turn_seal_annotations`)."""
     entries = CitationLedgerEntry.objects.filter(chat=chat)
     turns = Message.objects.filter(chat=chat)
     if message_id is not None:
@@ -250,7 +280,10 @@ def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[Citat
     began = turns.aggregate(first=Min("created_at"))["first"]
     if began is None:
         return with_sources(in_turn_order(entries.none()))
-    return with_sources(in_turn_order(entries.filter(created_at__gte=began - TURN_CLOCK_MARGIN)))
+    entries = entries.filter(created_at__gte=began - TURN_CLOCK_MARGIN)
+    return with_sources(in_turn_order(entries)).annotate(
+        **turn_seal_annotations(message="message_id", finalized_at="message__finalized_at")
+    )
 
 
 # --- The admin changelist's bounded reads (issue 25: constant in the ledger's size) --------------------------------

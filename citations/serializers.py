@@ -128,6 +128,16 @@ class ContextFlagSerializer(serializers.Serializer[dict[str, Any]]):
     source_end = serializers.IntegerField(read_only=True, help_text="Offset just past it.")
 
 
+class TurnSealSerializer(serializers.Serializer[dict[str, Any]]):
+    sequence = serializers.IntegerField(read_only=True, help_text="Its place in its matter's chain of seals, from 1.")
+    late = serializers.BooleanField(
+        read_only=True,
+        help_text="Sealed after the turn was finalized (by `seal_turns`): the seal proves the record from "
+        "`sealed_at` on, not before.",
+    )
+    sealed_at = serializers.DateTimeField(read_only=True)
+
+
 class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     """One ledger entry. At most one of ``document``, ``opinion``, ``tool_source`` and ``case_citation`` is set
     (none only for a failed claim naming no quotable source); ``passage`` and ``passage_intact`` are set for
@@ -175,6 +185,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     answer_unplaced_reason = serializers.SerializerMethodField(help_text=ANSWER_UNPLACED_HELP)
     provider = serializers.CharField(read_only=True, allow_null=True)
     retrieved_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    turn_seal = serializers.SerializerMethodField(
+        help_text="The seal of the entry's turn (of its last finalize): its record signed and chained with the "
+        "other turns of its matter, which the matter's export (`GET /api/projects/{id}/export/`) lets anyone "
+        "check offline. Null while the turn is not sealed."
+    )
 
     @staticmethod
     def _answer_span(entry: CitationLedgerEntry) -> tuple[int | None, int | None, str | None]:
@@ -243,6 +258,15 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     def get_alterations(self, entry: CitationLedgerEntry) -> list[dict[str, Any]] | None:
         quote = entry.message_citation or entry.message_caselaw_citation
         return None if quote is None else [AlterationSerializer(a).data for a in quote.alterations]
+
+    @extend_schema_field(TurnSealSerializer(allow_null=True))
+    def get_turn_seal(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
+        """From :func:`citations.selectors.turn_seal_annotations` (null without them)."""
+        sequence = getattr(entry, "seal_sequence", None)
+        if sequence is None:
+            return None
+        late, sealed_at = getattr(entry, "seal_late", False), getattr(entry, "sealed_at", None)
+        return dict(TurnSealSerializer({"sequence": sequence, "late": bool(late), "sealed_at": sealed_at}).data)
 
     def get_passage_intact(self, entry: CitationLedgerEntry) -> bool | None:
         span = selectors.passage(entry)

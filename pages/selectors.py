@@ -34,9 +34,8 @@ from chats.models import (
 )
 from chats.pages import page_cite, pages_of_span
 from chats.selectors import chats_visible_to, projects_visible_to
-from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
-from citations.selectors import Passage, context_around, context_window
+from citations.selectors import Passage, context_around, context_window, turn_seal_annotations
 from citations.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
 from pages import answer as answer_text
 
@@ -174,15 +173,8 @@ def _quote_rows(model: type[DocumentQuote] | type[OpinionQuote], source: str, te
 
 def _messages(messages: QuerySet[Message]) -> list[Message]:
     """The messages with their claim rows, and each answer's seal of its last finalize (in the same query)."""
-    seal = TurnSeal.objects.filter(message_id=OuterRef("pk"), finalized_at=OuterRef("finalized_at")).order_by(
-        "-finalize_number"
-    )
     return list(
-        messages.annotate(
-            seal_sequence=Subquery(seal.values("sequence")[:1]),
-            seal_late=Subquery(seal.values("late")[:1]),
-            sealed_at=Subquery(seal.values("sealed_at")[:1]),
-        )
+        messages.annotate(**turn_seal_annotations(message="pk", finalized_at="finalized_at"))
         .order_by("created_at", "id")
         .prefetch_related(
             _quote_rows(DocumentQuote, "document", "content"),

@@ -7,6 +7,7 @@ the factories; passages are checked against the source text sliced in Python.
 from __future__ import annotations
 
 import datetime
+import io
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -14,6 +15,7 @@ from uuid import uuid4
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -21,8 +23,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chats.models import Chat
-from citations import ledger
-from citations.models import CitationLedgerEntry
+from citations import ledger, seals
+from citations.models import CitationLedgerEntry, TurnSeal
 from tests import factories
 from tests.test_cited_sources import change_below_the_application
 
@@ -193,6 +195,29 @@ def test_the_message_parameter_narrows_to_one_turn(api_client: APIClient, chat: 
     assert {e["message_id"] for e in one_turn["results"]} == {str(second.pk)}
 
 
+def test_each_entry_carries_its_turns_seal(api_client: APIClient, chat: Chat) -> None:
+    # Given a turn sealed when it was answered, one sealed late by seal_turns, and one not sealed
+    on_time = factories.assembled_turn(chat, kb=1, caselaw=0, tools=0)
+    seals.seal_turn(message_id=on_time.pk)
+    late = factories.assembled_turn(chat, kb=1, caselaw=0, tools=1)
+    call_command("seal_turns", stdout=io.StringIO())
+    unsealed = factories.assembled_turn(chat, kb=0, caselaw=0, tools=1)
+
+    entries = api_client.get(_url(chat)).json()["results"]
+
+    by_turn = {entry["message_id"]: entry["turn_seal"] for entry in entries}
+    assert len(entries) == 4
+    assert all(entry["turn_seal"] == by_turn[entry["message_id"]] for entry in entries)
+    assert {k: v for k, v in by_turn[str(on_time.pk)].items() if k != "sealed_at"} == {"sequence": 1, "late": False}
+    late_seal = TurnSeal.objects.get(message=late)
+    assert by_turn[str(late.pk)] == {
+        "sequence": 2,
+        "late": True,
+        "sealed_at": late_seal.sealed_at.isoformat().replace("+00:00", "Z"),
+    }
+    assert by_turn[str(unsealed.pk)] is None
+
+
 def test_a_message_of_another_chat_yields_an_empty_list(api_client: APIClient, chat: Chat, user: User) -> None:
     factories.assembled_turn(chat)
     elsewhere = factories.assembled_turn(factories.ChatFactory.create(project__owner=user))
@@ -256,6 +281,9 @@ def test_the_schema_documents_the_trace(api_client: APIClient) -> None:
     assert parameters["chat_id"]["in"] == "path"
     entry_schema = response.json()["components"]["schemas"]["LedgerEntry"]["properties"]
     assert {"document", "opinion", "tool_source", "passage", "verification_status", "provider"} <= set(entry_schema)
+    assert entry_schema["turn_seal"]["nullable"] is True
+    turn_seal = response.json()["components"]["schemas"]["TurnSeal"]["properties"]
+    assert set(turn_seal) == {"sequence", "late", "sealed_at"}
     assert entry_schema["alterations"]["nullable"] is True
     alteration = response.json()["components"]["schemas"]["Alteration"]["properties"]
     assert set(alteration) == {"kind", "detail", "quote_text", "source_start", "source_end", "alters"}
