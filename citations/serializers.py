@@ -128,7 +128,7 @@ class ContextFlagSerializer(serializers.Serializer[dict[str, Any]]):
     source_end = serializers.IntegerField(read_only=True, help_text="Offset just past it.")
 
 
-class TurnSealSerializer(serializers.Serializer[dict[str, Any]]):
+class TurnSealSerializer(serializers.Serializer[selectors.TurnSealState]):
     sequence = serializers.IntegerField(read_only=True, help_text="Its place in its matter's chain of seals, from 1.")
     late = serializers.BooleanField(
         read_only=True,
@@ -261,12 +261,9 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
 
     @extend_schema_field(TurnSealSerializer(allow_null=True))
     def get_turn_seal(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
-        """From :func:`citations.selectors.turn_seal_annotations` (null without them)."""
-        sequence = getattr(entry, "seal_sequence", None)
-        if sequence is None:
-            return None
-        late, sealed_at = getattr(entry, "seal_late", False), getattr(entry, "sealed_at", None)
-        return dict(TurnSealSerializer({"sequence": sequence, "late": bool(late), "sealed_at": sealed_at}).data)
+        """From the context's ``turn_seals`` (``citations.selectors.turn_seals`` of the entries' turns)."""
+        seal = self.context.get("turn_seals", {}).get(entry.message_id)
+        return None if seal is None else dict(TurnSealSerializer(seal).data)
 
     def get_passage_intact(self, entry: CitationLedgerEntry) -> bool | None:
         span = selectors.passage(entry)

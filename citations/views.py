@@ -48,6 +48,16 @@ class ChatLedgerView(generics.ListAPIView[CitationLedgerEntry]):
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
 
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """A page of entries, with the seals of their turns read for that page (one query)."""
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None, "the trace is always paginated"  # noqa: S101 - pagination_class is set
+        seals = selectors.turn_seals(entry.message_id for entry in page)
+        serializer = self.get_serializer(
+            page, many=True, context={**self.get_serializer_context(), "turn_seals": seals}
+        )
+        return self.get_paginated_response(serializer.data)
+
     def get_queryset(self) -> QuerySet[CitationLedgerEntry]:
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user, no chat
             return CitationLedgerEntry.objects.none()

@@ -35,7 +35,7 @@ from chats.models import (
 from chats.pages import page_cite, pages_of_span
 from chats.selectors import chats_visible_to, projects_visible_to
 from citations.passages import passage_in_context_html
-from citations.selectors import Passage, context_around, context_window, turn_seal_annotations
+from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
 from citations.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
 from pages import answer as answer_text
 
@@ -76,23 +76,13 @@ class Claim:
         return f"marker-{self.id}"
 
 
-@dataclass(frozen=True)
-class Seal:
-    """The seal of a turn's last finalize (``citations.seals``): its place in its chain, and whether it was
-    sealed late (after the turn was finalized, by ``seal_turns``) and when."""
-
-    sequence: int
-    late: bool
-    sealed_at: datetime
-
-
 @dataclass
 class Turn:
     answer: Message
     question: Message | None
     verdict: VerdictInWords
     # None: a finalized turn whose last finalize has no seal (or a turn not finalized yet).
-    seal: Seal | None = None
+    seal: TurnSealState | None = None
     claims: list[Claim] = field(default_factory=list)
     parts: list[answer_text.Part[Claim]] = field(default_factory=list)
     consulted: list[MessageToolSource] = field(default_factory=list)
@@ -172,11 +162,9 @@ def _quote_rows(model: type[DocumentQuote] | type[OpinionQuote], source: str, te
 
 
 def _messages(messages: QuerySet[Message]) -> list[Message]:
-    """The messages with their claim rows, and each answer's seal of its last finalize (in the same query)."""
+    """The messages with their claim rows."""
     return list(
-        messages.annotate(**turn_seal_annotations(message="pk", finalized_at="finalized_at"))
-        .order_by("created_at", "id")
-        .prefetch_related(
+        messages.order_by("created_at", "id").prefetch_related(
             _quote_rows(DocumentQuote, "document", "content"),
             _quote_rows(OpinionQuote, "opinion", "text"),
             Prefetch("case_citations", queryset=CaseCitation.objects.select_related("opinion").defer("opinion__text")),
@@ -194,6 +182,7 @@ def chat_turns(chat: Chat, *, answer_id: UUID | None = None) -> list[Turn]:
         messages = messages.filter(pk=answer_id) | messages.filter(pk__in=Subquery(answer))
     # A question and its answer stored at the same instant (older turns): the question first.
     rows = sorted(_messages(messages), key=lambda m: (m.created_at, m.role == Message.Role.ASSISTANT))
+    seals = turn_seals(message.pk for message in rows if message.role == Message.Role.ASSISTANT)
     questions = {message.pk: message for message in rows if message.role == Message.Role.USER}
     turns: list[Turn] = []
     unanswered: list[Message] = []
@@ -207,11 +196,11 @@ def chat_turns(chat: Chat, *, answer_id: UUID | None = None) -> list[Turn]:
         )
         if question in unanswered:
             unanswered.remove(question)
-        turns.append(_turn(message, question))
+        turns.append(_turn(message, question, seal=seals.get(message.pk)))
     return turns
 
 
-def _turn(message: Message, question: Message | None) -> Turn:
+def _turn(message: Message, question: Message | None, *, seal: TurnSealState | None) -> Turn:
     content = message.content
     claims: list[Claim] = []
     taken: dict[str, set[int]] = {}
@@ -235,15 +224,11 @@ def _turn(message: Message, question: Message | None) -> Turn:
     for number, claim in enumerate(claims, start=1):
         claim.number = number
     placed = [(claim.answer_offset, claim) for claim in claims if claim.answer_offset is not None]
-    # The annotations of :func:`_messages`.
-    sequence: int | None = getattr(message, "seal_sequence", None)
-    sealed_at: datetime | None = getattr(message, "sealed_at", None)
-    late = bool(getattr(message, "seal_late", False))
     return Turn(
         answer=message,
         question=question,
         verdict=verdict_in_words(message.verdict, status=message.status),
-        seal=None if sequence is None or sealed_at is None else Seal(sequence, late, sealed_at),
+        seal=seal,
         claims=claims,
         parts=answer_text.with_markers(content, placed),
         consulted=list(message.tool_sources.all()),

@@ -249,12 +249,13 @@ def test_the_query_count_does_not_grow_with_the_entries(
     # Given 3 entries (1 turn) or 30 entries (10 turns), one of each kind per turn, the quotes with alterations
     messages = [factories.assembled_turn(chat, altered=True) for _ in range(turns)]
 
-    # Then the trace takes the same queries: the chat (access), when its first turn began, the count, the page
-    with django_assert_num_queries(4):
+    # Then the trace takes the same queries: the chat (access), when its first turn began, the count, the page,
+    # the seals of the page's turns
+    with django_assert_num_queries(5):
         response = api_client.get(_url(chat))
     assert response.data["count"] == 3 * turns
 
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         api_client.get(_url(chat, message=str(messages[-1].pk)))
 
 
