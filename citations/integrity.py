@@ -318,15 +318,15 @@ def _check_filing(result: Integrity, *, matter_id: UUID | None) -> None:
         else:
             matter = CitationLedgerEntry._meta.get_field("project").get_db_prep_value(matter_id, connection)
             cursor.execute(_MISFILED_SQL.format(scope=" AND e.project_id = %(matter)s"), {"matter": matter})
-        rows = [row for batch in iter(lambda: cursor.fetchmany(DEFAULT_BATCH_SIZE), []) for row in batch]
-    for entry_id, message_id, source, row_gone in rows:
-        what = "whose row is gone" if row_gone else "not filed with its row (another turn or another time)"
-        result.add(
-            Problem(
-                f"ledger entry {seals.id_text(entry_id)} points at {seals.row_key_text(source)}, {what}",
-                seals.id_text(message_id),
-            )
-        )
+        for batch in iter(lambda: cursor.fetchmany(DEFAULT_BATCH_SIZE), []):
+            for entry_id, message_id, source, row_gone in batch:
+                what = "whose row is gone" if row_gone else "not filed with its row (another turn or another time)"
+                result.add(
+                    Problem(
+                        f"ledger entry {seals.id_text(entry_id)} points at {seals.row_key_text(source)}, {what}",
+                        seals.id_text(message_id),
+                    )
+                )
 
 
 # One page of seals in written order (see :func:`_seal_pages`), each with whether a later finalize of its turn

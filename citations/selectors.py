@@ -19,20 +19,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import (
-    Case,
-    Count,
-    Expression,
-    F,
-    IntegerField,
-    Max,
-    Min,
-    Model,
-    Q,
-    QuerySet,
-    Value,
-    When,
-)
+from django.db.models import Case, Count, Expression, F, IntegerField, Max, Min, Model, Q, QuerySet, Value, When
 from django.db.models.functions import Coalesce, Greatest, Substr
 from django.utils import timezone
 

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -460,24 +460,26 @@ class ProvenRecord:
     offline_exit: int
 
 
+def command_summary(command: str, *args: Any, stderr: TextIO | None = None, **options: Any) -> str:
+    """Run a management command and return the last line it printed (its summary); its errors and progress go
+    to ``stderr`` (this process's by default)."""
+    output = io.StringIO()
+    call_command(command, *args, stdout=output, stderr=stderr or sys.stderr, **options)
+    return output.getvalue().strip().splitlines()[-1]
+
+
 def prove_record(matter: DemoMatter) -> ProvenRecord:
     """Seal the matter's unsealed turns late (``seal_turns``), check its chain (``verify_ledger``, which exits
     with 1 on a broken chain), export it to ``settings.VAR_DIR / EXPORT_NAME`` (``export_matter``), and verify
     the export offline in a child process (``python -m lqai_verify --public-key``), as its recipient would."""
     project = str(matter.project.pk)
-    lines = []
-    for command, arguments in (
-        ("seal_turns", {"matter": project}),
-        ("verify_ledger", {"matter": project}),
-    ):
-        output = io.StringIO()
-        call_command(command, stdout=output, stderr=sys.stderr, **arguments)
-        lines.append(output.getvalue().strip().splitlines()[-1])
     export = Path(settings.VAR_DIR) / EXPORT_NAME
     export.parent.mkdir(parents=True, exist_ok=True)
-    output = io.StringIO()
-    call_command("export_matter", project, out=export, stdout=output, stderr=sys.stderr)
-    lines.append(output.getvalue().strip().splitlines()[-1])
+    lines = [
+        command_summary("seal_turns", matter=project),
+        command_summary("verify_ledger", matter=project),
+        command_summary("export_matter", project, out=export),
+    ]
     fingerprint = keys.current_fingerprint()
     offline = subprocess.run(  # noqa: S603 - this interpreter, this project's verifier, arguments from here
         [sys.executable, "-m", "lqai_verify", str(export), "--public-key", fingerprint],

@@ -11,7 +11,6 @@ import io
 from typing import Any
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from chats.models import Message
@@ -65,9 +64,7 @@ class Command(BaseCommand):
         missing = CitationLedgerEntry.objects.filter(chat=older).count()
         older_turns = older.messages.filter(role=Message.Role.ASSISTANT).count()
         out.write(f"  {older_turns} older turns; ledger entries before: {missing}")
-        summary = io.StringIO()
-        call_command("backfill_ledger", chat=str(older.pk), stdout=summary, stderr=io.StringIO())
-        out.write("  " + summary.getvalue().strip().splitlines()[-1])
+        out.write("  " + demo.command_summary("backfill_ledger", chat=str(older.pk), stderr=io.StringIO()))
         for message in older.messages.filter(role=Message.Role.ASSISTANT).order_by("created_at"):
             out.write(f"  Turn {message.created_at:%Y-%m-%d} ({message.pk}):")
             for line in demo.ledger_table(message):
