@@ -1,7 +1,9 @@
-"""``python -m lqai_verify BUNDLE.zip [--public-key FINGERPRINT_OR_KEY]``: check a matter export offline.
+"""``python -m lqai_verify BUNDLE.zip [--public-key FINGERPRINT_OR_KEY] [--max-mb N]``: check a matter export
+offline.
 
 Exit 0: everything verified. 1: a mismatch (each printed with the file, line and turn it concerns).
-2: the file is not a bundle, or the arguments are wrong.
+2: the file is not a bundle (not a zip, no manifest, or larger unpacked than ``--max-mb``), or the arguments
+are wrong.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lqai_verify.bundle import BundleError, verify_bundle
+from lqai_verify.bundle import DEFAULT_MAX_BYTES, BundleError, verify_bundle
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,9 +23,18 @@ def main(argv: list[str] | None = None) -> int:
         help="the signing key expected: its fingerprint (64 hex digits) or the base64 public key; a bundle "
         "signed by any other key fails",
     )
+    parser.add_argument(
+        "--max-mb",
+        type=int,
+        default=DEFAULT_MAX_BYTES // 2**20,
+        help="the most the bundle's files may unpack to, in MiB (default %(default)s: some 80,000 turns); a larger "
+        "bundle is refused before anything is unpacked",
+    )
     args = parser.parse_args(argv)
+    if args.max_mb <= 0:
+        parser.error("--max-mb must be a positive number of MiB")
     try:
-        result = verify_bundle(args.bundle, public_key=args.public_key)
+        result = verify_bundle(args.bundle, public_key=args.public_key, max_bytes=args.max_mb * 2**20)
     except (BundleError, ValueError) as exc:
         print(f"lqai_verify: {exc}", file=sys.stderr)
         return 2

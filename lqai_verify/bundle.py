@@ -11,7 +11,9 @@
    warning that no digest from its time vouches for the passage, and in a turn sealed late (verified before
    its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem.
 
-Every problem is reported with the file, the line and the turn it concerns.
+Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
+sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON are problems like any
+other, named with their file and field; a zip that would unpack to more than ``max_bytes`` is refused unread.
 """
 
 from __future__ import annotations
@@ -29,6 +31,79 @@ from lqai_verify import record
 
 REQUIRED = ("manifest.json", "manifest.sig", "public_key.json")
 JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl")
+# The most a bundle may unpack to (``--max-mb``): a matter's export is about 12 KB a turn, so this holds some
+# 80,000 turns, and a hostile zip (a few KB that unpack to gigabytes) is refused before it is read.
+DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
+
+# The shapes of what the checks read (a type, a tuple of types, a dict of required fields, or ``[shape]``:
+# a list of that shape). A bundle is input from whoever sent it: what does not have its shape is reported
+# as a problem with its field, never read as if it had.
+_KEY = {"fingerprint": str, "public_key": str}
+_KEYS_SHAPE = {"signing_key": _KEY, "seal_keys": [_KEY]}
+_MANIFEST_SHAPE = {
+    "format": str,
+    "matter": {"id": str},
+    "chain": str,
+    "chain_head": (dict, type(None)),
+    "signing_key": str,
+    "files": dict,
+}
+_HEAD_SHAPE = {"sequence": int, "seal_sha256": str}
+_SEAL_SHAPE = {
+    "chain": str,
+    "sequence": int,
+    "previous_sha256": str,
+    "message": str,
+    "finalize_number": int,
+    "finalized_at": str,
+    "facts_sha256": str,
+    "sealed_at": str,
+    "late": bool,
+    "key_fingerprint": str,
+    "verifier_version": str,
+    "row_digests": {"turn": str, "rows": dict},
+    "seal_sha256": str,
+    "signature": str,
+}
+_PASSAGE_SHAPE = {"row": str, "excerpt": str, "excerpt_start": int}
+_NAMES = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    int: "an integer",
+    bool: "true or false",
+    float: "a number",
+    type(None): "null",
+}
+
+
+def _kind(value: Any) -> str:
+    return next((name for kind, name in _NAMES.items() if type(value) is kind), type(value).__name__)
+
+
+def shape_problems(value: Any, shape: Any, where: str) -> list[str]:
+    """How ``value`` is not of ``shape`` (see ``_MANIFEST_SHAPE``), each naming the field (``where.field``).
+    ``int`` means an integer, not ``true``/``false`` (which Python would count as integers)."""
+    if isinstance(shape, dict):
+        if type(value) is not dict:
+            return [f"{where} is {_kind(value)}, not an object"]
+        return [
+            problem
+            for name, field_shape in shape.items()
+            for problem in (
+                shape_problems(value[name], field_shape, f"{where}.{name}")
+                if name in value
+                else [f"{where}.{name} is missing"]
+            )
+        ]
+    if isinstance(shape, list):
+        if type(value) is not list:
+            return [f"{where} is {_kind(value)}, not a list"]
+        return [problem for i, item in enumerate(value) for problem in shape_problems(item, shape[0], f"{where}[{i}]")]
+    kinds = shape if isinstance(shape, tuple) else (shape,)
+    if type(value) in kinds:
+        return []
+    return [f"{where} is {_kind(value)}, not {' or '.join(_NAMES[kind] for kind in kinds)}"]
 
 
 class BundleError(Exception):
@@ -111,28 +186,70 @@ def _check_quote(
         result.problems += [f"{where}: {d}" for d in differences]
 
 
-def verify_bundle(path: Path, *, public_key: str | None = None) -> Verification:
-    """Check the bundle at ``path`` (see the module docstring); ``public_key``: the signing key expected."""
+def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, bytes], list[str]]:
+    """The files of the zip at ``path`` by name, and the names it holds more than once (a reader would show
+    one copy, the checks read the last). ``BundleError`` if it is not a readable zip, a file of it is damaged,
+    or its files would unpack to more than ``max_bytes`` (checked before anything is unpacked: ``zipfile``
+    reads a file no further than its declared size)."""
     try:
         with zipfile.ZipFile(path) as bundle:
-            members = {info.filename: bundle.read(info) for info in bundle.infolist()}
+            infos = bundle.infolist()
+            unpacked = sum(info.file_size for info in infos)
+            if unpacked > max_bytes:
+                raise BundleError(
+                    f"{path}: its files would unpack to {unpacked:,} bytes, more than the {max_bytes:,} allowed "
+                    "(--max-mb; a matter's export is about 12 KB a turn)"
+                )
+            names = [info.filename for info in infos]
+            members = {info.filename: bundle.read(info) for info in infos}
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable zip ({exc})") from None
+    except BundleError:
+        raise
     except Exception as exc:  # a damaged member (e.g. its CRC): name it
         raise BundleError(f"{path}: a file of the bundle is damaged ({exc})") from None
+    return members, sorted({name for name in names if names.count(name) > 1})
+
+
+def _json_file(members: dict[str, bytes], name: str, shape: Any, result: Verification) -> Any:
+    """``name``'s JSON if it has ``shape``; else ``None``, with each way it does not in ``result.problems``."""
+    try:
+        value = json.loads(members[name])
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
+        result.problems.append(f"{name}: not valid JSON ({exc})")
+        return None
+    problems = shape_problems(value, shape, name)
+    result.problems += problems
+    return None if problems else value
+
+
+def _public_key(value: str, where: str, result: Verification) -> Any:
+    """The Ed25519 public key of base64 ``value``; ``None``, with a problem naming ``where``, if it is not one."""
+    try:
+        return record.public_key_from_b64(value)
+    except ValueError as exc:
+        result.problems.append(f"{where}: {exc}")
+        return None
+
+
+def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Verification:
+    """Check the bundle at ``path`` (see the module docstring); ``public_key``: the signing key expected;
+    ``max_bytes``: the most its files may unpack to. ``BundleError`` if it is no bundle at all; everything else
+    wrong with it, however malformed, is a problem of the result."""
+    members, twice = read_members(path, max_bytes=max_bytes)
     missing = [name for name in REQUIRED if name not in members]
     if missing:
         raise BundleError(f"{path}: not an lqai export: {', '.join(missing)} missing")
     result = Verification()
-    try:
-        manifest = json.loads(members["manifest.json"])
-        keys = json.loads(members["public_key.json"])
-        signing = keys["signing_key"]
-        signing_key = record.public_key_from_b64(signing["public_key"])
-    except (ValueError, KeyError, TypeError) as exc:
-        result.problems.append(f"manifest.json / public_key.json: unreadable ({exc})")
+    result.problems += [f"{name}: the zip holds more than one file of this name" for name in twice]
+    manifest = _json_file(members, "manifest.json", _MANIFEST_SHAPE, result)
+    keys = _json_file(members, "public_key.json", _KEYS_SHAPE, result)
+    if manifest is None or keys is None:
         return result
-    result.matter = str(manifest.get("matter", {}).get("id", ""))
+    signing_key = _public_key(keys["signing_key"]["public_key"], "public_key.json: signing_key", result)
+    if signing_key is None:
+        return result
+    result.matter = manifest["matter"]["id"]
     result.fingerprint = record.fingerprint(signing_key)
     if public_key is not None:
         expected = expected_fingerprint(public_key)
@@ -145,7 +262,7 @@ def verify_bundle(path: Path, *, public_key: str | None = None) -> Verification:
             f"no --public-key given: the signature is checked against the bundle's own key {result.fingerprint}; "
             "compare it with the fingerprint the sender published"
         )
-    if manifest.get("signing_key") != result.fingerprint:
+    if manifest["signing_key"] != result.fingerprint:
         result.problems.append("manifest.json: its signing_key is not the fingerprint of public_key.json's key")
     signature = members["manifest.sig"].decode("ascii", errors="replace").strip()
     if not record.signature_valid(signing_key, signature, members["manifest.json"]):
@@ -154,24 +271,26 @@ def verify_bundle(path: Path, *, public_key: str | None = None) -> Verification:
         )
     if manifest.get("development_key"):
         result.warnings.append("signed with a DEVELOPMENT key derived from the server's SECRET_KEY: proves nothing")
-    if manifest.get("format") != record.EXPORT_FORMAT:
-        result.problems.append(f"manifest.json: format {manifest.get('format')!r}, expected {record.EXPORT_FORMAT!r}")
-    listed: dict[str, Any] = manifest.get("files", {})
+    if manifest["format"] != record.EXPORT_FORMAT:
+        result.problems.append(f"manifest.json: format {manifest['format']!r}, expected {record.EXPORT_FORMAT!r}")
+    listed: dict[str, Any] = manifest["files"]
     for name in sorted(members.keys() - {"manifest.json", "manifest.sig"} - listed.keys()):
         result.problems.append(f"{name}: a file the manifest does not list")
     for name, entry in sorted(listed.items()):
         if name not in members:
             result.problems.append(f"{name}: listed in the manifest, missing from the bundle")
-        elif hashlib.sha256(members[name]).hexdigest() != entry.get("sha256"):
+        elif type(entry) is not dict or hashlib.sha256(members[name]).hexdigest() != entry.get("sha256"):
             result.problems.append(f"{name}: its SHA-256 differs from the manifest's (the file was changed)")
-    seal_keys = {
-        entry["fingerprint"]: record.public_key_from_b64(entry["public_key"]) for entry in keys.get("seal_keys", [])
-    }
-    for fingerprint, key in seal_keys.items():
-        if record.fingerprint(key) != fingerprint:
+    seal_keys = {}
+    for i, entry in enumerate(keys["seal_keys"]):
+        key = _public_key(entry["public_key"], f"public_key.json: seal_keys[{i}]", result)
+        if key is None:
+            continue
+        if record.fingerprint(key) != entry["fingerprint"]:
             result.problems.append(
-                f"public_key.json: the seal key listed as {fingerprint[:16]}... has another fingerprint"
+                f"public_key.json: the seal key listed as {entry['fingerprint'][:16]}... has another fingerprint"
             )
+        seal_keys[entry["fingerprint"]] = key
     _check_record(members, manifest, seal_keys, result)
     return result
 
@@ -187,6 +306,10 @@ def _check_record(
     previous: dict[str, Any] | None = None
     for number, seal in _lines(data["seals.jsonl"], "seals.jsonl", result):
         where = f"seals.jsonl line {number} (turn {seal.get('message')})"
+        malformed = shape_problems(seal, _SEAL_SHAPE, "seal")
+        if malformed:
+            result.problems += [f"{where}: malformed: {problem}" for problem in malformed]
+            continue
         try:
             expected_sequence = 1 if previous is None else previous["sequence"] + 1
             if seal["chain"] != manifest.get("chain"):
@@ -213,9 +336,11 @@ def _check_record(
         seals.append(seal)
         previous = seal
     result.seals = len(seals)
-    head = manifest.get("chain_head")
+    head = manifest["chain_head"]
+    malformed_head = [] if head is None else shape_problems(head, _HEAD_SHAPE, "manifest.json.chain_head")
+    result.problems += malformed_head
     last = (seals[-1]["sequence"], seals[-1]["seal_sha256"]) if seals else None
-    if (None if not head else (head.get("sequence"), head.get("seal_sha256"))) != last:
+    if not malformed_head and (None if head is None else (head["sequence"], head["seal_sha256"])) != last:
         result.problems.append(
             f"seals.jsonl: the chain ends at {last and '#' + str(last[0])}, the manifest's chain head is "
             f"{head and '#' + str(head.get('sequence'))} (seals removed or added at its end)"
@@ -230,7 +355,12 @@ def _check_record(
             result.problems.append(f"rows.jsonl line {number}: not a row of a turn")
             continue
         rows_of.setdefault(row["message"], []).append(row)
-    passages = {p.get("row"): (n, p) for n, p in _lines(data["passages.jsonl"], "passages.jsonl", result)}
+    passages = {}
+    for number, passage in _lines(data["passages.jsonl"], "passages.jsonl", result):
+        malformed = shape_problems(passage, _PASSAGE_SHAPE, "passage")
+        result.problems += [f"passages.jsonl line {number}: malformed: {problem}" for problem in malformed]
+        if not malformed:
+            passages[passage["row"]] = (number, passage)
     entries_of: dict[str, list[dict[str, Any]]] = {}
     for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result):
         entries_of.setdefault(str(entry.get("message")), []).append(entry)
@@ -293,8 +423,8 @@ def _check_record(
                 _check_quote(
                     result,
                     row,
-                    str(passage.get("excerpt", "")),
-                    int(passage.get("excerpt_start", 0)),
+                    passage["excerpt"],
+                    passage["excerpt_start"],
                     where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
                     late=latest is not None and bool(latest["late"]),
                 )

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ from chats.verification import verify_quote
 from citations import keys, ledger, seals
 from citations.export import excerpt_for
 from lqai_verify import record
-from lqai_verify.bundle import verify_bundle
+from lqai_verify.__main__ import main as lqai_verify_main
+from lqai_verify.bundle import BundleError, verify_bundle
 from tests import factories
 from tests.test_backfill import _Terminal
 from tests.test_seals import QUESTION, _db_id, _raw, _turn, a_turn_commits_first
@@ -468,6 +470,146 @@ def test_a_bundle_signed_with_another_key_fails(exported_matter: tuple[Chat, lis
     assert any(expected in p for p in result.problems)
     assert any(expected in p for p in by_key.problems)
     assert verify_bundle(path, public_key=record.fingerprint(other.public_key())).problems == []
+
+
+# --- A bundle is input from whoever sent it ------------------------------------------------------------------------
+
+# Values of every other JSON type, put in place of each value of a bundle's files in turn.
+_MISPLACED: tuple[Any, ...] = (None, True, -1, "x", [], {})
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """The path of every value inside ``value`` (the first two items of a list), ``()`` for ``value`` itself."""
+    yield prefix
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            yield from _paths(inner, (*prefix, name))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value[:2]):
+            yield from _paths(inner, (*prefix, i))
+
+
+def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    copy = json.loads(json.dumps(value))
+    inner = copy
+    for step in path[:-1]:
+        inner = inner[step]
+    inner[path[-1]] = new
+    return copy
+
+
+def _malformed(files: dict[str, bytes]) -> Iterator[tuple[str, tuple[Any, ...], Any, bytes]]:
+    """Each file of a bundle with one of its values (in a JSON Lines file, of its first line) replaced by a
+    value of another type: (file, path, value, the file's new bytes)."""
+    for name in sorted(files):
+        if name.endswith(".json"):
+            document = json.loads(files[name])
+            for path in _paths(document):
+                for new in _MISPLACED:
+                    yield name, path, new, json.dumps(_replaced(document, path, new)).encode()
+        elif name.endswith(".jsonl"):
+            first, rest = files[name].split(b"\n", 1)
+            document = json.loads(first)
+            for path in _paths(document):
+                for new in _MISPLACED:
+                    yield name, path, new, json.dumps(_replaced(document, path, new)).encode() + b"\n" + rest
+
+
+@pytest.mark.django_db
+@pytest.mark.timeout(300)
+def test_a_malformed_bundle_is_a_list_of_problems_never_a_crash(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """Every value of every file, replaced by a value of each other JSON type: the verifier reports it (as a
+    problem, or as no bundle at all) and never stops with another exception. Each mutation is checked as sent
+    (the manifest's digests then catch it) and, for the files behind the manifest, re-signed by the key's
+    holder, so that the checks of the record itself read every malformed value too."""
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    checked = 0
+    for name, path, new, data in _malformed(files):
+        changed = {**files, name: data}
+        sent = rewrite(tmp_path / "sent.zip", changed)
+        signed = name not in ("manifest.json", "public_key.json")
+        variants = [sent, rewrite(tmp_path / "signed.zip", changed, resign=keys.signing_key())] if signed else [sent]
+        for bundle in variants:
+            try:
+                result = verify_bundle(bundle, public_key=fingerprint())
+            except BundleError:
+                continue
+            except Exception as exc:  # the point: no other exception, whatever the input
+                pytest.fail(f"{name} {list(path)} = {new!r}: {exc!r}")
+            if bundle is sent:
+                assert not result.ok, f"{name} {list(path)} = {new!r} went unnoticed"
+            checked += 1
+    assert checked > 1_000  # every file, and most of their values
+
+
+@pytest.mark.django_db
+def test_a_malformed_value_is_named_with_its_file_line_and_field(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    seals_file = lines(files["seals.jsonl"])
+    seals_file[0]["sequence"] = "1"
+    manifest = json.loads(files["manifest.json"])
+    manifest["chain_head"] = 9
+    key_file = json.loads(files["public_key.json"])
+    key_file["seal_keys"][0]["public_key"] = "not a key"
+
+    in_seals = verify_bundle(
+        rewrite(tmp_path / "s.zip", {**files, "seals.jsonl": jsonl(seals_file)}, resign=keys.signing_key()),
+        public_key=fingerprint(),
+    )
+    in_manifest = verify_bundle(
+        rewrite(tmp_path / "m2.zip", {**files, "manifest.json": json.dumps(manifest).encode()}),
+        public_key=fingerprint(),
+    )
+    in_keys = verify_bundle(
+        rewrite(tmp_path / "k.zip", {**files, "public_key.json": json.dumps(key_file).encode()}),
+        public_key=fingerprint(),
+    )
+
+    assert (
+        f"seals.jsonl line 1 (turn {seals_file[0]['message']}): malformed: seal.sequence is a string, not an integer"
+        in in_seals.problems
+    )
+    assert "manifest.json.chain_head is an integer, not an object or null" in in_manifest.problems
+    assert "public_key.json: seal_keys[0]: the public key is not base64" in in_keys.problems
+
+
+@pytest.mark.django_db
+def test_a_file_the_zip_holds_twice_is_a_problem(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    """A zip can hold two files of one name: a reader shows one, the checks read the other."""
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+    with pytest.warns(UserWarning, match="Duplicate name"), zipfile.ZipFile(path, "a") as bundle:
+        bundle.writestr("report.html", "<p>Every quote verified.</p>")
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert "report.html: the zip holds more than one file of this name" in result.problems
+
+
+@pytest.mark.django_db
+def test_a_bundle_that_would_unpack_past_the_limit_is_refused_unread(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr("padding.bin", bytes(3 * 2**20))  # 3 MiB of zeros, a few KB in the zip
+    assert path.stat().st_size < 2**20
+
+    with pytest.raises(BundleError, match=r"would unpack to 3,1\d\d,\d{3} bytes, more than the 2,097,152 allowed"):
+        verify_bundle(path, public_key=fingerprint(), max_bytes=2 * 2**20)
+    assert lqai_verify_main([str(path), "--max-mb", "2"]) == 2
+    assert "more than the 2,097,152 allowed" in capsys.readouterr().err
+    result = verify_bundle(path, public_key=fingerprint(), max_bytes=4 * 2**20)
+    assert result.problems == ["padding.bin: a file the manifest does not list"]
 
 
 # --- The API -----------------------------------------------------------------------------------------------------
