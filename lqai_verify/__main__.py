@@ -1,5 +1,5 @@
-"""``python -m lqai_verify BUNDLE.zip [--public-key FINGERPRINT_OR_KEY] [--max-mb N]``: check a matter export
-offline.
+"""``python -m lqai_verify BUNDLE.zip [--public-key FINGERPRINT_OR_KEY] [--extends EARLIER.zip] [--max-mb N]``:
+check a matter export offline (and that it extends an earlier export of the matter).
 
 Exit 0: everything verified. 1: a mismatch (each printed with the file, line and turn it concerns).
 2: the file is not a bundle (not a zip, no manifest, or larger unpacked than ``--max-mb``), or the arguments
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lqai_verify.bundle import DEFAULT_MAX_BYTES, BundleError, verify_bundle
+from lqai_verify.bundle import DEFAULT_MAX_BYTES, BundleError, Verification, extension_problems, verify_bundle
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +22,13 @@ def main(argv: list[str] | None = None) -> int:
         "--public-key",
         help="the signing key expected: its fingerprint (64 hex digits) or the base64 public key; a bundle "
         "signed by any other key fails",
+    )
+    parser.add_argument(
+        "--extends",
+        type=Path,
+        metavar="EARLIER.zip",
+        help="an earlier export of the same matter: this one must hold its whole chain unchanged (nothing cut from "
+        "the end, rewritten or re-sealed since)",
     )
     parser.add_argument(
         "--max-mb",
@@ -35,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--max-mb must be a positive number of MiB")
     try:
         result = verify_bundle(args.bundle, public_key=args.public_key, max_bytes=args.max_mb * 2**20)
+        if args.extends is not None:
+            earlier = verify_bundle(args.extends, max_bytes=args.max_mb * 2**20)
+            result.problems += extension_problems(result, earlier, earlier_name=str(args.extends))
     except (BundleError, ValueError) as exc:
         print(f"lqai_verify: {exc}", file=sys.stderr)
         return 2
@@ -42,12 +52,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lqai_verify: warning: {warning}", file=sys.stderr)
     if result.ok:
         print(f"lqai_verify: OK: {result.summary()}")
+        if args.extends is not None:
+            print(
+                f"lqai_verify: OK: it extends {args.extends} (exported {earlier.exported_at}, signed by "
+                f"{earlier.fingerprint}): {_held(earlier)} unchanged"
+            )
         return 0
     print(f"lqai_verify: FAILED: {len(result.problems)} problem(s) in {args.bundle}", file=sys.stderr)
     for problem in result.problems:
         print(f"  {problem}", file=sys.stderr)
     print(f"lqai_verify: checked {result.summary()}", file=sys.stderr)
     return 1
+
+
+def _held(earlier: Verification) -> str:
+    return "an empty chain" if earlier.head is None else f"its seals #1 to #{earlier.head[0]}"
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ _MANIFEST_SHAPE = {
     "matter": {"id": str},
     "chain": str,
     "chain_head": (dict, type(None)),
+    "exported_at": str,
     "signing_key": str,
     "files": dict,
 }
@@ -123,6 +124,11 @@ class Verification:
     quotes: int = 0
     case_citations: int = 0
     late: int = 0
+    exported_at: str = ""
+    chain: str = ""
+    # Each valid seal's digest by its number, for :func:`extension_problems`; and the manifest's chain head.
+    seal_digests: dict[int, str] = field(default_factory=dict)
+    head: tuple[int, str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -250,6 +256,8 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     if signing_key is None:
         return result
     result.matter = manifest["matter"]["id"]
+    result.chain = manifest["chain"]
+    result.exported_at = manifest["exported_at"]
     result.fingerprint = record.fingerprint(signing_key)
     if public_key is not None:
         expected = expected_fingerprint(public_key)
@@ -295,6 +303,28 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     return result
 
 
+def extension_problems(later: Verification, earlier: Verification, *, earlier_name: str) -> list[str]:
+    """How the export ``later`` does not extend ``earlier``, an export of the same matter its recipient kept
+    (each verified on its own first): ``earlier`` must itself verify (against its own key: whose key that is,
+    its recipient checked when it came, and the key may have been rotated since), be of the same chain, and
+    end at a seal ``later`` holds with the same digest. Each seal's digest covers the one before it, so that
+    one comparison shows every earlier seal unchanged, and with them every turn they seal: nothing the
+    earlier export held was cut from the end of the chain, rewritten or re-sealed since."""
+    problems = [f"{earlier_name} (the earlier export): {problem}" for problem in earlier.problems]
+    if earlier.chain != later.chain:
+        problems.append(f"{earlier_name} (the earlier export) is of the chain {earlier.chain}, not {later.chain}")
+    elif earlier.head is not None:
+        sequence, digest = earlier.head
+        held = later.seal_digests.get(sequence)
+        if held != digest:
+            problems.append(
+                f"seals.jsonl: the earlier export's chain ends at seal #{sequence}, which this export "
+                f"{'does not hold' if held is None else 'holds with another digest'}: the record was "
+                f"{'cut back' if held is None else 'rewritten'} since {earlier.exported_at}"
+            )
+    return problems
+
+
 def _check_record(
     members: dict[str, bytes], manifest: dict[str, Any], seal_keys: dict[str, Any], result: Verification
 ) -> None:
@@ -334,11 +364,13 @@ def _check_record(
             result.problems.append(f"{where}: malformed seal ({exc!r})")
             continue
         seals.append(seal)
+        result.seal_digests.setdefault(seal["sequence"], seal["seal_sha256"])
         previous = seal
     result.seals = len(seals)
     head = manifest["chain_head"]
     malformed_head = [] if head is None else shape_problems(head, _HEAD_SHAPE, "manifest.json.chain_head")
     result.problems += malformed_head
+    result.head = None if head is None or malformed_head else (head["sequence"], head["seal_sha256"])
     last = (seals[-1]["sequence"], seals[-1]["seal_sha256"]) if seals else None
     if not malformed_head and (None if head is None else (head["sequence"], head["seal_sha256"])) != last:
         result.problems.append(

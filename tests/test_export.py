@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import LazySettings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 from rest_framework.test import APIClient
 
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
@@ -26,12 +27,13 @@ from chats.services import ClaimedCitation, finalize_turn, start_turn
 from chats.verification import verify_quote
 from citations import keys, ledger, seals
 from citations.export import excerpt_for
+from citations.models import TurnSeal
 from lqai_verify import record
 from lqai_verify.__main__ import main as lqai_verify_main
 from lqai_verify.bundle import BundleError, verify_bundle
 from tests import factories
 from tests.test_backfill import _Terminal
-from tests.test_seals import QUESTION, _db_id, _raw, _turn, a_turn_commits_first
+from tests.test_seals import QUESTION, TURN_TABLES, _db_id, _raw, _turn, a_turn_commits_first
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -470,6 +472,89 @@ def test_a_bundle_signed_with_another_key_fails(exported_matter: tuple[Chat, lis
     assert any(expected in p for p in result.problems)
     assert any(expected in p for p in by_key.problems)
     assert verify_bundle(path, public_key=record.fingerprint(other.public_key())).problems == []
+
+
+# --- An export against an earlier one (``--extends``) ----------------------------------------------------------------
+
+
+def extends(later: Path, earlier: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``python -m lqai_verify LATER --extends EARLIER``'s exit status and output (stdout and stderr)."""
+    status = lqai_verify_main([str(later), "--public-key", fingerprint(), "--extends", str(earlier)])
+    captured = capsys.readouterr()
+    return status, captured.out + captured.err
+
+
+@pytest.mark.django_db
+def test_a_later_export_extends_the_earlier_one_it_holds_unchanged(
+    api_client: APIClient, exported_matter: tuple[Chat, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat, _ = exported_matter
+    earlier = export(chat, tmp_path / "march.zip")
+    _turn(api_client, chat)
+    later = export(chat, tmp_path / "june.zip")
+    head = verify_bundle(earlier).head
+    assert head is not None
+
+    status, output = extends(later, earlier, capsys)
+
+    assert status == 0, output
+    assert f"it extends {earlier} (exported " in output
+    assert f"signed by {fingerprint()}): its seals #1 to #{head[0]} unchanged" in output
+    # The other way round, the earlier export does not hold the later one's last seal.
+    status, output = extends(earlier, later, capsys)
+    assert status == 1
+    assert f"the earlier export's chain ends at seal #{head[0] + 1}, which this export does not hold" in output
+
+
+@pytest.mark.django_db
+def test_an_export_of_another_matter_extends_nothing(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str], user: Any
+) -> None:
+    chat, _ = exported_matter
+    other = factories.ChatFactory.create(project=factories.ProjectFactory.create(owner=user), owner=user)
+
+    status, output = extends(export(chat, tmp_path / "a.zip"), export(other, tmp_path / "b.zip"), capsys)
+
+    assert status == 1
+    assert f"(the earlier export) is of the chain matter:{other.project_id}, not matter:{chat.project_id}" in output
+
+
+# PostgreSQL: with its triggers off, as a database superuser could (SQLite checks each test's foreign keys).
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_chain_cut_back_or_rewritten_in_sql_since_an_earlier_export_is_found(
+    api_client: APIClient, exported_matter: tuple[Chat, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database superuser removes the last turn, its rows, entries and seal, and moves the chain's head back:
+    the next export is signed by the server and verifies on its own. Only the earlier export shows the cut."""
+    chat, turns = exported_matter
+    earlier = export(chat, tmp_path / "march.zip")
+    with connection.cursor() as cursor:  # the seals' deferred foreign-key checks made while their turns exist
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+    last = TurnSeal.objects.get(message_id=turns[-1])
+    for table in ("citation_ledger_entry", *TURN_TABLES, "turn_seals"):
+        _raw(f"DELETE FROM {table} WHERE message_id = %(id)s", {"id": last.message_id})
+    _raw("DELETE FROM messages WHERE id = %(id)s", {"id": last.message_id})
+    _raw(
+        "UPDATE seal_chain_heads SET sequence = %(sequence)s, seal_sha256 = %(digest)s WHERE chain = %(chain)s",
+        {"sequence": last.sequence - 1, "digest": last.previous_sha256, "chain": last.chain},
+    )
+    cut = export(chat, tmp_path / "cut.zip")
+    assert verify_bundle(cut, public_key=fingerprint()).problems == []
+
+    status, output = extends(cut, earlier, capsys)
+
+    assert status == 1
+    cut_back = f"chain ends at seal #{last.sequence}, which this export does not hold: the record was cut back since "
+    assert cut_back in output
+    # A turn sealed in its place takes its number with another digest.
+    _turn(api_client, chat)
+    status, output = extends(export(chat, tmp_path / "rewritten.zip"), earlier, capsys)
+    assert status == 1
+    assert f"ends at seal #{last.sequence}, which this export holds with another digest: the record was rewritten" in (
+        output
+    )
 
 
 # --- A bundle is input from whoever sent it ------------------------------------------------------------------------
