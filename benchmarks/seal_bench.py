@@ -131,12 +131,15 @@ class MatterRun:
     turns: int
     verify: float
     export: float
+    offline: float
 
 
 def one_matter(*, repeats: int) -> MatterRun:
     """``verify_record(matter_id=...)`` and ``export_matter`` of the matter with the most finalized turns,
-    alternating, the median of ``repeats`` each; the matter must verify intact."""
+    alternating, the median of ``repeats`` each; the matter must verify intact. Then its recipient's check,
+    ``lqai_verify``'s ``verify_bundle`` of one export (the median of ``repeats``), which must pass."""
     import tempfile
+    from pathlib import Path
 
     from django.db.models import Count
 
@@ -145,6 +148,7 @@ def one_matter(*, repeats: int) -> MatterRun:
     from citations.export import export_matter
     from citations.integrity import verify_record
     from citations.seals import finalized_turns
+    from lqai_verify.bundle import verify_bundle
 
     largest = (
         finalized_turns()
@@ -168,7 +172,22 @@ def one_matter(*, repeats: int) -> MatterRun:
         return time.perf_counter() - started
 
     times = ledger_bench.alternating(measure, rounds=repeats)
-    return MatterRun(largest["turns"], ledger_bench.median(times[True]), ledger_bench.median(times[False]))
+    offline = []
+    with tempfile.TemporaryDirectory() as directory:
+        bundle = Path(directory) / "matter.zip"
+        with bundle.open("wb") as out:
+            export_matter(project=project, out=out)
+        for _ in range(repeats):
+            started = time.perf_counter()
+            checked = verify_bundle(bundle)
+            offline.append(time.perf_counter() - started)
+            assert checked.ok, checked.problems[:5]
+    return MatterRun(
+        largest["turns"],
+        ledger_bench.median(times[True]),
+        ledger_bench.median(times[False]),
+        ledger_bench.median(offline),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,8 +274,9 @@ def rows_for(share: SealShare, run: VerifyRun) -> list[Any]:
         ),
         Row(
             "12 detail",
-            f"one matter of {run.matter.turns:,} turns (the largest): verify_ledger --matter, export_matter",
-            f"{run.matter.verify:.2f} s, {run.matter.export:.2f} s",
+            f"one matter of {run.matter.turns:,} turns (the largest): verify_ledger --matter, export_matter, "
+            "its recipient's python -m lqai_verify",
+            f"{run.matter.verify:.2f} s, {run.matter.export:.2f} s, {run.matter.offline:.2f} s",
             "(for the record)",
             "-",
         ),
