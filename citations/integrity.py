@@ -17,6 +17,10 @@ Two passes, set-based and batched, then one query:
 3. **filing**: every ledger entry at its row's time, under its row's turn (:data:`_MISFILED_SQL`): the only
    entries the turns pass could not have read.
 
+With ``held`` (``--extends``, the last seals of earlier exports), one more query: the record must still hold
+each with its digest. A chain cut back below the application (its last turns deleted, its head moved back)
+is a whole chain on its own, which only a copy kept outside the database shows.
+
 One matter's check reads its chain in chain order in both passes (its time order too), its entries by its
 turns wherever they are filed, and its own entries' filing.
 
@@ -95,6 +99,8 @@ class Integrity:
     unsealed: int = 0
     # Sealed rows whose ledger entry went with a dropped month (citations.partitions): not a problem.
     dropped: int = 0
+    # Earlier exports' last seals checked (``held``).
+    held: int = 0
     problem_count: int = 0
     problems: list[Problem] = field(default_factory=list)
 
@@ -409,6 +415,42 @@ def one_snapshot() -> Iterator[None]:
         yield
 
 
+@dataclass(frozen=True, slots=True)
+class HeldSeal:
+    """A chain's last seal as a copy kept outside the database holds it (an earlier export): the record must
+    still hold it, with the same digest. ``source`` names the copy in the problem's text."""
+
+    chain: str
+    sequence: int
+    seal_sha256: str
+    source: str
+
+
+def _check_held(result: Integrity, held: Sequence[HeldSeal]) -> None:
+    """Each ``held`` seal against the record's seal of that chain and number (one query). Each seal's digest
+    covers the one before it, so that one comparison vouches for the whole chain up to it."""
+    if not held:
+        return
+    wanted = Q()
+    for seal in held:
+        wanted |= Q(chain=seal.chain, sequence=seal.sequence)
+    found = {
+        (chain, sequence): digest
+        for chain, sequence, digest in TurnSeal.objects.filter(wanted).values_list("chain", "sequence", "seal_sha256")
+    }
+    for seal in held:
+        result.held += 1
+        digest = found.get((seal.chain, seal.sequence))
+        if digest == seal.seal_sha256:
+            continue
+        what = (
+            "which the record no longer holds: the chain was cut back since"
+            if digest is None
+            else "which the record holds with another digest: the chain was rewritten since"
+        )
+        result.add(Problem(f"{seal.source} ends at this seal, {what}", chain=seal.chain, sequence=seal.sequence))
+
+
 @one_snapshot()
 def verify_record(
     *,
@@ -417,10 +459,12 @@ def verify_record(
     all_signatures: bool = False,
     limit: int = 20,
     on_batch: Progress | None = None,
+    held: Sequence[HeldSeal] = (),
 ) -> Integrity:
     """Check the sealed record of every chain (or of one matter's) as of one instant (:func:`one_snapshot`):
     see the module docstring. Reads only. ``on_batch(stage, seals)`` after each batch checked, ``stage``
-    :data:`CHAINS` then :data:`TURNS` (each pass goes over every seal in scope once)."""
+    :data:`CHAINS` then :data:`TURNS` (each pass goes over every seal in scope once). ``held``: seals the
+    record must still hold (whatever the scope), from copies kept outside it."""
     result = Integrity(limit=limit)
     only = _chain_of(matter_id)
     heads = dict(SealChainHead.objects.filter(_chain_filter(matter_id)).values_list("chain", "sequence"))
@@ -433,6 +477,7 @@ def verify_record(
         on_batch=on_batch,
     )
     _check_filing(result, matter_id=matter_id)
+    _check_held(result, held)
     for message_id in unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("id", flat=True)[:limit]:
         result.add(Problem("unsealed: its last finalize has no seal (run `manage.py seal_turns`)", str(message_id)))
     result.unsealed = unsealed_turns(matter_id).count()

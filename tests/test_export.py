@@ -34,6 +34,7 @@ from lqai_verify.bundle import BundleError, verify_bundle
 from tests import factories
 from tests.test_backfill import _Terminal
 from tests.test_seals import QUESTION, TURN_TABLES, _db_id, _raw, _turn, a_turn_commits_first
+from tests.test_seals import verify as verify_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -542,9 +543,14 @@ def test_a_chain_cut_back_or_rewritten_in_sql_since_an_earlier_export_is_found(
     )
     cut = export(chat, tmp_path / "cut.zip")
     assert verify_bundle(cut, public_key=fingerprint()).problems == []
+    assert verify_ledger()[0] == 0
 
     status, output = extends(cut, earlier, capsys)
+    in_place, checked = verify_ledger("--extends", str(earlier))
 
+    assert in_place == 1
+    assert f"BROKEN at the record ({last.chain} #{last.sequence}): the export {earlier} (exported " in checked
+    assert "ends at this seal, which the record no longer holds: the chain was cut back since" in checked
     assert status == 1
     cut_back = f"chain ends at seal #{last.sequence}, which this export does not hold: the record was cut back since "
     assert cut_back in output
@@ -555,6 +561,46 @@ def test_a_chain_cut_back_or_rewritten_in_sql_since_an_earlier_export_is_found(
     assert f"ends at seal #{last.sequence}, which this export holds with another digest: the record was rewritten" in (
         output
     )
+    assert (
+        "which the record holds with another digest: the chain was rewritten since"
+        in verify_ledger("--extends", str(earlier))[1]
+    )
+
+
+@pytest.mark.django_db
+def test_verify_ledger_checks_the_record_still_holds_earlier_exports(
+    api_client: APIClient, exported_matter: tuple[Chat, list[str]], tmp_path: Path, user: Any
+) -> None:
+    chat, _ = exported_matter
+    earlier = export(chat, tmp_path / "march.zip")
+    empty = export(
+        factories.ChatFactory.create(project=factories.ProjectFactory.create(owner=user), owner=user),
+        tmp_path / "empty.zip",
+    )
+    _turn(api_client, chat)
+
+    status, output = verify_ledger("--extends", str(earlier), "--extends", str(empty))
+
+    assert status == 0, output
+    assert "2 earlier export(s) held" in output
+
+
+@pytest.mark.django_db
+def test_verify_ledger_refuses_an_earlier_export_that_does_not_verify(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    changed = rewrite(tmp_path / "changed.zip", {**files, "turns.jsonl": files["turns.jsonl"].replace(b"e", b"a", 1)})
+    (tmp_path / "notes.zip").write_text("not a zip")
+
+    with pytest.raises(
+        CommandError,
+        match=r"changed.zip: the export does not verify \(2 problem\(s\), the first: turns.jsonl: its SHA-256 differs",
+    ):
+        verify_ledger("--extends", str(changed))
+    with pytest.raises(CommandError, match=r"--extends .*notes.zip: .*not a readable zip"):
+        verify_ledger("--extends", str(tmp_path / "notes.zip"))
 
 
 # --- A bundle is input from whoever sent it ------------------------------------------------------------------------

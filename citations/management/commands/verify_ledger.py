@@ -1,10 +1,12 @@
-"""``manage.py verify_ledger [--matter ID]``: check the sealed record (see :mod:`citations.integrity`)."""
+"""``manage.py verify_ledger [--matter ID] [--extends EXPORT.zip ...]``: check the sealed record (see
+:mod:`citations.integrity`)."""
 
 from __future__ import annotations
 
 import sys
 import time
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -12,7 +14,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from chats.models import Project
-from citations.integrity import DEFAULT_BATCH_SIZE, sealed_in_scope, verify_record
+from citations.integrity import DEFAULT_BATCH_SIZE, HeldSeal, sealed_in_scope, verify_record
+from lqai_verify.bundle import BundleError, verify_bundle
 
 # Below this many seals a run takes a moment: no progress bar.
 PROGRESS_FROM = 10_000
@@ -34,6 +37,15 @@ class Command(BaseCommand):
             help="check every seal's signature, not only each chain's last (which covers the rest)",
         )
         parser.add_argument("--limit", type=int, default=20, help="problems listed at most (default 20)")
+        parser.add_argument(
+            "--extends",
+            type=Path,
+            action="append",
+            default=[],
+            metavar="EXPORT.zip",
+            help="an earlier export of a matter (repeatable): the record must still hold its chain unchanged, "
+            "which shows a chain cut back or rewritten below the application since",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         matter: UUID | None = options["matter"]
@@ -41,6 +53,7 @@ class Command(BaseCommand):
             raise CommandError(f"No matter {matter}: pass a project id (see the admin's Projects).")
         if options["batch_size"] < 1 or options["limit"] < 1:
             raise CommandError("--batch-size and --limit must be at least 1.")
+        held = [self._held(path) for path in options["extends"]]
         started = time.monotonic()
         total = sealed_in_scope(matter).count()
         with ExitStack() as stack:
@@ -65,11 +78,13 @@ class Command(BaseCommand):
                 all_signatures=options["all_signatures"],
                 limit=options["limit"],
                 on_batch=progress,
+                held=[seal for seal in held if seal is not None],
             )
         summary = (
             f"{result.seals} seals in {result.chains} chain(s), {result.turns} turns, {result.rows} rows, "
             f"{result.entries} ledger entries, {result.signatures} signatures checked; {result.unsealed} unsealed; "
             + (f"{result.dropped} rows' entries dropped with their months (tombstones); " if result.dropped else "")
+            + (f"{len(held)} earlier export(s) held; " if held else "")
             + f"{time.monotonic() - started:.1f} s"
         )
         if result.intact:
@@ -83,3 +98,21 @@ class Command(BaseCommand):
             self.stderr.write(f"  ... and {result.problem_count - len(result.problems)} more")
         self.stderr.write(f"verify_ledger: {result.problem_count} problem(s): {summary}")
         sys.exit(1)
+
+    @staticmethod
+    def _held(path: Path) -> HeldSeal | None:
+        """The last seal of the export at ``path``, which must verify on its own (``None``: its chain was
+        empty). ``CommandError`` if it is no export or does not verify."""
+        try:
+            checked = verify_bundle(path)
+        except (BundleError, ValueError) as exc:
+            raise CommandError(f"--extends {path}: {exc}") from None
+        if not checked.ok:
+            raise CommandError(
+                f"--extends {path}: the export does not verify ({len(checked.problems)} problem(s), the first: "
+                f"{checked.problems[0]}); `python -m lqai_verify {path}` lists them"
+            )
+        if checked.head is None:
+            return None
+        sequence, digest = checked.head
+        return HeldSeal(checked.chain, sequence, digest, source=f"the export {path} (exported {checked.exported_at})")
