@@ -134,6 +134,8 @@ def test_an_exported_matter_verifies(exported_matter: tuple[Chat, list[str]], tm
     assert "<td>verified</td>" in report
     assert "ellipsis" in report  # the altered quote's omission
     assert fingerprint() in report
+    head = json.loads(files["manifest.json"])["chain_head"]
+    assert f"The chain ends at seal #3, digest <code>{head['seal_sha256']}</code>" in report  # for --extends
 
 
 @pytest.mark.django_db
