@@ -23,11 +23,12 @@ from pytest_django import DjangoAssertNumQueries as AssertNumQueries
 
 from chats.models import CaseCitation, Chat, Message
 from chats.pages import page_cite, pages_of_span, star_pages
-from citations import seals
+from citations import ledger, seals
 from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
 from citations.statuses import status_in_words, verdict_in_words
+from lqai_verify.bundle import verify_bundle
 from pages import answer, selectors
 from tests import factories
 
@@ -165,6 +166,37 @@ def test_the_home_page_lists_the_matters_with_their_chats_and_latest_verdicts(
     assert "Chats outside a matter" in html
     assert f'href="{_page(own)}"' in html
     assert "Somebody else" not in html
+
+
+def test_a_member_downloads_the_matters_signed_record_from_its_pages_and_a_stranger_gets_404(
+    member: User, member_client: Client, chat: Chat, tmp_path: Path
+) -> None:
+    """The pages link each matter's export (the API's, with the browser's session): a zip that verifies offline.
+    A chat outside any matter has no export to link."""
+    message = _turn(chat)
+    ledger.assemble(message)
+    seals.seal_turn(message_id=message.pk)
+    own = factories.ChatFactory.create(project=None, owner=member, title="A private chat")
+    url = reverse("citations:project-export", args=[chat.project_id])
+    link = f'<a href="{url}" download>Download the matter\'s signed record</a>'
+
+    home, page = (member_client.get(path).content.decode() for path in ("/", _page(chat)))
+    download = member_client.get(url)
+
+    assert home.count(link) == 1
+    assert link in page
+    assert "signed record" not in member_client.get(_page(own)).content.decode()
+    assert download.status_code == 200
+    assert download["Content-Type"] == "application/zip"
+    bundle = tmp_path / "matter.zip"
+    bundle.write_bytes(b"".join(download.streaming_content))  # type: ignore[attr-defined]
+    checked = verify_bundle(bundle)
+    assert checked.problems == []
+    assert (checked.matter, checked.turns, checked.seals) == (str(chat.project_id), 1, 1)
+    stranger = Client()
+    stranger.force_login(factories.UserFactory.create(username="mallory"))
+    assert stranger.get(url).status_code == 404
+    assert Client().get(url).status_code in (401, 403)  # signed out: no record, and no redirect to a page
 
 
 # --- A chat -------------------------------------------------------------------------------------------------------
