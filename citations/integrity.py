@@ -99,8 +99,6 @@ class Integrity:
     unsealed: int = 0
     # Sealed rows whose ledger entry went with a dropped month (citations.partitions): not a problem.
     dropped: int = 0
-    # Earlier exports' last seals checked (``held``).
-    held: int = 0
     problem_count: int = 0
     problems: list[Problem] = field(default_factory=list)
 
@@ -439,7 +437,6 @@ def _check_held(result: Integrity, held: Sequence[HeldSeal]) -> None:
         for chain, sequence, digest in TurnSeal.objects.filter(wanted).values_list("chain", "sequence", "seal_sha256")
     }
     for seal in held:
-        result.held += 1
         digest = found.get((seal.chain, seal.sequence))
         if digest == seal.seal_sha256:
             continue

@@ -40,10 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.max_mb <= 0:
         parser.error("--max-mb must be a positive number of MiB")
+    max_bytes = args.max_mb * 2**20
     try:
-        result = verify_bundle(args.bundle, public_key=args.public_key, max_bytes=args.max_mb * 2**20)
+        result = verify_bundle(args.bundle, public_key=args.public_key, max_bytes=max_bytes)
         if args.extends is not None:
-            earlier = verify_bundle(args.extends, max_bytes=args.max_mb * 2**20)
+            earlier = verify_bundle(args.extends, max_bytes=max_bytes)
             result.problems += extension_problems(result, earlier, earlier_name=str(args.extends))
     except (BundleError, ValueError) as exc:
         print(f"lqai_verify: {exc}", file=sys.stderr)

@@ -372,10 +372,10 @@ def _check_record(
     result.problems += malformed_head
     result.head = None if head is None or malformed_head else (head["sequence"], head["seal_sha256"])
     last = (seals[-1]["sequence"], seals[-1]["seal_sha256"]) if seals else None
-    if not malformed_head and (None if head is None else (head["sequence"], head["seal_sha256"])) != last:
+    if not malformed_head and result.head != last:
         result.problems.append(
             f"seals.jsonl: the chain ends at {last and '#' + str(last[0])}, the manifest's chain head is "
-            f"{head and '#' + str(head.get('sequence'))} (seals removed or added at its end)"
+            f"{result.head and '#' + str(result.head[0])} (seals removed or added at its end)"
         )
     seals_of: dict[str, list[dict[str, Any]]] = {}
     for seal in seals:
