@@ -23,13 +23,17 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import logging
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 from uuid import UUID
 
+from django.conf import settings
+from django.db import DatabaseError, connection
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -40,6 +44,8 @@ from citations import keys, seals
 from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
 from lqai_verify import record
+
+logger = logging.getLogger(__name__)
 
 BATCH = 500
 # Source text kept on each side of a quoted passage.
@@ -76,6 +82,72 @@ class _Digesting:
 
     def line(self, value: Any) -> None:
         self.write(record.canonical_json(value) + b"\n")
+
+
+class ExportBusy(Exception):
+    """An export cannot be prepared now (:func:`export_slot`): ``code`` says why, for the API's 429."""
+
+    def __init__(self, detail: str, *, code: str) -> None:
+        super().__init__(detail)
+        self.code = code
+
+
+# The first key of PostgreSQL's two-key advisory locks, one key space each: a user's export (second key: the
+# user's id), and the server's export slots (second key: the slot's number).
+_USER_EXPORT_LOCKS = 0x4C510E01
+_EXPORT_SLOT_LOCKS = 0x4C510E02
+
+
+@contextmanager
+def export_slot(*, user_id: int) -> Iterator[None]:
+    """Hold, while an export is prepared for ``user_id``, that user's one export and one of the server's
+    ``LQAI_MAX_CONCURRENT_EXPORTS`` slots (0: no server-wide bound), or raise :class:`ExportBusy` at once if
+    either is taken. An export holds a thread, a connection and a snapshot for as long as it takes (seconds for
+    a large matter), so that repeated clicks, or every member at once, cannot take every thread of the server.
+
+    PostgreSQL session advisory locks, taken with ``pg_try_advisory_lock`` (no wait), so the bound holds across
+    server processes and hosts; they are given back on the way out, and by PostgreSQL if the worker's
+    connection closes first. Taken outside any transaction (the export's snapshot opens its own). Elsewhere
+    (SQLite, for development) there is no bound."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    held: list[tuple[int, int]] = []
+    try:
+        with connection.cursor() as cursor:
+            user_lock = (_USER_EXPORT_LOCKS, user_id % 2**31)
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", user_lock)
+            if not cursor.fetchone()[0]:
+                raise ExportBusy(
+                    "An export of yours is already being prepared; wait for it to finish, then ask again.",
+                    code="export_in_progress",
+                )
+            held.append(user_lock)
+            for slot in range(max(0, settings.LQAI_MAX_CONCURRENT_EXPORTS)):
+                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", (_EXPORT_SLOT_LOCKS, slot))
+                if cursor.fetchone()[0]:
+                    held.append((_EXPORT_SLOT_LOCKS, slot))
+                    break
+            else:
+                if settings.LQAI_MAX_CONCURRENT_EXPORTS > 0:
+                    raise ExportBusy(
+                        "The server is preparing as many exports as it may at once; ask again in a moment.",
+                        code="exports_busy",
+                    )
+        yield
+    finally:
+        _release(held)
+
+
+def _release(held: list[tuple[int, int]]) -> None:
+    """Give back the advisory locks :func:`export_slot` took. If the connection is broken, its locks went with
+    it (and Django closes it at the end of the request)."""
+    try:
+        with connection.cursor() as cursor:
+            for lock in reversed(held):
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", lock)
+    except DatabaseError:
+        logger.warning("export: could not release the export's advisory locks; its connection is broken", exc_info=True)
 
 
 def excerpt_for(row: dict[str, Any], text: str) -> tuple[int, str]:

@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import FileResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import generics
+from rest_framework import generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -68,6 +68,16 @@ class ChatLedgerView(generics.ListAPIView[CitationLedgerEntry]):
         return selectors.chat_ledger(chat=chat, message_id=query.validated_data.get("message"))
 
 
+def _user_id(request: Request) -> int:
+    user_id = request.user.pk
+    assert user_id is not None, "IsAuthenticated: never anonymous here"  # noqa: S101 - the permission holds it
+    return int(user_id)
+
+
+# An export takes from under a second to about a minute (docs/scale.md): a client refused one asks again after this.
+EXPORT_RETRY_AFTER_SECONDS = 10
+
+
 class MatterExportView(APIView):
     """``GET /api/projects/{project_id}/export/``: the matter's signed export, as a zip download."""
 
@@ -83,15 +93,30 @@ class MatterExportView(APIView):
         responses={
             (200, "application/zip"): OpenApiResponse(description="The signed bundle."),
             404: OpenApiResponse(description="No such matter, or the caller is not one of its members."),
+            429: OpenApiResponse(
+                description=(
+                    "An export of the caller's is already being prepared (`code` `export_in_progress`), or the "
+                    "server is preparing `LQAI_MAX_CONCURRENT_EXPORTS` already (`exports_busy`); `Retry-After` "
+                    "says when to ask again."
+                )
+            ),
         },
         tags=["ledger"],
     )
-    def get(self, request: Request, project_id: UUID) -> FileResponse:
+    def get(self, request: Request, project_id: UUID) -> FileResponse | Response:
         project = get_object_or_404(projects_visible_to(request.user), pk=project_id)
         # A temporary file, not memory: a matter's export can be large. FileResponse streams it and closes it.
         bundle = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the FileResponse
         try:
-            export.export_matter(project=project, out=bundle)
+            with export.export_slot(user_id=_user_id(request)):
+                export.export_matter(project=project, out=bundle)
+        except export.ExportBusy as busy:
+            bundle.close()
+            return Response(
+                {"detail": str(busy), "code": busy.code},
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+                headers={"Retry-After": str(EXPORT_RETRY_AFTER_SECONDS)},
+            )
         except BaseException:
             bundle.close()
             raise

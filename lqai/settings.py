@@ -29,7 +29,8 @@ Environment variables:
 - ``DATA_UPLOAD_MAX_MEMORY_SIZE``: the largest request body, in bytes.
 - Bounded use of the turn endpoints: ``LQAI_THROTTLE_TURNS`` (e.g. ``30/min``, ``off``),
   ``LQAI_MAX_CONCURRENT_STREAMS``, ``LQAI_MAX_STREAM_SECONDS``, ``LQAI_SSE_HEARTBEAT_SECONDS``,
-  ``LQAI_STALE_TURN_SECONDS`` and ``LQAI_MESSAGES_PAGE_SIZE`` (see below).
+  ``LQAI_STALE_TURN_SECONDS`` and ``LQAI_MESSAGES_PAGE_SIZE`` (see below); of the matter export:
+  ``LQAI_MAX_CONCURRENT_EXPORTS``.
 - ``LQAI_LEDGER_KEY``: the base64 of the 32-byte Ed25519 private key that signs turn seals and matter exports
   (``manage.py ledger_key`` makes one); required unless ``DEBUG`` is on (then a development key derived
   from ``SECRET_KEY`` is used, and every export says so). ``LQAI_LEDGER_RETIRED_PUBLIC_KEYS``: the base64
@@ -392,6 +393,9 @@ CACHES = {
 }
 # Streams (streamed and resumed turns) one user may have open at once, counted in the database: then 429.
 LQAI_MAX_CONCURRENT_STREAMS = env_int("LQAI_MAX_CONCURRENT_STREAMS", default=3)
+# Exports (GET /api/projects/{id}/export/) the server prepares at once, across its processes, each user one at a
+# time (citations.export.export_slot, PostgreSQL advisory locks): then 429. 0: no server-wide bound.
+LQAI_MAX_CONCURRENT_EXPORTS = env_int("LQAI_MAX_CONCURRENT_EXPORTS", default=2)
 # A stream still running after this many seconds ends `interrupted` (resumable).
 LQAI_MAX_STREAM_SECONDS = env_int("LQAI_MAX_STREAM_SECONDS", default=300)
 # While the assistant is silent a stream sends an SSE comment this often, so that proxies and clients

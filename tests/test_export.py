@@ -8,8 +8,10 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import zipfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from rest_framework.test import APIClient
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
 from chats.services import ClaimedCitation, finalize_turn, start_turn
 from chats.verification import verify_quote
+from citations import export as export_module
 from citations import keys, ledger, seals
 from citations.export import excerpt_for
 from citations.models import TurnSeal
@@ -868,3 +871,92 @@ def test_an_exported_matter_verifies_offline_in_a_venv_with_only_cryptography(
     assert other.returncode == 1
     assert f"signed by the key {fingerprint()}, not by the expected {'0' * 64}" in other.stderr
     assert run(str(tmp_path / "missing.zip")).returncode == 2
+
+
+def _member_client(chat: Chat, username: str) -> APIClient:
+    member = factories.UserFactory.create(username=username)
+    chat.project.members.add(member)  # type: ignore[union-attr]
+    client = APIClient()
+    client.force_authenticate(user=member)
+    return client
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_each_user_prepares_one_export_at_a_time_and_the_server_a_bounded_number(
+    committed_matter_chat: tuple[APIClient, Chat], settings: LazySettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export holds a thread, a connection and a snapshot for as long as it is prepared (seconds for a large
+    matter): one user's repeated clicks, or many members at once, must not take every thread of the server."""
+    settings.LQAI_MAX_CONCURRENT_EXPORTS = 2
+    alice, chat = committed_matter_chat
+    _turn(alice, chat)
+    bob, carol = _member_client(chat, "bob"), _member_client(chat, "carol")
+    url = f"/api/projects/{chat.project_id}/export/"
+    # Each export, once it writes its first batch of turns, waits until the test lets it go on.
+    started, release = threading.Semaphore(0), threading.Event()
+    write_batch = export_module._export_batch
+
+    def held_batch(*args: Any, **kwargs: Any) -> None:
+        started.release()
+        assert release.wait(timeout=30), "the test never let the export go on"
+        write_batch(*args, **kwargs)
+
+    monkeypatch.setattr(export_module, "_export_batch", held_batch)
+
+    def download(client: APIClient) -> int:
+        try:
+            response = client.get(url)
+            if response.status_code == 200:
+                b"".join(response.streaming_content)  # type: ignore[attr-defined]
+            return int(response.status_code)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # Given alice's export and bob's being prepared (two threads, two connections: two server workers)
+        alices = pool.submit(download, alice)
+        assert started.acquire(timeout=20), "alice's export never started"
+        bobs = pool.submit(download, bob)
+        assert started.acquire(timeout=20), "bob's export never started"
+
+        # When alice asks again, and carol asks while the server prepares as many exports as it may
+        again = alice.get(url)
+        busy = carol.get(url)
+
+        # Then each is refused with 429, saying why and when to retry, and nothing waits
+        release.set()
+        assert (alices.result(timeout=30), bobs.result(timeout=30)) == (200, 200)
+    assert again.status_code == 429
+    assert again.json()["code"] == "export_in_progress"
+    assert "already being prepared" in again.json()["detail"]
+    assert busy.status_code == 429
+    assert busy.json()["code"] == "exports_busy"
+    assert int(again["Retry-After"]) > 0
+    assert int(busy["Retry-After"]) > 0
+    # and once they are done, the slots are free again: for alice, and for carol
+    assert alice.get(url).status_code == 200
+    assert carol.get(url).status_code == 200
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_an_export_that_fails_gives_its_slot_back(
+    committed_matter_chat: tuple[APIClient, Chat], settings: LazySettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.LQAI_MAX_CONCURRENT_EXPORTS = 1
+    client, chat = committed_matter_chat
+    _turn(client, chat)
+    client.raise_request_exception = False
+
+    def failing_batch(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(export_module, "_export_batch", failing_batch)
+    assert client.get(f"/api/projects/{chat.project_id}/export/").status_code == 500
+    monkeypatch.undo()
+
+    assert client.get(f"/api/projects/{chat.project_id}/export/").status_code == 200
+    assert _member_client(chat, "bob").get(f"/api/projects/{chat.project_id}/export/").status_code == 200
