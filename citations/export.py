@@ -1,4 +1,5 @@
-"""The signed export of a matter (``manage.py export_matter``, ``GET /api/projects/{id}/export/``).
+"""The signed export of a matter (``manage.py export_matter``, ``GET /api/projects/{id}/export/``), or of a chat
+outside any matter, whose turns chain on their own (``export_matter --chat``, ``GET /api/chats/{id}/export/``).
 
 One zip (format ``lqai-export/1``, read by ``lqai_verify``; see docs/export.md):
 
@@ -34,10 +35,11 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.models import QuerySet
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from chats.models import CaselawOpinion, Document, Message, Project
+from chats.models import CaselawOpinion, Chat, Document, Message, Project
 from chats.pages import page_cite, pages_of_span
 from chats.verification import VERIFIER_VERSION
 from citations import keys, seals
@@ -163,14 +165,70 @@ def excerpt_for(row: dict[str, Any], text: str) -> tuple[int, str]:
     return start, excerpt
 
 
-def _sealed_order(project: Project) -> Iterator[list[UUID]]:
-    """The matter's finalized turns in batches: in the order of their last seal in the chain, then the
+class ChatOfAMatter(ValueError):
+    """A chat of a matter is exported with its matter: their turns are one chain."""
+
+    def __init__(self, chat: Chat) -> None:
+        super().__init__(
+            f"The chat {chat.pk} is part of the matter {chat.project_id}: its turns are sealed in the matter's "
+            "chain, so its record is exported with the matter's."
+        )
+        self.project_id = chat.project_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Subject:
+    """What one export is of: a matter's chain, or a matter-less chat's (which chains on its own)."""
+
+    kind: str  # "matter" or "chat"
+    id: UUID
+    name: str
+    chain: str
+    # Read in the export's snapshot (querysets are lazy): its finalized turns, and its chats (for their titles).
+    turns: QuerySet[Message]
+    chats: QuerySet[Chat]
+
+    @classmethod
+    def of_matter(cls, project: Project) -> _Subject:
+        return cls(
+            kind="matter",
+            id=project.pk,
+            name=project.name,
+            chain=seals.chain_of(project_id=str(project.pk), chat_id=""),
+            turns=seals.finalized_turns(project.pk),
+            chats=project.chats.all(),
+        )
+
+    @classmethod
+    def of_chat(cls, chat: Chat) -> _Subject:
+        if chat.project_id is not None:
+            raise ChatOfAMatter(chat)
+        return cls(
+            kind="chat",
+            id=chat.pk,
+            name=chat.title,
+            chain=seals.chain_of(project_id=None, chat_id=str(chat.pk)),
+            turns=seals.finalized_turns().filter(chat=chat),
+            chats=Chat.objects.filter(pk=chat.pk),
+        )
+
+    def manifest(self) -> dict[str, Any]:
+        """The manifest's ``matter`` (its id and name) or ``chat`` (its id and title); the other is null."""
+        if self.kind == "matter":
+            return {"matter": {"id": str(self.id), "name": self.name}, "chat": None}
+        return {"matter": None, "chat": {"id": str(self.id), "title": self.name}}
+
+
+def _sealed_order(subject: _Subject) -> Iterator[list[UUID]]:
+    """The subject's finalized turns in batches: in the order of their last seal in the chain, then the
     unsealed ones in finalize order."""
-    chain = seals.chain_of(project_id=str(project.pk), chat_id="")
     seen: set[UUID] = set()
     ordered: list[UUID] = []
     for message_id in (
-        TurnSeal.objects.filter(chain=chain).order_by("-sequence").values_list("message_id", flat=True).iterator()
+        TurnSeal.objects.filter(chain=subject.chain)
+        .order_by("-sequence")
+        .values_list("message_id", flat=True)
+        .iterator()
     ):
         if message_id not in seen:
             seen.add(message_id)
@@ -178,7 +236,7 @@ def _sealed_order(project: Project) -> Iterator[list[UUID]]:
     ordered.reverse()
     for index in range(0, len(ordered), BATCH):
         yield ordered[index : index + BATCH]
-    unsealed = seals.unsealed_turns(project.pk).exclude(pk__in=seen).order_by("finalized_at", "id")
+    unsealed = seals.unsealed_turns_of(subject.turns).exclude(pk__in=seen).order_by("finalized_at", "id")
     batch: list[UUID] = []
     for message_id in unsealed.values_list("pk", flat=True).iterator():
         batch.append(message_id)
@@ -189,16 +247,26 @@ def _sealed_order(project: Project) -> Iterator[list[UUID]]:
         yield batch
 
 
-@one_snapshot()
 def export_matter(
     *, project: Project, out: IO[bytes], on_batch: Callable[[int], object] | None = None
 ) -> ExportSummary:
     """Write the signed export of ``project`` to ``out`` (a binary, seekable file): the matter as it stood when
     the export began (:func:`citations.integrity.one_snapshot`), whatever turns commit while it runs. Reads
     only. ``on_batch`` is called with the number of turns of each batch written (for a progress bar)."""
+    return _export(_Subject.of_matter(project), out=out, on_batch=on_batch)
+
+
+def export_chat(*, chat: Chat, out: IO[bytes], on_batch: Callable[[int], object] | None = None) -> ExportSummary:
+    """:func:`export_matter` for a chat outside any matter, whose turns chain on their own (the manifest names
+    the chat instead of a matter). Raises :class:`ChatOfAMatter` for a chat of a matter."""
+    return _export(_Subject.of_chat(chat), out=out, on_batch=on_batch)
+
+
+@one_snapshot()
+def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], object] | None) -> ExportSummary:
     summary = ExportSummary(development_key=keys.is_development_key(), fingerprint=keys.current_fingerprint())
     files = {name: _Digesting() for name in DATA_FILES}
-    chain = seals.chain_of(project_id=str(project.pk), chat_id="")
+    chain = subject.chain
     exported_at = timezone.now()
     try:
         latest_seals: dict[str, dict[str, Any]] = {}
@@ -215,7 +283,7 @@ def export_matter(
             render_to_string(
                 "citations/export/report_start.html",
                 {
-                    "project": project,
+                    "subject": subject,
                     "exported_at": exported_at,
                     "fingerprint": summary.fingerprint,
                     "development_key": summary.development_key,
@@ -224,8 +292,8 @@ def export_matter(
                 },
             ).encode()
         )
-        titles = dict(project.chats.values_list("id", "title"))
-        for batch in _sealed_order(project):
+        titles = dict(subject.chats.values_list("id", "title"))
+        for batch in _sealed_order(subject):
             _export_batch(batch, files=files, latest_seals=latest_seals, titles=titles, summary=summary)
             if on_batch is not None:
                 on_batch(len(batch))
@@ -243,7 +311,7 @@ def export_matter(
         }
         manifest: dict[str, Any] = {
             "format": record.EXPORT_FORMAT,
-            "matter": {"id": str(project.pk), "name": project.name},
+            **subject.manifest(),
             "exported_at": seals.iso(exported_at),
             "chain": chain,
             "chain_head": None if head is None else {"sequence": head[0], "seal_sha256": head[1]},
@@ -375,6 +443,7 @@ def _title(source: Document | CaselawOpinion) -> str:
     return ", ".join(part for part in (source.case_name, source.citation) if part)
 
 
-def default_filename(project: Project, *, now: datetime.datetime | None = None) -> str:
+def default_filename(of: Project | Chat, *, now: datetime.datetime | None = None) -> str:
+    """``lqai-matter-<id>-<UTC time>.zip``, or ``lqai-chat-...`` for a matter-less chat's export."""
     stamp = (now or timezone.now()).strftime("%Y%m%d-%H%M%S")
-    return f"lqai-matter-{project.pk}-{stamp}.zip"
+    return f"lqai-{'matter' if isinstance(of, Project) else 'chat'}-{of.pk}-{stamp}.zip"

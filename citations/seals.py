@@ -505,8 +505,13 @@ def finalized_turns(matter_id: UUID | None = None) -> QuerySet[Message]:
 
 def unsealed_turns(matter_id: UUID | None = None) -> QuerySet[Message]:
     """Finalized turns whose last finalize has no seal (a sealing failure, or a turn from before sealing)."""
+    return unsealed_turns_of(finalized_turns(matter_id))
+
+
+def unsealed_turns_of(turns: QuerySet[Message]) -> QuerySet[Message]:
+    """Those of the finalized ``turns`` whose last finalize has no seal."""
     sealed = TurnSeal.objects.filter(message_id=OuterRef("pk"), finalized_at=OuterRef("finalized_at"))
-    return finalized_turns(matter_id).filter(~Exists(sealed))
+    return turns.filter(~Exists(sealed))
 
 
 DEFAULT_LATE_BATCH = 500

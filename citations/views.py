@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from chats.models import Chat, Project
 from chats.selectors import chats_visible_to, projects_visible_to
 from citations import export, selectors
 from citations.models import CitationLedgerEntry
@@ -74,8 +75,50 @@ def _user_id(request: Request) -> int:
     return int(user_id)
 
 
-# An export takes from under a second to about a minute (docs/scale.md): a client refused one asks again after this.
+# An export takes from under a second to about a minute (docs/export.md): a client refused one asks again after this.
 EXPORT_RETRY_AFTER_SECONDS = 10
+
+BUNDLE_DESCRIPTION = (
+    "turns, their quotes, case citations and consulted sources, ledger entries and seals (JSON Lines), the quoted "
+    "passages, a printable HTML report, a manifest of SHA-256 digests and its Ed25519 signature by the ledger key. "
+    "Check it offline with `python -m lqai_verify`."
+)
+EXPORT_RESPONSES: dict[Any, Any] = {
+    (200, "application/zip"): OpenApiResponse(description="The signed bundle."),
+    429: OpenApiResponse(
+        description=(
+            "An export of the caller's is already being prepared (`code` `export_in_progress`), or the server is "
+            "preparing `LQAI_MAX_CONCURRENT_EXPORTS` already (`exports_busy`); `Retry-After` says when to ask again."
+        )
+    ),
+}
+
+
+def _download(request: Request, of: Project | Chat) -> FileResponse | Response:
+    """The signed export of ``of`` (a matter, or a matter-less chat), prepared in one of the caller's and the
+    server's export slots (:func:`citations.export.export_slot`; 429 when none is free), as a zip download."""
+    # A temporary file, not memory: an export can be large. FileResponse streams it and closes it.
+    bundle = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the FileResponse
+    try:
+        with export.export_slot(user_id=_user_id(request)):
+            if isinstance(of, Project):
+                export.export_matter(project=of, out=bundle)
+            else:
+                export.export_chat(chat=of, out=bundle)
+    except export.ExportBusy as busy:
+        bundle.close()
+        return Response(
+            {"detail": str(busy), "code": busy.code},
+            status=status.HTTP_429_TOO_MANY_REQUESTS,
+            headers={"Retry-After": str(EXPORT_RETRY_AFTER_SECONDS)},
+        )
+    except BaseException:
+        bundle.close()
+        raise
+    bundle.seek(0)
+    return FileResponse(
+        bundle, as_attachment=True, filename=export.default_filename(of), content_type="application/zip"
+    )
 
 
 class MatterExportView(APIView):
@@ -84,43 +127,47 @@ class MatterExportView(APIView):
     @extend_schema(
         operation_id="project_export",
         summary="Export a matter's signed record",
-        description=(
-            "A zip of the matter's finalized turns, their quotes, case citations and consulted sources, ledger "
-            "entries and seals (JSON Lines), the quoted passages, a printable HTML report, a manifest of SHA-256 "
-            "digests and its Ed25519 signature by the ledger key. Check it offline with `python -m lqai_verify`. "
-            "Members of the matter only: anyone else gets 404."
-        ),
+        description=f"A zip of the matter's {BUNDLE_DESCRIPTION} Members of the matter only: anyone else gets 404.",
         responses={
-            (200, "application/zip"): OpenApiResponse(description="The signed bundle."),
+            **EXPORT_RESPONSES,
             404: OpenApiResponse(description="No such matter, or the caller is not one of its members."),
-            429: OpenApiResponse(
-                description=(
-                    "An export of the caller's is already being prepared (`code` `export_in_progress`), or the "
-                    "server is preparing `LQAI_MAX_CONCURRENT_EXPORTS` already (`exports_busy`); `Retry-After` "
-                    "says when to ask again."
-                )
-            ),
         },
         tags=["ledger"],
     )
     def get(self, request: Request, project_id: UUID) -> FileResponse | Response:
-        project = get_object_or_404(projects_visible_to(request.user), pk=project_id)
-        # A temporary file, not memory: a matter's export can be large. FileResponse streams it and closes it.
-        bundle = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the FileResponse
-        try:
-            with export.export_slot(user_id=_user_id(request)):
-                export.export_matter(project=project, out=bundle)
-        except export.ExportBusy as busy:
-            bundle.close()
+        return _download(request, get_object_or_404(projects_visible_to(request.user), pk=project_id))
+
+
+class ChatExportView(APIView):
+    """``GET /api/chats/{chat_id}/export/``: a matter-less chat's signed export, as a zip download; a chat of
+    a matter answers 409 (its turns are sealed in the matter's chain: the matter's export holds them)."""
+
+    @extend_schema(
+        operation_id="chat_export",
+        summary="Export a chat's signed record (a chat outside any matter)",
+        description=(
+            f"A zip of the chat's {BUNDLE_DESCRIPTION} Only for a chat outside any matter, whose turns are sealed "
+            "in a chain of their own; a chat of a matter is exported with its matter "
+            "(`GET /api/projects/{id}/export/`). Its owner only: anyone else gets 404."
+        ),
+        responses={
+            **EXPORT_RESPONSES,
+            404: OpenApiResponse(description="No such chat, or the caller cannot see it."),
+            409: OpenApiResponse(
+                description="The chat is part of a matter (`code` `export_the_matter`, `project_id` says which)."
+            ),
+        },
+        tags=["ledger"],
+    )
+    def get(self, request: Request, chat_id: UUID) -> FileResponse | Response:
+        chat = get_object_or_404(chats_visible_to(request.user), pk=chat_id)
+        if chat.project_id is not None:
             return Response(
-                {"detail": str(busy), "code": busy.code},
-                status=status.HTTP_429_TOO_MANY_REQUESTS,
-                headers={"Retry-After": str(EXPORT_RETRY_AFTER_SECONDS)},
+                {
+                    "detail": f"{export.ChatOfAMatter(chat)} (GET /api/projects/{chat.project_id}/export/)",
+                    "code": "export_the_matter",
+                    "project_id": str(chat.project_id),
+                },
+                status=status.HTTP_409_CONFLICT,
             )
-        except BaseException:
-            bundle.close()
-            raise
-        bundle.seek(0)
-        return FileResponse(
-            bundle, as_attachment=True, filename=export.default_filename(project), content_type="application/zip"
-        )
+        return _download(request, chat)

@@ -1,5 +1,5 @@
 """``python -m lqai_verify BUNDLE.zip [--public-key FINGERPRINT_OR_KEY] [--extends EARLIER.zip] [--max-mb N]``:
-check a matter export offline (and that it extends an earlier export of the matter).
+check a matter export, or a matter-less chat's, offline (and that it extends an earlier export of the same).
 
 Exit 0: everything verified. 1: a mismatch (each printed with the file, line and turn it concerns).
 2: the file is not a bundle (not a zip, no manifest, or larger unpacked than ``--max-mb``), or the arguments
@@ -27,8 +27,8 @@ def main(argv: list[str] | None = None) -> int:
         "--extends",
         type=Path,
         metavar="EARLIER.zip",
-        help="an earlier export of the same matter: this one must hold its whole chain unchanged (nothing cut from "
-        "the end, rewritten or re-sealed since)",
+        help="an earlier export of the same matter (or chat): this one must hold its whole chain unchanged "
+        "(nothing cut from the end, rewritten or re-sealed since)",
     )
     parser.add_argument(
         "--max-mb",

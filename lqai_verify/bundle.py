@@ -1,9 +1,11 @@
-"""Checking a matter export (``lqai-export/1``, written by ``citations.export``) with nothing but the bundle:
+"""Checking a matter export (``lqai-export/1``, written by ``citations.export``), or a matter-less chat's, with
+nothing but the bundle:
 
 1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
 2. every file against its SHA-256 in the manifest, and no file the manifest does not list;
-3. the chain: every seal's digest recomputed, each linked to the one before, numbered from 1 without a gap,
-   ending at the manifest's chain head, each signed by a key of ``public_key.json``;
+3. the chain, the one of the matter (or chat) the manifest names: every seal's digest recomputed, each linked to
+   the one before, numbered from 1 without a gap, ending at the manifest's chain head, each signed by a key of
+   ``public_key.json``;
 4. every turn and row against its seal (turns in chain order; the answer against its digest);
 5. every ledger entry against its sealed row;
 6. every verified quote re-verified against its bundled passage with the server's own code
@@ -42,7 +44,7 @@ _KEY = {"fingerprint": str, "public_key": str}
 _KEYS_SHAPE = {"signing_key": _KEY, "seal_keys": [_KEY]}
 _MANIFEST_SHAPE = {
     "format": str,
-    "matter": {"id": str},
+    "matter": (dict, type(None)),  # null in the export of a chat outside any matter, which names its "chat"
     "chain": str,
     "chain_head": (dict, type(None)),
     "exported_at": str,
@@ -116,6 +118,7 @@ class Verification:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     matter: str = ""
+    chat: str = ""  # the export of a chat outside any matter: its id (and ``matter`` is empty)
     fingerprint: str = ""
     turns: int = 0
     rows: int = 0
@@ -135,8 +138,9 @@ class Verification:
         return not self.problems
 
     def summary(self) -> str:
+        subject = f"matter {self.matter}" if self.matter else f"chat {self.chat}"
         return (
-            f"matter {self.matter}: {self.turns} turns ({self.late} sealed late), {self.rows} rows, "
+            f"{subject}: {self.turns} turns ({self.late} sealed late), {self.rows} rows, "
             f"{self.quotes} quotes re-verified, {self.case_citations} case citations, {self.entries} ledger entries, "
             f"a chain of {self.seals} seals; signed by {self.fingerprint}"
         )
@@ -238,6 +242,27 @@ def _public_key(value: str, where: str, result: Verification) -> Any:
         return None
 
 
+def _subject(manifest: dict[str, Any], result: Verification) -> str | None:
+    """The export's subject, as the chain it must be of: its matter's (``matter:<id>``), or, for a chat outside
+    any matter, the chat's (``chat:<id>``); ``None``, with the problem, if the manifest names neither or both, or
+    another chain. Sets ``result.matter`` or ``result.chat``."""
+    matter, chat = manifest["matter"], manifest.get("chat")
+    if (matter is None) == (chat is None):
+        result.problems.append("manifest.json: it must name either a matter or a chat (with a null matter)")
+        return None
+    kind = "matter" if matter is not None else "chat"
+    named: Any = matter if matter is not None else chat
+    malformed = shape_problems(named, {"id": str}, f"manifest.json.{kind}")
+    if malformed:
+        result.problems += malformed
+        return None
+    setattr(result, kind, named["id"])
+    chain = f"{kind}:{named['id']}"
+    if manifest["chain"] != chain:
+        result.problems.append(f"manifest.json: the chain {manifest['chain']} is not the {kind}'s ({chain})")
+    return chain
+
+
 def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Verification:
     """Check the bundle at ``path`` (see the module docstring); ``public_key``: the signing key expected;
     ``max_bytes``: the most its files may unpack to. ``BundleError`` if it is no bundle at all; everything else
@@ -255,7 +280,9 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     signing_key = _public_key(keys["signing_key"]["public_key"], "public_key.json: signing_key", result)
     if signing_key is None:
         return result
-    result.matter = manifest["matter"]["id"]
+    subject = _subject(manifest, result)
+    if subject is None:
+        return result
     result.chain = manifest["chain"]
     result.exported_at = manifest["exported_at"]
     result.fingerprint = record.fingerprint(signing_key)
@@ -304,7 +331,7 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
 
 
 def extension_problems(later: Verification, earlier: Verification, *, earlier_name: str) -> list[str]:
-    """How the export ``later`` does not extend ``earlier``, an export of the same matter its recipient kept
+    """How the export ``later`` does not extend ``earlier``, an export of the same matter (or chat) its recipient kept
     (each verified on its own first): ``earlier`` must itself verify (against its own key: whose key that is,
     its recipient checked when it came, and the key may have been rotated since), be of the same chain, and
     end at a seal ``later`` holds with the same digest. Each seal's digest covers the one before it, so that

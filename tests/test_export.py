@@ -960,3 +960,106 @@ def test_an_export_that_fails_gives_its_slot_back(
 
     assert client.get(f"/api/projects/{chat.project_id}/export/").status_code == 200
     assert _member_client(chat, "bob").get(f"/api/projects/{chat.project_id}/export/").status_code == 200
+
+
+# --- A chat outside any matter -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def lone_chat(api_client: APIClient, user: Any, local_opinion: CaselawOpinion) -> Chat:
+    """Alice's chat outside any matter (its turns chain on their own), with two turns: one answered by the
+    default backend, one that quotes the Fisher opinion."""
+    chat = factories.ChatFactory.create(project=None, owner=user, title="Research")
+    _turn(api_client, chat)
+    _, answer = start_turn(chat=chat, content=QUESTION, author=user)
+    finalize_turn(
+        message=answer,
+        content="The court must be satisfied.",
+        status=Message.Status.COMPLETE,
+        claimed_citations=[
+            ClaimedCitation("[t]he reviewing court must . . . be satisfied", opinion_id=local_opinion.pk)
+        ],
+    )
+    return chat
+
+
+@pytest.mark.django_db
+def test_a_chat_outside_any_matter_is_exported_and_verifies(lone_chat: Chat, tmp_path: Path) -> None:
+    out = StringIO()
+    call_command("export_matter", "--chat", str(lone_chat.pk), "--out", str(tmp_path / "chat.zip"), stdout=out)
+
+    result = verify_bundle(tmp_path / "chat.zip", public_key=fingerprint())
+    assert result.problems == []
+    assert (result.chat, result.matter, result.turns, result.seals, result.quotes) == (str(lone_chat.pk), "", 2, 2, 1)
+    assert result.summary().startswith(f"chat {lone_chat.pk}: 2 turns")
+    files = members(tmp_path / "chat.zip")
+    manifest = json.loads(files["manifest.json"])
+    assert manifest["matter"] is None
+    assert manifest["chat"] == {"id": str(lone_chat.pk), "title": "Research"}
+    assert manifest["chain"] == f"chat:{lone_chat.pk}"
+    assert "Record of the chat “Research”" in files["report.html"].decode()
+    assert "2 turns" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_export_matter_takes_a_matter_or_a_chat_outside_any_matter(
+    lone_chat: Chat, matter_chat: Chat, tmp_path: Path
+) -> None:
+    out = str(tmp_path / "x.zip")
+    with pytest.raises(CommandError, match=r"part of the matter .*: its turns are sealed in the matter's chain"):
+        call_command("export_matter", "--chat", str(matter_chat.pk), "--out", out)
+    with pytest.raises(CommandError, match="not both"):
+        call_command("export_matter", str(matter_chat.project_id), "--chat", str(lone_chat.pk), "--out", out)
+    with pytest.raises(CommandError, match="not both"):
+        call_command("export_matter", "--out", out)
+    with pytest.raises(CommandError, match="No chat"):
+        call_command("export_matter", "--chat", "00000000-0000-0000-0000-000000000000", "--out", out)
+    assert not (tmp_path / "x.zip").exists()
+
+
+@pytest.mark.django_db
+def test_the_owner_downloads_a_lone_chats_export_and_a_chat_of_a_matter_points_at_the_matter(
+    lone_chat: Chat, matter_chat: Chat, api_client: APIClient, other_user: Any, tmp_path: Path
+) -> None:
+    response = api_client.get(f"/api/chats/{lone_chat.pk}/export/")
+    outsider = APIClient()
+    outsider.force_authenticate(user=other_user)
+
+    assert response.status_code == 200
+    assert f"lqai-chat-{lone_chat.pk}-" in response["Content-Disposition"]
+    path = tmp_path / "api.zip"
+    path.write_bytes(b"".join(response.streaming_content))  # type: ignore[attr-defined]
+    assert verify_bundle(path, public_key=fingerprint()).problems == []
+    assert outsider.get(f"/api/chats/{lone_chat.pk}/export/").status_code == 404
+    of_a_matter = api_client.get(f"/api/chats/{matter_chat.pk}/export/")
+    assert of_a_matter.status_code == 409
+    assert of_a_matter.json()["code"] == "export_the_matter"
+    assert of_a_matter.json()["project_id"] == str(matter_chat.project_id)
+    assert f"/api/projects/{matter_chat.project_id}/export/" in of_a_matter.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_a_manifest_that_names_another_subject_than_its_chain_fails(lone_chat: Chat, tmp_path: Path) -> None:
+    call_command("export_matter", "--chat", str(lone_chat.pk), "--out", str(tmp_path / "chat.zip"), stdout=StringIO())
+    files = members(tmp_path / "chat.zip")
+    manifest = json.loads(files["manifest.json"])
+    other = "11111111-1111-1111-1111-111111111111"
+
+    def resigned(name: str, **changes: Any) -> list[str]:
+        path = rewrite(
+            tmp_path / name,
+            {**files, "manifest.json": json.dumps({**manifest, **changes}).encode()},
+            resign=Ed25519PrivateKey.generate(),
+        )
+        return verify_bundle(path).problems
+
+    assert resigned("other.zip", chat={"id": other, "title": "Research"}) == [
+        f"manifest.json: the chain chat:{lone_chat.pk} is not the chat's (chat:{other})"
+    ]
+    assert resigned("both.zip", matter={"id": other, "name": "M"}) == [
+        "manifest.json: it must name either a matter or a chat (with a null matter)"
+    ]
+    assert resigned("neither.zip", chat=None) == [
+        "manifest.json: it must name either a matter or a chat (with a null matter)"
+    ]
+    assert resigned("malformed.zip", chat={"title": "Research"}) == ["manifest.json.chat.id is missing"]

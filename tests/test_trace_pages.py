@@ -172,7 +172,7 @@ def test_a_member_downloads_the_matters_signed_record_from_its_pages_and_a_stran
     member: User, member_client: Client, chat: Chat, tmp_path: Path
 ) -> None:
     """The pages link each matter's export (the API's, with the browser's session): a zip that verifies offline.
-    A chat outside any matter has no export to link."""
+    A chat outside any matter links its own."""
     message = _turn(chat)
     ledger.assemble(message)
     seals.seal_turn(message_id=message.pk)
@@ -185,7 +185,13 @@ def test_a_member_downloads_the_matters_signed_record_from_its_pages_and_a_stran
 
     assert home.count(link) == 1
     assert link in page
-    assert "signed record" not in member_client.get(_page(own)).content.decode()
+    own_url = reverse("citations:chat-export", args=[own.pk])
+    assert (
+        f'<a href="{own_url}" download>Download this chat\'s signed record</a>'
+        in member_client.get(_page(own)).content.decode()
+    )
+    assert "the matter's signed record" not in member_client.get(_page(own)).content.decode()
+    assert member_client.get(own_url).status_code == 200
     assert download.status_code == 200
     assert download["Content-Type"] == "application/zip"
     bundle = tmp_path / "matter.zip"

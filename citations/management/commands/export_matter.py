@@ -1,19 +1,23 @@
-"""``manage.py export_matter MATTER_ID --out FILE``: write a matter's signed export (see :mod:`citations.export`)."""
+"""``manage.py export_matter MATTER_ID --out FILE``: write a matter's signed export (see :mod:`citations.export`);
+``export_matter --chat CHAT_ID --out FILE``: a matter-less chat's."""
 
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import QuerySet
 from tqdm import tqdm
 
-from chats.models import Project
-from citations.export import export_matter
+from chats.models import Chat, Message, Project
+from citations.export import ChatOfAMatter, ExportSummary, export_chat, export_matter
 from citations.seals import finalized_turns
 
 # A progress bar (on a terminal only) from this many turns; a smaller matter exports in seconds.
@@ -24,24 +28,26 @@ class Command(BaseCommand):
     help = (
         "Write the signed export of a matter: its turns, rows, ledger entries and seals, the quoted passages, a "
         "printable report, a manifest of SHA-256 digests and its Ed25519 signature. A recipient checks it with "
-        "`python -m lqai_verify FILE --public-key FINGERPRINT`. Reads only; the file appears whole or not at all."
+        "`python -m lqai_verify FILE --public-key FINGERPRINT`. Reads only; the file appears whole or not at all. "
+        "With --chat instead of a matter: the export of a chat outside any matter."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("matter", type=UUID, help="the matter (project) id")
+        parser.add_argument("matter", type=UUID, nargs="?", help="the matter (project) id")
+        parser.add_argument(
+            "--chat", type=UUID, help="instead of a matter: a chat outside any matter (its turns chain on their own)"
+        )
         parser.add_argument("--out", type=Path, required=True, help="the zip file to write")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        project = Project.objects.filter(pk=options["matter"]).first()
-        if project is None:
-            raise CommandError(f"No matter {options['matter']}: pass a project id (see the admin's Projects).")
+        turns, export = self._export(matter=options["matter"], chat=options["chat"])
         out: Path = options["out"]
         if not out.parent.is_dir():
             raise CommandError(f"--out {out}: the directory {out.parent} does not exist.")
         # Written beside the target and renamed into place: an interrupted export leaves no half-written file.
-        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", delete=False) as partial:
+        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", delete=False) as partial_file:
             try:
-                total = finalized_turns(project.pk).count()
+                total = turns.count()
                 with tqdm(
                     total=total,
                     unit="turn",
@@ -49,14 +55,33 @@ class Command(BaseCommand):
                     file=sys.stderr,
                     desc="export_matter",
                 ) as bar:
-                    summary = export_matter(project=project, out=partial, on_batch=bar.update)
+                    summary = export(out=partial_file, on_batch=bar.update)
             except BaseException:
-                os.unlink(partial.name)
+                os.unlink(partial_file.name)
                 raise
-        os.replace(partial.name, out)
+        os.replace(partial_file.name, out)
         warning = " (DEVELOPMENT KEY: proves nothing)" if summary.development_key else ""
         self.stdout.write(
             f"export_matter: {out}: {summary.turns} turns ({summary.unsealed} unsealed, {summary.late} sealed late), "
             f"{summary.rows} rows, {summary.entries} ledger entries, {summary.seals} seals, {summary.passages} "
             f"passages; signed by {summary.fingerprint}{warning}"
         )
+
+    def _export(
+        self, *, matter: UUID | None, chat: UUID | None
+    ) -> tuple[QuerySet[Message], Callable[..., ExportSummary]]:
+        """The finalized turns to export (for the progress bar), and the export that writes them."""
+        if (matter is None) == (chat is None):
+            raise CommandError("Pass a matter id, or --chat and a chat id, not both.")
+        if chat is not None:
+            the_chat = Chat.objects.filter(pk=chat).first()
+            if the_chat is None:
+                raise CommandError(f"No chat {chat}: pass a chat id (see the admin's Chats).")
+            if the_chat.project_id is not None:
+                raise CommandError(f"{ChatOfAMatter(the_chat)} (export_matter {the_chat.project_id} --out FILE)")
+            return finalized_turns().filter(chat=the_chat), partial(export_chat, chat=the_chat)
+        assert matter is not None  # noqa: S101 - exactly one of the two, checked above
+        project = Project.objects.filter(pk=matter).first()
+        if project is None:
+            raise CommandError(f"No matter {matter}: pass a project id (see the admin's Projects).")
+        return finalized_turns(project.pk), partial(export_matter, project=project)
