@@ -193,6 +193,11 @@ class ChatAdmin(MatterScopedAdmin, PermanentRecordDeleteAdmin, UUIDSearchAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        """A chat holding turns keeps its matter (its turns are sealed with it: ``chats.0028``)."""
+        fixed = ("project",) if obj is not None and obj.messages.exists() else ()
+        return (*self.readonly_fields, *fixed)
+
     def deletion_refusals(self, objs: Sequence[Any]) -> list[str]:
         refusals = []
         for chat in objs:

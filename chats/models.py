@@ -156,7 +156,25 @@ class Project(models.Model):
         return super().delete(*args, **kwargs)
 
 
+def _refuse_move(chats: models.QuerySet[Chat], project: Any) -> None:
+    """Refuse giving ``chats`` the matter ``project`` (a ``Project``, its id or ``None``) if one of them that
+    would change matter holds turns: a turn's matter is sealed with it (see ``chats.0028``)."""
+    moved = chats.exclude(project_id=getattr(project, "pk", project))
+    holding = Message.objects.filter(chat__in=moved).values_list("chat_id", flat=True).first()
+    if holding is not None:
+        raise AppendOnlyError(
+            f"chat {holding} holds turns: its matter cannot change (its turns are sealed in its matter's chain; "
+            "start a new chat in the other matter)"
+        )
+
+
 class ChatQuerySet(models.QuerySet["Chat"]):
+    def update(self, **kwargs: Any) -> int:
+        for name in ("project", "project_id"):
+            if name in kwargs:
+                _refuse_move(self, kwargs[name])
+        return super().update(**kwargs)
+
     def delete(self) -> tuple[int, dict[str, int]]:
         _refuse_deletion(
             what="these chats",
@@ -184,6 +202,14 @@ class Chat(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Chat {self.id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        update_fields = kwargs.get("update_fields")
+        if not self._state.adding and (update_fields is None or {"project", "project_id"} & set(update_fields)):
+            _refuse_move(
+                Chat._base_manager.using(kwargs.get("using") or self._state.db).filter(pk=self.pk), self.project_id
+            )
+        super().save(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         _refuse_deletion(

@@ -128,7 +128,8 @@ def test_a_staff_user_cannot_move_a_document_or_chat_into_a_matter_they_do_not_b
     two_matters: tuple[Client, Message, Message],
 ) -> None:
     client, turn_a, turn_b = two_matters
-    chat = turn_a.chat
+    # A chat without turns (a chat holding turns keeps its matter whoever asks: test_permanent_record)
+    chat = factories.ChatFactory.create(project=turn_a.chat.project, owner=turn_a.chat.owner)
     matter_b = turn_b.chat.project_id
 
     response = client.post(

@@ -223,6 +223,24 @@ def test_a_cited_documents_matter_cannot_change_below_the_application(turn: Mess
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("move", ["to another matter", "out of its matter", "into a matter"])
+def test_a_chat_holding_turns_keeps_its_matter_below_the_application(move: str, turn: Message) -> None:
+    """A turn's matter is one of its sealed facts, and its seal is in its matter's chain (or its chat's): moving
+    its chat would break the seal, and hand the turn to the other matter's members."""
+    chat = turn.chat
+    if move == "into a matter":
+        chat = factories.ChatFactory.create(project=None)
+        factories.assembled_turn(chat=chat, kb=0)
+    target = None if move == "out of its matter" else factories.ProjectFactory.create().pk
+
+    with pytest.raises(IntegrityError, match=r"lqai_append_only: chats row .* holds turns: its matter cannot change"):
+        _raw("UPDATE chats SET project_id = %s WHERE id = %s", [target, chat.pk])
+    _raw("UPDATE chats SET title = 'Renamed' WHERE id = %s", [chat.pk])  # the rest of the chat is not the record
+    empty = factories.ChatFactory.create()
+    _raw("UPDATE chats SET project_id = %s WHERE id = %s", [target, empty.pk])  # nor is a chat without turns
+
+
+@pytest.mark.postgres
 def test_a_purge_of_another_matter_does_not_open_this_ones_rows(turn: Message) -> None:
     other = factories.ProjectFactory.create()
     entry = CitationLedgerEntry.objects.filter(message=turn).first()
@@ -477,6 +495,31 @@ def test_a_matter_or_chat_with_turns_is_deleted_only_by_its_purge(turn: Message)
     with pytest.raises(AppendOnlyError):
         Chat.objects.filter(pk=chat.pk).delete()
     assert CitationLedgerEntry.objects.filter(message=turn).count() == 4
+
+
+def test_the_orm_and_the_admin_keep_the_matter_of_a_chat_holding_turns(admin_client: Client, turn: Message) -> None:
+    chat, other = turn.chat, factories.ProjectFactory.create()
+    change = reverse("admin:chats_chat_change", args=[chat.pk])
+
+    chat.project = other
+    with pytest.raises(AppendOnlyError, match="holds turns: its matter cannot change"):
+        chat.save()
+    with pytest.raises(AppendOnlyError, match="holds turns: its matter cannot change"):
+        Chat.objects.filter(pk=chat.pk).update(project=other)
+    with pytest.raises(AppendOnlyError, match="holds turns: its matter cannot change"):
+        Chat.objects.filter(pk=chat.pk).update(project_id=None)
+    page = admin_client.get(change).content.decode()
+    admin_client.post(change, {"project": str(other.pk), "owner": str(chat.owner_id), "title": "Renamed"})
+
+    assert 'name="project"' not in page  # shown, not editable
+    chat.refresh_from_db()
+    assert (chat.project_id, chat.title) == (turn.chat.project_id, "Renamed")
+    Chat.objects.filter(pk=chat.pk).update(title="Renamed again")  # the rest of the chat is not the record
+    empty = factories.ChatFactory.create()
+    empty.project = other
+    empty.save()
+    Chat.objects.filter(pk=empty.pk).update(project=None)
+    assert 'name="project"' in admin_client.get(reverse("admin:chats_chat_change", args=[empty.pk])).content.decode()
 
 
 def test_a_matter_without_turns_can_still_be_deleted() -> None:
