@@ -1063,3 +1063,24 @@ def test_a_manifest_that_names_another_subject_than_its_chain_fails(lone_chat: C
         "manifest.json: it must name either a matter or a chat (with a null matter)"
     ]
     assert resigned("malformed.zip", chat={"title": "Research"}) == ["manifest.json.chat.id is missing"]
+
+
+@pytest.mark.django_db
+def test_a_lone_chats_later_export_extends_the_earlier_offline_and_in_place(
+    lone_chat: Chat, api_client: APIClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def export_chat(name: str) -> Path:
+        call_command("export_matter", "--chat", str(lone_chat.pk), "--out", str(tmp_path / name), stdout=StringIO())
+        return tmp_path / name
+
+    earlier = export_chat("march.zip")
+    _turn(api_client, lone_chat)
+    later = export_chat("june.zip")
+
+    status, output = extends(later, earlier, capsys)
+    in_place, checked = verify_ledger("--extends", str(earlier))
+
+    assert status == 0, output
+    assert "its seals #1 to #2 unchanged" in output
+    assert in_place == 0, checked
+    assert extends(earlier, later, capsys)[0] == 1
