@@ -536,9 +536,11 @@ class MatterTerm(models.Model):
 
 class CaselawOpinion(CitedTextGuard):
     """External opinion text, materialized so that quotes from it stay verifiable later: once quoted,
-    ``text`` is immutable (metadata may still be refreshed)."""
+    ``text`` is immutable, and so is its ``provider``, one of its quotes' sealed facts (metadata may still be
+    refreshed)."""
 
     cited_text_field = "text"
+    cited_fixed_fields = ("provider",)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     provider = models.CharField(max_length=50)

@@ -106,6 +106,22 @@ def test_the_trigger_lets_an_uncited_text_and_a_cited_sources_metadata_change(
     assert _fresh(cited_opinion).case_name == "Renamed"
 
 
+@pytest.mark.postgres
+def test_a_raw_sql_update_of_a_cited_opinions_provider_fails(
+    cited_opinion: CaselawOpinion, local_opinion: CaselawOpinion
+) -> None:
+    """Which provider a quoted opinion came from is one of its quote's sealed facts (``citations.seals``):
+    changing it would make the sealed turn read as tampered with."""
+    refused = pytest.raises(IntegrityError, match="is cited: its provider cannot change")
+    with refused, transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE caselaw_opinions SET provider = 'elsewhere' WHERE id = %s", [cited_opinion.pk])
+    with connection.cursor() as cursor:  # an uncited opinion's provider may still change
+        cursor.execute("UPDATE caselaw_opinions SET provider = 'elsewhere' WHERE id = %s", [local_opinion.pk])
+
+    assert _fresh(cited_opinion).provider != "elsewhere"
+    assert _fresh(local_opinion).provider == "elsewhere"
+
+
 # --- the model refuses (both databases) -------------------------------------------------------------------------------
 
 
@@ -121,6 +137,22 @@ def test_saving_a_changed_cited_text_fails(kind: str, cited_document: Document, 
 
     stored = type(source)._default_manager.get(pk=source.pk)
     assert getattr(stored, source.cited_text_field) == factories.TEXT
+
+
+def test_saving_a_cited_opinion_with_another_provider_fails(
+    cited_opinion: CaselawOpinion, admin_client: Client
+) -> None:
+    cited_opinion.provider = "elsewhere"
+
+    with (
+        pytest.raises(CitedTextChangeError, match="is cited: its text or provider cannot change"),
+        transaction.atomic(),
+    ):
+        cited_opinion.save()
+    page = admin_client.get(reverse("admin:chats_caselawopinion_change", args=[cited_opinion.pk]))
+
+    assert _fresh(cited_opinion).provider != "elsewhere"
+    assert "provider" in page.context["adminform"].readonly_fields
 
 
 def test_a_cited_sources_metadata_still_saves(cited_document: Document, cited_opinion: CaselawOpinion) -> None:
