@@ -142,14 +142,16 @@ def export_slot(*, user_id: int) -> Iterator[None]:
 
 
 def _release(held: list[tuple[int, int]]) -> None:
-    """Give back the advisory locks :func:`export_slot` took. If the connection is broken, its locks went with
-    it (and Django closes it at the end of the request)."""
+    """Give back the advisory locks :func:`export_slot` took. If that fails (the connection is broken, or in a
+    failed transaction), the connection is closed: its session's locks go with it, rather than staying held
+    by a connection kept for the next request (``CONN_MAX_AGE``)."""
     try:
         with connection.cursor() as cursor:
             for lock in reversed(held):
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", lock)
     except DatabaseError:
-        logger.warning("export: could not release the export's advisory locks; its connection is broken", exc_info=True)
+        logger.warning("export: could not release the export's advisory locks; closing its connection", exc_info=True)
+        connection.close()
 
 
 def excerpt_for(row: dict[str, Any], text: str) -> tuple[int, str]:

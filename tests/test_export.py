@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import LazySettings
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 from rest_framework.test import APIClient
 
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
@@ -1084,3 +1084,32 @@ def test_a_lone_chats_later_export_extends_the_earlier_offline_and_in_place(
     assert "its seals #1 to #2 unchanged" in output
     assert in_place == 0, checked
     assert extends(earlier, later, capsys)[0] == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_an_export_slot_that_cannot_be_given_back_goes_with_its_connection(settings: LazySettings) -> None:
+    """Session advisory locks outlive a rolled-back transaction: if the export failed inside the caller's
+    transaction (ATOMIC_REQUESTS, say), the locks cannot be given back there, and a connection kept for the next
+    request (CONN_MAX_AGE) would hold them for good. It is closed instead."""
+    settings.LQAI_MAX_CONCURRENT_EXPORTS = 1
+    with (
+        pytest.raises(DatabaseError),
+        transaction.atomic(),
+        export_module.export_slot(user_id=7),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("SELECT 1 / 0")  # the transaction fails: nothing more runs in it
+
+    def take_the_slot() -> str:
+        try:
+            with export_module.export_slot(user_id=7):
+                return "taken"
+        except export_module.ExportBusy as busy:
+            return busy.code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:  # another server worker, its own connection
+        assert pool.submit(take_the_slot).result(timeout=30) == "taken"
