@@ -175,7 +175,6 @@ class ChatOfAMatter(ValueError):
             f"The chat {chat.pk} is part of the matter {chat.project_id}: its turns are sealed in the matter's "
             "chain, so its record is exported with the matter's."
         )
-        self.project_id = chat.project_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""The ledger trace API: what a chat's turns brought into context, resolved to their sources."""
+"""The ledger trace API: what a chat's turns brought into context, resolved to their sources; and the signed
+exports of a matter and of a matter-less chat (``citations.export``)."""
 
 from __future__ import annotations
 
