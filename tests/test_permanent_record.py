@@ -8,7 +8,9 @@ database user); the others hold on every database, through the model layer.
 from __future__ import annotations
 
 import io
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -846,3 +848,54 @@ def test_a_chats_delete_page_says_why_it_refuses_and_an_empty_chat_is_deleted(
     empty = factories.ChatFactory.create(project=chat.project, owner=chat.owner)
     assert admin_client.post(reverse("admin:chats_chat_delete", args=[empty.pk]), {"post": "yes"}).status_code == 302
     assert not Chat.objects.filter(pk=empty.pk).exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_a_chat_move_waits_for_a_turn_starting_in_it_and_is_then_refused() -> None:
+    """A first turn inserted into an empty chat while it is being moved: the move must see it, not pass the
+    check before the turn commits (and leave the turn sealed under the matter it no longer has)."""
+    chat, other = factories.ChatFactory.create(), factories.ProjectFactory.create()
+    inserted, commit = threading.Event(), threading.Event()
+
+    def start_a_turn() -> None:
+        try:
+            with transaction.atomic():
+                factories.MessageFactory.create(chat=chat, role=Message.Role.USER)
+                inserted.set()
+                assert commit.wait(timeout=30), "the test never let the turn commit"
+        finally:
+            connection.close()
+
+    def move() -> str:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("UPDATE chats SET project_id = %s WHERE id = %s", [other.pk, chat.pk])
+            return "moved"
+        except IntegrityError as refused:
+            return str(refused)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        turn = pool.submit(start_a_turn)
+        assert inserted.wait(timeout=20), "the turn never started"
+        moving = pool.submit(move)
+        done_early = moving.done() or _finished_within(moving, seconds=1.0)
+        commit.set()
+        turn.result(timeout=30)
+        outcome = moving.result(timeout=30)
+
+    assert not done_early, "the move did not wait for the turn being inserted"
+    assert "holds turns: its matter cannot change" in outcome
+    chat.refresh_from_db()
+    assert chat.project_id != other.pk
+
+
+def _finished_within(future: Any, *, seconds: float) -> bool:
+    try:
+        future.result(timeout=seconds)
+    except TimeoutError:
+        return False
+    return True
