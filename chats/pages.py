@@ -119,12 +119,3 @@ def form_feed_pages(text: str) -> Pages:
 def opinion_pages(text: str, *, citation: str = "") -> Pages:
     """An opinion's pages: its star paging (the reporter's pages) where it has any, else its form-feed pages."""
     return star_pages(text, citation=citation) or form_feed_pages(text)
-
-
-def page_cite(labels: Sequence[str] | None) -> str:
-    """Page labels (from :func:`pages_of_span`) as a page cite: ``"p. 676"``, ``"pp. 676\u2013677"`` (a label
-    that is itself a range, ``"673-674"``, reads as one); empty when no page is known."""
-    if not labels:
-        return ""
-    first, last = labels[0].split("-")[0], labels[-1].split("-")[-1]
-    return f"p. {first}" if first == last else f"pp. {first}\u2013{last}"

@@ -10,7 +10,8 @@ One zip (format ``lqai-export/1``, read by ``lqai_verify``; see docs/export.md):
 - ``seals.jsonl``: every seal of the matter's chain, in order;
 - ``passages.jsonl``: for each verified quote, the source text around its passage (the whole text when the
   surrounding text alone would not verify the quote the same way), with the source's title and the pages it spans;
-- ``report.html``: a self-contained page that prints to PDF;
+- ``report.html``: a self-contained page that prints to PDF, rendered from the data files' values by
+  ``lqai_verify.report``, which the verifier renders again from the data it checked;
 - ``public_key.json``: the signing key and every key the seals were signed by, with fingerprints;
 - ``manifest.json``: the matter, the chain's head, the key's fingerprint, whether it is the development key,
   and the SHA-256 of every other file; ``manifest.sig``: the Ed25519 signature of ``manifest.json``'s bytes.
@@ -36,16 +37,15 @@ from uuid import UUID
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import QuerySet
-from django.template.loader import render_to_string
 from django.utils import timezone
 
 from chats.models import CaselawOpinion, Chat, Document, Message, Project
-from chats.pages import page_cite, pages_of_span
+from chats.pages import pages_of_span
 from chats.verification import VERIFIER_VERSION
 from citations import keys, seals
 from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
-from lqai_verify import record
+from lqai_verify import record, report
 
 logger = logging.getLogger(__name__)
 
@@ -279,26 +279,25 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
             fingerprints.add(seal.key_fingerprint)
             summary.seals += 1
         head = SealChainHead.objects.filter(chain=chain).values_list("sequence", "seal_sha256").first()
-        report = files["report.html"]
-        report.write(
-            render_to_string(
-                "citations/export/report_start.html",
-                {
-                    "subject": subject,
-                    "exported_at": exported_at,
-                    "fingerprint": summary.fingerprint,
-                    "development_key": summary.development_key,
-                    "verifier_version": VERIFIER_VERSION,
-                    "head": head,
-                },
-            ).encode()
-        )
+        manifest: dict[str, Any] = {
+            "format": record.EXPORT_FORMAT,
+            **subject.manifest(),
+            "exported_at": seals.iso(exported_at),
+            "chain": chain,
+            "chain_head": None if head is None else {"sequence": head[0], "seal_sha256": head[1]},
+            "verifier_version": VERIFIER_VERSION,
+            "signing_key": summary.fingerprint,
+            "development_key": summary.development_key,
+        }
+        files["report.html"].write(report.start(manifest).encode())
         titles = dict(subject.chats.values_list("id", "title"))
         for batch in _sealed_order(subject):
             _export_batch(batch, files=files, latest_seals=latest_seals, titles=titles, summary=summary)
             if on_batch is not None:
                 on_batch(len(batch))
-        report.write(render_to_string("citations/export/report_end.html", {"summary": summary}).encode())
+        files["report.html"].write(
+            report.end(turns=summary.turns, rows=summary.rows, late=summary.late, unsealed=summary.unsealed).encode()
+        )
         public_keys = keys.public_keys()
         key_file = record.canonical_json(
             {
@@ -310,18 +309,8 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
             **{name: {"sha256": f.sha256.hexdigest(), "bytes": f.size} for name, f in files.items()},
             "public_key.json": {"sha256": record.sha256_hex(key_file), "bytes": len(key_file)},
         }
-        manifest: dict[str, Any] = {
-            "format": record.EXPORT_FORMAT,
-            **subject.manifest(),
-            "exported_at": seals.iso(exported_at),
-            "chain": chain,
-            "chain_head": None if head is None else {"sequence": head[0], "seal_sha256": head[1]},
-            "verifier_version": VERIFIER_VERSION,
-            "signing_key": summary.fingerprint,
-            "development_key": summary.development_key,
-            "counts": {"turns": summary.turns, "rows": summary.rows, "seals": summary.seals},
-            "files": files_listed,
-        }
+        manifest["counts"] = {"turns": summary.turns, "rows": summary.rows, "seals": summary.seals}
+        manifest["files"] = files_listed
         manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode() + b"\n"
         with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
             bundle.writestr("manifest.json", manifest_bytes)
@@ -366,75 +355,46 @@ def _export_batch(
         summary.turns += 1
         summary.unsealed += not sealed
         summary.late += bool(sealed and seal and seal["late"])
-        files["turns.jsonl"].line(
-            {
-                "turn": turn,
-                "answer": turn_facts.answer,
-                "chat_title": titles.get(UUID(turn["chat"]), ""),
-                "sealed": sealed,
-                "sequence": seal["sequence"] if sealed and seal else None,
-                "sealed_at": seal["sealed_at"] if sealed and seal else None,
-                "late": bool(sealed and seal and seal["late"]),
-            }
-        )
-        quotes = []
+        line = {
+            "turn": turn,
+            "answer": turn_facts.answer,
+            "chat_title": titles.get(UUID(turn["chat"]), ""),
+            "sealed": sealed,
+            "sequence": seal["sequence"] if sealed and seal else None,
+            "sealed_at": seal["sealed_at"] if sealed and seal else None,
+            "late": bool(sealed and seal and seal["late"]),
+        }
+        files["turns.jsonl"].line(line)
+        passages: dict[str, dict[str, Any]] = {}
         for row in turn_facts.rows:
             files["rows.jsonl"].line(row)
             summary.rows += 1
-            if row["table"] in record.QUOTE_TABLES:
-                source: Document | CaselawOpinion | None = None
-                passage = None
-                pages: list[str] | None = None
-                if row["offset_start"] is not None:
-                    source = (
-                        documents.get(row["document"]) if row["table"] == record.KB else opinions.get(row["opinion"])
-                    )
-                if source is not None:
-                    text = source.content if isinstance(source, Document) else source.text
-                    # The pages the passage spans (chats.pages, as the API and the trace pages give them).
-                    pages = pages_of_span(source.pages, row["offset_start"], row["offset_end"])
-                    excerpt_start, excerpt = excerpt_for(row, text)
-                    passage = {
-                        "row": record.row_key(row),
-                        "source_table": source._meta.db_table,
-                        "source_id": str(source.pk),
-                        "source_title": _title(source),
-                        "pages": pages,
-                        "excerpt_start": excerpt_start,
-                        "excerpt": excerpt,
-                    }
-                    files["passages.jsonl"].line(passage)
-                    summary.passages += 1
-                quotes.append(
-                    {
-                        "row": row,
-                        "passage": passage,
-                        "title": _title(source) if source else "",
-                        "page_cite": page_cite(pages),
-                    }
-                )
+            if row["table"] not in record.QUOTE_TABLES or row["offset_start"] is None:
+                continue
+            source = documents.get(row["document"]) if row["table"] == record.KB else opinions.get(row["opinion"])
+            if source is None:
+                continue
+            text = source.content if isinstance(source, Document) else source.text
+            excerpt_start, excerpt = excerpt_for(row, text)
+            key = record.row_key(row)
+            passage = {
+                "row": key,
+                "source_table": source._meta.db_table,
+                "source_id": str(source.pk),
+                "source_title": _title(source),
+                # The pages the passage spans (chats.pages, as the API and the trace pages give them).
+                "pages": pages_of_span(source.pages, row["offset_start"], row["offset_end"]),
+                "excerpt_start": excerpt_start,
+                "excerpt": excerpt,
+            }
+            files["passages.jsonl"].line(passage)
+            passages[key] = passage
+            summary.passages += 1
         for entry in entries.get(turn["message"], []):
             files["ledger.jsonl"].line(entry)
             summary.entries += 1
         files["report.html"].write(
-            render_to_string(
-                "citations/export/report_turn.html",
-                {
-                    "turn": turn,
-                    "answer": turn_facts.answer,
-                    "chat_title": titles.get(UUID(turn["chat"]), ""),
-                    "seal": seal if sealed else None,
-                    "quotes": sorted(quotes, key=lambda q: q["row"]["position"]),
-                    "case_citations": sorted(
-                        (r for r in turn_facts.rows if r["table"] == record.CASE),
-                        key=lambda r: r["answer_offset_start"],
-                    ),
-                    "tool_sources": sorted(
-                        (r for r in turn_facts.rows if r["table"] == record.TOOL), key=lambda r: r["position"]
-                    ),
-                    "status_label": dict(Message.Status.choices).get(turn["status"], turn["status"]),
-                },
-            ).encode()
+            report.turn(line, seal=seal if sealed else None, rows=turn_facts.rows, passages=passages).encode()
         )
 
 

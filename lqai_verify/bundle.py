@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lqai_verify import record
+from lqai_verify import record, report
 
 REQUIRED = ("manifest.json", "manifest.sig", "public_key.json")
 JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl")
@@ -306,8 +306,15 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
         )
     if manifest.get("development_key"):
         result.warnings.append("signed with a DEVELOPMENT key derived from the server's SECRET_KEY: proves nothing")
-    if manifest["format"] != record.EXPORT_FORMAT:
-        result.problems.append(f"manifest.json: format {manifest['format']!r}, expected {record.EXPORT_FORMAT!r}")
+    if manifest["format"] not in record.EXPORT_FORMATS:
+        result.problems.append(
+            f"manifest.json: format {manifest['format']!r}, expected one of {', '.join(record.EXPORT_FORMATS)}"
+        )
+    elif manifest["format"] != record.EXPORT_FORMAT:
+        result.warnings.append(
+            f"report.html is not checked: an {manifest['format']} bundle's report was not rendered from its data "
+            "files; read what this verifier checked (its summary and problems) rather than the page"
+        )
     listed: dict[str, Any] = manifest["files"]
     for name in sorted(members.keys() - {"manifest.json", "manifest.sig"} - listed.keys()):
         result.problems.append(f"{name}: a file the manifest does not list")
@@ -350,6 +357,35 @@ def extension_problems(later: Verification, earlier: Verification, *, earlier_na
                 f"{'cut back' if held is None else 'rewritten'} since {earlier.exported_at}"
             )
     return problems
+
+
+class _ReportParts:
+    """The report of the bundle's data (:mod:`lqai_verify.report`), part by part as the turns are checked, to
+    compare with its ``report.html``. Data that cannot be rendered is a problem of its own, never a crash."""
+
+    def __init__(self, manifest: dict[str, Any]) -> None:
+        self.parts: list[tuple[str, str]] = []
+        self.broken = False
+        self._add("its opening (what it is the record of, its key, its chain)", report.start, manifest)
+
+    def _add(self, what: str, render: Any, *args: Any, **kwargs: Any) -> None:
+        if self.broken:
+            return
+        try:
+            self.parts.append((what, render(*args, **kwargs)))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            self.broken = True
+
+    def turn(self, line: dict[str, Any], **kwargs: Any) -> None:
+        self._add(f"turn {line['turn']['message']}", report.turn, line, **kwargs)
+
+    def end(self, **counts: int) -> None:
+        self._add("its closing counts", report.end, **counts)
+
+    def problems(self, page: bytes) -> list[str]:
+        if self.broken:
+            return ["report.html: not checked: the data files are malformed, so no report can be rendered from them"]
+        return report.differences(page, self.parts)
 
 
 def _check_record(
@@ -423,9 +459,11 @@ def _check_record(
     entries_of: dict[str, list[dict[str, Any]]] = {}
     for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result):
         entries_of.setdefault(str(entry.get("message")), []).append(entry)
-    # Turns, in chain order.
+    # Turns, in chain order; and the report rendered from them (lqai_verify.report), to compare with report.html.
+    report_parts = _ReportParts(manifest)
     seen: set[str] = set()
     last_sequence = 0
+    unsealed = 0
     for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
         found_turn = line.get("turn")
         turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
@@ -442,7 +480,13 @@ def _check_record(
             )
             rows = rows_of.get(message, [])
             result.rows += len(rows)
+            if line.get("sealed") != (latest is not None) or line.get("sequence") != (latest or {}).get("sequence"):
+                result.problems.append(
+                    f"{where}: it says {'sealed #' + str(line.get('sequence')) if line.get('sealed') else 'not sealed'}"
+                    f", its seals say {'#' + str(latest['sequence']) if latest else 'not sealed'}"
+                )
             if latest is None:
+                unsealed += 1
                 result.problems.append(f"{where}: the turn is not sealed (its facts are not authenticated)")
             else:
                 result.late += bool(latest["late"])
@@ -467,6 +511,7 @@ def _check_record(
                         entries=entries, turn=turn, rows=rows, sealed_rows=latest["row_digests"].get("rows", {})
                     )
                 ]
+            passages_of_turn: dict[str, dict[str, Any]] = {}
             for row in rows:
                 if row["table"] == record.CASE:
                     result.case_citations += 1
@@ -478,6 +523,7 @@ def _check_record(
                     result.problems.append(f"passages.jsonl (turn {message}): no passage for the quote {key}")
                     continue
                 passage_line, passage = found
+                passages_of_turn[key] = passage
                 result.quotes += 1
                 _check_quote(
                     result,
@@ -487,8 +533,10 @@ def _check_record(
                     where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
                     late=latest is not None and bool(latest["late"]),
                 )
+            report_parts.turn(line, seal=latest, rows=rows, passages=passages_of_turn)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
+            report_parts.broken = True
 
     for message in sorted(seals_of.keys() - seen):
         result.problems.append(
@@ -497,3 +545,7 @@ def _check_record(
         )
     for message in sorted(rows_of.keys() - seen):
         result.problems.append(f"rows.jsonl: rows of turn {message}, which is not in turns.jsonl")
+    # The page is compared once the data verifies: a report of data found wrong could only differ from it more.
+    if manifest["format"] == record.EXPORT_FORMAT and not result.problems:
+        report_parts.end(turns=result.turns, rows=result.rows, late=result.late, unsealed=unsealed)
+        result.problems += report_parts.problems(members.get("report.html", b""))

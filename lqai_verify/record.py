@@ -28,7 +28,10 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 FACTS_FORMAT = "lqai-turn-facts/1"
 SEAL_FORMAT = "lqai-seal/1"
-EXPORT_FORMAT = "lqai-export/1"
+# An export's format: /2 renders report.html from the data files (lqai_verify.report), which the verifier checks;
+# /1 (before that) is still read, its report unchecked.
+EXPORT_FORMAT = "lqai-export/2"
+EXPORT_FORMATS = ("lqai-export/1", EXPORT_FORMAT)
 
 KB = "message_citations"
 CASELAW = "message_caselaw_citations"

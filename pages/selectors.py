@@ -32,8 +32,9 @@ from chats.models import (
     OpinionQuote,
     Project,
 )
-from chats.pages import page_cite, pages_of_span
+from chats.pages import pages_of_span
 from chats.selectors import chats_visible_to, projects_visible_to
+from chats.verification.page_cites import page_cite
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
 from citations.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words

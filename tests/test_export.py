@@ -91,6 +91,10 @@ def rewrite(path: Path, files: dict[str, bytes], *, resign: Ed25519PrivateKey | 
             "fingerprint": record.fingerprint(public),
         }
         files["public_key.json"] = record.canonical_json(keys_file)
+        if "report.html" in files:  # the report names the key that signs the bundle, as its signer would write it
+            files["report.html"] = files["report.html"].replace(
+                manifest["signing_key"].encode(), record.fingerprint(public).encode()
+            )
         manifest["signing_key"] = record.fingerprint(public)
         for name in manifest["files"]:
             manifest["files"][name] = {"sha256": record.sha256_hex(files[name]), "bytes": len(files[name])}
@@ -1113,3 +1117,92 @@ def test_an_export_slot_that_cannot_be_given_back_goes_with_its_connection(setti
 
     with ThreadPoolExecutor(max_workers=1) as pool:  # another server worker, its own connection
         assert pool.submit(take_the_slot).result(timeout=30) == "taken"
+
+
+# --- The report is the report of the data ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_report_that_reads_otherwise_than_its_data_fails_even_when_signed(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """The page a court reads must say what the verified data says: a verdict turned from fail to pass in the
+    report alone, by whoever holds the key or by a faulty renderer, fails the bundle."""
+    chat, turns = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    page = files["report.html"]
+    assert b'<span class="verdict verdict-fail">fail</span>' in page
+
+    passed = page.replace(b'<span class="verdict verdict-fail">fail</span>', b'<span class="verdict">pass</span>', 1)
+    longer = page + b"<p>Every quote above verified.</p>\n"
+    changed = verify_bundle(rewrite(tmp_path / "p.zip", {**files, "report.html": passed}, resign=keys.signing_key()))
+    appended = verify_bundle(rewrite(tmp_path / "a.zip", {**files, "report.html": longer}, resign=keys.signing_key()))
+
+    assert verify_bundle(tmp_path / "m.zip").problems == []
+    failed_turn = next(
+        line["turn"]["message"] for line in lines(files["turns.jsonl"]) if line["turn"]["verdict"] == "fail"
+    )
+    assert failed_turn in turns
+    assert changed.problems == [
+        f"report.html: turn {failed_turn} does not read as the data files say (the page was changed or made otherwise)"
+    ]
+    assert appended.problems == ["report.html: it goes on past the end of the report of the data files"]
+
+
+@pytest.mark.django_db
+def test_a_bundle_from_before_reports_were_rendered_from_the_data_verifies_with_its_report_unchecked(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    manifest = json.loads(files["manifest.json"])
+    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/1"}).encode()
+    files["report.html"] = b"<p>A page rendered by a Django template.</p>"
+
+    result = verify_bundle(rewrite(tmp_path / "old.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert result.problems == []
+    assert any("report.html is not checked: an lqai-export/1 bundle's report" in w for w in result.warnings)
+    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/3"}).encode()
+    future = verify_bundle(rewrite(tmp_path / "new.zip", files, resign=keys.signing_key()))
+    assert future.problems == ["manifest.json: format 'lqai-export/3', expected one of lqai-export/1, lqai-export/2"]
+
+
+@pytest.mark.django_db
+def test_what_a_turn_line_says_of_its_seal_is_checked_against_its_seals(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    chat, turns = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    claimed = lines(files["turns.jsonl"])
+    claimed[0]["sequence"] = 9
+    files["turns.jsonl"] = jsonl(claimed)
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()))
+
+    assert result.problems == [f"turns.jsonl line 1 (turn {turns[0]}): it says sealed #9, its seals say #1"]
+
+
+@pytest.mark.django_db
+def test_the_report_escapes_what_the_turn_recorded(matter_chat: Chat, user: Any, tmp_path: Path) -> None:
+    """Questions, answers and titles are data from users and models: the page shows them, never runs them."""
+    matter_chat.title = "<b>Admissions</b>"
+    matter_chat.save()
+    _, answer = start_turn(chat=matter_chat, content="Is <script>alert(1)</script> a question?", author=user)
+    finalize_turn(
+        message=answer,
+        content='Line one.\n<img src=x onerror="alert(2)">',
+        status=Message.Status.COMPLETE,
+        claimed_citations=[],
+    )
+    path = export(matter_chat, tmp_path / "m.zip")
+
+    page = members(path)["report.html"].decode()
+
+    assert verify_bundle(path, public_key=fingerprint()).problems == []
+    assert "<script>" not in page
+    assert "<img" not in page
+    assert "<b>Admissions" not in page
+    assert "Is &lt;script&gt;alert(1)&lt;/script&gt; a question?" in page
+    assert "Line one.\n&lt;img src=x onerror=&quot;alert(2)&quot;&gt;" in page
+    assert "&lt;b&gt;Admissions&lt;/b&gt; — turn of " in page

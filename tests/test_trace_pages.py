@@ -22,7 +22,8 @@ from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries as AssertNumQueries
 
 from chats.models import CaseCitation, Chat, Message
-from chats.pages import page_cite, pages_of_span, star_pages
+from chats.pages import pages_of_span, star_pages
+from chats.verification.page_cites import page_cite
 from citations import ledger, seals
 from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
