@@ -86,6 +86,10 @@ class _Digesting:
         self.write(record.canonical_json(value) + b"\n")
 
 
+# An export takes from under a second to about a minute: a client refused one asks again after this many seconds.
+RETRY_AFTER_SECONDS = 10
+
+
 class ExportBusy(Exception):
     """An export cannot be prepared now (:func:`export_slot`): ``code`` says why, for the API's 429."""
 
@@ -152,6 +156,25 @@ def _release(held: list[tuple[int, int]]) -> None:
     except DatabaseError:
         logger.warning("export: could not release the export's advisory locks; closing its connection", exc_info=True)
         connection.close()
+
+
+def export_file(*, of: Project | Chat, user_id: int) -> IO[bytes]:
+    """The signed export of ``of`` (a matter, or a chat outside any matter: :func:`export_matter`,
+    :func:`export_chat`) in a temporary file, rewound for reading, prepared in ``user_id``'s export slot and one
+    of the server's (:func:`export_slot`; :class:`ExportBusy` at once if either is taken). A temporary file, not
+    memory: an export can be large. The caller closes it (``FileResponse`` does)."""
+    bundle = tempfile.TemporaryFile()  # noqa: SIM115 - returned open, for the caller to close
+    try:
+        with export_slot(user_id=user_id):
+            if isinstance(of, Project):
+                export_matter(project=of, out=bundle)
+            else:
+                export_chat(chat=of, out=bundle)
+    except BaseException:
+        bundle.close()
+        raise
+    bundle.seek(0)
+    return bundle
 
 
 def excerpt_for(row: dict[str, Any], text: str) -> tuple[int, str]:

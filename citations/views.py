@@ -3,7 +3,6 @@ exports of a matter and of a matter-less chat (``citations.export``)."""
 
 from __future__ import annotations
 
-import tempfile
 from typing import Any
 from uuid import UUID
 
@@ -76,9 +75,6 @@ def _user_id(request: Request) -> int:
     return int(user_id)
 
 
-# An export takes from under a second to about a minute (docs/export.md): a client refused one asks again after this.
-EXPORT_RETRY_AFTER_SECONDS = 10
-
 BUNDLE_DESCRIPTION = (
     "turns, their quotes, case citations and consulted sources, ledger entries and seals (JSON Lines), the quoted "
     "passages, a printable HTML report, a manifest of SHA-256 digests and its Ed25519 signature by the ledger key. "
@@ -96,27 +92,16 @@ EXPORT_RESPONSES: dict[Any, Any] = {
 
 
 def _download(request: Request, of: Project | Chat) -> FileResponse | Response:
-    """The signed export of ``of`` (a matter, or a matter-less chat), prepared in one of the caller's and the
-    server's export slots (:func:`citations.export.export_slot`; 429 when none is free), as a zip download."""
-    # A temporary file, not memory: an export can be large. FileResponse streams it and closes it.
-    bundle = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the FileResponse
+    """The signed export of ``of`` (a matter, or a matter-less chat) as a zip download
+    (:func:`citations.export.export_file`); 429 when the caller's or the server's export slots are taken."""
     try:
-        with export.export_slot(user_id=_user_id(request)):
-            if isinstance(of, Project):
-                export.export_matter(project=of, out=bundle)
-            else:
-                export.export_chat(chat=of, out=bundle)
+        bundle = export.export_file(of=of, user_id=_user_id(request))
     except export.ExportBusy as busy:
-        bundle.close()
         return Response(
             {"detail": str(busy), "code": busy.code},
             status=status.HTTP_429_TOO_MANY_REQUESTS,
-            headers={"Retry-After": str(EXPORT_RETRY_AFTER_SECONDS)},
+            headers={"Retry-After": str(export.RETRY_AFTER_SECONDS)},
         )
-    except BaseException:
-        bundle.close()
-        raise
-    bundle.seek(0)
     return FileResponse(
         bundle, as_attachment=True, filename=export.default_filename(of), content_type="application/zip"
     )

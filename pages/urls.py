@@ -11,6 +11,8 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("chats/<uuid:chat_id>/", views.chat_page, name="chat"),
     path("chats/<uuid:chat_id>/turns/<uuid:message_id>/", views.turn_fragment, name="turn"),
+    path("matters/<uuid:project_id>/record/", views.matter_record, name="matter-record"),
+    path("chats/<uuid:chat_id>/record/", views.chat_record, name="chat-record"),
 ]
 
 # Outside the namespace: LOGIN_URL is /accounts/login/, Django's default.

@@ -11,12 +11,16 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from chats.models import Chat, Project
+from chats.selectors import projects_visible_to
+from citations import export
 from pages import selectors
 
 # The query parameter of the "only what needs review" filter (a link: it works without JavaScript).
@@ -65,3 +69,39 @@ def turn_fragment(request: HttpRequest, chat_id: UUID, message_id: UUID) -> Http
     if chat is None or not turns:
         raise Http404("No such turn visible to you.")
     return render(request, "pages/_turn.html", {"chat": chat, "turn": turns[0], "review_only": _review_only(request)})
+
+
+@require_GET
+@login_required
+def matter_record(request: HttpRequest, project_id: UUID) -> HttpResponseBase:
+    """The matter's signed record, downloaded (the API's export, :func:`citations.export.export_file`, with the
+    same membership rule); a page saying why, with 429, when an export of the user's or the server's
+    ``LQAI_MAX_CONCURRENT_EXPORTS`` are already being prepared."""
+    project = projects_visible_to(request.user).filter(pk=project_id).first()
+    if project is None:
+        raise Http404("No such matter visible to you.")
+    return _record(request, project)
+
+
+@require_GET
+@login_required
+def chat_record(request: HttpRequest, chat_id: UUID) -> HttpResponseBase:
+    """:func:`matter_record` of a chat outside any matter; a chat of a matter goes to its matter's record."""
+    chat = selectors.visible_chat(request.user, chat_id)
+    if chat is None:
+        raise Http404("No such chat visible to you.")
+    if chat.project_id is not None:
+        return redirect("pages:matter-record", project_id=chat.project_id)
+    return _record(request, chat)
+
+
+def _record(request: HttpRequest, of: Project | Chat) -> HttpResponseBase:
+    try:
+        bundle = export.export_file(of=of, user_id=request.user.pk)  # type: ignore[arg-type]  # login_required
+    except export.ExportBusy as busy:
+        response = render(request, "pages/record_busy.html", {"detail": str(busy)}, status=429)
+        response["Retry-After"] = str(export.RETRY_AFTER_SECONDS)
+        return response
+    return FileResponse(
+        bundle, as_attachment=True, filename=export.default_filename(of), content_type="application/zip"
+    )

@@ -24,7 +24,7 @@ from pytest_django import DjangoAssertNumQueries as AssertNumQueries
 from chats.models import CaseCitation, Chat, Message
 from chats.pages import pages_of_span, star_pages
 from chats.verification.page_cites import page_cite
-from citations import ledger, seals
+from citations import export, ledger, seals
 from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
@@ -172,29 +172,30 @@ def test_the_home_page_lists_the_matters_with_their_chats_and_latest_verdicts(
 def test_a_member_downloads_the_matters_signed_record_from_its_pages_and_a_stranger_gets_404(
     member: User, member_client: Client, chat: Chat, tmp_path: Path
 ) -> None:
-    """The pages link each matter's export (the API's, with the browser's session): a zip that verifies offline.
-    A chat outside any matter links its own."""
+    """The pages link each matter's export (the API's export, with the page's session and the same membership
+    rule): a zip that verifies offline. A chat outside any matter links its own."""
     message = _turn(chat)
     ledger.assemble(message)
     seals.seal_turn(message_id=message.pk)
     own = factories.ChatFactory.create(project=None, owner=member, title="A private chat")
-    url = reverse("citations:project-export", args=[chat.project_id])
-    link = f'<a href="{url}" download>Download the matter\'s signed record</a>'
+    url = reverse("pages:matter-record", args=[chat.project_id])
+    link = f'<a href="{url}">Download the matter\'s signed record</a>'
 
     home, page = (member_client.get(path).content.decode() for path in ("/", _page(chat)))
     download = member_client.get(url)
 
     assert home.count(link) == 1
     assert link in page
-    own_url = reverse("citations:chat-export", args=[own.pk])
-    assert (
-        f'<a href="{own_url}" download>Download this chat\'s signed record</a>'
-        in member_client.get(_page(own)).content.decode()
-    )
-    assert "the matter's signed record" not in member_client.get(_page(own)).content.decode()
+    own_url = reverse("pages:chat-record", args=[own.pk])
+    own_page = member_client.get(_page(own)).content.decode()
+    assert f'<a href="{own_url}">Download this chat\'s signed record</a>' in own_page
+    assert "the matter's signed record" not in own_page
     assert member_client.get(own_url).status_code == 200
+    # A chat of a matter has no record of its own: its link goes to the matter's.
+    assert member_client.get(reverse("pages:chat-record", args=[chat.pk]))["Location"] == url
     assert download.status_code == 200
     assert download["Content-Type"] == "application/zip"
+    assert "attachment" in download["Content-Disposition"]
     bundle = tmp_path / "matter.zip"
     bundle.write_bytes(b"".join(download.streaming_content))  # type: ignore[attr-defined]
     checked = verify_bundle(bundle)
@@ -203,7 +204,29 @@ def test_a_member_downloads_the_matters_signed_record_from_its_pages_and_a_stran
     stranger = Client()
     stranger.force_login(factories.UserFactory.create(username="mallory"))
     assert stranger.get(url).status_code == 404
-    assert Client().get(url).status_code in (401, 403)  # signed out: no record, and no redirect to a page
+    assert stranger.get(own_url).status_code == 404
+    assert Client().get(url)["Location"].startswith("/accounts/login/")  # signed out: to the login, no record
+
+
+def test_a_record_asked_for_while_another_is_prepared_says_so_on_a_page(
+    member_client: Client, chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second click while the first export is prepared (the slots themselves are tested on PostgreSQL, in
+    tests/test_export.py): a page in words with 429 and Retry-After, not a failed download."""
+
+    def busy(*, user_id: int) -> Any:
+        raise export.ExportBusy("An export of yours is already being prepared.", code="export_in_progress")
+
+    monkeypatch.setattr(export, "export_slot", busy)
+
+    response = member_client.get(reverse("pages:matter-record", args=[chat.project_id]))
+
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) > 0
+    assert response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    assert "The signed record is not ready yet" in page
+    assert "An export of yours is already being prepared." in page
 
 
 # --- A chat -------------------------------------------------------------------------------------------------------
