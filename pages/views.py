@@ -1,4 +1,5 @@
-"""The trace pages (server-rendered, behind Django's login): a member's matters, and a chat read claim by claim.
+"""The trace pages (server-rendered, behind Django's login): a member's matters, and a chat read claim by claim;
+and the download of a matter's signed record (or a matter-less chat's), the API's export.
 
 Every chat is looked up through the API's access rule (:func:`chats.selectors.chats_visible_to`): a chat
 the user may not read is a 404, as in the API. Asking a question from a chat page goes through the API's
