@@ -1,5 +1,5 @@
-"""Checking a matter export (``lqai-export/1``, written by ``citations.export``), or a matter-less chat's, with
-nothing but the bundle:
+"""Checking a matter export (``lqai-export/2``, or ``/1`` before it, written by ``citations.export``), or a
+matter-less chat's, with nothing but the bundle:
 
 1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
 2. every file against its SHA-256 in the manifest, and no file the manifest does not list;
@@ -11,7 +11,9 @@ nothing but the bundle:
 6. every verified quote re-verified against its bundled passage with the server's own code
    (``chats.verification``); a quote stored before passage digests were recorded is re-verified with a
    warning that no digest from its time vouches for the passage, and in a turn sealed late (verified before
-   its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem.
+   its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem;
+7. once all of that holds, ``report.html`` against the report rendered again from the checked data
+   (:mod:`lqai_verify.report`), byte for byte (``lqai-export/2``; a ``/1`` bundle's report is not checked).
 
 Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
 sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON are problems like any
