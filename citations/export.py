@@ -159,17 +159,14 @@ def _release(held: list[tuple[int, int]]) -> None:
 
 
 def export_file(*, of: Project | Chat, user_id: int) -> IO[bytes]:
-    """The signed export of ``of`` (a matter, or a chat outside any matter: :func:`export_matter`,
-    :func:`export_chat`) in a temporary file, rewound for reading, prepared in ``user_id``'s export slot and one
-    of the server's (:func:`export_slot`; :class:`ExportBusy` at once if either is taken). A temporary file, not
-    memory: an export can be large. The caller closes it (``FileResponse`` does)."""
+    """The signed export of ``of`` (:func:`export_record`) in a temporary file, rewound for reading, prepared in
+    ``user_id``'s export slot and one of the server's (:func:`export_slot`; :class:`ExportBusy` at once if either
+    is taken). A temporary file, not memory: an export can be large. The caller closes it (``FileResponse``
+    does)."""
     bundle = tempfile.TemporaryFile()  # noqa: SIM115 - returned open, for the caller to close
     try:
         with export_slot(user_id=user_id):
-            if isinstance(of, Project):
-                export_matter(project=of, out=bundle)
-            else:
-                export_chat(chat=of, out=bundle)
+            export_record(of=of, out=bundle)
     except BaseException:
         bundle.close()
         raise
@@ -211,6 +208,10 @@ class _Subject:
     # Read in the export's snapshot (querysets are lazy): its finalized turns, and its chats (for their titles).
     turns: QuerySet[Message]
     chats: QuerySet[Chat]
+
+    @classmethod
+    def of(cls, of: Project | Chat) -> _Subject:
+        return cls.of_matter(of) if isinstance(of, Project) else cls.of_chat(of)
 
     @classmethod
     def of_matter(cls, project: Project) -> _Subject:
@@ -277,13 +278,20 @@ def export_matter(
     """Write the signed export of ``project`` to ``out`` (a binary, seekable file): the matter as it stood when
     the export began (:func:`citations.integrity.one_snapshot`), whatever turns commit while it runs. Reads
     only. ``on_batch`` is called with the number of turns of each batch written (for a progress bar)."""
-    return _export(_Subject.of_matter(project), out=out, on_batch=on_batch)
+    return export_record(of=project, out=out, on_batch=on_batch)
 
 
-def export_chat(*, chat: Chat, out: IO[bytes], on_batch: Callable[[int], object] | None = None) -> ExportSummary:
-    """:func:`export_matter` for a chat outside any matter, whose turns chain on their own (the manifest names
-    the chat instead of a matter). Raises :class:`ChatOfAMatter` for a chat of a matter."""
-    return _export(_Subject.of_chat(chat), out=out, on_batch=on_batch)
+def export_record(
+    *, of: Project | Chat, out: IO[bytes], on_batch: Callable[[int], object] | None = None
+) -> ExportSummary:
+    """:func:`export_matter` of a matter, or of a chat outside any matter, whose turns chain on their own (the
+    manifest names the chat instead of a matter). Raises :class:`ChatOfAMatter` for a chat of a matter."""
+    return _export(_Subject.of(of), out=out, on_batch=on_batch)
+
+
+def finalized_turns_of(of: Project | Chat) -> QuerySet[Message]:
+    """The finalized turns :func:`export_record` of ``of`` writes (for a progress bar's total)."""
+    return _Subject.of(of).turns
 
 
 @one_snapshot()

@@ -398,13 +398,11 @@ def test_export_matter_refuses_an_unknown_matter_or_a_missing_directory(matter_c
 def test_an_interrupted_export_leaves_no_file(
     matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citations.management.commands import export_matter as command
-
-    def fails_halfway(*, project: Any, out: Any, on_batch: Any) -> None:
+    def fails_halfway(*, of: Any, out: Any, on_batch: Any) -> None:
         out.write(b"PK half a zip")
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(command, "export_matter", fails_halfway)
+    monkeypatch.setattr(export_module, "export_record", fails_halfway)
 
     with pytest.raises(OSError, match="No space left"):
         call_command("export_matter", str(matter_chat.project_id), "--out", str(tmp_path / "m.zip"))

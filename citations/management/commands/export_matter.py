@@ -6,19 +6,15 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db.models import QuerySet
 from tqdm import tqdm
 
-from chats.models import Chat, Message, Project
-from citations.export import ChatOfAMatter, ExportSummary, export_chat, export_matter
-from citations.seals import finalized_turns
+from chats.models import Chat, Project
+from citations import export
 
 # A progress bar (on a terminal only) from this many turns; a smaller matter exports in seconds.
 PROGRESS_FROM = 2_000
@@ -40,14 +36,14 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, required=True, help="the zip file to write")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        turns, export = self._export(matter=options["matter"], chat=options["chat"])
+        of = self._subject(matter=options["matter"], chat=options["chat"])
         out: Path = options["out"]
         if not out.parent.is_dir():
             raise CommandError(f"--out {out}: the directory {out.parent} does not exist.")
         # Written beside the target and renamed into place: an interrupted export leaves no half-written file.
         with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", delete=False) as partial_file:
             try:
-                total = turns.count()
+                total = export.finalized_turns_of(of).count()
                 with tqdm(
                     total=total,
                     unit="turn",
@@ -55,7 +51,7 @@ class Command(BaseCommand):
                     file=sys.stderr,
                     desc="export_matter",
                 ) as bar:
-                    summary = export(out=partial_file, on_batch=bar.update)
+                    summary = export.export_record(of=of, out=partial_file, on_batch=bar.update)
             except BaseException:
                 os.unlink(partial_file.name)
                 raise
@@ -67,10 +63,8 @@ class Command(BaseCommand):
             f"passages; signed by {summary.fingerprint}{warning}"
         )
 
-    def _export(
-        self, *, matter: UUID | None, chat: UUID | None
-    ) -> tuple[QuerySet[Message], Callable[..., ExportSummary]]:
-        """The finalized turns to export (for the progress bar), and the export that writes them."""
+    def _subject(self, *, matter: UUID | None, chat: UUID | None) -> Project | Chat:
+        """The matter, or the chat outside any matter, to export."""
         if (matter is None) == (chat is None):
             raise CommandError("Pass a matter id, or --chat and a chat id, not both.")
         if chat is not None:
@@ -78,10 +72,10 @@ class Command(BaseCommand):
             if the_chat is None:
                 raise CommandError(f"No chat {chat}: pass a chat id (see the admin's Chats).")
             if the_chat.project_id is not None:
-                raise CommandError(f"{ChatOfAMatter(the_chat)} (export_matter {the_chat.project_id} --out FILE)")
-            return finalized_turns().filter(chat=the_chat), partial(export_chat, chat=the_chat)
+                raise CommandError(f"{export.ChatOfAMatter(the_chat)} (export_matter {the_chat.project_id} --out FILE)")
+            return the_chat
         assert matter is not None  # noqa: S101 - exactly one of the two, checked above
         project = Project.objects.filter(pk=matter).first()
         if project is None:
             raise CommandError(f"No matter {matter}: pass a project id (see the admin's Projects).")
-        return finalized_turns(project.pk), partial(export_matter, project=project)
+        return project
