@@ -124,43 +124,55 @@ def turn(
         f'<h3>Answer</h3>\n<div class="text">{_e(line.get("answer", ""))}</div>\n'
     ]
     quotes = sorted((r for r in rows if r["table"] in record.QUOTE_TABLES), key=lambda r: r["position"])
-    if quotes:
-        parts.append(
-            f"<h3>Quotes ({len(quotes)})</h3>\n<table>\n"
-            "<tr><th>#</th><th>Quote</th><th>Source</th><th>Status</th><th>Alterations</th></tr>\n"
+    parts.append(
+        _table(
+            "Quotes",
+            ("#", "Quote", "Source", "Status", "Alterations"),
+            [
+                (str(number), f"“{_e(row['quote'])}”", _source(row, passages), _status(row), _alterations(row))
+                for number, row in enumerate(quotes, start=1)
+            ],
         )
-        for number, row in enumerate(quotes, start=1):
-            parts.append(
-                f"<tr><td>{number}</td><td>“{_e(row['quote'])}”</td><td>{_source(row, passages)}</td>"
-                f"<td>{_status(row)}</td><td>{_alterations(row)}</td></tr>\n"
-            )
-        parts.append("</table>\n")
+    )
     cases = sorted((r for r in rows if r["table"] == record.CASE), key=lambda r: r["answer_offset_start"])
-    if cases:
-        parts.append(
-            f"<h3>Case citations ({len(cases)})</h3>\n<table>\n"
-            "<tr><th>Citation</th><th>Case name as written</th><th>Status</th><th>Detail</th></tr>\n"
+    parts.append(
+        _table(
+            "Case citations",
+            ("Citation", "Case name as written", "Status", "Detail"),
+            [
+                (
+                    _e(r["citation"]),
+                    _e(r.get("case_name") or "—"),
+                    _e(str(r["status"]).replace("_", " ")),
+                    _e(r.get("detail") or "—"),
+                )
+                for r in cases
+            ],
         )
-        parts += [
-            f"<tr><td>{_e(r['citation'])}</td><td>{_e(r.get('case_name') or '—')}</td>"
-            f"<td>{_e(str(r['status']).replace('_', ' '))}</td><td>{_e(r.get('detail') or '—')}</td></tr>\n"
-            for r in cases
-        ]
-        parts.append("</table>\n")
+    )
     tools = sorted((r for r in rows if r["table"] == record.TOOL), key=lambda r: r["position"])
-    if tools:
-        parts.append(
-            f"<h3>Sources consulted ({len(tools)})</h3>\n<table>\n"
-            "<tr><th>Source</th><th>Tool</th><th>Provider</th></tr>\n"
+    parts.append(
+        _table(
+            "Sources consulted",
+            ("Source", "Tool", "Provider"),
+            [
+                (f"{_e(r['label'])}{_small(r.get('subtitle'))}", _e(r["tool"]), _e(r.get("provider") or "—"))
+                for r in tools
+            ],
         )
-        parts += [
-            f"<tr><td>{_e(r['label'])}{_small(r.get('subtitle'))}</td><td>{_e(r['tool'])}</td>"
-            f"<td>{_e(r.get('provider') or '—')}</td></tr>\n"
-            for r in tools
-        ]
-        parts.append("</table>\n")
+    )
     parts.append("</section>\n")
     return "".join(parts)
+
+
+def _table(heading: str, columns: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
+    """A titled table of ``cells`` (already HTML), one row each, with its count in the title; nothing when
+    there is no row."""
+    if not cells:
+        return ""
+    head = "".join(f"<th>{column}</th>" for column in columns)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>\n" for row in cells)
+    return f"<h3>{heading} ({len(cells)})</h3>\n<table>\n<tr>{head}</tr>\n{body}</table>\n"
 
 
 def _small(text: Any) -> str:
