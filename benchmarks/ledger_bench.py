@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,32 +200,56 @@ def peak_rss_of_command(*, database_url: str, batch_size: int) -> tuple[float, s
 
 
 @contextmanager
-def post_finalize_receivers(*, without: Collection[str] = ()) -> Iterator[None]:
+def post_finalize_receivers(
+    *, without: Collection[str] = (), timed: Mapping[str, list[float]] | None = None
+) -> Iterator[None]:
     """``post_finalize``'s shipped receivers (``citations.receivers.POST_FINALIZE_RECEIVERS``) inside the block,
     less those whose ``dispatch_uid`` is in ``without``, in their shipped order; afterwards all of them again, in
-    exactly that order (a receiver connected again alone would run after the others)."""
-    unknown = set(without) - {uid for uid, _ in POST_FINALIZE_RECEIVERS}
+    exactly that order (a receiver connected again alone would run after the others). A receiver whose
+    ``dispatch_uid`` is a key of ``timed`` runs as shipped inside the block, and the seconds of each of its calls
+    are appended to that key's list."""
+    unknown = (set(without) | set(timed or ())) - {uid for uid, _ in POST_FINALIZE_RECEIVERS}
     if unknown:
         raise ValueError(f"not a post_finalize receiver: {', '.join(sorted(unknown))}")
-    _connect_in_order(without=without)
+    _connect_in_order(without=without, timed=timed or {})
     try:
         yield
     finally:
-        _connect_in_order(without=())
+        _connect_in_order(without=(), timed={})
 
 
-def _connect_in_order(*, without: Collection[str]) -> None:
+def _connect_in_order(*, without: Collection[str], timed: Mapping[str, list[float]]) -> None:
     for dispatch_uid, _ in POST_FINALIZE_RECEIVERS:
         post_finalize.disconnect(dispatch_uid=dispatch_uid, sender=Message)
     for dispatch_uid, receiver in POST_FINALIZE_RECEIVERS:
-        if dispatch_uid not in without:
-            post_finalize.connect(receiver, sender=Message, dispatch_uid=dispatch_uid)
+        if dispatch_uid in without:
+            continue
+        if dispatch_uid in timed:
+            receiver = _timed(receiver, timed[dispatch_uid])
+        # weak=False: a timing wrapper is referenced from nowhere else (the shipped receivers are module functions)
+        post_finalize.connect(receiver, sender=Message, dispatch_uid=dispatch_uid, weak=False)
 
 
-def receiver_connected(dispatch_uid: str, *, connected: bool) -> AbstractContextManager[None]:
+def _timed(receiver: Callable[..., None], seconds: list[float]) -> Callable[..., None]:
+    """``receiver``, appending the seconds of each call to ``seconds``."""
+
+    def timed_receiver(sender: Any, **kwargs: Any) -> None:
+        started = time.perf_counter()
+        try:
+            receiver(sender, **kwargs)
+        finally:
+            seconds.append(time.perf_counter() - started)
+
+    return timed_receiver
+
+
+def receiver_connected(
+    dispatch_uid: str, *, connected: bool, seconds: list[float] | None = None
+) -> AbstractContextManager[None]:
     """The ``post_finalize`` receiver ``dispatch_uid`` connected (as shipped) or not inside the block, the others
-    as shipped; everything as shipped afterwards."""
-    return post_finalize_receivers(without=() if connected else (dispatch_uid,))
+    as shipped; everything as shipped afterwards. Connected with ``seconds``, each of its calls is timed there."""
+    timed = {dispatch_uid: seconds} if connected and seconds is not None else None
+    return post_finalize_receivers(without=() if connected else (dispatch_uid,), timed=timed)
 
 
 def ledger_receiver(*, connected: bool) -> AbstractContextManager[None]:

@@ -3,7 +3,8 @@
 
 11. sealing's share of a whole single-shot API turn: the seal receiver connected against disconnected
    (the ledger's connected in both), interleaved turn by turn with ``ledger_bench.alternating``, in a matter
-   of real opinions of 20-100 KB, default backend (goal: <= 2%), and the queries it adds;
+   of real opinions of 20-100 KB, default backend (goal: <= 2%), and the queries it adds; for the record, the
+   seal receiver's own time in those turns (median and 90th percentile), beside the goal proposed for it;
 12. ``verify_ledger``'s check (``citations.integrity.verify_record``) over the whole record against a plain
     ``SELECT`` of the same columns of the same tables, read to the end through server-side cursors
     (goal: <= 2x), alternating, median of the repeats; for the record, ``seal_turns`` sealing every turn of the
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import statistics
 import sys
 import time
 from contextlib import AbstractContextManager, ExitStack
@@ -28,6 +30,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 SEAL_SHARE_GOAL = 0.02
+# The goal proposed for item 11 in place of the share (issue notes): the seal's own time per turn, and its queries.
+SEAL_PROPOSED_MS = 5.0
+SEAL_PROPOSED_QUERIES = 5
 VERIFY_GOAL = 2.0
 SEAL_UID = "citations.seal_turn_on_finalize"
 
@@ -53,11 +58,12 @@ PLAIN_SELECTS = (
 )
 
 
-def seal_receiver(*, connected: bool) -> AbstractContextManager[None]:
-    """The seal's ``post_finalize`` receiver connected (as shipped: after the ledger's) or not."""
+def seal_receiver(*, connected: bool, seconds: list[float] | None = None) -> AbstractContextManager[None]:
+    """The seal's ``post_finalize`` receiver connected (as shipped: after the ledger's) or not; connected with
+    ``seconds``, the seconds of each of its calls are appended there."""
     from benchmarks.ledger_bench import receiver_connected
 
-    return receiver_connected(SEAL_UID, connected=connected)
+    return receiver_connected(SEAL_UID, connected=connected, seconds=seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,15 +72,26 @@ class SealShare:
     off: float
     queries_on: int
     queries_off: int
+    # The seal receiver's own seconds in each turn of the "on" arm (timed around the receiver, in those turns).
+    seal: list[float]
 
     @property
     def share(self) -> float:
         return self.on / self.off - 1
 
+    @property
+    def seal_median(self) -> float:
+        return statistics.median(self.seal)
+
+    @property
+    def seal_p90(self) -> float:
+        return statistics.quantiles(self.seal, n=10)[-1] if len(self.seal) > 1 else self.seal[0]
+
 
 def sealing_share(*, turns: int) -> SealShare:
     """Whole single-shot turns through the API, default backend, seal receiver on and off (alternating);
-    each turn's seal checked."""
+    each turn's seal checked. In the "on" turns the receiver itself is timed too: the seal's cost read
+    directly, not as the difference of two medians of whole turns, each noisier than the seal is long."""
     from django.contrib.auth.models import User
     from django.db import connection
     from django.test.utils import CaptureQueriesContext, override_settings
@@ -88,10 +105,12 @@ def sealing_share(*, turns: int) -> SealShare:
     client.force_authenticate(user=owner)
     question = "Must the reviewing court be satisfied that no workable race-neutral alternative exists?"
 
+    seal_seconds: list[float] = []
+
     def one_turn(connected: bool, *, capture: bool = False) -> tuple[float, int]:
         chat = ledger_bench._matter(owner)
         with ExitStack() as stack:
-            stack.enter_context(seal_receiver(connected=connected))
+            stack.enter_context(seal_receiver(connected=connected, seconds=seal_seconds))
             stack.enter_context(
                 override_settings(LQAI_ASSISTANT_BACKEND=ledger_bench.DEFAULT_BACKEND, **ledger_bench.TURN_SETTINGS)
             )
@@ -106,8 +125,17 @@ def sealing_share(*, turns: int) -> SealShare:
 
     _, queries_on = one_turn(True, capture=True)  # also the warm-up
     _, queries_off = one_turn(False, capture=True)
+    seal_seconds.clear()
     times = ledger_bench.alternating(lambda connected: one_turn(connected)[0], rounds=turns)
-    return SealShare(ledger_bench.median(times[True]), ledger_bench.median(times[False]), queries_on, queries_off)
+    if len(seal_seconds) != len(times[True]):
+        raise RuntimeError(f"{len(seal_seconds)} seals timed in {len(times[True])} turns with the seal receiver")
+    return SealShare(
+        ledger_bench.median(times[True]),
+        ledger_bench.median(times[False]),
+        queries_on,
+        queries_off,
+        seal=list(seal_seconds),
+    )
 
 
 def plain_select() -> int:
@@ -263,6 +291,15 @@ def rows_for(share: SealShare, run: VerifyRun) -> list[Any]:
             f"+{share.queries_on - share.queries_off} queries",
             f"<= {SEAL_SHARE_GOAL:.0%}",
             _verdict(share.share <= SEAL_SHARE_GOAL),
+        ),
+        Row(
+            "11 detail",
+            "the seal receiver itself, timed inside the same turns (savepoint, facts read, chain head locked, "
+            "seal written and signed): median, 90th percentile, share of the median turn with the seal",
+            f"{share.seal_median * 1000:.2f} ms, {share.seal_p90 * 1000:.2f} ms; "
+            f"{share.seal_median / share.on:.1%} of {share.on * 1000:.1f} ms",
+            f"(proposed: <= {SEAL_PROPOSED_MS:.0f} ms, <= {SEAL_PROPOSED_QUERIES} queries)",
+            "-",
         ),
         Row(
             "12",

@@ -89,3 +89,36 @@ def test_an_unknown_receiver_is_refused_and_nothing_changes(calls: list[str]) ->
         pass
 
     assert receivers_run(calls) == ["ledger", "seal"]
+
+
+def test_a_timed_receiver_runs_as_shipped_and_each_call_is_timed(calls: list[str]) -> None:
+    seconds: list[float] = []
+
+    with receiver_connected(SEAL_UID, connected=True, seconds=seconds):
+        assert receivers_run(calls) == ["ledger", "seal"]
+        assert receivers_run(calls) == ["ledger", "seal"]
+
+    # One duration per call of the timed receiver, none of the other's; none once the block is left
+    assert len(seconds) == 2
+    assert all(0 < second < 5 for second in seconds)
+    assert receivers_run(calls) == ["ledger", "seal"]
+    assert len(seconds) == 2
+
+
+def test_a_receiver_switched_off_is_not_timed(calls: list[str]) -> None:
+    seconds: list[float] = []
+
+    with receiver_connected(SEAL_UID, connected=False, seconds=seconds):
+        assert receivers_run(calls) == ["ledger"]
+
+    assert seconds == []
+
+
+def test_timing_an_unknown_receiver_is_refused(calls: list[str]) -> None:
+    with (
+        pytest.raises(ValueError, match=r"not a post_finalize receiver: citations\.seal_typo"),
+        post_finalize_receivers(timed={"citations.seal_typo": []}),
+    ):
+        pass
+
+    assert receivers_run(calls) == ["ledger", "seal"]
