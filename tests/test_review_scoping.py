@@ -71,3 +71,52 @@ def test_a_document_moved_to_another_matter_is_not_quoted_in_its_old_matter(alic
     answer = response.json()["message"]["content"]
     assert "four million" not in answer
     assert "Hargreave settlement memo" not in answer
+
+
+# --- the admin names rows of other matters, and users outside the staff user's matters -----------------------------
+
+
+def _staff(username: str, *codenames: str) -> User:
+    user = factories.UserFactory.create(username=username, is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+def test_the_admin_chat_form_does_not_name_a_matter_the_staff_user_is_not_in(alice: User, bob: User) -> None:
+    # Given anne, staff and member of matter A only, and bob's matter B
+    anne = _staff("anne", "view_chat", "change_chat")
+    matter_a = factories.ProjectFactory.create(owner=alice, members=[anne], name="Matter A")
+    matter_b = factories.ProjectFactory.create(owner=bob, name="Hargreave v. Crown Holdings (confidential)")
+    chat = factories.ChatFactory.create(project=matter_a, owner=alice, title="Intake")
+    client = Client()
+    client.force_login(anne)
+
+    # When she submits her chat's form with matter B's id (refused: not one of hers)
+    response = client.post(
+        reverse("admin:chats_chat_change", args=[chat.pk]),
+        {"project": str(matter_b.pk), "owner": alice.pk, "title": "Intake"},
+    )
+    assert response.status_code == 200
+    assert "project" in response.context["adminform"].form.errors
+    assert Chat.objects.get(pk=chat.pk).project_id == matter_a.pk
+
+    # Then the form shown again does not name matter B (as if it did not exist)
+    assert "Hargreave" not in response.content.decode()
+
+
+def test_the_admin_names_no_user_outside_the_staff_users_matters(alice: User) -> None:
+    # Given anne, staff, member of alice's matter only; zoe belongs to none of anne's matters
+    anne = _staff("anne", "view_chat", "add_chat", "view_user")
+    factories.ProjectFactory.create(owner=alice, members=[anne])
+    zoe = factories.UserFactory.create(username="zoe-outsider")
+    client = Client()
+    client.force_login(anne)
+    # zoe's user page is as if she did not exist (users_visible_to)
+    assert client.get(reverse("admin:auth_user_change", args=[zoe.pk])).status_code == 302
+
+    # When anne opens the add form of a chat with zoe's id as the owner (the admin's ?field= initial values)
+    response = client.get(reverse("admin:chats_chat_add") + f"?owner={zoe.pk}")
+
+    # Then the page does not name zoe
+    assert response.status_code == 200
+    assert "zoe-outsider" not in response.content.decode()
