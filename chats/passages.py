@@ -212,6 +212,20 @@ def search_matter_passages(
         ]
         ranked = rank_by_overlap(candidates, terms, limit=margin)
     by_source = {n: document_id for document_id, n in order.items()}
+    chosen = _choose(ranked, limit=limit, documents=documents)
+    loaded = Document.objects.filter(project_id=project_id).in_bulk([by_source[p.source] for p in chosen])
+    if any(by_source[p.source] not in loaded for p in chosen):
+        # A document moved out of the matter below save() keeps its passages here until the new matter's next
+        # turn makes them again there (chats.0030): only the matter's own documents are quoted.
+        current = set(Document.objects.filter(project_id=project_id, pk__in=list(order)).values_list("pk", flat=True))
+        chosen = _choose([p for p in ranked if by_source[p.source] in current], limit=limit, documents=documents)
+        loaded = Document.objects.filter(project_id=project_id).in_bulk([by_source[p.source] for p in chosen])
+    return [(loaded[by_source[p.source]], p) for p in chosen if by_source[p.source] in loaded]
+
+
+def _choose(ranked: list[Passage], *, limit: int, documents: int) -> list[Passage]:
+    """The first ``limit`` of ``ranked`` (best first) that overlap none chosen before, from at most ``documents``
+    documents."""
     chosen: list[Passage] = []
     for passage in without_overlaps(ranked, limit=len(ranked)):
         kept_documents = {p.source for p in chosen}
@@ -219,5 +233,4 @@ def search_matter_passages(
             chosen.append(passage)
         if len(chosen) == limit:
             break
-    loaded = Document.objects.in_bulk([by_source[p.source] for p in chosen])
-    return [(loaded[by_source[p.source]], p) for p in chosen]
+    return chosen

@@ -312,3 +312,52 @@ def test_a_matters_search_reads_its_own_passages_not_every_matters() -> None:
         (plan,) = cursor.fetchone()[0]
     # Then it reads the matter's passages at most (not the 100 x as many of the other matters)
     assert _rows_read(plan["Plan"]) <= 3 * own, json.dumps(plan, indent=1)[:4000]
+
+
+def _counted_in(project: Project) -> dict[str, int]:
+    """The matter's word counts as stored, without the words no passage holds any more."""
+    return {w: n for w, n in MatterTerm.objects.filter(project=project).values_list("lexeme", "passages") if n}
+
+
+def test_a_document_moved_by_save_has_its_passages_in_its_new_matter_only() -> None:
+    # Given a document filed in matter A, beside another of A's
+    old, new = factories.ProjectFactory.create(), factories.ProjectFactory.create()
+    moved = factories.DocumentFactory.create(project=old, content=OPINIONS[0].read_text(encoding="utf-8"))
+    stays = factories.DocumentFactory.create(project=old, content=OPINIONS[1].read_text(encoding="utf-8"))
+
+    # When it is moved to matter B by a save (the admin's form, the demo)
+    moved.project = new
+    moved.save()
+
+    # Then its passages are B's, made again from the same content, and A's search no longer finds them
+    assert set(moved.passages.values_list("project_id", flat=True)) == {new.pk}
+    assert stored(moved) == expected(moved.content)
+    in_old = search_matter_passages(project_id=old.pk, question=QUESTIONS[3], limit=10, documents=5)
+    in_new = search_matter_passages(project_id=new.pk, question=QUESTIONS[3], limit=10, documents=5)
+    assert {d.pk for d, _ in in_old} == {stays.pk}
+    assert {d.pk for d, _ in in_new} == {moved.pk}
+    if connection.vendor == "postgresql":  # the matters' word counts follow the passages
+        assert _counted_in(old) == _counted_words(old)
+        assert _counted_in(new) == _counted_words(new)
+
+
+def test_a_document_moved_below_save_is_quoted_in_neither_matter_but_its_new_one() -> None:
+    # Given a document of matter A, beside another of A's
+    old, new = factories.ProjectFactory.create(), factories.ProjectFactory.create()
+    moved = factories.DocumentFactory.create(project=old, content=OPINIONS[0].read_text(encoding="utf-8"))
+    stays = factories.DocumentFactory.create(project=old, content=OPINIONS[0].read_text(encoding="utf-8"))
+
+    # When an UPDATE that save() never sees moves it to matter B
+    Document.objects.filter(pk=moved.pk).update(project=new)
+
+    # Then the database's trigger marked its passages as to be made again
+    assert Document.objects.get(pk=moved.pk).passages_sha256 == ""
+    # And A's search, though its passages are still filed under A, quotes only A's own document
+    assert DocumentPassage.objects.filter(document=moved, project=old).exists()
+    in_old = search_matter_passages(project_id=old.pk, question=QUESTIONS[3], limit=10, documents=5)
+    assert in_old
+    assert {d.pk for d, _ in in_old} == {stays.pk}
+    # And B's next search makes them again under B and finds them
+    in_new = search_matter_passages(project_id=new.pk, question=QUESTIONS[3], limit=10, documents=5)
+    assert {d.pk for d, _ in in_new} == {moved.pk}
+    assert set(DocumentPassage.objects.filter(document=moved).values_list("project_id", flat=True)) == {new.pk}

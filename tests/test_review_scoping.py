@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from chats.models import Chat, Document, Project
+from chats.models import Chat, Project
 from tests import factories
 
 pytestmark = pytest.mark.django_db
