@@ -30,10 +30,11 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from django.contrib import admin, messages
+from django.contrib.admin import widgets
 from django.contrib.admin.options import BaseModelAdmin
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import ForeignKey, Model, Q, QuerySet, URLField
 from django.forms import ModelChoiceField
 from django.http import HttpRequest, HttpResponse
@@ -133,11 +134,45 @@ class MatterScopedAdmin(BaseModelAdmin):
     def formfield_for_foreignkey(
         self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
     ) -> ModelChoiceField[Any] | None:
-        if not request.user.is_superuser and db_field.related_model is Project:
-            kwargs["queryset"] = projects_visible_to(request.user)
-        elif not request.user.is_superuser and db_field.related_model is Chat:
-            kwargs["queryset"] = chats_visible_to(request.user)
+        """A matter, chat or user picker offers only the staff user's own (what the API shows them); a raw-id
+        picker names only those too (another id is shown bare, as if no such row existed)."""
+        visible = None if request.user.is_superuser else _visible_of(db_field.remote_field.model, request)
+        if visible is not None:
+            kwargs["queryset"] = visible
+            if db_field.name in self.raw_id_fields:
+                kwargs["widget"] = ScopedRawIdWidget(
+                    db_field.remote_field, self.admin_site, visible=visible, using=kwargs.get("using")
+                )
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+def _visible_of(model: Any, request: HttpRequest) -> QuerySet[Any] | None:
+    """The rows of ``model`` the API shows ``request.user`` (matters, chats, users), ``None`` for other models."""
+    if model is Project:
+        return projects_visible_to(request.user)
+    if model is Chat:
+        return chats_visible_to(request.user)
+    if model is User:
+        return users_visible_to(request.user)
+    return None
+
+
+class ScopedRawIdWidget(widgets.ForeignKeyRawIdWidget):
+    """Django's raw-id picker, naming (and linking) the chosen row only if it is one of ``visible``: the stock
+    widget looks the id up in the whole table, so any id typed in, or passed as ``?field=`` to an add form,
+    would print that row's name."""
+
+    def __init__(self, rel: Any, admin_site: admin.AdminSite, *, visible: QuerySet[Any], **kwargs: Any) -> None:
+        super().__init__(rel, admin_site, **kwargs)
+        self.visible = visible
+
+    def label_and_url_for_value(self, value: Any) -> tuple[str, str]:
+        key = self.rel.get_related_field().name
+        try:
+            shown = self.visible.filter(**{key: value}).exists()
+        except (ValueError, ValidationError):
+            shown = False
+        return super().label_and_url_for_value(value) if shown else ("", "")
 
 
 class PermanentRecordDeleteAdmin(admin.ModelAdmin):

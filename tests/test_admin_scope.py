@@ -287,3 +287,55 @@ def test_a_superuser_manages_every_user(admin_client: Client, people: dict[str, 
     assert {"anne", "bob", "carl", "dora"} <= {user.username for user in listed.context["cl"].result_list}
     assert 'name="is_superuser"' in admin_client.get(_url(User, "change", people["dora"].pk)).content.decode()
     assert admin_client.get(_url(User, "add")).status_code == 200
+
+
+def _staff_with(username: str, *codenames: str) -> User:
+    """A staff user (not a superuser) with just these permissions."""
+    user = factories.UserFactory.create(username=username, is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+# A raw-id picker (Django's looks the id up in the whole table) names only rows the staff user may see.
+
+
+def test_the_admin_chat_form_does_not_name_a_matter_the_staff_user_is_not_in() -> None:
+    alice, bob = factories.UserFactory.create(username="alice"), factories.UserFactory.create(username="bob")
+    # Given anne, staff and member of matter A only, and bob's matter B
+    anne = _staff_with("anne", "view_chat", "change_chat")
+    matter_a = factories.ProjectFactory.create(owner=alice, members=[anne], name="Matter A")
+    matter_b = factories.ProjectFactory.create(owner=bob, name="Hargreave v. Crown Holdings (confidential)")
+    chat = factories.ChatFactory.create(project=matter_a, owner=alice, title="Intake")
+    client = Client()
+    client.force_login(anne)
+
+    # When she submits her chat's form with matter B's id (refused: not one of hers)
+    response = client.post(
+        reverse("admin:chats_chat_change", args=[chat.pk]),
+        {"project": str(matter_b.pk), "owner": alice.pk, "title": "Intake"},
+    )
+    assert response.status_code == 200
+    assert "project" in response.context["adminform"].form.errors
+    assert Chat.objects.get(pk=chat.pk).project_id == matter_a.pk
+
+    # Then the form shown again does not name matter B (as if it did not exist)
+    assert "Hargreave" not in response.content.decode()
+
+
+def test_the_admin_names_no_user_outside_the_staff_users_matters() -> None:
+    alice = factories.UserFactory.create(username="alice")
+    # Given anne, staff, member of alice's matter only; zoe belongs to none of anne's matters
+    anne = _staff_with("anne", "view_chat", "add_chat", "view_user")
+    factories.ProjectFactory.create(owner=alice, members=[anne])
+    zoe = factories.UserFactory.create(username="zoe-outsider")
+    client = Client()
+    client.force_login(anne)
+    # zoe's user page is as if she did not exist (users_visible_to)
+    assert client.get(reverse("admin:auth_user_change", args=[zoe.pk])).status_code == 302
+
+    # When anne opens the add form of a chat with zoe's id as the owner (the admin's ?field= initial values)
+    response = client.get(reverse("admin:chats_chat_add") + f"?owner={zoe.pk}")
+
+    # Then the page does not name zoe
+    assert response.status_code == 200
+    assert "zoe-outsider" not in response.content.decode()
