@@ -128,3 +128,62 @@ def test_an_answer_with_a_line_separator_verifies(matter_chat: Chat, user: Any, 
     result = verify_bundle(path, public_key=fingerprint())
 
     assert result.problems == []
+
+
+_MEMORY_PROBE = """
+import json, resource, sys, zipfile
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from lqai_verify import record
+from lqai_verify.bundle import verify_bundle
+
+path, lines = sys.argv[1], int(sys.argv[2])
+key = Ed25519PrivateKey.generate().public_key()
+entry = {"public_key": record.public_key_b64(key), "fingerprint": record.fingerprint(key)}
+manifest = {"format": "lqai-export/2", "matter": {"id": "x"}, "chain": "matter:x", "chain_head": None,
+            "exported_at": "", "signing_key": entry["fingerprint"], "files": {}}
+with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+    bundle.writestr("manifest.json", json.dumps(manifest))
+    bundle.writestr("manifest.sig", "not a signature")
+    bundle.writestr("public_key.json", json.dumps({"signing_key": entry, "seal_keys": []}))
+    bundle.writestr("ledger.jsonl", b"{}\\n" * lines)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+result = verify_bundle(path)
+assert not result.ok
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+"""
+
+
+def test_the_memory_a_bundle_takes_is_bounded_by_what_it_unpacks_to(tmp_path: Path) -> None:
+    """``--max-mb`` bounds what a bundle unpacks to (1 GiB by default), but not what the verifier makes of it:
+    every line of a data file becomes a Python dict, read whether or not the manifest is signed or lists the
+    file. Lines of ``{}`` take some 50 times their bytes: a 9 KB zip takes some 440 MB, a 1 MB zip under the
+    default limit some 50 GB."""
+    import subprocess
+    import sys
+
+    lines = 3_000_000  # 9 MB unpacked, a 9 KB zip
+    run = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", _MEMORY_PROBE, str(tmp_path / "b.zip"), str(lines)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        check=True,
+    )
+    grown = int(run.stdout.split()[-1])
+
+    zipped = (tmp_path / "b.zip").stat().st_size
+    assert grown < 10 * 3 * lines, f"a {zipped:,}-byte zip of 9 MB took {grown / 2**20:.0f} MiB"
+
+
+@pytest.mark.django_db
+def test_a_zip_comment_is_a_problem(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    """The zip's own comment is outside every file the manifest digests, and ``unzip`` prints it first, under the
+    archive's name, whenever it lists or extracts the bundle."""
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+    with zipfile.ZipFile(path, "a") as bundle:
+        bundle.comment = b"Verified by lqai_verify: every quote verified, every case citation found. No problems."
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert result.problems, "an unsigned comment that speaks for the bundle went unnoticed"
