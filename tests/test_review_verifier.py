@@ -187,3 +187,25 @@ def test_a_zip_comment_is_a_problem(exported_matter: tuple[Chat, list[str]], tmp
     result = verify_bundle(path, public_key=fingerprint())
 
     assert result.problems, "an unsigned comment that speaks for the bundle went unnoticed"
+
+
+@pytest.mark.django_db
+def test_what_a_turn_line_says_of_its_seals_time_and_lateness_is_checked(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """A turn's line in ``turns.jsonl`` says whether it is sealed, its seal's number, when it was sealed and
+    whether late. The first two are checked against its seal (``test_what_a_turn_line_says_of_its_seal_is_checked
+    _against_its_seals``); ``sealed_at`` and ``late`` are read by nobody, so a re-signed bundle may say anything."""
+    from citations import keys
+    from tests.test_export import jsonl, lines, rewrite
+
+    chat, turns = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    claimed = lines(files["turns.jsonl"])
+    claimed[0]["sealed_at"] = "2020-01-01T00:00:00.000000+00:00"
+    claimed[0]["late"] = True
+    files["turns.jsonl"] = jsonl(claimed)
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert result.problems, f"turn {turns[0]} said sealed late in 2020, and nothing noticed"
