@@ -157,16 +157,37 @@ def expected_fingerprint(value: str) -> str:
 
 
 def _lines(data: bytes, name: str, result: Verification) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            result.problems.append(f"{name} line {number}: not valid JSON ({exc.msg})")
+    """Each line of the JSON Lines file ``data`` with its number, as an object; what is not one is a problem.
+    Lines end at ``\\n`` only: U+2028, U+2029 or U+0085 may stand raw inside a string (the files are written
+    with ``ensure_ascii=False``), where ``str.splitlines`` would break a line."""
+    text = data.decode("utf-8", errors="replace")
+    for number, line in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
+        value = _json_value(line, f"{name} line {number}", result)
+        if value is _UNREADABLE:
             continue
         if not isinstance(value, dict):
             result.problems.append(f"{name} line {number}: not a JSON object")
             continue
         yield number, value
+
+
+# What :func:`_json_value` returns for text it cannot read (``None`` is JSON's ``null``).
+_UNREADABLE = object()
+
+
+def _json_value(text: str | bytes, where: str, result: Verification) -> Any:
+    """The JSON value of ``text``; :data:`_UNREADABLE`, with a problem naming ``where``, if it is not valid JSON
+    or not JSON Python reads: nested too deeply (``RecursionError``), or an integer of more digits than ``int``
+    converts (``ValueError``)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        result.problems.append(f"{where}: not valid JSON ({exc.msg})")
+    except RecursionError:
+        result.problems.append(f"{where}: not readable: nested too deeply")
+    except ValueError as exc:  # UnicodeDecodeError, or an integer of too many digits
+        result.problems.append(f"{where}: not readable JSON ({exc})")
+    return _UNREADABLE
 
 
 def _check_quote(
@@ -225,10 +246,8 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
 
 def _json_file(members: dict[str, bytes], name: str, shape: Any, result: Verification) -> Any:
     """``name``'s JSON if it has ``shape``; else ``None``, with each way it does not in ``result.problems``."""
-    try:
-        value = json.loads(members[name])
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
-        result.problems.append(f"{name}: not valid JSON ({exc})")
+    value = _json_value(members[name], name, result)
+    if value is _UNREADABLE:
         return None
     problems = shape_problems(value, shape, name)
     result.problems += problems
@@ -375,7 +394,7 @@ class _ReportParts:
             return
         try:
             self.parts.append((what, render(*args, **kwargs)))
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError):
             self.broken = True
 
     def turn(self, line: dict[str, Any], **kwargs: Any) -> None:
@@ -425,7 +444,7 @@ def _check_record(
                     f"{where}: sealed under verification rules {seal['verifier_version']!r}, this verifier has "
                     f"{VERIFIER_VERSION!r}: use the verifier of that version if a quote does not re-verify"
                 )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
             result.problems.append(f"{where}: malformed seal ({exc!r})")
             continue
         seals.append(seal)
@@ -536,7 +555,7 @@ def _check_record(
                     late=latest is not None and bool(latest["late"]),
                 )
             report_parts.turn(line, seal=latest, rows=rows, passages=passages_of_turn)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
             result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
             report_parts.broken = True
 
