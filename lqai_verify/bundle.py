@@ -506,6 +506,12 @@ def _check_record(
                     f"{where}: it says {'sealed #' + str(line.get('sequence')) if line.get('sealed') else 'not sealed'}"
                     f", its seals say {'#' + str(latest['sequence']) if latest else 'not sealed'}"
                 )
+            sealed_at, late = (latest["sealed_at"], latest["late"]) if latest else (None, False)
+            if line.get("sealed_at") != sealed_at or line.get("late") is not late:
+                result.problems.append(
+                    f"{where}: it says sealed at {line.get('sealed_at')} (late: {line.get('late')}), its seals say "
+                    f"{f'sealed at {sealed_at} (late: {late})' if latest else 'not sealed'}"
+                )
             if latest is None:
                 unsealed += 1
                 result.problems.append(f"{where}: the turn is not sealed (its facts are not authenticated)")
