@@ -25,11 +25,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import struct
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from lqai_verify import record, report
 
@@ -220,10 +224,12 @@ def _check_quote(
 
 
 def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, bytes], list[str]]:
-    """The files of the zip at ``path`` by name, and the names it holds more than once (a reader would show
-    one copy, the checks read the last). ``BundleError`` if it is not a readable zip, a file of it is damaged,
-    or its files would unpack to more than ``max_bytes`` (checked before anything is unpacked: ``zipfile``
-    reads a file no further than its declared size)."""
+    """The files of the zip at ``path`` by name, and what is wrong with the zip around them, each a problem: a
+    name it holds more than once (a reader would show one copy, the checks read the last), a comment (the
+    archive's or a file's: unsigned text that ``unzip`` prints), bytes that are not its listed files
+    (:func:`layout_problems`). ``BundleError`` if it is not a readable zip, a file of it is damaged, or its
+    files would unpack to more than ``max_bytes`` (checked before anything is unpacked: ``zipfile`` reads a
+    file no further than its declared size)."""
     try:
         with zipfile.ZipFile(path) as bundle:
             infos = bundle.infolist()
@@ -233,7 +239,20 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
                     f"{path}: its files would unpack to {unpacked:,} bytes, more than the {max_bytes:,} allowed "
                     "(--max-mb; a matter's export is about 12 KB a turn)"
                 )
-            names = [info.filename for info in infos]
+            problems = [
+                f"{name}: the zip holds more than one file of this name"
+                for name, count in sorted(Counter(info.filename for info in infos).items())
+                if count > 1
+            ]
+            if bundle.comment:
+                problems.append("the zip has a comment, which no signature covers (unzip prints it)")
+            problems += [
+                f"{info.filename}: the zip gives it a comment, which no signature covers"
+                for info in infos
+                if info.comment
+            ]
+            with path.open("rb") as file:
+                problems += layout_problems(file, infos)
             members = {info.filename: bundle.read(info) for info in infos}
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable zip ({exc})") from None
@@ -241,7 +260,79 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
         raise
     except Exception as exc:  # a damaged member (e.g. its CRC): name it
         raise BundleError(f"{path}: a file of the bundle is damaged ({exc})") from None
-    return members, sorted({name for name in names if names.count(name) > 1})
+    return members, problems
+
+
+# A zip's records (APPNOTE.TXT 4.3): a local file header (its fixed part, before the name and the extra field),
+# a data descriptor (after a file's data when flag bit 3 is set; its signature is optional), and the end of
+# central directory record (before the archive's comment).
+_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
+_DESCRIPTOR = struct.Struct("<III")
+_END = struct.Struct("<4sHHHHIIH")
+_DESCRIPTOR_SIGNATURE = b"PK\x07\x08"
+_HAS_DESCRIPTOR = 0x08
+
+
+def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
+    """How the zip in ``file`` is not exactly its listed files (``infos``, its central directory) end to end:
+    the first file's local header at byte 0, each file's header, data and data descriptor followed at once by
+    the next file's, the last by the central directory, which ends where the end record begins, which ends the
+    file. Any other byte is outside what the verifier reads: a file with a local header but no entry in the
+    central directory is what a streaming reader extracts. What it cannot account for (a zip64 or spanned
+    archive, a zip64 size, a header that disagrees with its directory entry) is a problem as well:
+    ``citations.export`` writes none of them. Reads the headers only."""
+    size = file.seek(0, os.SEEK_END)
+    if size < _END.size:
+        return ["the zip is too short to end with its end-of-central-directory record"]
+    file.seek(size - _END.size)
+    signature, disk, directory_disk, disk_entries, entries, directory_size, directory_start, comment_length = (
+        _END.unpack(file.read(_END.size))
+    )
+    if signature != b"PK\x05\x06" or comment_length:
+        return ["the zip does not end with its end-of-central-directory record (a comment or bytes after it)"]
+    if (disk, directory_disk, disk_entries, entries) != (0, 0, len(infos), len(infos)) or (
+        directory_start + directory_size != size - _END.size
+    ):
+        return [
+            "the zip's central directory is not where its end record says (bytes before the zip, after the "
+            "directory, or a zip64 or spanned archive)"
+        ]
+    position = 0
+    for info in sorted(infos, key=attrgetter("header_offset")):
+        if info.header_offset != position:
+            return [f"{info.filename}: bytes {position:,} to {info.header_offset:,} before it are no listed file's"]
+        end = _member_end(file, info)
+        if end is None:
+            return [f"{info.filename}: its local header or data descriptor disagrees with the central directory"]
+        position = end
+    if position != directory_start:
+        return [f"bytes {position:,} to {directory_start:,}, before the central directory, are no listed file's"]
+    return []
+
+
+def _member_end(file: IO[bytes], info: zipfile.ZipInfo) -> int | None:
+    """Where the file ``info`` (its local header, name, extra field, data, data descriptor) ends in ``file``;
+    ``None`` if its local header or data descriptor does not say what its directory entry says."""
+    file.seek(info.header_offset)
+    header = file.read(_LOCAL_HEADER.size)
+    if len(header) != _LOCAL_HEADER.size:
+        return None
+    signature, _, flags, method, _, _, crc, compressed, size, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    data_start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+    end = data_start + info.compress_size
+    if signature != b"PK\x03\x04" or (flags, method) != (info.flag_bits, info.compress_type):
+        return None
+    expected = (info.CRC, info.compress_size, info.file_size)
+    if not flags & _HAS_DESCRIPTOR:
+        return end if (crc, compressed, size) == expected else None
+    file.seek(end)
+    descriptor = file.read(len(_DESCRIPTOR_SIGNATURE) + _DESCRIPTOR.size)
+    if descriptor.startswith(_DESCRIPTOR_SIGNATURE):
+        descriptor = descriptor[len(_DESCRIPTOR_SIGNATURE) :]
+        end += len(_DESCRIPTOR_SIGNATURE)
+    if len(descriptor) < _DESCRIPTOR.size or _DESCRIPTOR.unpack(descriptor[: _DESCRIPTOR.size]) != expected:
+        return None
+    return end + _DESCRIPTOR.size
 
 
 def _json_file(members: dict[str, bytes], name: str, shape: Any, result: Verification) -> Any:
@@ -288,12 +379,12 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     """Check the bundle at ``path`` (see the module docstring); ``public_key``: the signing key expected;
     ``max_bytes``: the most its files may unpack to. ``BundleError`` if it is no bundle at all; everything else
     wrong with it, however malformed, is a problem of the result."""
-    members, twice = read_members(path, max_bytes=max_bytes)
+    members, container_problems = read_members(path, max_bytes=max_bytes)
     missing = [name for name in REQUIRED if name not in members]
     if missing:
         raise BundleError(f"{path}: not an lqai export: {', '.join(missing)} missing")
     result = Verification()
-    result.problems += [f"{name}: the zip holds more than one file of this name" for name in twice]
+    result.problems += container_problems
     manifest = _json_file(members, "manifest.json", _MANIFEST_SHAPE, result)
     keys = _json_file(members, "public_key.json", _KEYS_SHAPE, result)
     if manifest is None or keys is None:
