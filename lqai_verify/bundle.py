@@ -2,7 +2,8 @@
 matter-less chat's, with nothing but the bundle:
 
 1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
-2. every file against its SHA-256 in the manifest, and no file the manifest does not list;
+2. every file against its SHA-256 in the manifest, and no file the manifest does not list; the zip exactly its
+   listed files end to end (no file outside its central directory, nothing between them), with no comment;
 3. the chain, the one of the matter (or chat) the manifest names: every seal's digest recomputed, each linked to
    the one before, numbered from 1 without a gap, ending at the manifest's chain head, each signed by a key of
    ``public_key.json``;
@@ -16,8 +17,9 @@ matter-less chat's, with nothing but the bundle:
    (:mod:`lqai_verify.report`), byte for byte (``lqai-export/2``; a ``/1`` bundle's report is not checked).
 
 Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
-sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON are problems like any
-other, named with their file and field; a zip that would unpack to more than ``max_bytes`` is refused unread.
+sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON (or that Python will not
+read: nested too deeply, an integer too long) are problems like any other, named with their file and field;
+a zip that would unpack to more than ``max_bytes`` is refused unread.
 """
 
 from __future__ import annotations
