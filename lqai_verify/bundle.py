@@ -2,7 +2,8 @@
 matter-less chat's, with nothing but the bundle:
 
 1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
-2. every file against its SHA-256 in the manifest, and no file the manifest does not list;
+2. every file against its SHA-256 in the manifest, and no file the manifest does not list; the zip exactly its
+   listed files end to end (no file outside its central directory, nothing between them), with no comment;
 3. the chain, the one of the matter (or chat) the manifest names: every seal's digest recomputed, each linked to
    the one before, numbered from 1 without a gap, ending at the manifest's chain head, each signed by a key of
    ``public_key.json``;
@@ -16,8 +17,9 @@ matter-less chat's, with nothing but the bundle:
    (:mod:`lqai_verify.report`), byte for byte (``lqai-export/2``; a ``/1`` bundle's report is not checked).
 
 Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
-sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON are problems like any
-other, named with their file and field; a zip that would unpack to more than ``max_bytes`` is refused unread.
+sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON (or that Python will not
+read: nested too deeply, an integer too long) are problems like any other, named with their file and field;
+a zip that would unpack to more than ``max_bytes`` is refused unread.
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import struct
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from lqai_verify import record, report
 
@@ -157,16 +163,37 @@ def expected_fingerprint(value: str) -> str:
 
 
 def _lines(data: bytes, name: str, result: Verification) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            result.problems.append(f"{name} line {number}: not valid JSON ({exc.msg})")
+    """Each line of the JSON Lines file ``data`` with its number, as an object; what is not one is a problem.
+    Lines end at ``\\n`` only: U+2028, U+2029 or U+0085 may stand raw inside a string (the files are written
+    with ``ensure_ascii=False``), where ``str.splitlines`` would break a line."""
+    text = data.decode("utf-8", errors="replace")
+    for number, line in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
+        value = _json_value(line, f"{name} line {number}", result)
+        if value is _UNREADABLE:
             continue
         if not isinstance(value, dict):
             result.problems.append(f"{name} line {number}: not a JSON object")
             continue
         yield number, value
+
+
+# What :func:`_json_value` returns for text it cannot read (``None`` is JSON's ``null``).
+_UNREADABLE = object()
+
+
+def _json_value(text: str | bytes, where: str, result: Verification) -> Any:
+    """The JSON value of ``text``; :data:`_UNREADABLE`, with a problem naming ``where``, if it is not valid JSON
+    or not JSON Python reads: nested too deeply (``RecursionError``), or an integer of more digits than ``int``
+    converts (``ValueError``)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        result.problems.append(f"{where}: not valid JSON ({exc.msg})")
+    except RecursionError:
+        result.problems.append(f"{where}: not readable: nested too deeply")
+    except ValueError as exc:  # UnicodeDecodeError, or an integer of too many digits
+        result.problems.append(f"{where}: not readable JSON ({exc})")
+    return _UNREADABLE
 
 
 def _check_quote(
@@ -199,10 +226,12 @@ def _check_quote(
 
 
 def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, bytes], list[str]]:
-    """The files of the zip at ``path`` by name, and the names it holds more than once (a reader would show
-    one copy, the checks read the last). ``BundleError`` if it is not a readable zip, a file of it is damaged,
-    or its files would unpack to more than ``max_bytes`` (checked before anything is unpacked: ``zipfile``
-    reads a file no further than its declared size)."""
+    """The files of the zip at ``path`` by name, and what is wrong with the zip around them, each a problem: a
+    name it holds more than once (a reader would show one copy, the checks read the last), a comment (the
+    archive's or a file's: unsigned text that ``unzip`` prints), bytes that are not its listed files
+    (:func:`layout_problems`). ``BundleError`` if it is not a readable zip, a file of it is damaged, or its
+    files would unpack to more than ``max_bytes`` (checked before anything is unpacked: ``zipfile`` reads a
+    file no further than its declared size)."""
     try:
         with zipfile.ZipFile(path) as bundle:
             infos = bundle.infolist()
@@ -212,7 +241,20 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
                     f"{path}: its files would unpack to {unpacked:,} bytes, more than the {max_bytes:,} allowed "
                     "(--max-mb; a matter's export is about 12 KB a turn)"
                 )
-            names = [info.filename for info in infos]
+            problems = [
+                f"{name}: the zip holds more than one file of this name"
+                for name, count in sorted(Counter(info.filename for info in infos).items())
+                if count > 1
+            ]
+            if bundle.comment:
+                problems.append("the zip has a comment, which no signature covers (unzip prints it)")
+            problems += [
+                f"{info.filename}: the zip gives it a comment, which no signature covers"
+                for info in infos
+                if info.comment
+            ]
+            with path.open("rb") as file:
+                problems += layout_problems(file, infos)
             members = {info.filename: bundle.read(info) for info in infos}
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable zip ({exc})") from None
@@ -220,15 +262,85 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
         raise
     except Exception as exc:  # a damaged member (e.g. its CRC): name it
         raise BundleError(f"{path}: a file of the bundle is damaged ({exc})") from None
-    return members, sorted({name for name in names if names.count(name) > 1})
+    return members, problems
+
+
+# A zip's records (APPNOTE.TXT 4.3): a local file header (its fixed part, before the name and the extra field),
+# a data descriptor (after a file's data when flag bit 3 is set; its signature is optional), and the end of
+# central directory record (before the archive's comment).
+_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
+_DESCRIPTOR = struct.Struct("<III")
+_END = struct.Struct("<4sHHHHIIH")
+_DESCRIPTOR_SIGNATURE = b"PK\x07\x08"
+_HAS_DESCRIPTOR = 0x08
+
+
+def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
+    """How the zip in ``file`` is not exactly its listed files (``infos``, its central directory) end to end:
+    the first file's local header at byte 0, each file's header, data and data descriptor followed at once by
+    the next file's, the last by the central directory, which ends where the end record begins, which ends the
+    file. Any other byte is outside what the verifier reads: a file with a local header but no entry in the
+    central directory is what a streaming reader extracts. What it cannot account for (a zip64 or spanned
+    archive, a zip64 size, a header that disagrees with its directory entry) is a problem as well:
+    ``citations.export`` writes none of them. Reads the headers only."""
+    size = file.seek(0, os.SEEK_END)
+    if size < _END.size:
+        return ["the zip is too short to end with its end-of-central-directory record"]
+    file.seek(size - _END.size)
+    signature, disk, directory_disk, disk_entries, entries, directory_size, directory_start, comment_length = (
+        _END.unpack(file.read(_END.size))
+    )
+    if signature != b"PK\x05\x06" or comment_length:
+        return ["the zip does not end with its end-of-central-directory record (a comment or bytes after it)"]
+    if (disk, directory_disk, disk_entries, entries) != (0, 0, len(infos), len(infos)) or (
+        directory_start + directory_size != size - _END.size
+    ):
+        return [
+            "the zip's central directory is not where its end record says (bytes before the zip, after the "
+            "directory, or a zip64 or spanned archive)"
+        ]
+    position = 0
+    for info in sorted(infos, key=attrgetter("header_offset")):
+        if info.header_offset != position:
+            return [f"{info.filename}: bytes {position:,} to {info.header_offset:,} before it are no listed file's"]
+        end = _member_end(file, info)
+        if end is None:
+            return [f"{info.filename}: its local header or data descriptor disagrees with the central directory"]
+        position = end
+    if position != directory_start:
+        return [f"bytes {position:,} to {directory_start:,}, before the central directory, are no listed file's"]
+    return []
+
+
+def _member_end(file: IO[bytes], info: zipfile.ZipInfo) -> int | None:
+    """Where the file ``info`` (its local header, name, extra field, data, data descriptor) ends in ``file``;
+    ``None`` if its local header or data descriptor does not say what its directory entry says."""
+    file.seek(info.header_offset)
+    header = file.read(_LOCAL_HEADER.size)
+    if len(header) != _LOCAL_HEADER.size:
+        return None
+    signature, _, flags, method, _, _, crc, compressed, size, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    data_start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+    end = data_start + info.compress_size
+    if signature != b"PK\x03\x04" or (flags, method) != (info.flag_bits, info.compress_type):
+        return None
+    expected = (info.CRC, info.compress_size, info.file_size)
+    if not flags & _HAS_DESCRIPTOR:
+        return end if (crc, compressed, size) == expected else None
+    file.seek(end)
+    descriptor = file.read(len(_DESCRIPTOR_SIGNATURE) + _DESCRIPTOR.size)
+    if descriptor.startswith(_DESCRIPTOR_SIGNATURE):
+        descriptor = descriptor[len(_DESCRIPTOR_SIGNATURE) :]
+        end += len(_DESCRIPTOR_SIGNATURE)
+    if len(descriptor) < _DESCRIPTOR.size or _DESCRIPTOR.unpack(descriptor[: _DESCRIPTOR.size]) != expected:
+        return None
+    return end + _DESCRIPTOR.size
 
 
 def _json_file(members: dict[str, bytes], name: str, shape: Any, result: Verification) -> Any:
     """``name``'s JSON if it has ``shape``; else ``None``, with each way it does not in ``result.problems``."""
-    try:
-        value = json.loads(members[name])
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
-        result.problems.append(f"{name}: not valid JSON ({exc})")
+    value = _json_value(members[name], name, result)
+    if value is _UNREADABLE:
         return None
     problems = shape_problems(value, shape, name)
     result.problems += problems
@@ -269,12 +381,12 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     """Check the bundle at ``path`` (see the module docstring); ``public_key``: the signing key expected;
     ``max_bytes``: the most its files may unpack to. ``BundleError`` if it is no bundle at all; everything else
     wrong with it, however malformed, is a problem of the result."""
-    members, twice = read_members(path, max_bytes=max_bytes)
+    members, container_problems = read_members(path, max_bytes=max_bytes)
     missing = [name for name in REQUIRED if name not in members]
     if missing:
         raise BundleError(f"{path}: not an lqai export: {', '.join(missing)} missing")
     result = Verification()
-    result.problems += [f"{name}: the zip holds more than one file of this name" for name in twice]
+    result.problems += container_problems
     manifest = _json_file(members, "manifest.json", _MANIFEST_SHAPE, result)
     keys = _json_file(members, "public_key.json", _KEYS_SHAPE, result)
     if manifest is None or keys is None:
@@ -375,7 +487,7 @@ class _ReportParts:
             return
         try:
             self.parts.append((what, render(*args, **kwargs)))
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError):
             self.broken = True
 
     def turn(self, line: dict[str, Any], **kwargs: Any) -> None:
@@ -425,7 +537,7 @@ def _check_record(
                     f"{where}: sealed under verification rules {seal['verifier_version']!r}, this verifier has "
                     f"{VERIFIER_VERSION!r}: use the verifier of that version if a quote does not re-verify"
                 )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
             result.problems.append(f"{where}: malformed seal ({exc!r})")
             continue
         seals.append(seal)
@@ -487,6 +599,12 @@ def _check_record(
                     f"{where}: it says {'sealed #' + str(line.get('sequence')) if line.get('sealed') else 'not sealed'}"
                     f", its seals say {'#' + str(latest['sequence']) if latest else 'not sealed'}"
                 )
+            sealed_at, late = (latest["sealed_at"], latest["late"]) if latest else (None, False)
+            if line.get("sealed_at") != sealed_at or line.get("late") is not late:
+                result.problems.append(
+                    f"{where}: it says sealed at {line.get('sealed_at')} (late: {line.get('late')}), its seals say "
+                    f"{f'sealed at {sealed_at} (late: {late})' if latest else 'not sealed'}"
+                )
             if latest is None:
                 unsealed += 1
                 result.problems.append(f"{where}: the turn is not sealed (its facts are not authenticated)")
@@ -536,7 +654,7 @@ def _check_record(
                     late=latest is not None and bool(latest["late"]),
                 )
             report_parts.turn(line, seal=latest, rows=rows, passages=passages_of_turn)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
             result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
             report_parts.broken = True
 

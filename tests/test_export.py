@@ -107,7 +107,8 @@ def rewrite(path: Path, files: dict[str, bytes], *, resign: Ed25519PrivateKey | 
 
 
 def lines(data: bytes) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in data.decode().splitlines()]
+    """The values of a JSON Lines file, split at ``\\n`` only, as the verifier reads it."""
+    return [json.loads(line) for line in data.decode().removesuffix("\n").split("\n") if data]
 
 
 def jsonl(values: list[dict[str, Any]]) -> bytes:

@@ -1,0 +1,328 @@
+"""A bundle is input from whoever sent it: the offline verifier (``lqai_verify``) reads the zip as a container
+that holds exactly its listed files and nothing else a reader would show (no file outside the central
+directory, no comment), turns input Python cannot read (nesting too deep, an integer too long) into problems
+naming the file and line, never a traceback, and reads JSON Lines as they are written (lines end at ``\\n``
+only)."""
+
+from __future__ import annotations
+
+import struct
+import time
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chats.models import Chat, Message
+from chats.services import finalize_turn, start_turn
+from lqai_verify.__main__ import main as lqai_verify_main
+from lqai_verify.bundle import BundleError, verify_bundle
+from tests.test_export import export, fingerprint, members
+from tests.test_export import exported_matter as exported_matter
+from tests.test_seals import QUESTION
+
+
+def _streamed(path: Path) -> dict[str, bytes]:
+    """What a streaming zip reader (Java's ZipInputStream, libarchive reading a pipe, many upload handlers)
+    extracts: every local file header in file order, a later file of a name replacing an earlier one. It never
+    reads the central directory, which is all ``zipfile`` (and so the verifier) reads."""
+    data = path.read_bytes()
+    found: dict[str, bytes] = {}
+    offset = 0
+    while data[offset : offset + 4] == b"PK\x03\x04":
+        (_, _, _, method, _, _, _, size, _, name_length, extra_length) = struct.unpack(
+            "<4sHHHHHIIIHH", data[offset : offset + 30]
+        )
+        name = data[offset + 30 : offset + 30 + name_length].decode()
+        start = offset + 30 + name_length + extra_length
+        raw = data[start : start + size]
+        found[name] = raw if method == zipfile.ZIP_STORED else zlib.decompress(raw, -15)
+        offset = start + size
+    return found
+
+
+# --- A file outside the zip's central directory --------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_a_file_the_central_directory_does_not_list_is_a_problem(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """A zip's files are named twice: by a local header before each file's data, and by the central directory
+    at its end. ``zipfile`` reads the directory only; a streaming reader reads the local headers only. A
+    ``report.html`` written into the zip with a local header but left out of the directory, the page a
+    streaming reader extracts (the later of two files of a name wins), is a problem: the zip must be exactly
+    its listed files."""
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    forged = files["report.html"].replace(
+        b'<span class="verdict verdict-fail">fail</span>', b'<span class="verdict">pass</span>'
+    )
+    assert forged != files["report.html"]
+    path = tmp_path / "hidden.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        for name, data in files.items():
+            bundle.writestr(name, data)
+        bundle.writestr("report.html", forged)  # its local header and data ...
+        del bundle.filelist[-1]  # ... but no entry in the central directory
+    with zipfile.ZipFile(path) as bundle:
+        assert bundle.read("report.html") == files["report.html"]  # what the verifier reads
+    assert _streamed(path)["report.html"] == forged  # what a streaming reader extracts: the forged page
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert any("before the central directory, are no listed file's" in p for p in result.problems), result.problems
+
+
+@pytest.mark.django_db
+def test_a_zip_comment_is_a_problem(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    """The zip's own comment is outside every file the manifest digests, and ``unzip`` prints it first, under the
+    archive's name, whenever it lists or extracts the bundle: it is a problem."""
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+    with zipfile.ZipFile(path, "a") as bundle:
+        bundle.comment = b"Verified by lqai_verify: every quote verified, every case citation found. No problems."
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert result.problems, "an unsigned comment that speaks for the bundle went unnoticed"
+
+
+@pytest.mark.django_db
+def test_a_files_comment_is_a_problem(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    """A file's comment in the central directory is unsigned text too (``unzip -v`` and archive managers show
+    it beside the file): it is a problem naming the file."""
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    path = tmp_path / "c.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            if name == "report.html":
+                info.comment = b"Every quote verified."
+            bundle.writestr(info, data)
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert result.problems == ["report.html: the zip gives it a comment, which no signature covers"]
+
+
+@pytest.mark.django_db
+def test_bytes_before_the_first_file_are_a_problem(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    """``zipfile`` reads a zip behind any bytes put before it (a self-extracting stub, another file): they are
+    no listed file, so they are a problem."""
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+    path.write_bytes(b"<p>Every quote verified.</p>" + path.read_bytes())
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert result.problems == [
+        "the zip's central directory is not where its end record says (bytes before the zip, after the directory, "
+        "or a zip64 or spanned archive)"
+    ]
+
+
+class _Unseekable:
+    """A stream ``zipfile`` can only write forward: it writes each file's sizes in a data descriptor after it."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("wb")
+
+    def write(self, data: bytes) -> int:
+        return self.file.write(data)
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+@pytest.mark.django_db
+def test_a_zip_written_with_data_descriptors_verifies(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    """A zip written to a stream (flag bit 3: each file's sizes in a data descriptor after its data) is still
+    exactly its files: it verifies."""
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    path = tmp_path / "streamed.zip"
+    stream = _Unseekable(path)
+    with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        for name, data in files.items():
+            with bundle.open(name, "w") as member:
+                member.write(data)
+    stream.close()
+    with zipfile.ZipFile(path) as bundle:
+        assert all(info.flag_bits & 0x08 for info in bundle.infolist())
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert result.problems == []
+
+
+@pytest.mark.django_db
+def test_a_zip64_bundle_is_a_problem_not_a_traceback(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    """``citations.export`` writes no zip64 records; a bundle with them is one the layout check cannot account
+    for, so it is a problem (never a crash)."""
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    path = tmp_path / "z64.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        for name, data in files.items():
+            with bundle.open(name, "w", force_zip64=True) as member:
+                member.write(data)
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert result.problems
+
+
+# --- Input that stops the verifier ---------------------------------------------------------------------------------
+
+
+def test_a_deeply_nested_manifest_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
+    """The manifest is read before its signature is checked, so anyone can send it: one too deeply nested for
+    ``json.loads`` (a ``RecursionError``) is a problem, and the command exits 1 or 2, never with a traceback."""
+    path = tmp_path / "deep.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr("manifest.json", "[" * 100_000)
+        bundle.writestr("manifest.sig", "x")
+        bundle.writestr("public_key.json", "{}")
+
+    try:
+        code = lqai_verify_main([str(path)])
+    except RecursionError as exc:
+        pytest.fail(f"python -m lqai_verify stops with a traceback: {exc!r}")
+    assert code in (1, 2)
+
+
+def _bundle_with(path: Path, name: str, data: str) -> Path:
+    """A bundle whose ``name`` is ``data``, beside an empty manifest, signature and key file."""
+    files = {"manifest.json": "{}", "manifest.sig": "x", "public_key.json": "{}", name: data}
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        for member, text in files.items():
+            bundle.writestr(member, text)
+    return path
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "public_key.json"])
+def test_an_integer_too_long_to_read_in_a_json_file_is_a_problem(tmp_path: Path, name: str) -> None:
+    """Python converts no integer of more than 4,300 digits (a ``ValueError``): such a value is a problem naming
+    its file."""
+    path = _bundle_with(tmp_path / "long.zip", name, '{"format": ' + "9" * 5_000 + "}")
+
+    result = verify_bundle(path)
+
+    assert any(p.startswith(f"{name}: not readable JSON (Exceeds the limit") for p in result.problems), result.problems
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("[" * 100_000, "turns.jsonl line 2: not readable: nested too deeply"),
+        ('{"turn": ' + "9" * 5_000 + "}", "turns.jsonl line 2: not readable JSON (Exceeds the limit"),
+    ],
+)
+def test_a_data_line_python_cannot_read_is_a_problem_naming_its_line(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, value: str, problem: str
+) -> None:
+    """A line of a data file nested too deeply, or holding an integer of more than 4,300 digits, is a problem
+    naming its file and line, even in a bundle re-signed by the key's holder."""
+    from citations import keys
+    from tests.test_export import rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    first, rest = files["turns.jsonl"].split(b"\n", 1)
+    files["turns.jsonl"] = first + b"\n" + value.encode() + b"\n" + rest
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert any(p.startswith(problem) for p in result.problems), result.problems
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("depth", [500, 900, 950, 980, 995])
+def test_a_turn_nested_about_as_deep_as_json_reads_is_a_problem_not_a_traceback(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, depth: int
+) -> None:
+    """A value nested shallow enough to be read may still be too deep to digest or render: at any depth, the
+    turn is a problem, never a traceback."""
+    from citations import keys
+    from tests.test_export import jsonl, lines, rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    claimed = lines(files["turns.jsonl"])
+    claimed[0]["turn"]["question"] = "NESTED"
+    files["turns.jsonl"] = jsonl(claimed).replace(b'"NESTED"', b"[" * depth + b"]" * depth, 1)
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert any(p.startswith("turns.jsonl line 1") for p in result.problems), result.problems
+
+
+def test_a_zip_of_many_files_is_refused_in_linear_time(tmp_path: Path) -> None:
+    """Reading a zip's names (to find a name held twice, to walk its layout) takes time linear in the number of
+    its files: a zip of many empty files is refused at once, not after a quadratic count."""
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w") as bundle:
+        for i in range(40_000):
+            bundle.writestr(f"f{i}", b"")
+
+    began = time.monotonic()
+    with pytest.raises(BundleError):
+        verify_bundle(path)
+    elapsed = time.monotonic() - began
+
+    assert elapsed < 4, f"40,000 files took {elapsed:.1f} s to refuse"
+
+
+# --- JSON Lines as they are written ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085"])
+def test_an_answer_with_a_line_separator_verifies(matter_chat: Chat, user: Any, tmp_path: Path, separator: str) -> None:
+    """The data files are written with ``ensure_ascii=False``, which leaves U+2028, U+2029 and U+0085 raw in a
+    string (text pasted from Word or a web page): lines end at ``\\n`` only, so an answer holding one
+    verifies."""
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    finalize_turn(
+        message=answer,
+        content=f"First line.{separator}Second line.",
+        status=Message.Status.COMPLETE,
+        claimed_citations=[],
+    )
+    path = export(matter_chat, tmp_path / "m.zip")
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    assert result.problems == []
+
+
+@pytest.mark.django_db
+def test_what_a_turn_line_says_of_its_seals_time_and_lateness_is_checked(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """A turn's line in ``turns.jsonl`` says whether it is sealed, its seal's number, when it was sealed and
+    whether late: each is checked against its seal, so a bundle re-signed by the key's holder cannot say
+    otherwise."""
+    from citations import keys
+    from tests.test_export import jsonl, lines, rewrite
+
+    chat, turns = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    claimed = lines(files["turns.jsonl"])
+    claimed[0]["sealed_at"] = "2020-01-01T00:00:00.000000+00:00"
+    claimed[0]["late"] = True
+    files["turns.jsonl"] = jsonl(claimed)
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert result.problems, f"turn {turns[0]} said sealed late in 2020, and nothing noticed"
