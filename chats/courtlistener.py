@@ -132,23 +132,29 @@ def save_opinion(*, opinion_id: str, metadata: dict[str, Any], text: str) -> Cas
     is saved (the caselaw search tool and the case-citation lookup both call it).
 
     ``metadata`` (case name, citation, court, URL, ...) is refreshed, each value fitted to its column. The
-    text is set on creation and refreshed when one was fetched (``text`` not empty), unless a quote already
-    cites the stored one: cited text is immutable (its quotes point into it by offset), so a cited opinion
-    keeps the text its quotes were verified against and the turn goes on. In a savepoint, so that a
-    ``DatabaseError`` (which it raises) leaves the caller's transaction usable.
+    text is set on creation and refreshed when one was fetched (``text`` not empty). Unless a quote already
+    cites the stored opinion: a cited opinion keeps its text (its quotes point into it by offset) and what the
+    record shows of it (``CaselawOpinion.cited_fixed_fields``: its case name, citation, pages), so that its
+    quotes read as they were verified, and the turn goes on; the rest of its metadata is refreshed. In a
+    savepoint, so that a ``DatabaseError`` (which it raises) leaves the caller's transaction usable.
     """
     metadata = {name: fit(CaselawOpinion, name, value) for name, value in metadata.items()}
     with transaction.atomic():
-        # update_or_create locks the row (SELECT ... FOR UPDATE) until this block ends, so no quote of
-        # it can commit between the check below and the text update.
+        # The row is locked (SELECT ... FOR UPDATE) until this block ends, so no quote of it can commit
+        # between the checks below and the updates (a quote's foreign key waits for the lock).
+        stored = CaselawOpinion.objects.select_for_update().filter(provider=PROVIDER, opinion_id=opinion_id).first()
+        cited = stored is not None and stored.is_cited()
+        refreshed = {
+            name: value for name, value in metadata.items() if not (cited and name in CaselawOpinion.cited_fixed_fields)
+        }
         opinion, created = CaselawOpinion.objects.update_or_create(
             provider=PROVIDER,
             opinion_id=opinion_id,
-            defaults=metadata,
+            defaults=refreshed,
             create_defaults={**metadata, "text": text},
         )
         if not created and text and opinion.text != text:
-            if opinion.is_cited():
+            if cited:
                 logger.info("courtlistener: opinion %s is cited; its stored text is kept", opinion_id)
             else:
                 opinion.text = text

@@ -50,13 +50,16 @@ class CitedTextChangeError(IntegrityError):
 
 
 class CitedTextGuard(models.Model):
-    """Refuses, in ``save()``, a change of ``cited_text_field`` (and of the ``cited_fixed_fields``, such as
-    a document's matter) once a quote row (``DocumentQuote``, ``OpinionQuote``) quotes the source
-    (``citations`` is the reverse relation of the quote rows).
+    """Refuses, in ``save()``, a change of ``cited_text_field`` or of one of the ``cited_fixed_fields`` once a
+    quote row (``DocumentQuote``, ``OpinionQuote``) quotes the source (``citations`` is the reverse relation of
+    the quote rows): what the record shows of a cited source (its matter, its title, its pages; an opinion's
+    provider, case name and citation) is what its quotes were verified and sealed with, and the signed export
+    shows it. Other columns (an opinion's court, date, URL, retrieval time) may still be refreshed.
 
-    ``QuerySet.update()``, ``bulk_update()`` and raw SQL bypass ``save()``: on PostgreSQL the triggers of
-    the migrations ``cited_text_immutable`` and ``permanent_record`` refuse those too; on SQLite only this
-    guard holds.
+    ``QuerySet.update()`` and ``bulk_update()`` bypass ``save()``: :class:`CitedSourceQuerySet` refuses the same
+    there. On PostgreSQL the triggers of the migrations ``0007_cited_text_immutable``, ``0014_permanent_record``,
+    ``0029_cited_opinion_provider_fixed`` and ``0031_cited_source_fixed`` refuse it below the application too
+    (raw SQL included); on SQLite only the model layer holds.
     """
 
     cited_text_field: ClassVar[str]
@@ -68,30 +71,55 @@ class CitedTextGuard(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         update_fields = kwargs.get("update_fields")
         deferred = self.get_deferred_fields()
-        guarded = [
-            attname(type(self), name)
-            for name in (self.cited_text_field, *self.cited_fixed_fields)
+        guarded = {
+            attname(type(self), name): getattr(self, attname(type(self), name))
+            for name in self.cited_guarded_fields()
             if name not in deferred and (update_fields is None or name in update_fields)
-        ]
-        if (
-            not self._state.adding
-            and guarded
-            and self._cited_text_would_change(fields=guarded, using=kwargs.get("using") or self._state.db)
-        ):
-            names = " or ".join(self._meta.get_field(name).name for name in guarded)
-            raise CitedTextChangeError(
-                f"{self._meta.verbose_name} {self.pk} is cited: its {names} cannot change "
-                f"(a revised text is added as a new {self._meta.verbose_name})."
-            )
+        }
+        if not self._state.adding and guarded:
+            stored = type(self)._base_manager.using(kwargs.get("using") or self._state.db).filter(pk=self.pk)
+            _refuse_cited_change(stored, guarded)
         super().save(*args, **kwargs)
 
-    def _cited_text_would_change(self, *, fields: list[str], using: str | None) -> bool:
-        cited = type(self)._default_manager.using(using).filter(pk=self.pk, **{"citations__isnull": False})
-        return cited.exclude(**{field: getattr(self, field) for field in fields}).exists()
+    @classmethod
+    def cited_guarded_fields(cls) -> tuple[str, ...]:
+        """The fields a cited source keeps: its text and its ``cited_fixed_fields``."""
+        return (cls.cited_text_field, *cls.cited_fixed_fields)
 
     def is_cited(self) -> bool:
-        """Whether a quote row quotes this source (its text is then immutable)."""
+        """Whether a quote row quotes this source (its text and ``cited_fixed_fields`` are then fixed)."""
         return self.pk is not None and not self._state.adding and self.citations.exists()  # type: ignore[attr-defined]
+
+
+def _refuse_cited_change(rows: models.QuerySet[Any], values: dict[str, Any]) -> None:
+    """Raise :class:`CitedTextChangeError` if writing ``values`` (column values, or expressions, by attname)
+    to ``rows`` would change a guarded column of one of them that is cited, naming the columns that would
+    change. Compared in the database (``exclude``), as the trigger compares: a JSON value or an expression
+    is equal there when it stores the same."""
+    cited = rows.filter(citations__isnull=False)
+    changed = [name for name, value in values.items() if cited.exclude(**{name: value}).exists()]
+    if changed:
+        model = rows.model._meta
+        names = " and ".join(model.get_field(name).name for name in changed)
+        pk = cited.exclude(**{changed[0]: values[changed[0]]}).values_list("pk", flat=True).first()
+        raise CitedTextChangeError(
+            f"{model.verbose_name} {pk} is cited: its {names} cannot change "
+            f"(a revised source is added as a new {model.verbose_name})."
+        )
+
+
+class CitedSourceQuerySet(models.QuerySet[Any]):
+    """A cited source's queryset: ``update()`` (and so ``bulk_update()``) of a guarded field (see
+    :class:`CitedTextGuard`) is refused when it would change that field of a cited row, as ``save()`` and the
+    PostgreSQL triggers refuse it; uncited rows and the other fields update freely."""
+
+    def update(self, **kwargs: Any) -> int:
+        guarded = {attname(self.model, name) for name in self.model.cited_guarded_fields()}
+        values = {attname(self.model, name): value for name, value in kwargs.items()}
+        values = {name: value for name, value in values.items() if name in guarded}
+        if values:
+            _refuse_cited_change(self, values)
+        return super().update(**kwargs)
 
 
 def _refuse_deletion(*, what: str, projects: models.QuerySet[Project], messages: models.QuerySet[Message]) -> None:
@@ -410,11 +438,13 @@ class Message(models.Model):
 
 class Document(CitedTextGuard):
     """A knowledge-base document of a matter; quotes are verified against ``content``, which is
-    immutable once quoted (a revised document is uploaded as a new document)."""
+    immutable once quoted, like its matter, title and pages (:class:`CitedTextGuard`; a revised document is
+    uploaded as a new document)."""
 
     cited_text_field = "content"
-    # A cited document stays in its matter: another matter's chats must not quote it.
-    cited_fixed_fields = ("project",)
+    # A cited document stays in its matter (another matter's chats must not quote it), and keeps the title and
+    # the pages its quotes are shown with (the trace, the signed export and its report).
+    cited_fixed_fields = ("project", "title", "pages")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
@@ -429,6 +459,8 @@ class Document(CitedTextGuard):
     # trigger of migrations chats.0020 and 0030 empties it then). Retrieval makes them on first use
     # (chats.passages).
     passages_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
+
+    objects = CitedSourceQuerySet.as_manager()
 
     class Meta:
         db_table = "documents"
@@ -540,12 +572,14 @@ class MatterTerm(models.Model):
 
 
 class CaselawOpinion(CitedTextGuard):
-    """External opinion text, materialized so that quotes from it stay verifiable later: once quoted,
-    ``text`` is immutable, and so is its ``provider``, one of its quotes' sealed facts (metadata may still be
-    refreshed)."""
+    """External opinion text, materialized so that quotes from it stay verifiable later: once quoted, its
+    ``text`` and ``cited_fixed_fields`` are fixed (:class:`CitedTextGuard`); its court, date, URL and
+    retrieval time may still be refreshed."""
 
     cited_text_field = "text"
-    cited_fixed_fields = ("provider",)
+    # Its provider is one of its quotes' sealed facts; its case name, citation (the source's title in the
+    # export) and pages (a quote's pin cite) are what the trace, the signed export and its report show of it.
+    cited_fixed_fields = ("provider", "case_name", "citation", "pages")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     provider = models.CharField(max_length=50)
@@ -561,6 +595,8 @@ class CaselawOpinion(CitedTextGuard):
     # (``chats.pages``); set by save() from the text and the citation; empty when the text has no star paging.
     pages = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     retrieved_at = models.DateTimeField(default=timezone.now)
+
+    objects = CitedSourceQuerySet.as_manager()
 
     class Meta:
         db_table = "caselaw_opinions"

@@ -13,7 +13,9 @@ Each refusal names its rule, in the database error and in the model layer's alik
   ledger entries are never updated (except a ledger entry's reserved ``treatment_id``, set once from
   NULL) and never deleted; a finalized message's content, status, verdict, author, ``reply_to`` and
   usage never change; messages are never deleted; a chat holding messages never changes matter, nor a
-  quoted opinion its provider (both are sealed with the turn). Only a matter purge removes them.
+  quoted opinion its provider (both are sealed with the turn); a cited source keeps what the record shows
+  of it (``chats.models.CitedTextGuard``); a chain's head row stays (``citations.models.SealChainHead``).
+  Only a matter purge removes them.
 - ``lqai_legal_hold``: a matter on legal hold, its chats and its messages cannot be deleted at all.
 
 A purge (:func:`purging`) marks its transaction: on PostgreSQL with the transaction-local setting

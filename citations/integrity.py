@@ -4,7 +4,8 @@ followed, every turn's current facts compared with its seal, and every ledger en
 Two passes, set-based and batched, then one query:
 
 1. **chains**: the seals' links alone, in chain order (keyset-paginated on ``(chain, sequence)``): each chain
-   starts at #1, has no gap, links each seal to the digest of the one before, and ends where its head says;
+   starts at #1, has no gap, links each seal to the digest of the one before, and ends where its head says
+   (a chain with seals but no head is broken: its next seal could not be numbered);
 2. **turns**: the whole seals, in the order they were written (keyset-paginated on their id: a turn's seal is
    written in its finalize's transaction, and ``seal_turns`` seals late turns in finalize order), each batch
    with its turns, rows and ledger entries read with one query per table (``seals.turn_facts``): each seal's
@@ -491,7 +492,7 @@ def _check_chains(
     result: Integrity, *, only: str | None, heads: dict[str, int], batch_size: int, on_batch: Progress | None
 ) -> set[int]:
     """Pass 1: the seals' links, in chain order: each chain starts at #1, has no gap, links each seal to the
-    digest of the one before, and ends where its head says. Returns the id of each chain's last seal (whose
+    digest of the one before, and has a head that says where it ends. Returns the id of each chain's last seal (whose
     signature, once every digest and link is recomputed, authenticates every seal before it)."""
     ends: set[int] = set()
     seen_chains: set[str] = set()
@@ -500,7 +501,16 @@ def _check_chains(
     def end_chain(last: dict[str, Any]) -> None:
         ends.add(last["id"])
         head = heads.get(last["chain"])
-        if head is not None and head != last["sequence"]:
+        if head is None:
+            # Deleted: the chain's next seal would restart at #1, collide with its first, and fail.
+            result.add(
+                Problem(
+                    f"the chain {last['chain']} has seals up to #{last['sequence']} but no head "
+                    "(seal_chain_heads): its head was deleted, and its next seal cannot be written",
+                    *_where(last),
+                )
+            )
+        elif head != last["sequence"]:
             result.add(
                 Problem(
                     f"the chain's head says it ends at #{head}, its last seal is #{last['sequence']} "

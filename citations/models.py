@@ -37,7 +37,7 @@ from chats.models import (
     SourceKind,
     VerificationMethod,
 )
-from chats.record import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet
+from chats.record import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet, purge_in_progress
 
 PROVENANCE = "provenance"
 # A checked case citation's status is the check's outcome (verified, name_mismatch, not_found, ...).
@@ -421,10 +421,34 @@ class TurnSeal(AppendOnlyModel):
         return f"seal {self.chain} #{self.sequence}"
 
 
+def _refuse_head_deletion(heads: models.QuerySet[SealChainHead]) -> None:
+    """Refuse deleting ``heads`` unless each is of the matter this context purges (``chats.record.purging``),
+    as the trigger of ``citations.0018`` refuses it in PostgreSQL; the refusal names a chain kept."""
+    purge = purge_in_progress()
+    kept = heads if purge is None else heads.exclude(Q(project_id=purge) | Q(chat__project_id=purge))
+    chain = kept.values_list("chain", flat=True).first()
+    if chain is not None:
+        raise AppendOnlyError(
+            f"seal_chain_heads rows cannot be deleted (only a matter purge removes them): chain {chain}"
+        )
+
+
+class SealChainHeadQuerySet(models.QuerySet["SealChainHead"]):
+    """``delete()`` only in the purge of the heads' matter (:func:`_refuse_head_deletion`). Django's cascades
+    go through the base manager, not this queryset: on PostgreSQL the trigger checks those rows too."""
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        _refuse_head_deletion(self)
+        return super().delete()
+
+
 class SealChainHead(models.Model):
     """The last seal of each chain: its row is locked (``SELECT ... FOR UPDATE``) for the final write of a
     seal, so that the seals of one chain are written one after the other, in commit order. Also a check of
-    the chain's end: verify_ledger compares it with the chain's last seal."""
+    the chain's end: verify_ledger compares it with the chain's last seal, and reports a chain with seals but
+    no head. Each seal moves it (an UPDATE); it is deleted only with its matter, in the matter's purge
+    (``delete()`` here, a trigger on PostgreSQL: ``citations.0018``), since the chain's next seal would
+    otherwise restart at #1, collide with the first, and leave every later turn unsealed."""
 
     chain = models.CharField(max_length=80, primary_key=True)
     sequence = models.PositiveBigIntegerField(default=0)
@@ -433,6 +457,8 @@ class SealChainHead(models.Model):
     # them, so that a deletion made through the application leaves no dangling head.
     project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+
+    objects = SealChainHeadQuerySet.as_manager()
 
     class Meta:
         db_table = "seal_chain_heads"
@@ -447,3 +473,7 @@ class SealChainHead(models.Model):
 
     def __str__(self) -> str:
         return f"{self.chain} at #{self.sequence}"
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        _refuse_head_deletion(SealChainHead._base_manager.filter(pk=self.pk))
+        return super().delete(*args, **kwargs)

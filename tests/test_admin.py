@@ -22,7 +22,6 @@ from django.utils.html import escape
 
 from chats.models import (
     CaseCitation,
-    CaselawOpinion,
     DocumentQuote,
     Message,
     MessageToolSource,
@@ -325,8 +324,10 @@ def test_search_by_document_title_case_name_or_citation(admin_client: Client) ->
         opinion=fisher, case_name="Grutter v. Bollinger", status="name_mismatch", citation="570 U.S. 297"
     )
     ledger.assemble(cited.message)
-    factories.assembled_turn()
-    CaselawOpinion.objects.exclude(pk=fisher.pk).update(citation="539 U.S. 306")
+    unrelated = factories.MessageFactory.create()
+    factories.DocumentQuoteFactory.create(message=unrelated)
+    factories.OpinionQuoteFactory.create(message=unrelated, opinion__citation="539 U.S. 306")
+    ledger.assemble(unrelated)
 
     def found(term: str) -> set[object]:
         return {entry.source_row_id for entry in _changelist(admin_client, q=term)}

@@ -170,15 +170,17 @@ def test_nothing_of_a_finalized_turn_can_be_changed_in_the_admin(admin_client: C
     assert turn.verdict == "fail"
 
 
-def test_a_cited_documents_text_and_matter_are_read_only_in_the_admin(admin_client: Client) -> None:
+def test_a_cited_documents_text_matter_and_title_are_read_only_in_the_admin(admin_client: Client) -> None:
     turn = _matter_turn(factories.UserFactory.create())
     assert turn.chat.project_id is not None
     document = Document.objects.get(project_id=turn.chat.project_id)
+    title = document.title
     elsewhere = factories.ProjectFactory.create()
 
     page = admin_client.get(_url(Document, "change", document.pk)).content.decode()
     assert 'name="content"' not in page
     assert 'name="project"' not in page
+    assert 'name="title"' not in page
     admin_client.post(
         _url(Document, "change", document.pk),
         {"title": "Renamed", "content": "rewritten", "project": elsewhere.pk},
@@ -186,7 +188,7 @@ def test_a_cited_documents_text_and_matter_are_read_only_in_the_admin(admin_clie
 
     document.refresh_from_db()
     assert (document.title, document.content, document.project_id) == (
-        "Renamed",
+        title,
         factories.TEXT,
         turn.chat.project_id,
     )

@@ -599,13 +599,15 @@ def test_a_cited_courtlistener_opinion_looked_up_again_keeps_its_text_and_still_
         "See Grutter v. Bollinger, 539 U.S. 306 (2003).", courtlistener_client=fake_courtlistener.client()
     )
 
-    # Then it resolves to the stored opinion, whose metadata is refreshed and whose quoted text is kept (the
-    # lookup used to overwrite the text, which the cited-text guard refused: the case came out unchecked)
+    # Then it resolves to the stored opinion, whose quoted text is kept (the lookup used to overwrite the text,
+    # which the cited-text guard refused: the case came out unchecked), and so is the citation its quote is
+    # shown with (chats.0031); the rest of its metadata is refreshed
     assert checked.status is Status.VERIFIED
     assert checked.opinion == stored
     stored.refresh_from_db()
     assert stored.text == cited_text
-    assert stored.citation == "539 U.S. 306"
+    assert stored.citation == ""
+    assert stored.absolute_url.startswith("https://www.courtlistener.com/")
     assert fake_courtlistener.opinion_fetches == ["930001"]
 
 
