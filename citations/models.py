@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import operator
 import uuid
+from datetime import UTC, datetime
 from functools import reduce
 from typing import Any, ClassVar
 
-from django.db import models
+from django.db import IntegrityError, models
 from django.db.models import Q
 from django.utils import timezone
 
@@ -301,7 +302,12 @@ class LedgerPartitionDrop(AppendOnlyModel):
     Written in the transaction that detaches the month's partition; append-only like a matter's tombstone
     (never updated nor deleted; on PostgreSQL by trigger too). The ledger's writers read it: a source row
     of a dropped month gets no entry again (``citations.ledger``), and ``verify_ledger`` counts such rows'
-    missing entries as dropped, not missing."""
+    missing entries as dropped, not missing.
+
+    So a tombstone is only ever what ``drop_months_before`` writes: ``save()`` refuses a new one unless its
+    range is one whole month in UTC, ending no later than the start of the current month (rule
+    ``lqai_ledger_tombstone``, an ``IntegrityError``); on PostgreSQL a trigger (``citations.0019``) refuses
+    the same from any client, and a partition that is not attached to the ledger with those bounds."""
 
     class Disposal(models.TextChoices):
         DROPPED = "dropped", "dropped"
@@ -342,8 +348,39 @@ class LedgerPartitionDrop(AppendOnlyModel):
     def __str__(self) -> str:
         return f"{self.disposal} ledger partition {self.partition}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self._state.adding or kwargs.get("force_insert"):
+            refuse_unless_whole_past_month(self.range_start, self.range_end)
+        super().save(*args, **kwargs)
+
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnlyError("ledger_partition_drops rows cannot be deleted")
+
+
+LEDGER_TOMBSTONE = "lqai_ledger_tombstone"
+
+
+class LedgerTombstoneError(IntegrityError):
+    """A ledger tombstone refused: its range is not one whole past month (rule ``lqai_ledger_tombstone``, as
+    the PostgreSQL trigger of ``citations.0019`` words it)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"{LEDGER_TOMBSTONE}: {detail}")
+
+
+def refuse_unless_whole_past_month(start: datetime, end: datetime) -> None:
+    """Raise :class:`LedgerTombstoneError` unless ``[start, end)`` is one whole month in UTC (the ledger
+    partitions' bounds) that ended no later than the start of the current month."""
+    whole = False
+    if timezone.is_aware(start) and timezone.is_aware(end):
+        first = start.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        following = first.replace(year=first.year + first.month // 12, month=first.month % 12 + 1)
+        current = timezone.now().astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        whole = start == first and end == following and end <= current
+    if not whole:
+        raise LedgerTombstoneError(
+            f"a ledger_partition_drops row covers one whole past month (UTC), not [{start}, {end})"
+        )
 
 
 _HEX64 = r"^[0-9a-f]{64}$"

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from chats.models import Message, Project
 from chats.record import LegalHoldError
-from citations import ledger, partitions
+from citations import ledger, partitions, seals
 from citations.backfill import backfill_ledger
 from citations.models import CitationLedgerEntry, LedgerPartitionDrop
 from tests import factories
@@ -103,17 +103,28 @@ def test_a_row_whose_entry_was_stamped_with_its_write_time_gets_no_second_entry(
     assert CitationLedgerEntry.objects.filter(message=turn.message).count() == 3
 
 
+def _drop_month(month: datetime.date, *, entries: int = 0) -> LedgerPartitionDrop:
+    """``month`` (a past one) dropped as ``ledger_partitions --drop-before`` drops it, with its tombstone: on
+    PostgreSQL for real (the month's partition made, its entries moved in, then the month dropped); elsewhere,
+    with no partitions, the tombstone alone (the entries counted are ``entries``)."""
+    if connection.vendor == "postgresql":
+        partitions.ensure_partitions(ahead=0, today=month)
+        (tombstone,) = partitions.drop_months_before(before=partitions.next_month(month), dropped_by="ops")
+        return tombstone
+    return LedgerPartitionDrop.objects.create(
+        range_start=partitions.month_start(month),
+        range_end=partitions.month_start(partitions.next_month(month)),
+        partition=partitions.partition_name(month),
+        disposal=LedgerPartitionDrop.Disposal.DROPPED,
+        ledger_entries=entries,
+        dropped_by="ops",
+    )
+
+
 @pytest.mark.django_db
 def test_rows_of_a_dropped_month_get_no_entry_again() -> None:
     # Given a dropped month's tombstone, and a turn with rows of that month but no entries
-    LedgerPartitionDrop.objects.create(
-        range_start=datetime.datetime(2020, 1, 1, tzinfo=UTC),
-        range_end=datetime.datetime(2020, 2, 1, tzinfo=UTC),
-        partition="citation_ledger_entry_y2020m01",
-        disposal=LedgerPartitionDrop.Disposal.DROPPED,
-        ledger_entries=3,
-        dropped_by="ops",
-    )
+    _drop_month(OLD_MONTH)
     message = _turn_at(OLD_TIME)
 
     # When the backfill and assemble() run over it
@@ -127,14 +138,7 @@ def test_rows_of_a_dropped_month_get_no_entry_again() -> None:
 
 @pytest.mark.django_db
 def test_a_partition_tombstone_is_never_updated_or_deleted() -> None:
-    tombstone = LedgerPartitionDrop.objects.create(
-        range_start=datetime.datetime(2020, 1, 1, tzinfo=UTC),
-        range_end=datetime.datetime(2020, 2, 1, tzinfo=UTC),
-        partition="citation_ledger_entry_y2020m01",
-        disposal=LedgerPartitionDrop.Disposal.DROPPED,
-        ledger_entries=0,
-        dropped_by="ops",
-    )
+    tombstone = _drop_month(OLD_MONTH)
     with pytest.raises(IntegrityError, match="lqai_append_only"):
         LedgerPartitionDrop.objects.filter(pk=tombstone.pk).update(ledger_entries=1)
     with pytest.raises(IntegrityError, match="lqai_append_only"):
@@ -146,34 +150,125 @@ def test_a_partition_tombstone_is_never_updated_or_deleted() -> None:
 
 
 @pytest.mark.django_db
-def test_verify_ledger_counts_a_dropped_months_entries_as_dropped_not_missing(
-    api_client: Any, matter_chat: Any
-) -> None:
-    # Given three sealed turns whose entries are then gone, as a dropped partition takes them (below the app)
-    from tests.test_seals import _turn
-
-    for _ in range(3):
-        _turn(api_client, matter_chat)
-    _raw("DELETE FROM citation_ledger_entry", {})
+def test_verify_ledger_counts_a_dropped_months_entries_as_dropped_not_missing() -> None:
+    # Given three sealed turns of an old month with their entries
+    turns = [_turn_at(OLD_TIME) for _ in range(3)]
+    for message in turns:
+        assert ledger.assemble(message) == 3
+        seals.seal_turn(message_id=message.pk)
     status, output = verify()
-    assert status == 1
-    assert "has no ledger entry" in output
+    assert status == 0, output
+    if connection.vendor != "postgresql":
+        # With no partition to drop, the entries go below the application, as a dropped partition takes them
+        _raw("DELETE FROM citation_ledger_entry", {})
+        status, output = verify()
+        assert status == 1
+        assert "has no ledger entry" in output
 
-    # When the month has its tombstone
-    start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    LedgerPartitionDrop.objects.create(
-        range_start=start,
-        range_end=datetime.datetime.combine(partitions.next_month(start.date()), datetime.time(), tzinfo=UTC),
-        partition=partitions.partition_name(start.date()),
-        disposal=LedgerPartitionDrop.Disposal.DROPPED,
-        ledger_entries=3,
-        dropped_by="ops",
-    )
+    # When the month is dropped
+    tombstone = _drop_month(OLD_MONTH, entries=9)
 
-    # Then the record is intact, and the dropped entries are counted
+    # Then the entries are gone, the record is intact, and the dropped entries are counted
+    assert tombstone.ledger_entries == 9
+    assert not CitationLedgerEntry.objects.filter(message__in=turns).exists()
     status, output = verify()
     assert status == 0, output
     assert "rows' entries dropped with their months" in output
+
+
+# --- Every database: a tombstone is one whole past month ---------------------------------------------------------
+
+
+def _tombstone(start: datetime.datetime, end: datetime.datetime, partition: str) -> LedgerPartitionDrop:
+    return LedgerPartitionDrop.objects.create(
+        range_start=start,
+        range_end=end,
+        partition=partition,
+        disposal=LedgerPartitionDrop.Disposal.DROPPED,
+        ledger_entries=0,
+        dropped_by="nobody",
+    )
+
+
+def _this_month() -> datetime.date:
+    return timezone.now().astimezone(UTC).date().replace(day=1)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "case", ["from yesterday on", "this month", "next month", "mid-month start", "two months", "an hour short"]
+)
+def test_a_tombstone_of_anything_but_one_whole_past_month_is_refused(case: str) -> None:
+    this_month = partitions.month_start(_this_month())
+    next_month = partitions.month_start(partitions.next_month(_this_month()))
+    old, old_end = partitions.month_start(OLD_MONTH), partitions.month_start(partitions.next_month(OLD_MONTH))
+    start, end = {
+        "from yesterday on": (timezone.now() - datetime.timedelta(days=1), datetime.datetime(2100, 1, 1, tzinfo=UTC)),
+        "this month": (this_month, next_month),
+        "next month": (next_month, partitions.month_start(partitions.next_month(next_month.date()))),
+        "mid-month start": (old + datetime.timedelta(days=14), old_end),
+        "two months": (old, partitions.month_start(partitions.next_month(old_end.date()))),
+        "an hour short": (old, old_end - datetime.timedelta(hours=1)),
+    }[case]
+
+    with transaction.atomic(), pytest.raises(IntegrityError, match=r"lqai_ledger_tombstone: .* one whole past month"):
+        _tombstone(start, end, partitions.partition_name(start.date()))
+    assert not LedgerPartitionDrop.objects.exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_tombstone_planted_in_sql_is_refused_and_the_ledger_goes_on(api_client: Any, matter_chat: Any) -> None:
+    # Given the current month's partition, attached (and an old month's, attached too)
+    partitions.ensure_partitions(ahead=0)
+    partitions.ensure_partitions(ahead=0, today=OLD_MONTH)
+    this_month = _this_month()
+    insert = (
+        "INSERT INTO ledger_partition_drops (id, range_start, range_end, partition, disposal, ledger_entries, "
+        "dropped_by, dropped_at) VALUES (gen_random_uuid(), %s, %s, %s, 'dropped', 0, 'nobody', now())"
+    )
+    planted = [
+        # from yesterday to 2100, as the review planted it: not a month, and not past
+        ("now() - interval '1 day'", "'2100-01-01'", "citation_ledger_entry_p000000", "one whole past month"),
+        # this month, under its attached partition: not past
+        (
+            partitions.month_start(this_month),
+            partitions.month_start(partitions.next_month(this_month)),
+            partitions.partition_name(this_month),
+            "one whole past month",
+        ),
+        # a whole past month whose partition is not attached (never made)
+        (
+            datetime.datetime(2019, 6, 1, tzinfo=UTC),
+            datetime.datetime(2019, 7, 1, tzinfo=UTC),
+            "citation_ledger_entry_y2019m06",
+            "not attached",
+        ),
+        # a whole past month under another month's attached partition
+        (
+            datetime.datetime(2019, 6, 1, tzinfo=UTC),
+            datetime.datetime(2019, 7, 1, tzinfo=UTC),
+            partitions.partition_name(OLD_MONTH),
+            "not attached",
+        ),
+    ]
+    for start, end, partition, why in planted:
+        if isinstance(start, str):
+            sql = insert.replace("%s, %s, %s", f"{start}, {end}, %s")
+            params: list[Any] = [partition]
+        else:
+            sql, params = insert, [start, end, partition]
+        with pytest.raises(IntegrityError, match=rf"lqai_ledger_tombstone: .*{why}"):
+            _execute((sql, params))
+    assert not LedgerPartitionDrop.objects.exists()
+
+    # And a new turn's rows get their entries, which verify_ledger finds
+    from tests.test_seals import _turn
+
+    turn = _turn(api_client, matter_chat)
+    assert CitationLedgerEntry.objects.filter(message_id=turn["id"]).exists()
+    status, output = verify()
+    assert status == 0, output
 
 
 @pytest.mark.django_db
