@@ -27,17 +27,8 @@ def client_for(user: User) -> APIClient:
     return client
 
 
-@pytest.fixture
-def alice(db: None) -> User:
-    return factories.UserFactory.create(username="alice")
-
-
-@pytest.fixture
-def bob(db: None) -> User:
-    return factories.UserFactory.create(username="bob")
-
-
-def test_a_document_moved_to_another_matter_is_not_quoted_in_its_old_matter(alice: User, bob: User) -> None:
+def test_a_document_moved_to_another_matter_is_not_quoted_in_its_old_matter(user: User, other_user: User) -> None:
+    alice, bob = user, other_user
     # Given a document filed by mistake in alice's matter A, not cited yet
     matter_a = factories.ProjectFactory.create(owner=alice, name="Matter A")
     matter_b = factories.ProjectFactory.create(owner=bob, name="Hargreave")
