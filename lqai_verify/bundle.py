@@ -19,7 +19,9 @@ matter-less chat's, with nothing but the bundle:
 Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
 sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON (or that Python will not
 read: nested too deeply, an integer too long) are problems like any other, named with their file and field;
-a zip that would unpack to more than ``max_bytes`` is refused unread.
+a zip that would unpack to more than ``max_bytes`` is refused unread. Checks 3 to 7 read the data files only
+under a valid signature of the manifest, and a changed file only within :data:`CHANGED_FILE_SLACK` times its
+signed size: what the verifier holds is bounded by what the key's holder signed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.j
 # The most a bundle may unpack to (``--max-mb``): a matter's export is about 12 KB a turn, so this holds some
 # 80,000 turns, and a hostile zip (a few KB that unpack to gigabytes) is refused before it is read.
 DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
+# A data file that differs from its signed digest is read if no larger than this many times its signed size (plus
+# a MiB): enough to name what changed in it, not enough to make the verifier's memory a sender's choice.
+CHANGED_FILE_SLACK = 2
 
 # The shapes of what the checks read (a type, a tuple of types, a dict of required fields, or ``[shape]``:
 # a list of that shape). A bundle is input from whoever sent it: what does not have its shape is reported
@@ -414,7 +419,8 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     if manifest["signing_key"] != result.fingerprint:
         result.problems.append("manifest.json: its signing_key is not the fingerprint of public_key.json's key")
     signature = members["manifest.sig"].decode("ascii", errors="replace").strip()
-    if not record.signature_valid(signing_key, signature, members["manifest.json"]):
+    signed = record.signature_valid(signing_key, signature, members["manifest.json"])
+    if not signed:
         result.problems.append(
             "manifest.sig: the signature of manifest.json is not valid (manifest or signature changed)"
         )
@@ -447,8 +453,32 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
                 f"public_key.json: the seal key listed as {entry['fingerprint'][:16]}... has another fingerprint"
             )
         seal_keys[entry["fingerprint"]] = key
-    _check_record(members, manifest, seal_keys, result)
+    if not signed:
+        result.problems.append(
+            "the data files are not read: nothing vouches for them without a valid signature of the manifest"
+        )
+        return result
+    _check_record(_signed_sizes(members, listed, result), manifest, seal_keys, result)
     return result
+
+
+def _signed_sizes(members: dict[str, bytes], listed: dict[str, Any], result: Verification) -> dict[str, bytes]:
+    """``members``, less each data file larger than :data:`CHANGED_FILE_SLACK` times the size the (signed)
+    manifest gives it, plus a MiB, with a problem for each: a file changed since it was signed is still read, to
+    say what changed in it, but what the verifier reads (some 50 times its size in memory) stays bounded by
+    what the key holder signed, not by what a sender made of it."""
+    kept = dict(members)
+    for name in JSONL:
+        entry = listed.get(name)
+        signed_bytes = entry.get("bytes") if type(entry) is dict else None
+        if name not in members or type(signed_bytes) is not int:
+            continue
+        if len(members[name]) > CHANGED_FILE_SLACK * signed_bytes + 2**20:
+            kept[name] = b""
+            result.problems.append(
+                f"{name}: not read: {len(members[name]):,} bytes, where the manifest signed {signed_bytes:,}"
+            )
+    return kept
 
 
 def extension_problems(later: Verification, earlier: Verification, *, earlier_name: str) -> list[str]:
