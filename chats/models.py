@@ -97,15 +97,19 @@ def _refuse_cited_change(rows: models.QuerySet[Any], values: dict[str, Any]) -> 
     change. Compared in the database (``exclude``), as the trigger compares: a JSON value or an expression
     is equal there when it stores the same."""
     cited = rows.filter(citations__isnull=False)
+    # One query whatever the columns: the cited rows that keep every value are excluded (a row differing in
+    # any column remains). Only on a refusal are the columns looked at one by one, to name them.
+    pk = cited.exclude(**values).values_list("pk", flat=True).first()
+    if pk is None:
+        return
+    cited = cited.filter(pk=pk)
     changed = [name for name, value in values.items() if cited.exclude(**{name: value}).exists()]
-    if changed:
-        model = rows.model._meta
-        names = " and ".join(model.get_field(name).name for name in changed)
-        pk = cited.exclude(**{changed[0]: values[changed[0]]}).values_list("pk", flat=True).first()
-        raise CitedTextChangeError(
-            f"{model.verbose_name} {pk} is cited: its {names} cannot change "
-            f"(a revised source is added as a new {model.verbose_name})."
-        )
+    model = rows.model._meta
+    names = " and ".join(model.get_field(name).name for name in changed)
+    raise CitedTextChangeError(
+        f"{model.verbose_name} {pk} is cited: its {names} cannot change "
+        f"(a revised source is added as a new {model.verbose_name})."
+    )
 
 
 class CitedSourceQuerySet(models.QuerySet[Any]):
