@@ -371,12 +371,14 @@ class LedgerTombstoneError(IntegrityError):
 def refuse_unless_whole_past_month(start: datetime, end: datetime) -> None:
     """Raise :class:`LedgerTombstoneError` unless ``[start, end)`` is one whole month in UTC (the ledger
     partitions' bounds) that ended no later than the start of the current month."""
+    from citations.partitions import month_start, next_month  # here: citations.partitions imports this module
+
     whole = False
     if timezone.is_aware(start) and timezone.is_aware(end):
-        first = start.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        following = first.replace(year=first.year + first.month // 12, month=first.month % 12 + 1)
-        current = timezone.now().astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        whole = start == first and end == following and end <= current
+        month = start.astimezone(UTC).date().replace(day=1)
+        current = month_start(timezone.now().astimezone(UTC).date())
+        following = month_start(next_month(month))
+        whole = start == month_start(month) and end == following and end <= current
     if not whole:
         raise LedgerTombstoneError(
             f"a ledger_partition_drops row covers one whole past month (UTC), not [{start}, {end})"
