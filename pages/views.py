@@ -32,6 +32,14 @@ def _review_only(request: HttpRequest) -> bool:
     return request.GET.get(REVIEW_PARAMETER) == "1"
 
 
+def _visible_chat_or_404(request: HttpRequest, chat_id: UUID) -> Chat:
+    """The chat, if the user may read it (:func:`pages.selectors.visible_chat`); else 404, as the API answers."""
+    chat = selectors.visible_chat(request.user, chat_id)
+    if chat is None:
+        raise Http404("No such chat visible to you.")
+    return chat
+
+
 @require_GET
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
@@ -41,9 +49,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 def chat_page(request: HttpRequest, chat_id: UUID) -> HttpResponse:
-    chat = selectors.visible_chat(request.user, chat_id)
-    if chat is None:
-        raise Http404("No such chat visible to you.")
+    chat = _visible_chat_or_404(request, chat_id)
     turns = selectors.chat_turns(chat)
     review_only = _review_only(request)
     page = reverse("pages:chat", args=[chat.pk])
@@ -88,9 +94,7 @@ def matter_record(request: HttpRequest, project_id: UUID) -> HttpResponseBase:
 @login_required
 def chat_record(request: HttpRequest, chat_id: UUID) -> HttpResponseBase:
     """:func:`matter_record` of a chat outside any matter; a chat of a matter goes to its matter's record."""
-    chat = selectors.visible_chat(request.user, chat_id)
-    if chat is None:
-        raise Http404("No such chat visible to you.")
+    chat = _visible_chat_or_404(request, chat_id)
     if chat.project_id is not None:
         return redirect("pages:matter-record", project_id=chat.project_id)
     return _record(request, chat)
