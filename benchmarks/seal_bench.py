@@ -173,7 +173,7 @@ def one_matter(*, repeats: int) -> MatterRun:
 
     from benchmarks import ledger_bench
     from chats.models import Project
-    from citations.export import export_matter
+    from citations.export import export_record
     from citations.integrity import verify_record
     from citations.seals import finalized_turns
     from lqai_verify.bundle import verify_bundle
@@ -196,7 +196,7 @@ def one_matter(*, repeats: int) -> MatterRun:
             assert result.intact, [str(p) for p in result.problems]
         else:
             with tempfile.TemporaryFile() as out:
-                export_matter(project=project, out=out)
+                export_record(of=project, out=out)
         return time.perf_counter() - started
 
     times = ledger_bench.alternating(measure, rounds=repeats)
@@ -204,7 +204,7 @@ def one_matter(*, repeats: int) -> MatterRun:
     with tempfile.TemporaryDirectory() as directory:
         bundle = Path(directory) / "matter.zip"
         with bundle.open("wb") as out:
-            export_matter(project=project, out=out)
+            export_record(of=project, out=out)
         for _ in range(repeats):
             started = time.perf_counter()
             checked = verify_bundle(bundle)

@@ -73,7 +73,7 @@ class _Digesting:
     """A temporary file that digests what is written to it."""
 
     def __init__(self) -> None:
-        self.file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by export_matter
+        self.file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _export
         self.sha256 = hashlib.sha256()
         self.size = 0
 
@@ -272,20 +272,14 @@ def _sealed_order(subject: _Subject) -> Iterator[list[UUID]]:
         yield batch
 
 
-def export_matter(
-    *, project: Project, out: IO[bytes], on_batch: Callable[[int], object] | None = None
-) -> ExportSummary:
-    """Write the signed export of ``project`` to ``out`` (a binary, seekable file): the matter as it stood when
-    the export began (:func:`citations.integrity.one_snapshot`), whatever turns commit while it runs. Reads
-    only. ``on_batch`` is called with the number of turns of each batch written (for a progress bar)."""
-    return export_record(of=project, out=out, on_batch=on_batch)
-
-
 def export_record(
     *, of: Project | Chat, out: IO[bytes], on_batch: Callable[[int], object] | None = None
 ) -> ExportSummary:
-    """:func:`export_matter` of a matter, or of a chat outside any matter, whose turns chain on their own (the
-    manifest names the chat instead of a matter). Raises :class:`ChatOfAMatter` for a chat of a matter."""
+    """Write the signed export of ``of``, a matter or a chat outside any matter (whose turns chain on their own:
+    the manifest names the chat instead of a matter), to ``out`` (a binary, seekable file): as it stood when the
+    export began (:func:`citations.integrity.one_snapshot`), whatever turns commit while it runs. Reads only.
+    ``on_batch`` is called with the number of turns of each batch written (for a progress bar). Raises
+    :class:`ChatOfAMatter` for a chat of a matter."""
     return _export(_Subject.of(of), out=out, on_batch=on_batch)
 
 

@@ -423,7 +423,7 @@ def test_a_large_export_shows_its_progress_per_batch_of_turns(
 
     assert chat.project is not None
     with (tmp_path / "m.zip").open("wb") as out:
-        summary = exporting.export_matter(project=chat.project, out=out, on_batch=batches.append)
+        summary = exporting.export_record(of=chat.project, out=out, on_batch=batches.append)
 
     assert batches == [2, 1]
     assert summary.turns == 3
