@@ -74,6 +74,7 @@ class TurnFacts:
 
     def digests(self) -> dict[str, Any]:
         return {
+            "format": record.FACTS_FORMAT,
             "turn": record.turn_sha256(self.turn),
             "rows": {record.row_key(row): record.row_sha256(row) for row in self.rows},
         }
@@ -87,16 +88,17 @@ def chain_of(*, project_id: str | None, chat_id: str) -> str:
 # A turn's facts in one statement: its message (tag 0) and its rows of the four tables (tags 1-4, in the order
 # of lqai_verify.record.ROW_TABLES), each row laid out on the same typed columns (u* ids, ts its timestamp,
 # i* integers, f1 a confidence, t* texts, j1 alterations; NULL where a table has no such column), ordered by
-# table, then by id. Ids are read as text (no UUID object made per id only to be printed again); the text of
-# UUIDs sorts as the UUIDs do (same length, hyphens in the same places, lowercase hex). Timestamps too, on
-# PostgreSQL, already as sealed (:func:`iso_sql`). The turns are one parameter, ``%(turns)s``
-# (:func:`in_ids`).
+# table, then by id. Facts format /2 added i4, i5, t8 and j2 at the end (a quote's place in the answer and its
+# context flags, a case citation's pin status; its pin is in t7). Ids are read as text (no UUID object made per
+# id only to be printed again); the text of UUIDs sorts as the UUIDs do (same length, hyphens in the same places,
+# lowercase hex). Timestamps too, on PostgreSQL, already as sealed (:func:`iso_sql`). The turns are one
+# parameter, ``%(turns)s`` (:func:`in_ids`).
 _FACTS_SQL = f"""
 SELECT 0 AS tag, CAST(c.id AS text) AS id, CAST(m.id AS text) AS message,
        CAST(c.project_id AS text) AS u3, CAST(m.reply_to_id AS text) AS u4, {{finalized_at}} AS ts,
        NULL AS i1, NULL AS i2, NULL AS i3, NULL AS f1,
        q.content AS t1, m.content AS t2, m.status AS t3, m.verdict AS t4, m.model_name AS t5,
-       NULL AS t6, NULL AS t7, NULL AS j1
+       NULL AS t6, NULL AS t7, NULL AS j1, NULL AS i4, NULL AS i5, NULL AS t8, NULL AS j2
   FROM {Message._meta.db_table} m
   JOIN {Chat._meta.db_table} c ON c.id = m.chat_id
   LEFT JOIN {Message._meta.db_table} q ON q.id = m.reply_to_id
@@ -104,26 +106,30 @@ SELECT 0 AS tag, CAST(c.id AS text) AS id, CAST(m.id AS text) AS message,
 UNION ALL
 SELECT 1, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.document_id AS text), NULL, {{created_at}},
        r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
-       r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, NULL, NULL, NULL, r.alterations
+       r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, NULL, NULL, NULL, r.alterations,
+       r.answer_offset_start, r.answer_offset_end, r.answer_unplaced_reason, r.context_flags
   FROM {DocumentQuote._meta.db_table} r
  WHERE r.message_id {{in_turns}}
 UNION ALL
 SELECT 2, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.opinion_id AS text), NULL, {{created_at}},
        r.position, r.source_offset_start, r.source_offset_end, r.verification_confidence,
-       r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, o.provider, NULL, NULL, r.alterations
+       r.quote, r.verification_method, r.unverified_reason, r.passage_sha256, o.provider, NULL, NULL, r.alterations,
+       r.answer_offset_start, r.answer_offset_end, r.answer_unplaced_reason, r.context_flags
   FROM {OpinionQuote._meta.db_table} r
   LEFT JOIN {CaselawOpinion._meta.db_table} o ON o.id = r.opinion_id
  WHERE r.message_id {{in_turns}}
 UNION ALL
 SELECT 3, CAST(r.id AS text), CAST(r.message_id AS text), NULL, NULL, {{created_at}},
        r.position, NULL, NULL, NULL,
-       r.source_kind, r.tool, r.provider, r.label, r.subtitle, r.url, r.external_ref, NULL
+       r.source_kind, r.tool, r.provider, r.label, r.subtitle, r.url, r.external_ref, NULL,
+       NULL, NULL, NULL, NULL
   FROM {MessageToolSource._meta.db_table} r
  WHERE r.message_id {{in_turns}}
 UNION ALL
 SELECT 4, CAST(r.id AS text), CAST(r.message_id AS text), CAST(r.opinion_id AS text), NULL, {{created_at}},
        r.answer_offset_start, r.answer_offset_end, NULL, NULL,
-       r.kind, r.citation, r.case_name, r.status, r.detail, r.provider, NULL, NULL
+       r.kind, r.citation, r.case_name, r.status, r.detail, r.provider, r.pin, NULL,
+       NULL, NULL, r.pin_status, NULL
   FROM {CaseCitation._meta.db_table} r
  WHERE r.message_id {{in_turns}}
 ORDER BY tag, id
@@ -211,7 +217,7 @@ def sealed_forms(values: Sequence[Any]) -> tuple[Any, ...]:
 
 def _fact_row(values: Sequence[Any]) -> dict[str, Any]:
     """One row of :data:`_FACTS_SQL` (tags 1-4, in :func:`sealed_forms`) as ``lqai_verify.record`` fields."""
-    tag, row_id, message_id, u3, _, created_at, i1, i2, i3, f1, t1, t2, t3, t4, t5, t6, t7, j1 = values
+    tag, row_id, message_id, u3, _, created_at, i1, i2, i3, f1, t1, t2, t3, t4, t5, t6, t7, j1, i4, i5, t8, j2 = values
     row: dict[str, Any] = {
         "table": record.ROW_TABLES[tag - 1],
         "id": row_id,
@@ -231,12 +237,16 @@ def _fact_row(values: Sequence[Any]) -> dict[str, Any]:
                 "unverified_reason": t3,
                 "passage_sha256": t4,
                 "alterations": json_value(j1),
+                "answer_offset_start": i4,
+                "answer_offset_end": i5,
+                "answer_unplaced_reason": t8,
+                "context_flags": json_value(j2),
             }
         )
     elif tag == 3:
         row.update(zip(record.ROW_FIELDS[record.TOOL][4:], (i1, t1, t2, t3, t4, t5, t6, t7), strict=True))
     else:
-        row.update(zip(record.ROW_FIELDS[record.CASE][4:], (i1, i2, t1, t2, t3, t4, t5, u3, t6), strict=True))
+        row.update(zip(record.ROW_FIELDS[record.CASE][4:], (i1, i2, t1, t2, t3, t4, t5, u3, t6, t7, t8), strict=True))
     return row
 
 
@@ -446,7 +456,10 @@ def _write_seals(turns: Sequence[TurnFacts], *, late: bool) -> list[TurnSeal]:
                 "finalize_number": finalize_number,
                 "finalized_at": facts.turn["finalized_at"],
                 "facts_sha256": record.facts_sha256(
-                    turn_digest=digests["turn"], row_digests=digests["rows"], verifier_version=VERIFIER_VERSION
+                    turn_digest=digests["turn"],
+                    row_digests=digests["rows"],
+                    verifier_version=VERIFIER_VERSION,
+                    facts_format=record.sealed_format(digests),
                 ),
                 "sealed_at": sealed_at,
                 "late": late,

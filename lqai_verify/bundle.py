@@ -1,4 +1,4 @@
-"""Checking a matter export (``lqai-export/2``, or ``/1`` before it, written by ``citations.export``), or a
+"""Checking a matter export (``lqai-export/3``, or ``/2`` or ``/1`` before it, written by ``citations.export``), or a
 matter-less chat's, with nothing but the bundle:
 
 1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
@@ -14,7 +14,8 @@ matter-less chat's, with nothing but the bundle:
    warning that no digest from its time vouches for the passage, and in a turn sealed late (verified before
    its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem;
 7. once all of that holds, ``report.html`` against the report rendered again from the checked data
-   (:mod:`lqai_verify.report`), byte for byte (``lqai-export/2``; a ``/1`` bundle's report is not checked).
+   (:mod:`lqai_verify.report`), byte for byte (``lqai-export/2`` and ``/3``; a ``/1`` bundle's report is not
+   checked).
 
 Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
 sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON (or that Python will not
@@ -430,7 +431,7 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
         result.problems.append(
             f"manifest.json: format {manifest['format']!r}, expected one of {', '.join(record.EXPORT_FORMATS)}"
         )
-    elif manifest["format"] != record.EXPORT_FORMAT:
+    elif manifest["format"] not in record.RENDERED_REPORT_FORMATS:
         result.warnings.append(
             f"report.html is not checked: an {manifest['format']} bundle's report was not rendered from its data "
             "files; read what this verifier checked (its summary and problems) rather than the page"
@@ -574,6 +575,15 @@ def _check_record(
         result.seal_digests.setdefault(seal["sequence"], seal["seal_sha256"])
         previous = seal
     result.seals = len(seals)
+    first_format = [
+        seal["sequence"] for seal in seals if record.sealed_format(seal["row_digests"]) == record.FACTS_FORMAT_1
+    ]
+    if first_format:
+        result.warnings.append(
+            f"seals.jsonl: {len(first_format)} of {len(seals)} seals (#{first_format[0]} to #{first_format[-1]}) are "
+            f"of {record.FACTS_FORMAT_1}, which did not seal a quote's place in the answer and context flags or a "
+            "case citation's pin cite: in their turns, those fields are vouched for by the export's signature only"
+        )
     head = manifest["chain_head"]
     malformed_head = [] if head is None else shape_problems(head, _HEAD_SHAPE, "manifest.json.chain_head")
     result.problems += malformed_head
@@ -696,6 +706,6 @@ def _check_record(
     for message in sorted(rows_of.keys() - seen):
         result.problems.append(f"rows.jsonl: rows of turn {message}, which is not in turns.jsonl")
     # The page is compared once the data verifies: a report of data found wrong could only differ from it more.
-    if manifest["format"] == record.EXPORT_FORMAT and not result.problems:
+    if manifest["format"] in record.RENDERED_REPORT_FORMATS and not result.problems:
         report_parts.end(turns=result.turns, rows=result.rows, late=result.late, unsealed=unsealed)
         result.problems += report_parts.problems(members.get("report.html", b""))

@@ -4,11 +4,14 @@ Canonical JSON (:func:`canonical_json`): ``json.dumps`` with sorted keys, no whi
 
 A turn's facts are one *turn* object (:data:`TURN_FIELDS`) and one object per row it recorded (a KB quote,
 a caselaw quote, a tool source, a case citation: :data:`ROW_FIELDS`). Each is digested on its own
-(hex SHA-256 of its canonical JSON), so that a mismatch names the row that differs; the turn's
-``facts_sha256`` is the digest of ``{"format", "verifier_version", "turn": <turn digest>, "rows": [[row key,
-row digest], ...] sorted}`` (:func:`facts_sha256`). A seal (:func:`seal_payload`) binds the facts digest to
-its place in a chain (``chain``, ``sequence``, the previous seal's ``seal_sha256``); its ``seal_sha256`` is
-the digest of the payload and its signature an Ed25519 signature of the payload bytes.
+(hex SHA-256 of the canonical JSON of the fields its seal's facts format covers: :func:`row_sha256`), so
+that a mismatch names the row that differs; the turn's ``facts_sha256`` is the digest of ``{"format",
+"verifier_version", "turn": <turn digest>, "rows": [[row key, row digest], ...] sorted}``
+(:func:`facts_sha256`). A seal names its facts format in its ``row_digests`` (``"format"``; absent in a seal
+of ``lqai-turn-facts/1``, which had no such key), and that name is inside the digest it signs. A seal
+(:func:`seal_payload`) binds the facts digest to its place in a chain (``chain``, ``sequence``, the previous
+seal's ``seal_sha256``); its ``seal_sha256`` is the digest of the payload and its signature an Ed25519
+signature of the payload bytes.
 
 Everything here is pure: no Django, no database.
 """
@@ -26,12 +29,17 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-FACTS_FORMAT = "lqai-turn-facts/1"
+# The facts format new seals are made in; /1 (before it) sealed fewer fields of a row (:data:`SEALED_FIELDS`).
+FACTS_FORMAT = "lqai-turn-facts/2"
+FACTS_FORMAT_1 = "lqai-turn-facts/1"
 SEAL_FORMAT = "lqai-seal/1"
-# An export's format: /2 renders report.html from the data files (lqai_verify.report), which the verifier checks;
-# /1 (before that) is still read, its report unchecked.
-EXPORT_FORMAT = "lqai-export/2"
-EXPORT_FORMATS = ("lqai-export/1", EXPORT_FORMAT)
+# An export's format: /3 carries every field of :data:`ROW_FIELDS` in its rows (and seals of either facts
+# format); /2 rendered report.html from the data files (lqai_verify.report), which the verifier checks, with the
+# rows of facts format /1; /1 (before that) is still read, its report unchecked.
+EXPORT_FORMAT = "lqai-export/3"
+EXPORT_FORMATS = ("lqai-export/1", "lqai-export/2", EXPORT_FORMAT)
+# The formats whose report.html is rendered by lqai_verify.report, and so checked.
+RENDERED_REPORT_FORMATS = ("lqai-export/2", EXPORT_FORMAT)
 
 KB = "message_citations"
 CASELAW = "message_caselaw_citations"
@@ -63,9 +71,12 @@ _QUOTE_FIELDS = (
     "passage_sha256",
     "alterations",
 )
+# A quote's place in the answer (null offsets and a reason when it could not be placed) and the limiting context
+# next to an altered quote's passage: sealed from facts format /2 on.
+_QUOTE_FIELDS_2 = ("answer_offset_start", "answer_offset_end", "answer_unplaced_reason", "context_flags")
 ROW_FIELDS: dict[str, tuple[str, ...]] = {
-    KB: ("table", "id", "message", "created_at", "document", *_QUOTE_FIELDS),
-    CASELAW: ("table", "id", "message", "created_at", "opinion", "opinion_provider", *_QUOTE_FIELDS),
+    KB: ("table", "id", "message", "created_at", "document", *_QUOTE_FIELDS, *_QUOTE_FIELDS_2),
+    CASELAW: ("table", "id", "message", "created_at", "opinion", "opinion_provider", *_QUOTE_FIELDS, *_QUOTE_FIELDS_2),
     TOOL: (
         "table",
         "id",
@@ -94,7 +105,21 @@ ROW_FIELDS: dict[str, tuple[str, ...]] = {
         "detail",
         "opinion",
         "provider",
+        "pin",
+        "pin_status",
     ),
+}
+# The fields of a row each facts format seals: /2 all of :data:`ROW_FIELDS`; /1 all but a quote's answer place
+# and context flags and a case citation's pin cite.
+SEALED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    FACTS_FORMAT: ROW_FIELDS,
+    FACTS_FORMAT_1: {
+        table: tuple(name for name in fields if name not in (*_QUOTE_FIELDS_2, "pin", "pin_status"))
+        for table, fields in ROW_FIELDS.items()
+    },
+}
+_SEALED_SETS = {
+    name: {table: frozenset(fields) for table, fields in by_table.items()} for name, by_table in SEALED_FIELDS.items()
 }
 # The ledger columns an entry copies from its row (``citations.ledger``): checked against the sealed row.
 LEDGER_FIELDS = ("message", "chat", "project", "source_kind", "verification_status", "confidence", "provider")
@@ -127,16 +152,29 @@ def turn_sha256(turn: Mapping[str, Any]) -> str:
     return sha256_hex(canonical_json(turn))
 
 
-def row_sha256(row: Mapping[str, Any]) -> str:
-    return sha256_hex(canonical_json(row))
+def row_sha256(row: Mapping[str, Any], *, facts_format: str = FACTS_FORMAT) -> str:
+    """A row's digest in a seal of ``facts_format``: over the fields that format seals (:data:`SEALED_FIELDS`);
+    a field the row lacks is left out, so the digest differs from the sealed one."""
+    table = row["table"]
+    if row.keys() == _SEALED_SETS[facts_format][table]:  # every row read for a new seal: nothing to leave out
+        return sha256_hex(canonical_json(row))
+    return sha256_hex(canonical_json({name: row[name] for name in SEALED_FIELDS[facts_format][table] if name in row}))
 
 
-def facts_sha256(*, turn_digest: str, row_digests: Mapping[str, str], verifier_version: str) -> str:
-    """The digest a seal signs for a turn: over its turn digest and every row's digest (sorted by row key)."""
+def sealed_format(row_digests: Mapping[str, Any]) -> str:
+    """The facts format of a seal's ``row_digests`` (a seal of /1 does not name it)."""
+    return str(row_digests.get("format", FACTS_FORMAT_1))
+
+
+def facts_sha256(
+    *, turn_digest: str, row_digests: Mapping[str, str], verifier_version: str, facts_format: str = FACTS_FORMAT
+) -> str:
+    """The digest a seal of ``facts_format`` signs for a turn: over its turn digest and every row's digest
+    (sorted by row key)."""
     return sha256_hex(
         canonical_json(
             {
-                "format": FACTS_FORMAT,
+                "format": facts_format,
                 "verifier_version": verifier_version,
                 "turn": turn_digest,
                 "rows": sorted([key, digest] for key, digest in row_digests.items()),
@@ -218,10 +256,14 @@ def seal_differences(seal: Mapping[str, Any]) -> list[str]:
     """What is wrong with one seal on its own: its facts digest against its row digests, and its own digest."""
     problems = []
     digests = seal["row_digests"]
+    facts_format = sealed_format(digests)
+    if facts_format not in SEALED_FIELDS:
+        return [f"its facts format {facts_format!r} is none of {', '.join(sorted(SEALED_FIELDS))}"]
     expected_facts = facts_sha256(
         turn_digest=digests.get("turn", ""),
         row_digests=digests.get("rows", {}),
         verifier_version=seal["verifier_version"],
+        facts_format=facts_format,
     )
     if expected_facts != seal["facts_sha256"]:
         problems.append("its row digests do not add up to its facts digest")
@@ -237,7 +279,10 @@ def facts_differences(
     its rows exactly; an earlier one (a turn finalized again after an interruption) only the rows it sealed."""
     problems = []
     sealed_rows: Mapping[str, str] = seal["row_digests"].get("rows", {})
-    current = {row_key(row): row_sha256(row) for row in rows}
+    facts_format = sealed_format(seal["row_digests"])
+    if facts_format not in SEALED_FIELDS:
+        return [f"its seal's facts format {facts_format!r} is none of {', '.join(sorted(SEALED_FIELDS))}"]
+    current = {row_key(row): row_sha256(row, facts_format=facts_format) for row in rows}
     if latest:
         if turn is None:
             return ["the turn is missing"]
@@ -336,9 +381,10 @@ def passage_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int
 
 def reverification_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
-    code (``chats.verification``): the match's method, span, confidence and alterations must be what the row
-    records, that is what the rules that verified it said (this version's, for a turn sealed on time)."""
-    from chats.verification import NormalizedSource, alterations_record
+    code (``chats.verification``): the match's method, span, confidence and alterations, and its context flags
+    where the row records them (a row of facts format /2), must be what the row records, that is what the rules
+    that verified it said (this version's, for a turn sealed on time)."""
+    from chats.verification import NormalizedSource, alterations_record, context_flags_record
 
     match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
     if match is None:
@@ -350,6 +396,8 @@ def reverification_differences(row: Mapping[str, Any], excerpt: str, excerpt_sta
         "confidence": match.confidence,
         "alterations": alterations_record(match, offset=excerpt_start),
     }
+    if "context_flags" in row:
+        found["context_flags"] = context_flags_record(match, offset=excerpt_start)
     return [
         f"re-verified, its {name} is {found[name]!r}, the sealed row says {row[name]!r}"
         for name in found

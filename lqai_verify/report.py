@@ -2,9 +2,9 @@
 
 The server renders it as it exports (``citations.export``), from the very values it writes to the data files;
 the verifier renders it again from the data it has checked and compares the two byte for byte
-(``lqai-export/2``). So the page a court or a client reads says exactly what the verified data says: a verdict,
-a quote's status or an alteration cannot read otherwise in the report than in the record, whoever made the
-bundle. A self-contained page (no script, no external file) that prints to PDF.
+(``lqai-export/2`` and ``/3``). So the page a court or a client reads says exactly what the verified data says:
+a verdict, a quote's status or an alteration cannot read otherwise in the report than in the record, whoever
+made the bundle. A self-contained page (no script, no external file) that prints to PDF.
 
 Every value from the data is HTML-escaped; the parts are :func:`start` (the subject, the key, the chain),
 one :func:`turn` per turn in the order of ``turns.jsonl``, and :func:`end` (the counts).

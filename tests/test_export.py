@@ -24,7 +24,7 @@ from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
 from rest_framework.test import APIClient
 
-from chats.models import CaselawOpinion, Chat, DocumentQuote, Message
+from chats.models import CaseCitation, CaselawOpinion, Chat, DocumentQuote, Message
 from chats.services import ClaimedCitation, finalize_turn, start_turn
 from chats.verification import verify_quote
 from citations import export as export_module
@@ -36,7 +36,7 @@ from lqai_verify.__main__ import main as lqai_verify_main
 from lqai_verify.bundle import BundleError, verify_bundle
 from tests import factories
 from tests.test_backfill import _Terminal
-from tests.test_seals import QUESTION, TURN_TABLES, _db_id, _raw, _turn, a_turn_commits_first
+from tests.test_seals import QUESTION, TURN_TABLES, _db_id, _first_format_digests, _raw, _turn, a_turn_commits_first
 from tests.test_seals import verify as verify_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -362,6 +362,92 @@ def test_a_ledger_row_edited_in_sql_shows_in_a_fresh_export(
         result.problems[0] + result.problems[1]
     )
     assert "its confidence is 0.9, its sealed row says 1.0" in result.problems[0] + result.problems[1]
+
+
+@pytest.mark.django_db
+def test_a_pin_cite_or_a_quotes_place_edited_in_sql_shows_in_a_fresh_export(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    chat, turns = exported_matter
+    citation = CaseCitation.objects.get(message_id=turns[2])
+    quote = DocumentQuote.objects.filter(message_id=turns[0]).exclude(answer_offset_start=None).order_by("id").first()
+    assert quote is not None
+    _raw("UPDATE message_case_citations SET pin_status = 'unchecked' WHERE id = %(id)s", {"id": _db_id(citation.pk)})
+    _raw(
+        "UPDATE message_citations SET answer_offset_start = answer_offset_start + 1, "
+        "answer_offset_end = answer_offset_end + 1 WHERE id = %(id)s",
+        {"id": _db_id(quote.pk)},
+    )
+
+    result = verify_bundle(export(chat, tmp_path / "fresh.zip"), public_key=fingerprint())
+
+    assert f"message_case_citations:{citation.pk} differs from its seal (edited)" in "\n".join(result.problems)
+    assert f"message_citations:{quote.pk} differs from its seal (edited)" in "\n".join(result.problems)
+
+
+@pytest.mark.django_db
+def test_turns_sealed_in_the_first_facts_format_verify_with_a_warning_and_in_an_earlier_export_format(
+    api_client: APIClient, matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a turn sealed before a quote's place and a pin cite were sealed, then one sealed since
+    older = factories.MessageFactory.create(chat=matter_chat)
+    factories.DocumentQuoteFactory.create(message=older)
+    factories.CaseCitationFactory.create(message=older, pin="310", pin_status="within")
+    ledger.assemble(older)
+    with monkeypatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        seals.seal_turn(message_id=older.pk)
+    _turn(api_client, matter_chat)
+
+    files = members(export(matter_chat, tmp_path / "m.zip"))
+    result = verify_bundle(tmp_path / "m.zip", public_key=fingerprint())
+
+    assert result.problems == []
+    assert (
+        "seals.jsonl: 1 of 2 seals (#1 to #1) are of lqai-turn-facts/1, which did not seal a quote's place in the "
+        "answer and context flags or a case citation's pin cite: in their turns, those fields are vouched for by the "
+        "export's signature only"
+    ) in result.warnings
+    # And the same record as the earlier export format wrote it (rows without those fields) verifies too
+    new_fields = {"answer_offset_start", "answer_offset_end", "answer_unplaced_reason", "context_flags"}
+    earlier_rows = [
+        {k: v for k, v in row.items() if k not in new_fields | ({"pin", "pin_status"} if "pin" in row else set())}
+        for row in lines(files["rows.jsonl"])
+    ]
+    manifest = json.loads(files["manifest.json"])
+    files = {
+        **files,
+        "rows.jsonl": jsonl(earlier_rows),
+        "manifest.json": json.dumps({**manifest, "format": "lqai-export/2"}).encode(),
+    }
+    earlier = verify_bundle(rewrite(tmp_path / "earlier.zip", files, resign=keys.signing_key()))
+    assert [p for p in earlier.problems if "seal #2" not in p] == []
+    assert all("differs from its seal (edited)" in p for p in earlier.problems)
+
+
+def test_a_quotes_context_flags_are_re_verified_where_its_row_records_them() -> None:
+    text = "Preamble text. The rule applies in every case where the parties consent to it in writing."
+    match = verify_quote("The rule applies in every case", text)
+    assert match is not None
+    assert match.method == "altered"
+    row = {
+        "quote": "The rule applies in every case",
+        "offset_start": match.start,
+        "offset_end": match.end,
+        "method": match.method,
+        "confidence": match.confidence,
+        "alterations": [],
+        "passage_sha256": record.text_sha256(text[match.start : match.end]),
+        "context_flags": [{"flag": "limited_after", "source_start": 46, "source_end": 51}],
+    }
+
+    assert record.quote_differences(row, text, 0) == []
+    assert record.quote_differences({**row, "context_flags": []}, text, 0) == [
+        "re-verified, its context_flags is [{'flag': 'limited_after', 'source_start': 46, 'source_end': 51}], the "
+        "sealed row says []"
+    ]
+    first_format = {name: value for name, value in row.items() if name != "context_flags"}
+    assert record.quote_differences(first_format, text, 0) == []
 
 
 @pytest.mark.django_db
@@ -1162,9 +1248,11 @@ def test_a_bundle_from_before_reports_were_rendered_from_the_data_verifies_with_
 
     assert result.problems == []
     assert any("report.html is not checked: an lqai-export/1 bundle's report" in w for w in result.warnings)
-    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/3"}).encode()
+    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/4"}).encode()
     future = verify_bundle(rewrite(tmp_path / "new.zip", files, resign=keys.signing_key()))
-    assert future.problems == ["manifest.json: format 'lqai-export/3', expected one of lqai-export/1, lqai-export/2"]
+    assert future.problems == [
+        "manifest.json: format 'lqai-export/4', expected one of lqai-export/1, lqai-export/2, lqai-export/3"
+    ]
 
 
 @pytest.mark.django_db

@@ -23,10 +23,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from chats.models import Chat, DocumentQuote, Message
+from chats.models import CaseCitation, Chat, DocumentQuote, Message
 from chats.record import purging
 from chats.services import ClaimedCitation, finalize_turn, start_turn
-from citations import integrity, keys, seals
+from citations import integrity, keys, ledger, seals
 from citations.integrity import verify_record
 from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
 from citations.purge import purge_matter
@@ -253,6 +253,119 @@ def test_verify_ledger_names_a_planted_insertion(matter_turns: list[dict[str, An
     assert status == 1
     assert f"BROKEN at turn {message.pk}" in output
     assert f"row message_citations:{planted.pk} is not in its seal (inserted)" in output
+
+
+# A quote's place in the answer, its context flags and a case citation's pin cite: sealed from facts format /2.
+FLAG = {"flag": "limited_after", "source_start": 40, "source_end": 45}
+
+
+@pytest.fixture
+def placed_turn(matter_chat: Chat) -> Message:
+    """A sealed turn whose KB quotes are placed in its answer (one of them altered, with a context flag) and
+    whose case citation has a pin cite within its opinion's pages."""
+    message = factories.MessageFactory.create(chat=matter_chat)
+    factories.DocumentQuoteFactory.create(message=message, answer_offset_start=10, answer_offset_end=38)
+    factories.DocumentQuoteFactory.create(
+        message=message,
+        answer_offset_start=50,
+        answer_offset_end=78,
+        verification_method="altered",
+        verification_confidence=0.6,
+        context_flags=[FLAG],
+    )
+    factories.CaseCitationFactory.create(message=message, pin="310", pin_status="within")
+    ledger.assemble(message)
+    seals.seal_turn(message_id=message.pk)
+    return message
+
+
+def _planted(table: str, assignments: str, row_id: Any, **values: Any) -> None:
+    _raw(f"UPDATE {table} SET {assignments} WHERE id = %(id)s", {"id": _db_id(row_id), **values})
+
+
+def _json(name: str) -> str:
+    return f"CAST(%({name})s AS jsonb)" if connection.vendor == "postgresql" else f"%({name})s"
+
+
+PLACED_EDITS = [
+    ("message_citations", "answer_offset_start = 11, answer_offset_end = 39", {}),
+    (
+        "message_citations",
+        "answer_offset_start = NULL, answer_offset_end = NULL, answer_unplaced_reason = %(reason)s",
+        {"reason": "the quote is not in the answer"},
+    ),
+    ("message_citations", "context_flags = {json}", {"flags": "[]"}),
+    ("message_case_citations", "pin = %(pin)s", {"pin": "311"}),
+    ("message_case_citations", "pin_status = %(status)s", {"status": "unchecked"}),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("table", "assignments", "values"),
+    PLACED_EDITS,
+    ids=["answer offsets", "unplaced reason", "context flags", "pin", "pin status"],
+)
+def test_verify_ledger_names_a_planted_edit_of_a_quotes_place_or_flags_or_a_pin_cite(
+    placed_turn: Message, table: str, assignments: str, values: dict[str, Any]
+) -> None:
+    # Given a sealed turn's quote place, context flags or pin cite changed in SQL, triggers off
+    target: CaseCitation | DocumentQuote = (
+        CaseCitation.objects.get(message=placed_turn)
+        if table == "message_case_citations"
+        else DocumentQuote.objects.get(message=placed_turn, verification_method="altered")
+    )
+    assert verify()[0] == 0
+    _planted(table, assignments.format(json=_json("flags")), target.pk, **values)
+
+    output = broken()
+
+    assert f"BROKEN at turn {placed_turn.pk}" in output
+    assert f"row {table}:{target.pk} differs from its seal (edited)" in output
+
+
+@pytest.mark.django_db
+def test_a_seal_names_its_facts_format_inside_what_it_signs(placed_turn: Message) -> None:
+    seal = TurnSeal.objects.get(message=placed_turn)
+    assert seal.row_digests["format"] == record.FACTS_FORMAT == "lqai-turn-facts/2"
+    # Claiming the first format, whose rows' digests leave the pin cite out, breaks the facts digest
+    fields = {**seals.seal_fields(seal), "row_digests": {**seal.row_digests, "format": record.FACTS_FORMAT_1}}
+    assert record.seal_differences(fields) == ["its row digests do not add up to its facts digest"]
+    unknown = {**seals.seal_fields(seal), "row_digests": {**seal.row_digests, "format": "lqai-turn-facts/9"}}
+    assert record.seal_differences(unknown) == [
+        "its facts format 'lqai-turn-facts/9' is none of lqai-turn-facts/1, lqai-turn-facts/2"
+    ]
+
+
+def _first_format_digests(facts: seals.TurnFacts) -> dict[str, Any]:
+    """A turn's row digests as seals of ``lqai-turn-facts/1`` hold them (no ``format`` key)."""
+    return {
+        "turn": record.turn_sha256(facts.turn),
+        "rows": {record.row_key(row): record.row_sha256(row, facts_format=record.FACTS_FORMAT_1) for row in facts.rows},
+    }
+
+
+@pytest.mark.django_db
+def test_seals_of_the_first_facts_format_still_verify_and_cover_what_they_sealed(
+    matter_chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a turn sealed in the first facts format, before its rows' places and pin cites were sealed
+    message = factories.MessageFactory.create(chat=matter_chat)
+    factories.DocumentQuoteFactory.create(message=message, answer_offset_start=10, answer_offset_end=38)
+    citation = factories.CaseCitationFactory.create(message=message, pin="310", pin_status="within")
+    ledger.assemble(message)
+    with monkeypatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        seals.seal_turn(message_id=message.pk)
+    seal = TurnSeal.objects.get(message=message)
+    assert "format" not in seal.row_digests
+    assert verify()[0] == 0, verify()[1]
+
+    # Then a change of what it did not seal goes unseen; a change of what it sealed is found
+    _planted("message_case_citations", "pin_status = %(status)s", citation.pk, status="unchecked")
+    assert verify()[0] == 0
+    _planted("message_case_citations", "detail = %(detail)s", citation.pk, detail="planted")
+    assert f"row message_case_citations:{citation.pk} differs from its seal (edited)" in broken()
 
 
 @pytest.mark.django_db
