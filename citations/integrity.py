@@ -98,6 +98,8 @@ class Integrity:
     chains: int = 0
     signatures: int = 0
     unsealed: int = 0
+    # Seals of lqai-turn-facts/1, made before a quote's place and flags and a pin cite were sealed.
+    first_format: int = 0
     # Sealed rows whose ledger entry went with a dropped month (citations.partitions): not a problem.
     dropped: int = 0
     problem_count: int = 0
@@ -584,6 +586,7 @@ def _check_turns(
             where = _where(seal)
             for difference in record.seal_differences(seal):
                 result.add(Problem(difference, *where))
+            result.first_format += record.sealed_format(seal["row_digests"]) == record.FACTS_FORMAT_1
             if signed is None or seal["id"] in signed:
                 check_signature(seal)
             turn_facts = facts.get(seal["message"])

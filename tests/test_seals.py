@@ -197,6 +197,7 @@ def test_verify_ledger_passes_an_intact_record() -> None:
 
     assert status == 0, output
     assert "intact: 3 seals in 1 chain(s), 3 turns" in output
+    assert "lqai-turn-facts/1" not in output  # new seals are of the current facts format
 
 
 def _raw(sql: str, params: dict[str, Any]) -> None:
@@ -359,7 +360,9 @@ def test_seals_of_the_first_facts_format_still_verify_and_cover_what_they_sealed
         seals.seal_turn(message_id=message.pk)
     seal = TurnSeal.objects.get(message=message)
     assert "format" not in seal.row_digests
-    assert verify()[0] == 0, verify()[1]
+    status, output = verify()
+    assert status == 0, output
+    assert "1 seal(s) of lqai-turn-facts/1 (a quote's place and context flags and a pin cite not sealed" in output
 
     # Then a change of what it did not seal goes unseen; a change of what it sealed is found
     _planted("message_case_citations", "pin_status = %(status)s", citation.pk, status="unchecked")

@@ -16,6 +16,7 @@ from tqdm import tqdm
 from chats.models import Project
 from citations.integrity import DEFAULT_BATCH_SIZE, HeldSeal, sealed_in_scope, verify_record
 from lqai_verify.bundle import BundleError, verify_bundle
+from lqai_verify.record import FACTS_FORMAT_1
 
 # Below this many seals a run takes a moment: no progress bar.
 PROGRESS_FROM = 10_000
@@ -84,6 +85,12 @@ class Command(BaseCommand):
             f"{result.seals} seals in {result.chains} chain(s), {result.turns} turns, {result.rows} rows, "
             f"{result.entries} ledger entries, {result.signatures} signatures checked; {result.unsealed} unsealed; "
             + (f"{result.dropped} rows' entries dropped with their months (tombstones); " if result.dropped else "")
+            + (
+                f"{result.first_format} seal(s) of {FACTS_FORMAT_1} (a quote's place and context flags and a "
+                "pin cite not sealed: docs/export.md); "
+                if result.first_format
+                else ""
+            )
             + (f"{len(held)} earlier export(s) held; " if held else "")
             + f"{time.monotonic() - started:.1f} s"
         )
