@@ -236,8 +236,8 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
     name it holds more than once (a reader would show one copy, the checks read the last), a comment (the
     archive's or a file's: unsigned text that ``unzip`` prints), bytes that are not its listed files
     (:func:`layout_problems`). ``BundleError`` if it is not a readable zip, a file of it is damaged, or its
-    files would unpack to more than ``max_bytes`` (checked before anything is unpacked: ``zipfile`` reads a
-    file no further than its declared size)."""
+    files would unpack to more than ``max_bytes`` (checked before anything is unpacked: each file is unpacked
+    no further than its declared size, :func:`_read_member`)."""
     try:
         with zipfile.ZipFile(path) as bundle:
             infos = bundle.infolist()
@@ -261,7 +261,7 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
             ]
             with path.open("rb") as file:
                 problems += layout_problems(file, infos)
-            members = {info.filename: bundle.read(info) for info in infos}
+            members = {info.filename: _read_member(bundle, info) for info in infos}
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable zip ({exc})") from None
     except BundleError:
@@ -269,6 +269,15 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
     except Exception as exc:  # a damaged member (e.g. its CRC): name it
         raise BundleError(f"{path}: a file of the bundle is damaged ({exc})") from None
     return members, problems
+
+
+def _read_member(bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The file ``info`` of ``bundle``, unpacked no further than its declared size: ``ZipFile.read`` inflates a
+    file's whole deflate stream in one call, whatever size its headers give it, so a file that says 10 bytes
+    could make it hold a thousand times the zip. Reading one byte past the size reaches the file's end, where
+    ``zipfile`` checks its CRC."""
+    with bundle.open(info) as member:
+        return member.read(info.file_size + 1)
 
 
 # A zip's records (APPNOTE.TXT 4.3): a local file header (its fixed part, before the name and the extra field),

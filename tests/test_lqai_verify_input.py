@@ -302,6 +302,30 @@ def test_bytes_after_a_stored_files_data_within_its_compressed_size_are_a_proble
     ]
 
 
+@pytest.mark.django_db
+def test_a_deflate_stream_that_unpacks_past_its_files_size_is_a_problem_read_no_further(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """``zipfile`` stops a file at its stated size, and its CRC covers only that much: a deflate stream that
+    goes on past it (here the signed file, then 64 MiB of zeros, in some 64 KB) holds bytes that are no part
+    of the file. It is a problem naming the file, found without unpacking the rest."""
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+    files = members(path)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    raw = deflate.compress(files["turns.jsonl"]) + deflate.compress(bytes(64 * 2**20)) + deflate.flush()
+
+    longer = _with_data(path, "turns.jsonl", lambda _: raw, tmp_path / "longer.zip")
+
+    assert members(longer) == files
+    result, peak = _peak_bytes_of(longer)
+    assert result.problems == [
+        f"turns.jsonl: its deflate stream unpacks to more than the {len(files['turns.jsonl']):,} bytes its headers "
+        "give it: the rest is part of no file"
+    ]
+    assert peak < 8 * 2**20, f"{peak:,} bytes held"
+
+
 def test_a_file_compressed_otherwise_than_stored_or_deflated_is_a_problem(tmp_path: Path) -> None:
     """``citations.export`` deflates every file; where a file compressed another way ends, the verifier does not
     check: such a file is a problem naming it."""
