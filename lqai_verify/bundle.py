@@ -33,6 +33,7 @@ import json
 import os
 import struct
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -236,8 +237,8 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
     name it holds more than once (a reader would show one copy, the checks read the last), a comment (the
     archive's or a file's: unsigned text that ``unzip`` prints), bytes that are not its listed files
     (:func:`layout_problems`). ``BundleError`` if it is not a readable zip, a file of it is damaged, or its
-    files would unpack to more than ``max_bytes`` (checked before anything is unpacked: ``zipfile`` reads a
-    file no further than its declared size)."""
+    files would unpack to more than ``max_bytes`` (checked before anything is unpacked: each file is unpacked
+    no further than its declared size, :func:`_read_member`)."""
     try:
         with zipfile.ZipFile(path) as bundle:
             infos = bundle.infolist()
@@ -261,7 +262,7 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
             ]
             with path.open("rb") as file:
                 problems += layout_problems(file, infos)
-            members = {info.filename: bundle.read(info) for info in infos}
+            members = {info.filename: _read_member(bundle, info) for info in infos}
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable zip ({exc})") from None
     except BundleError:
@@ -269,6 +270,15 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
     except Exception as exc:  # a damaged member (e.g. its CRC): name it
         raise BundleError(f"{path}: a file of the bundle is damaged ({exc})") from None
     return members, problems
+
+
+def _read_member(bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The file ``info`` of ``bundle``, unpacked no further than its declared size: ``ZipFile.read`` inflates a
+    file's whole deflate stream in one call, whatever size its headers give it, so a file that says 10 bytes
+    could make it hold a thousand times the zip. Reading one byte past the size reaches the file's end, where
+    ``zipfile`` checks its CRC."""
+    with bundle.open(info) as member:
+        return member.read(info.file_size + 1)
 
 
 # A zip's records (APPNOTE.TXT 4.3): a local file header (its fixed part, before the name and the extra field),
@@ -279,6 +289,8 @@ _DESCRIPTOR = struct.Struct("<III")
 _END = struct.Struct("<4sHHHHIIH")
 _DESCRIPTOR_SIGNATURE = b"PK\x07\x08"
 _HAS_DESCRIPTOR = 0x08
+# How much of a file's compressed data is read, and unpacked, at a time to find where its deflate stream ends.
+_CHUNK = 1 << 16
 
 
 def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
@@ -287,8 +299,11 @@ def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
     the next file's, the last by the central directory, which ends where the end record begins, which ends the
     file. Any other byte is outside what the verifier reads: a file with a local header but no entry in the
     central directory is what a streaming reader extracts. What it cannot account for (a zip64 or spanned
-    archive, a zip64 size, a header that disagrees with its directory entry) is a problem as well:
-    ``citations.export`` writes none of them. Reads the headers only."""
+    archive, a zip64 size, a header that disagrees with its directory entry, a file compressed otherwise than
+    stored or deflated) is a problem as well: ``citations.export`` writes none of them. Each file's data must end
+    exactly at its compressed size (:func:`_data_problem`): ``zipfile`` stops at the end of a deflate stream, or
+    at a stored file's size, so bytes after it are read by no check. Reads the headers, and unpacks each
+    deflated file once more, :data:`_CHUNK` at a time."""
     size = file.seek(0, os.SEEK_END)
     if size < _END.size:
         return ["the zip is too short to end with its end-of-central-directory record"]
@@ -305,22 +320,36 @@ def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
             "the zip's central directory is not where its end record says (bytes before the zip, after the "
             "directory, or a zip64 or spanned archive)"
         ]
+    problems: list[str] = []
     position = 0
     for info in sorted(infos, key=attrgetter("header_offset")):
         if info.header_offset != position:
-            return [f"{info.filename}: bytes {position:,} to {info.header_offset:,} before it are no listed file's"]
-        end = _member_end(file, info)
-        if end is None:
-            return [f"{info.filename}: its local header or data descriptor disagrees with the central directory"]
-        position = end
+            return [
+                *problems,
+                f"{info.filename}: bytes {position:,} to {info.header_offset:,} before it are no listed file's",
+            ]
+        bounds = _member_end(file, info)
+        if bounds is None:
+            return [
+                *problems,
+                f"{info.filename}: its local header or data descriptor disagrees with the central directory",
+            ]
+        data_start, position = bounds
+        problem = _data_problem(file, info, data_start)
+        if problem is not None:
+            problems.append(problem)
     if position != directory_start:
-        return [f"bytes {position:,} to {directory_start:,}, before the central directory, are no listed file's"]
-    return []
+        return [
+            *problems,
+            f"bytes {position:,} to {directory_start:,}, before the central directory, are no listed file's",
+        ]
+    return problems
 
 
-def _member_end(file: IO[bytes], info: zipfile.ZipInfo) -> int | None:
-    """Where the file ``info`` (its local header, name, extra field, data, data descriptor) ends in ``file``;
-    ``None`` if its local header or data descriptor does not say what its directory entry says."""
+def _member_end(file: IO[bytes], info: zipfile.ZipInfo) -> tuple[int, int] | None:
+    """Where the data of the file ``info`` begins in ``file``, and where the file (its local header, name, extra
+    field, data, data descriptor) ends; ``None`` if its local header or data descriptor does not say what its
+    directory entry says."""
     file.seek(info.header_offset)
     header = file.read(_LOCAL_HEADER.size)
     if len(header) != _LOCAL_HEADER.size:
@@ -332,7 +361,7 @@ def _member_end(file: IO[bytes], info: zipfile.ZipInfo) -> int | None:
         return None
     expected = (info.CRC, info.compress_size, info.file_size)
     if not flags & _HAS_DESCRIPTOR:
-        return end if (crc, compressed, size) == expected else None
+        return (data_start, end) if (crc, compressed, size) == expected else None
     file.seek(end)
     descriptor = file.read(len(_DESCRIPTOR_SIGNATURE) + _DESCRIPTOR.size)
     if descriptor.startswith(_DESCRIPTOR_SIGNATURE):
@@ -340,7 +369,66 @@ def _member_end(file: IO[bytes], info: zipfile.ZipInfo) -> int | None:
         end += len(_DESCRIPTOR_SIGNATURE)
     if len(descriptor) < _DESCRIPTOR.size or _DESCRIPTOR.unpack(descriptor[: _DESCRIPTOR.size]) != expected:
         return None
-    return end + _DESCRIPTOR.size
+    return data_start, end + _DESCRIPTOR.size
+
+
+def _data_problem(file: IO[bytes], info: zipfile.ZipInfo, data_start: int) -> str | None:
+    """What is wrong with the data of the file ``info`` (at ``data_start`` in ``file``) around the file it holds:
+    a stored file must be exactly its size; a deflated one, a deflate stream that ends exactly at its compressed
+    size and unpacks to exactly its size. Unpacks the stream no further than its size (plus :data:`_CHUNK`), and
+    holds no more than :data:`_CHUNK` of it at a time."""
+    hidden = "are part of no file (a reader that scans for headers may take them for one)"
+    if info.compress_type == zipfile.ZIP_STORED:
+        if info.compress_size > info.file_size:
+            return (
+                f"{info.filename}: {info.compress_size - info.file_size:,} bytes after the end of its data, "
+                f"within its compressed size, {hidden}"
+            )
+        if info.compress_size < info.file_size:
+            return (
+                f"{info.filename}: stored in {info.compress_size:,} bytes, not the {info.file_size:,} its headers "
+                "give it"
+            )
+        return None
+    if info.compress_type != zipfile.ZIP_DEFLATED:
+        return (
+            f"{info.filename}: compressed with method {info.compress_type}, which the verifier cannot check to its "
+            "end (citations.export deflates every file)"
+        )
+    file.seek(data_start)
+    inflater = zlib.decompressobj(-15)
+    left, pending, unpacked = info.compress_size, b"", 0
+    try:
+        while not inflater.eof and unpacked <= info.file_size:
+            if not pending and left:
+                pending = file.read(min(left, _CHUNK))
+                left = left - len(pending) if pending else 0  # the zip ends early: read no more
+            output = inflater.decompress(pending, _CHUNK)
+            unpacked += len(output)
+            pending = inflater.unconsumed_tail
+            if not (output or pending or left):
+                break
+    except zlib.error as exc:
+        return f"{info.filename}: its compressed data is not a deflate stream ({exc})"
+    if unpacked > info.file_size:
+        return (
+            f"{info.filename}: its deflate stream unpacks to more than the {info.file_size:,} bytes its headers "
+            "give it: the rest is part of no file"
+        )
+    if not inflater.eof:
+        return f"{info.filename}: its deflate stream does not end within its compressed size"
+    if unpacked != info.file_size:
+        return (
+            f"{info.filename}: its deflate stream unpacks to {unpacked:,} bytes, not the {info.file_size:,} its "
+            "headers give it"
+        )
+    trailing = len(inflater.unused_data) + len(pending) + left
+    if trailing:
+        return (
+            f"{info.filename}: {trailing:,} bytes after the end of its deflate stream, within its compressed size, "
+            f"{hidden}"
+        )
+    return None
 
 
 def _json_file(members: dict[str, bytes], name: str, shape: Any, result: Verification) -> Any:

@@ -7,10 +7,12 @@ only)."""
 from __future__ import annotations
 
 import hashlib
+import io
 import struct
 import tracemalloc
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +182,163 @@ def test_a_zip64_bundle_is_a_problem_not_a_traceback(exported_matter: tuple[Chat
     result = verify_bundle(path, public_key=fingerprint())
 
     assert result.problems
+
+
+# --- Bytes inside a file's compressed data, past its end ---------------------------------------------------------
+
+
+def _with_data(path: Path, name: str, change: Callable[[bytes], bytes], out: Path) -> Path:
+    """The zip at ``path`` with the compressed data of its file ``name`` replaced by ``change`` of it, its local
+    header, its central directory entry and every offset after it saying so: the zip is still its listed files
+    end to end, each header agrees with its directory entry, and ``name`` keeps its size and CRC."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as bundle:
+        info = bundle.getinfo(name)
+        assert not bundle.comment, "the end record ends the zip"
+    assert not info.flag_bits & 0x08, "the file's sizes are in its local header, with no data descriptor"
+    name_length, extra_length = struct.unpack_from("<HH", data, info.header_offset + 26)
+    start = info.header_offset + 30 + name_length + extra_length
+    raw = change(bytes(data[start : start + info.compress_size]))
+    shift = len(raw) - info.compress_size
+    data[start : start + info.compress_size] = raw
+    struct.pack_into("<I", data, info.header_offset + 18, len(raw))
+    directory = struct.unpack_from("<I", data, len(data) - 6)[0] + shift
+    struct.pack_into("<I", data, len(data) - 6, directory)
+    entry = directory
+    while data[entry : entry + 4] == b"PK\x01\x02":
+        (offset,) = struct.unpack_from("<I", data, entry + 42)
+        if offset == info.header_offset:
+            struct.pack_into("<I", data, entry + 20, len(raw))
+        elif offset > info.header_offset:
+            struct.pack_into("<I", data, entry + 42, offset + shift)
+        entry += 46 + sum(struct.unpack_from("<HHH", data, entry + 28))
+    out.write_bytes(data)
+    return out
+
+
+def _local_entry(name: str, data: bytes) -> bytes:
+    """A file's local header and deflated data, as ``zipfile`` writes them: what a reader that scans for local
+    header signatures takes for a file."""
+    one = io.BytesIO()
+    with zipfile.ZipFile(one, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr(name, data)
+        size = 30 + len(name.encode()) + bundle.getinfo(name).compress_size
+    return one.getvalue()[:size]
+
+
+@pytest.mark.django_db
+def test_each_file_of_an_export_is_deflated_to_exactly_its_compressed_size(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """``citations.export`` deflates every file with ``zipfile``: each deflate stream ends exactly at its file's
+    compressed size, so the export verifies."""
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+    with zipfile.ZipFile(path) as bundle:
+        assert {info.compress_type for info in bundle.infolist()} == {zipfile.ZIP_DEFLATED}
+
+    assert verify_bundle(path, public_key=fingerprint()).problems == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        pytest.param(lambda files: b"Every quote verified. " * 8, id="bytes"),
+        pytest.param(
+            lambda files: _local_entry(
+                "report.html",
+                files["report.html"].replace(
+                    b'<span class="verdict verdict-fail">fail</span>', b'<span class="verdict">pass</span>'
+                ),
+            ),
+            id="a forged report's local header",
+        ),
+    ],
+)
+def test_bytes_after_a_files_deflate_stream_within_its_compressed_size_are_a_problem(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, hidden: Callable[[dict[str, bytes]], bytes]
+) -> None:
+    """A file's deflate stream says where it ends; ``zipfile`` (and so the verifier) stops reading there, and
+    its CRC covers what the stream unpacks to, not the bytes after it. Bytes put after the stream's end but
+    within the file's compressed size (its headers and every offset after it made to agree) are part of no
+    file: a reader that scans for local headers may find a file there. They are a problem naming the file."""
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+    files = members(path)
+    extra = hidden(files)
+
+    grown = _with_data(path, "turns.jsonl", lambda raw: raw + extra, tmp_path / "grown.zip")
+
+    assert members(grown) == files  # what the verifier reads: the signed files, each with its CRC
+    assert grown.read_bytes().count(extra) == 1
+    result = verify_bundle(grown, public_key=fingerprint())
+    assert result.problems == [
+        f"turns.jsonl: {len(extra):,} bytes after the end of its deflate stream, within its compressed size, "
+        "are part of no file (a reader that scans for headers may take them for one)"
+    ]
+
+
+@pytest.mark.django_db
+def test_bytes_after_a_stored_files_data_within_its_compressed_size_are_a_problem(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """A file stored uncompressed ends at its size, where ``zipfile`` stops reading: bytes after that but within
+    its compressed size are part of no file, a problem naming it."""
+    from tests.test_export import rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    stored = rewrite(tmp_path / "stored.zip", files)
+    extra = _local_entry("report.html", b"<p>Every quote verified.</p>")
+    assert verify_bundle(stored, public_key=fingerprint()).problems == []
+
+    grown = _with_data(stored, "turns.jsonl", lambda raw: raw + extra, tmp_path / "grown.zip")
+
+    assert members(grown) == files
+    assert verify_bundle(grown, public_key=fingerprint()).problems == [
+        f"turns.jsonl: {len(extra):,} bytes after the end of its data, within its compressed size, "
+        "are part of no file (a reader that scans for headers may take them for one)"
+    ]
+
+
+@pytest.mark.django_db
+def test_a_deflate_stream_that_unpacks_past_its_files_size_is_a_problem_read_no_further(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """``zipfile`` stops a file at its stated size, and its CRC covers only that much: a deflate stream that
+    goes on past it (here the signed file, then 64 MiB of zeros, in some 64 KB) holds bytes that are no part
+    of the file. It is a problem naming the file, found without unpacking the rest."""
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+    files = members(path)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    raw = deflate.compress(files["turns.jsonl"]) + deflate.compress(bytes(64 * 2**20)) + deflate.flush()
+
+    longer = _with_data(path, "turns.jsonl", lambda _: raw, tmp_path / "longer.zip")
+
+    assert members(longer) == files
+    result, peak = _peak_bytes_of(longer)
+    assert result.problems == [
+        f"turns.jsonl: its deflate stream unpacks to more than the {len(files['turns.jsonl']):,} bytes its headers "
+        "give it: the rest is part of no file"
+    ]
+    assert peak < 8 * 2**20, f"{peak:,} bytes held"
+
+
+def test_a_file_compressed_otherwise_than_stored_or_deflated_is_a_problem(tmp_path: Path) -> None:
+    """``citations.export`` deflates every file; where a file compressed another way ends, the verifier does not
+    check: such a file is a problem naming it."""
+    path = _bundle_with(tmp_path / "plain.zip", "turns.jsonl", "")
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_LZMA) as bundle:
+        bundle.writestr("notes.txt", "Every quote verified.")
+
+    _, problems = read_members(path)
+
+    assert problems == [
+        "notes.txt: compressed with method 14, which the verifier cannot check to its end (citations.export "
+        "deflates every file)"
+    ]
 
 
 # --- Input that stops the verifier ---------------------------------------------------------------------------------
