@@ -3,7 +3,8 @@ matter-less chat's, with nothing but the bundle:
 
 1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
 2. every file against its SHA-256 in the manifest, and no file the manifest does not list; the zip exactly its
-   listed files end to end (no file outside its central directory, nothing between them), with no comment;
+   listed files end to end (no file outside its central directory, nothing between them, each file's data
+   ending exactly where its compressed size says), with no comment;
 3. the chain, the one of the matter (or chat) the manifest names: every seal's digest recomputed, each linked to
    the one before, numbered from 1 without a gap, ending at the manifest's chain head, each signed by a key of
    ``public_key.json``;
