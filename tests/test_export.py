@@ -36,7 +36,16 @@ from lqai_verify.__main__ import main as lqai_verify_main
 from lqai_verify.bundle import BundleError, verify_bundle
 from tests import factories
 from tests.test_backfill import _Terminal
-from tests.test_seals import QUESTION, TURN_TABLES, _db_id, _first_format_digests, _raw, _turn, a_turn_commits_first
+from tests.test_seals import (
+    QUESTION,
+    TURN_TABLES,
+    _db_id,
+    _first_format_digests,
+    _first_format_row,
+    _raw,
+    _turn,
+    a_turn_commits_first,
+)
 from tests.test_seals import verify as verify_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -409,11 +418,7 @@ def test_turns_sealed_in_the_first_facts_format_verify_with_a_warning_and_in_an_
         "export's signature only"
     ) in result.warnings
     # And the same record as the earlier export format wrote it (rows without those fields) verifies too
-    new_fields = {"answer_offset_start", "answer_offset_end", "answer_unplaced_reason", "context_flags"}
-    earlier_rows = [
-        {k: v for k, v in row.items() if k not in new_fields | ({"pin", "pin_status"} if "pin" in row else set())}
-        for row in lines(files["rows.jsonl"])
-    ]
+    earlier_rows = [_first_format_row(row) for row in lines(files["rows.jsonl"])]
     manifest = json.loads(files["manifest.json"])
     files = {
         **files,
