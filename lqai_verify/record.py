@@ -109,12 +109,20 @@ ROW_FIELDS: dict[str, tuple[str, ...]] = {
         "pin_status",
     ),
 }
-# The fields of a row each facts format seals: /2 all of :data:`ROW_FIELDS`; /1 all but a quote's answer place
-# and context flags and a case citation's pin cite.
+# The fields facts format /2 added to each table's rows: a quote's place in the answer and its context flags, a
+# case citation's pin cite. A case citation's own answer offsets were sealed from /1 on.
+_ADDED_IN_FACTS_FORMAT_2: dict[str, tuple[str, ...]] = {
+    KB: _QUOTE_FIELDS_2,
+    CASELAW: _QUOTE_FIELDS_2,
+    TOOL: (),
+    CASE: ("pin", "pin_status"),
+}
+# The fields of a row each facts format seals: /2 all of :data:`ROW_FIELDS`; /1 the fields its rows had then,
+# all but those /2 added.
 SEALED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     FACTS_FORMAT: ROW_FIELDS,
     FACTS_FORMAT_1: {
-        table: tuple(name for name in fields if name not in (*_QUOTE_FIELDS_2, "pin", "pin_status"))
+        table: tuple(name for name in fields if name not in _ADDED_IN_FACTS_FORMAT_2[table])
         for table, fields in ROW_FIELDS.items()
     },
 }
