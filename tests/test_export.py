@@ -430,6 +430,35 @@ def test_turns_sealed_in_the_first_facts_format_verify_with_a_warning_and_in_an_
     assert all("differs from its seal (edited)" in p for p in earlier.problems)
 
 
+@pytest.mark.django_db
+def test_a_row_with_a_field_no_facts_format_has_fails_whatever_its_seals_format(
+    api_client: APIClient, matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a turn sealed in the first facts format and one sealed in the current one
+    older = factories.MessageFactory.create(chat=matter_chat)
+    factories.CaseCitationFactory.create(message=older)
+    ledger.assemble(older)
+    with monkeypatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        seals.seal_turn(message_id=older.pk)
+    _turn(api_client, matter_chat)
+    files = members(export(matter_chat, tmp_path / "m.zip"))
+    rows = lines(files["rows.jsonl"])
+    first_format_row = next(row for row in rows if row["message"] == str(older.pk))
+    current_row = next(row for row in rows if row["message"] != str(older.pk))
+
+    # When the key's holder adds a field to a row of each, which no seal covers
+    for row in (first_format_row, current_row):
+        row["court_approved"] = True
+    files = {**files, "rows.jsonl": jsonl(rows)}
+    result = verify_bundle(rewrite(tmp_path / "added.zip", files, resign=keys.signing_key()))
+
+    # Then both rows differ from their seals
+    problems = "\n".join(result.problems)
+    assert f"row {record.row_key(first_format_row)} differs from its seal (edited)" in problems
+    assert f"row {record.row_key(current_row)} differs from its seal (edited)" in problems
+
+
 def test_a_quotes_context_flags_are_re_verified_where_its_row_records_them() -> None:
     text = "Preamble text. The rule applies in every case where the parties consent to it in writing."
     match = verify_quote("The rule applies in every case", text)
