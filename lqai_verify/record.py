@@ -126,8 +126,10 @@ SEALED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         for table, fields in ROW_FIELDS.items()
     },
 }
-_SEALED_SETS = {
-    name: {table: frozenset(fields) for table, fields in by_table.items()} for name, by_table in SEALED_FIELDS.items()
+# The fields of :data:`ROW_FIELDS` each facts format does not seal, which :func:`row_sha256` leaves out.
+_UNSEALED_FIELDS = {
+    name: {table: frozenset(ROW_FIELDS[table]) - frozenset(fields) for table, fields in by_table.items()}
+    for name, by_table in SEALED_FIELDS.items()
 }
 # The ledger columns an entry copies from its row (``citations.ledger``): checked against the sealed row.
 LEDGER_FIELDS = ("message", "chat", "project", "source_kind", "verification_status", "confidence", "provider")
@@ -161,12 +163,13 @@ def turn_sha256(turn: Mapping[str, Any]) -> str:
 
 
 def row_sha256(row: Mapping[str, Any], *, facts_format: str = FACTS_FORMAT) -> str:
-    """A row's digest in a seal of ``facts_format``: over the fields that format seals (:data:`SEALED_FIELDS`);
-    a field the row lacks is left out, so the digest differs from the sealed one."""
-    table = row["table"]
-    if row.keys() == _SEALED_SETS[facts_format][table]:  # every row read for a new seal: nothing to leave out
+    """A row's digest in a seal of ``facts_format``: of the row less the fields of :data:`ROW_FIELDS` that format
+    does not seal (:data:`SEALED_FIELDS`; none for the current format). Every other field counts, so a row
+    lacking a sealed field, or holding one no format has, digests otherwise than the row sealed."""
+    unsealed = _UNSEALED_FIELDS[facts_format][row["table"]]
+    if not unsealed:
         return sha256_hex(canonical_json(row))
-    return sha256_hex(canonical_json({name: row[name] for name in SEALED_FIELDS[facts_format][table] if name in row}))
+    return sha256_hex(canonical_json({name: value for name, value in row.items() if name not in unsealed}))
 
 
 def sealed_format(row_digests: Mapping[str, Any]) -> str:
