@@ -431,6 +431,34 @@ def test_turns_sealed_in_the_first_facts_format_verify_with_a_warning_and_in_an_
 
 
 @pytest.mark.django_db
+def test_a_turn_resumed_since_the_first_facts_format_is_wholly_sealed_and_not_counted_as_of_it(
+    matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user: Any
+) -> None:
+    # Given a turn interrupted and sealed in the first facts format, then resumed and sealed in the current one
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    claim = ClaimedCitation("must ultimately be satisfied", document_id=matter_chat.project.documents.get().pk)  # type: ignore[union-attr]
+    with monkeypatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        finalize_turn(message=answer, content="Partial", status=Message.Status.INTERRUPTED, claimed_citations=[claim])
+    answer.refresh_from_db()
+    finalize_turn(
+        message=answer, content="Partial, then whole", status=Message.Status.COMPLETE, claimed_citations=[claim]
+    )
+    assert [record.sealed_format(s.row_digests) for s in TurnSeal.objects.order_by("sequence")] == [
+        record.FACTS_FORMAT_1,
+        record.FACTS_FORMAT,
+    ]
+
+    # Then its latest seal covers every field of its rows: neither the verifier nor verify_ledger says otherwise
+    result = verify_bundle(export(matter_chat, tmp_path / "m.zip"), public_key=fingerprint())
+    assert result.problems == []
+    assert not [w for w in result.warnings if record.FACTS_FORMAT_1 in w]
+    status, output = verify_ledger()
+    assert status == 0, output
+    assert record.FACTS_FORMAT_1 not in output
+
+
+@pytest.mark.django_db
 def test_a_row_with_a_field_no_facts_format_has_fails_whatever_its_seals_format(
     api_client: APIClient, matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
