@@ -413,9 +413,9 @@ def test_turns_sealed_in_the_first_facts_format_verify_with_a_warning_and_in_an_
 
     assert result.problems == []
     assert (
-        "seals.jsonl: 1 of 2 seals (#1 to #1) are of lqai-turn-facts/1, which did not seal a quote's place in the "
-        "answer and context flags or a case citation's pin cite: in their turns, those fields are vouched for by the "
-        "export's signature only"
+        "turns.jsonl: 1 of 2 turns are sealed in lqai-turn-facts/1 (their seals #1 to #1), which did not seal a "
+        "quote's place in the answer and context flags or a case citation's pin cite: in those turns, those fields "
+        "are vouched for by the export's signature only"
     ) in result.warnings
     # And the same record as the earlier export format wrote it (rows without those fields) verifies too
     earlier_rows = [_first_format_row(row) for row in lines(files["rows.jsonl"])]

@@ -381,7 +381,9 @@ def test_seals_of_the_first_facts_format_still_verify_and_cover_what_they_sealed
     assert "format" not in seal.row_digests
     status, output = verify()
     assert status == 0, output
-    assert "1 seal(s) of lqai-turn-facts/1 (a quote's place and context flags and a pin cite not sealed" in output
+    assert (
+        "1 turn(s) sealed in lqai-turn-facts/1 (a quote's place and context flags and a pin cite not sealed" in output
+    )
 
     # Then a change of what it did not seal goes unseen; a change of what it sealed is found
     _planted("message_case_citations", "pin_status = %(status)s", citation.pk, status="unchecked")
