@@ -393,8 +393,9 @@ def passage_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int
 def reverification_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
     code (``chats.verification``): the match's method, span, confidence and alterations, and its context flags
-    where the row records them (a row of facts format /2), must be what the row records, that is what the rules
-    that verified it said (this version's, for a turn sealed on time)."""
+    where the row records them (every row of an ``lqai-export/3`` bundle, sealed or, in a turn sealed in facts
+    format /1, not), must be what the row records, that is what the rules that verified it said (this version's,
+    for a turn sealed on time)."""
     from chats.verification import NormalizedSource, alterations_record, context_flags_record
 
     match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
