@@ -1,11 +1,12 @@
 """The signed export of a matter (``manage.py export_matter``, ``GET /api/projects/{id}/export/``), or of a chat
 outside any matter, whose turns chain on their own (``export_matter --chat``, ``GET /api/chats/{id}/export/``).
 
-One zip (format ``lqai-export/1``, read by ``lqai_verify``; see docs/export.md):
+One zip (format ``lqai-export/3``, read by ``lqai_verify``; see docs/export.md):
 
 - ``turns.jsonl``: each finalized turn of the matter in chain order (its sealed turn object, its answer, its
   chat's title, whether and when it was sealed, late or not); unsealed turns last;
-- ``rows.jsonl``: every row of those turns as sealed (quotes, failed claims, tool sources, case citations);
+- ``rows.jsonl``: every row of those turns (quotes, failed claims, tool sources, case citations), with every
+  field of ``lqai_verify.record.ROW_FIELDS``: those its seal's facts format covers are sealed;
 - ``ledger.jsonl``: the ledger entries of those turns;
 - ``seals.jsonl``: every seal of the matter's chain, in order;
 - ``passages.jsonl``: for each verified quote, the source text around its passage (the whole text when the

@@ -98,7 +98,8 @@ class Integrity:
     chains: int = 0
     signatures: int = 0
     unsealed: int = 0
-    # Seals of lqai-turn-facts/1, made before a quote's place and flags and a pin cite were sealed.
+    # Turns whose latest seal is of lqai-turn-facts/1, made before a quote's place and flags and a pin cite were
+    # sealed (a turn resumed since has a later seal, of /2, over all of its facts).
     first_format: int = 0
     # Sealed rows whose ledger entry went with a dropped month (citations.partitions): not a problem.
     dropped: int = 0
@@ -586,7 +587,6 @@ def _check_turns(
             where = _where(seal)
             for difference in record.seal_differences(seal):
                 result.add(Problem(difference, *where))
-            result.first_format += record.sealed_format(seal["row_digests"]) == record.FACTS_FORMAT_1
             if signed is None or seal["id"] in signed:
                 check_signature(seal)
             turn_facts = facts.get(seal["message"])
@@ -602,6 +602,7 @@ def _check_turns(
                 continue
             result.turns += 1
             result.rows += len(turn_facts.rows)
+            result.first_format += record.sealed_format(seal["row_digests"]) == record.FACTS_FORMAT_1
             turn_entries = entries.get(seal["message"], [])
             result.entries += len(turn_entries)
             sealed_rows = seal["row_digests"].get("rows", {})

@@ -664,15 +664,6 @@ def _check_record(
         result.seal_digests.setdefault(seal["sequence"], seal["seal_sha256"])
         previous = seal
     result.seals = len(seals)
-    first_format = [
-        seal["sequence"] for seal in seals if record.sealed_format(seal["row_digests"]) == record.FACTS_FORMAT_1
-    ]
-    if first_format:
-        result.warnings.append(
-            f"seals.jsonl: {len(first_format)} of {len(seals)} seals (#{first_format[0]} to #{first_format[-1]}) are "
-            f"of {record.FACTS_FORMAT_1}, which did not seal a quote's place in the answer and context flags or a "
-            "case citation's pin cite: in their turns, those fields are vouched for by the export's signature only"
-        )
     head = manifest["chain_head"]
     malformed_head = [] if head is None else shape_problems(head, _HEAD_SHAPE, "manifest.json.chain_head")
     result.problems += malformed_head
@@ -707,6 +698,8 @@ def _check_record(
     seen: set[str] = set()
     last_sequence = 0
     unsealed = 0
+    # The latest seals of turns sealed in the first facts format (a turn resumed since has a later one, of /2).
+    first_format: list[int] = []
     for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
         found_turn = line.get("turn")
         turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
@@ -739,6 +732,8 @@ def _check_record(
                 result.problems.append(f"{where}: the turn is not sealed (its facts are not authenticated)")
             else:
                 result.late += bool(latest["late"])
+                if record.sealed_format(latest["row_digests"]) == record.FACTS_FORMAT_1:
+                    first_format.append(latest["sequence"])
                 if latest["sequence"] < last_sequence:
                     result.problems.append(
                         f"{where}: out of chain order (its seal #{latest['sequence']} comes after #{last_sequence}: "
@@ -787,6 +782,13 @@ def _check_record(
             result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
             report_parts.broken = True
 
+    if first_format:
+        result.warnings.append(
+            f"turns.jsonl: {len(first_format)} of {result.turns} turns are sealed in {record.FACTS_FORMAT_1} (their "
+            f"seals #{min(first_format)} to #{max(first_format)}), which did not seal a quote's place in the answer "
+            "and context flags or a case citation's pin cite: in those turns, those fields are vouched for by the "
+            "export's signature only"
+        )
     for message in sorted(seals_of.keys() - seen):
         result.problems.append(
             f"seals.jsonl (seal #{seals_of[message][-1]['sequence']}): its turn {message} is not in turns.jsonl "

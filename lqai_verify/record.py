@@ -109,17 +109,27 @@ ROW_FIELDS: dict[str, tuple[str, ...]] = {
         "pin_status",
     ),
 }
-# The fields of a row each facts format seals: /2 all of :data:`ROW_FIELDS`; /1 all but a quote's answer place
-# and context flags and a case citation's pin cite.
+# The fields facts format /2 added to each table's rows: a quote's place in the answer and its context flags, a
+# case citation's pin cite. A case citation's own answer offsets were sealed from /1 on.
+_ADDED_IN_FACTS_FORMAT_2: dict[str, tuple[str, ...]] = {
+    KB: _QUOTE_FIELDS_2,
+    CASELAW: _QUOTE_FIELDS_2,
+    TOOL: (),
+    CASE: ("pin", "pin_status"),
+}
+# The fields of a row each facts format seals: /2 all of :data:`ROW_FIELDS`; /1 the fields its rows had then,
+# all but those /2 added.
 SEALED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     FACTS_FORMAT: ROW_FIELDS,
     FACTS_FORMAT_1: {
-        table: tuple(name for name in fields if name not in (*_QUOTE_FIELDS_2, "pin", "pin_status"))
+        table: tuple(name for name in fields if name not in _ADDED_IN_FACTS_FORMAT_2[table])
         for table, fields in ROW_FIELDS.items()
     },
 }
-_SEALED_SETS = {
-    name: {table: frozenset(fields) for table, fields in by_table.items()} for name, by_table in SEALED_FIELDS.items()
+# The fields of :data:`ROW_FIELDS` each facts format does not seal, which :func:`row_sha256` leaves out.
+_UNSEALED_FIELDS = {
+    name: {table: frozenset(ROW_FIELDS[table]) - frozenset(fields) for table, fields in by_table.items()}
+    for name, by_table in SEALED_FIELDS.items()
 }
 # The ledger columns an entry copies from its row (``citations.ledger``): checked against the sealed row.
 LEDGER_FIELDS = ("message", "chat", "project", "source_kind", "verification_status", "confidence", "provider")
@@ -153,12 +163,13 @@ def turn_sha256(turn: Mapping[str, Any]) -> str:
 
 
 def row_sha256(row: Mapping[str, Any], *, facts_format: str = FACTS_FORMAT) -> str:
-    """A row's digest in a seal of ``facts_format``: over the fields that format seals (:data:`SEALED_FIELDS`);
-    a field the row lacks is left out, so the digest differs from the sealed one."""
-    table = row["table"]
-    if row.keys() == _SEALED_SETS[facts_format][table]:  # every row read for a new seal: nothing to leave out
+    """A row's digest in a seal of ``facts_format``: of the row less the fields of :data:`ROW_FIELDS` that format
+    does not seal (:data:`SEALED_FIELDS`; none for the current format). Every other field counts, so a row
+    lacking a sealed field, or holding one no format has, digests otherwise than the row sealed."""
+    unsealed = _UNSEALED_FIELDS[facts_format][row["table"]]
+    if not unsealed:
         return sha256_hex(canonical_json(row))
-    return sha256_hex(canonical_json({name: row[name] for name in SEALED_FIELDS[facts_format][table] if name in row}))
+    return sha256_hex(canonical_json({name: value for name, value in row.items() if name not in unsealed}))
 
 
 def sealed_format(row_digests: Mapping[str, Any]) -> str:
@@ -382,8 +393,9 @@ def passage_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int
 def reverification_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
     code (``chats.verification``): the match's method, span, confidence and alterations, and its context flags
-    where the row records them (a row of facts format /2), must be what the row records, that is what the rules
-    that verified it said (this version's, for a turn sealed on time)."""
+    where the row records them (every row of an ``lqai-export/3`` bundle, sealed or, in a turn sealed in facts
+    format /1, not), must be what the row records, that is what the rules that verified it said (this version's,
+    for a turn sealed on time)."""
     from chats.verification import NormalizedSource, alterations_record, context_flags_record
 
     match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])

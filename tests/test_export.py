@@ -36,7 +36,16 @@ from lqai_verify.__main__ import main as lqai_verify_main
 from lqai_verify.bundle import BundleError, verify_bundle
 from tests import factories
 from tests.test_backfill import _Terminal
-from tests.test_seals import QUESTION, TURN_TABLES, _db_id, _first_format_digests, _raw, _turn, a_turn_commits_first
+from tests.test_seals import (
+    QUESTION,
+    TURN_TABLES,
+    _db_id,
+    _first_format_digests,
+    _first_format_row,
+    _raw,
+    _turn,
+    a_turn_commits_first,
+)
 from tests.test_seals import verify as verify_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -404,16 +413,12 @@ def test_turns_sealed_in_the_first_facts_format_verify_with_a_warning_and_in_an_
 
     assert result.problems == []
     assert (
-        "seals.jsonl: 1 of 2 seals (#1 to #1) are of lqai-turn-facts/1, which did not seal a quote's place in the "
-        "answer and context flags or a case citation's pin cite: in their turns, those fields are vouched for by the "
-        "export's signature only"
+        "turns.jsonl: 1 of 2 turns are sealed in lqai-turn-facts/1 (their seals #1 to #1), which did not seal a "
+        "quote's place in the answer and context flags or a case citation's pin cite: in those turns, those fields "
+        "are vouched for by the export's signature only"
     ) in result.warnings
     # And the same record as the earlier export format wrote it (rows without those fields) verifies too
-    new_fields = {"answer_offset_start", "answer_offset_end", "answer_unplaced_reason", "context_flags"}
-    earlier_rows = [
-        {k: v for k, v in row.items() if k not in new_fields | ({"pin", "pin_status"} if "pin" in row else set())}
-        for row in lines(files["rows.jsonl"])
-    ]
+    earlier_rows = [_first_format_row(row) for row in lines(files["rows.jsonl"])]
     manifest = json.loads(files["manifest.json"])
     files = {
         **files,
@@ -423,6 +428,63 @@ def test_turns_sealed_in_the_first_facts_format_verify_with_a_warning_and_in_an_
     earlier = verify_bundle(rewrite(tmp_path / "earlier.zip", files, resign=keys.signing_key()))
     assert [p for p in earlier.problems if "seal #2" not in p] == []
     assert all("differs from its seal (edited)" in p for p in earlier.problems)
+
+
+@pytest.mark.django_db
+def test_a_turn_resumed_since_the_first_facts_format_is_wholly_sealed_and_not_counted_as_of_it(
+    matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user: Any
+) -> None:
+    # Given a turn interrupted and sealed in the first facts format, then resumed and sealed in the current one
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    claim = ClaimedCitation("must ultimately be satisfied", document_id=matter_chat.project.documents.get().pk)  # type: ignore[union-attr]
+    with monkeypatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        finalize_turn(message=answer, content="Partial", status=Message.Status.INTERRUPTED, claimed_citations=[claim])
+    answer.refresh_from_db()
+    finalize_turn(
+        message=answer, content="Partial, then whole", status=Message.Status.COMPLETE, claimed_citations=[claim]
+    )
+    assert [record.sealed_format(s.row_digests) for s in TurnSeal.objects.order_by("sequence")] == [
+        record.FACTS_FORMAT_1,
+        record.FACTS_FORMAT,
+    ]
+
+    # Then its latest seal covers every field of its rows: neither the verifier nor verify_ledger says otherwise
+    result = verify_bundle(export(matter_chat, tmp_path / "m.zip"), public_key=fingerprint())
+    assert result.problems == []
+    assert not [w for w in result.warnings if record.FACTS_FORMAT_1 in w]
+    status, output = verify_ledger()
+    assert status == 0, output
+    assert record.FACTS_FORMAT_1 not in output
+
+
+@pytest.mark.django_db
+def test_a_row_with_a_field_no_facts_format_has_fails_whatever_its_seals_format(
+    api_client: APIClient, matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a turn sealed in the first facts format and one sealed in the current one
+    older = factories.MessageFactory.create(chat=matter_chat)
+    factories.CaseCitationFactory.create(message=older)
+    ledger.assemble(older)
+    with monkeypatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        seals.seal_turn(message_id=older.pk)
+    _turn(api_client, matter_chat)
+    files = members(export(matter_chat, tmp_path / "m.zip"))
+    rows = lines(files["rows.jsonl"])
+    first_format_row = next(row for row in rows if row["message"] == str(older.pk))
+    current_row = next(row for row in rows if row["message"] != str(older.pk))
+
+    # When the key's holder adds a field to a row of each, which no seal covers
+    for row in (first_format_row, current_row):
+        row["court_approved"] = True
+    files = {**files, "rows.jsonl": jsonl(rows)}
+    result = verify_bundle(rewrite(tmp_path / "added.zip", files, resign=keys.signing_key()))
+
+    # Then both rows differ from their seals
+    problems = "\n".join(result.problems)
+    assert f"row {record.row_key(first_format_row)} differs from its seal (edited)" in problems
+    assert f"row {record.row_key(current_row)} differs from its seal (edited)" in problems
 
 
 def test_a_quotes_context_flags_are_re_verified_where_its_row_records_them() -> None:

@@ -338,11 +338,30 @@ def test_a_seal_names_its_facts_format_inside_what_it_signs(placed_turn: Message
     ]
 
 
+# The fields facts format /2 added to each table's rows. Written out, not derived from lqai_verify.record: seals of
+# /1 were made by the earlier release, which digested each row whole, with every field it had then (a case
+# citation's answer offsets among them).
+ADDED_IN_FACTS_FORMAT_2 = {
+    record.KB: {"answer_offset_start", "answer_offset_end", "answer_unplaced_reason", "context_flags"},
+    record.CASELAW: {"answer_offset_start", "answer_offset_end", "answer_unplaced_reason", "context_flags"},
+    record.TOOL: set(),
+    record.CASE: {"pin", "pin_status"},
+}
+
+
+def _first_format_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as the earlier release read it: without the fields facts format /2 added."""
+    return {name: value for name, value in row.items() if name not in ADDED_IN_FACTS_FORMAT_2[row["table"]]}
+
+
 def _first_format_digests(facts: seals.TurnFacts) -> dict[str, Any]:
-    """A turn's row digests as seals of ``lqai-turn-facts/1`` hold them (no ``format`` key)."""
+    """A turn's row digests as the earlier release sealed them (``lqai-turn-facts/1``: no ``format`` key, each
+    row's digest that of its whole canonical JSON then)."""
     return {
         "turn": record.turn_sha256(facts.turn),
-        "rows": {record.row_key(row): record.row_sha256(row, facts_format=record.FACTS_FORMAT_1) for row in facts.rows},
+        "rows": {
+            record.row_key(row): record.sha256_hex(record.canonical_json(_first_format_row(row))) for row in facts.rows
+        },
     }
 
 
@@ -362,12 +381,19 @@ def test_seals_of_the_first_facts_format_still_verify_and_cover_what_they_sealed
     assert "format" not in seal.row_digests
     status, output = verify()
     assert status == 0, output
-    assert "1 seal(s) of lqai-turn-facts/1 (a quote's place and context flags and a pin cite not sealed" in output
+    assert (
+        "1 turn(s) sealed in lqai-turn-facts/1 (a quote's place and context flags and a pin cite not sealed" in output
+    )
 
     # Then a change of what it did not seal goes unseen; a change of what it sealed is found
     _planted("message_case_citations", "pin_status = %(status)s", citation.pk, status="unchecked")
     assert verify()[0] == 0
-    _planted("message_case_citations", "detail = %(detail)s", citation.pk, detail="planted")
+    # (a case citation's place in the answer was sealed from the first format on)
+    _planted(
+        "message_case_citations",
+        "answer_offset_start = answer_offset_start + 1, answer_offset_end = answer_offset_end + 1",
+        citation.pk,
+    )
     assert f"row message_case_citations:{citation.pk} differs from its seal (edited)" in broken()
 
 

@@ -86,8 +86,8 @@ class Command(BaseCommand):
             f"{result.entries} ledger entries, {result.signatures} signatures checked; {result.unsealed} unsealed; "
             + (f"{result.dropped} rows' entries dropped with their months (tombstones); " if result.dropped else "")
             + (
-                f"{result.first_format} seal(s) of {FACTS_FORMAT_1} (a quote's place and context flags and a "
-                "pin cite not sealed: docs/export.md); "
+                f"{result.first_format} turn(s) sealed in {FACTS_FORMAT_1} (a quote's place and context flags "
+                "and a pin cite not sealed: docs/export.md); "
                 if result.first_format
                 else ""
             )
