@@ -44,14 +44,16 @@ PLAIN_SELECTS = (
     "m.finalized_at, m.model_name FROM messages m JOIN chats c ON c.id = m.chat_id "
     "LEFT JOIN messages q ON q.id = m.reply_to_id WHERE m.role = 'assistant'",
     "SELECT id, message_id, created_at, position, quote, source_offset_start, source_offset_end, verification_method, "
-    "verification_confidence, unverified_reason, passage_sha256, alterations, document_id FROM message_citations",
+    "verification_confidence, unverified_reason, passage_sha256, alterations, context_flags, answer_offset_start, "
+    "answer_offset_end, answer_unplaced_reason, document_id FROM message_citations",
     "SELECT s.id, s.message_id, s.created_at, s.position, s.quote, s.source_offset_start, s.source_offset_end, "
     "s.verification_method, s.verification_confidence, s.unverified_reason, s.passage_sha256, s.alterations, "
-    "s.opinion_id, o.provider FROM message_caselaw_citations s LEFT JOIN caselaw_opinions o ON o.id = s.opinion_id",
+    "s.context_flags, s.answer_offset_start, s.answer_offset_end, s.answer_unplaced_reason, s.opinion_id, "
+    "o.provider FROM message_caselaw_citations s LEFT JOIN caselaw_opinions o ON o.id = s.opinion_id",
     "SELECT id, message_id, created_at, position, source_kind, tool, provider, label, subtitle, url, external_ref "
     "FROM message_tool_sources",
     "SELECT id, message_id, created_at, answer_offset_start, answer_offset_end, kind, citation, case_name, status, "
-    "detail, opinion_id, provider FROM message_case_citations",
+    "detail, opinion_id, provider, pin, pin_status FROM message_case_citations",
     "SELECT id, message_id, chat_id, project_id, source_kind, verification_status, confidence, provider, "
     "message_citation_id, message_caselaw_citation_id, message_tool_source_id, message_case_citation_id "
     "FROM citation_ledger_entry",
