@@ -207,6 +207,17 @@ def generate_sources(
             )
 
 
+def generate(sizes: Sizes, *, fraction: tuple[float, float] = (0.0, 1.0), keys: str = "v4") -> None:
+    """The parents and the source rows in ``fraction`` of a dataset of ``sizes``, in one transaction: the
+    messages are inserted finalized, and a turn's rows are added only by the transaction that finalized it
+    (``chats.0032``)."""
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        generate_parents(cursor, sizes, keys=keys)
+        generate_sources(cursor, sizes, fraction=fraction, keys=keys)
+
+
 def vacuum_analyze(cursor: Any) -> None:
     """Fresh statistics and visibility maps (index-only scans), as a settled production table has."""
     cursor.execute("VACUUM ANALYZE")

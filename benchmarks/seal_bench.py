@@ -338,9 +338,8 @@ def suite(args: argparse.Namespace, *, step: Any) -> tuple[list[Any], list[str]]
         from django.db import connection
 
         step(f"generating {args.rows:,} source rows for the sealed record")
+        dataset.generate(dataset.Sizes(args.rows))
         with connection.cursor() as cursor:
-            dataset.generate_parents(cursor, dataset.Sizes(args.rows))
-            dataset.generate_sources(cursor, dataset.Sizes(args.rows))
             dataset.vacuum_analyze(cursor)
     step(f"11. sealing's share of whole turns ({args.turns} turns per arm)")
     share = sealing_share(turns=args.turns)
@@ -379,9 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         call_command("migrate", verbosity=0)
         sizes = dataset.Sizes(args.rows)
         run.step(f"generating {sizes.rows:,} source rows and their ledger entries")
-        with connection.cursor() as cursor:
-            dataset.generate_parents(cursor, sizes)
-            dataset.generate_sources(cursor, sizes)
+        dataset.generate(sizes)
         backfill_ledger()
         with connection.cursor() as cursor:
             dataset.vacuum_analyze(cursor)

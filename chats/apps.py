@@ -14,8 +14,12 @@ class ChatsConfig(AppConfig):
 
         from chats import checks  # noqa: F401  # registers the system checks
         from chats.ids import register_sqlite_functions
+        from chats.record import register_sqlite_record_functions
 
         connection_created.connect(register_sqlite_functions, dispatch_uid="chats.register_sqlite_functions")
+        connection_created.connect(
+            register_sqlite_record_functions, dispatch_uid="chats.register_sqlite_record_functions"
+        )
 
         check_assistant_backend()
         # After the admin's autodiscovery (django.contrib.admin comes first in INSTALLED_APPS).

@@ -21,13 +21,19 @@ Each refusal names its rule, in the database error and in the model layer's alik
 A purge (:func:`purging`) marks its transaction: on PostgreSQL with the transaction-local setting
 ``lqai.purge`` holding the matter's id, which the delete triggers accept for that matter's rows only;
 in the model layer with a context variable.
+
+A turn's rows are added only by the transaction that finalized it (``chats.0032``): on both databases a
+trigger refuses a row for a message finalized in an earlier transaction; the model layer re-raises that
+refusal as :class:`AppendOnlyError` naming the message (:func:`naming_late_rows`). On SQLite the triggers call
+the functions :func:`register_sqlite_record_functions` registers on each connection.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
@@ -97,6 +103,52 @@ def _transaction_failed() -> bool:
     return bool(connection.connection.info.transaction_status == TransactionStatus.INERROR)
 
 
+# What the insert guard's refusal says, on both databases (``chats.0032``).
+FINALIZED_EARLIER = "finalized in an earlier transaction"
+
+
+@contextmanager
+def naming_late_rows(model: type[models.Model], message_ids: Iterable[Any]) -> Iterator[None]:
+    """Inserting rows of ``model`` for the messages ``message_ids``: the database's refusal of a row added to a
+    turn finalized in an earlier transaction is raised as :class:`AppendOnlyError` naming the message(s) (the
+    SQLite trigger's text can only name the table)."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if isinstance(exc, AppendOnlyError) or FINALIZED_EARLIER not in str(exc):
+            raise
+        messages = ", ".join(sorted({str(message_id) for message_id in message_ids}))
+        raise AppendOnlyError(
+            f"{model._meta.db_table} rows cannot be added to message {messages}: it was {FINALIZED_EARLIER}"
+        ) from exc
+
+
+def register_sqlite_record_functions(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """``connection_created`` receiver: on SQLite, the functions through which the triggers of ``chats.0032``
+    know which messages this connection's open transaction finalized (SQLite has no transaction id in SQL).
+
+    ``lqai_note_finalized(id, finalized_at)`` (called by the messages trigger) keeps the pair until the
+    transaction commits, by ``transaction.on_commit`` (at once outside ``atomic()``: each statement is then its
+    own transaction); ``lqai_finalized_here(id, finalized_at)`` (the insert guard) says whether the message's
+    stored pair is one of them. A rolled-back pair stays kept, but its ``finalized_at`` is gone with the
+    rollback, so it no longer matches the stored one."""
+    if connection.vendor != "sqlite":
+        return
+    finalized_here: set[tuple[str, str]] = set()
+    alias = connection.alias
+
+    def note_finalized(message_id: str, finalized_at: str) -> None:
+        pair = (message_id, finalized_at)
+        finalized_here.add(pair)
+        transaction.on_commit(partial(finalized_here.discard, pair), using=alias)
+
+    def is_finalized_here(message_id: str, finalized_at: str) -> bool:
+        return (message_id, finalized_at) in finalized_here
+
+    connection.connection.create_function("lqai_note_finalized", 2, note_finalized, deterministic=False)
+    connection.connection.create_function("lqai_finalized_here", 2, is_finalized_here, deterministic=False)
+
+
 _Model = TypeVar("_Model", bound=models.Model)
 
 
@@ -113,6 +165,11 @@ class AppendOnlyQuerySet(models.QuerySet[_Model]):
 
     def update(self, **kwargs: Any) -> int:
         raise AppendOnlyError(f"{self.model._meta.db_table} rows cannot be updated")
+
+    def bulk_create(self, objs: Iterable[_Model], *args: Any, **kwargs: Any) -> list[_Model]:
+        objs = list(objs)
+        with naming_late_rows(self.model, (getattr(obj, "message_id", None) for obj in objs)):
+            return super().bulk_create(objs, *args, **kwargs)
 
     def delete(self) -> tuple[int, dict[str, int]]:
         if purge_in_progress() is None:
@@ -134,7 +191,8 @@ class AppendOnlyModel(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding and not kwargs.get("force_insert"):
             self._refuse_update(using=kwargs.get("using") or self._state.db, update_fields=kwargs.get("update_fields"))
-        super().save(*args, **kwargs)
+        with naming_late_rows(type(self), [getattr(self, "message_id", None)]):
+            super().save(*args, **kwargs)
 
     def _refuse_update(self, *, using: str | None, update_fields: Any) -> None:
         table = self._meta.db_table

@@ -258,51 +258,54 @@ def create_turns_without_ledger(matter: DemoMatter, *, count: int = 3) -> Chat:
     # verifies as a tolerant match, with offsets spanning the original passage.
     opinion_quote = "the University's consideration of race in admissions violated the Equal Protection Clause"
     for index in range(count):
-        when = timezone.now() - dt.timedelta(days=90 - index)
-        Message.objects.create(
-            chat=chat, role=Message.Role.USER, content=f"Older question {index + 1}", created_at=when
-        )
-        message = Message.objects.create(
-            chat=chat,
-            role=Message.Role.ASSISTANT,
-            content=f"Older answer {index + 1}",
-            status=Message.Status.COMPLETE,
-            finalized_at=when,
-            created_at=when,
-        )
-        match = verify_quote(quotes[index % len(quotes)], document.content)
-        if match is not None:
-            DocumentQuote.objects.create(
-                message=message,
-                document=document,
-                quote=quotes[index % len(quotes)],
-                source_offset_start=match.start,
-                source_offset_end=match.end,
-                verification_method=match.method,
-                verification_confidence=round(match.confidence, 3),
+        # One transaction per turn, as a finalize writes it: a turn's rows are added only by the transaction
+        # that finalized it (chats.0032).
+        with transaction.atomic():
+            when = timezone.now() - dt.timedelta(days=90 - index)
+            Message.objects.create(
+                chat=chat, role=Message.Role.USER, content=f"Older question {index + 1}", created_at=when
+            )
+            message = Message.objects.create(
+                chat=chat,
+                role=Message.Role.ASSISTANT,
+                content=f"Older answer {index + 1}",
+                status=Message.Status.COMPLETE,
+                finalized_at=when,
                 created_at=when,
             )
-        opinion_match = verify_quote(opinion_quote, opinion.text)
-        if opinion_match is not None:
-            OpinionQuote.objects.create(
+            match = verify_quote(quotes[index % len(quotes)], document.content)
+            if match is not None:
+                DocumentQuote.objects.create(
+                    message=message,
+                    document=document,
+                    quote=quotes[index % len(quotes)],
+                    source_offset_start=match.start,
+                    source_offset_end=match.end,
+                    verification_method=match.method,
+                    verification_confidence=round(match.confidence, 3),
+                    created_at=when,
+                )
+            opinion_match = verify_quote(opinion_quote, opinion.text)
+            if opinion_match is not None:
+                OpinionQuote.objects.create(
+                    message=message,
+                    opinion=opinion,
+                    quote=opinion_quote,
+                    source_offset_start=opinion_match.start,
+                    source_offset_end=opinion_match.end,
+                    verification_method=opinion_match.method,
+                    verification_confidence=opinion_match.confidence,
+                    created_at=when,
+                )
+            MessageToolSource.objects.create(
                 message=message,
-                opinion=opinion,
-                quote=opinion_quote,
-                source_offset_start=opinion_match.start,
-                source_offset_end=opinion_match.end,
-                verification_method=opinion_match.method,
-                verification_confidence=opinion_match.confidence,
+                source_kind=SourceKind.MCP,
+                tool="docket_lookup",
+                provider="example-mcp",
+                label=f"Docket entry {index + 1}",
+                external_ref=f"docket-{index + 1}",
                 created_at=when,
             )
-        MessageToolSource.objects.create(
-            message=message,
-            source_kind=SourceKind.MCP,
-            tool="docket_lookup",
-            provider="example-mcp",
-            label=f"Docket entry {index + 1}",
-            external_ref=f"docket-{index + 1}",
-            created_at=when,
-        )
     return chat
 
 

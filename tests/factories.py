@@ -7,6 +7,7 @@ from typing import Any
 
 import factory
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.utils import timezone
 from knox.models import AuthToken
 
@@ -298,9 +299,10 @@ def assembled_turn(
     """An assistant turn (of ``chat``, or of a new chat in a new matter) that quoted ``kb`` KB documents
     and ``caselaw`` opinions (with alterations and an omission if ``altered``) and consulted ``tools``
     sources, with its ledger entries written by the real writer, ``citations.ledger.assemble``."""
-    message = MessageFactory.create() if chat is None else MessageFactory.create(chat=chat)
-    DocumentQuoteFactory.create_batch(kb, message=message, altered=altered)
-    OpinionQuoteFactory.create_batch(caselaw, message=message, altered=altered)
-    MessageToolSourceFactory.create_batch(tools, message=message)
-    ledger.assemble(message)
+    with transaction.atomic():  # a turn and its rows, in one transaction as a finalize writes them
+        message = MessageFactory.create() if chat is None else MessageFactory.create(chat=chat)
+        DocumentQuoteFactory.create_batch(kb, message=message, altered=altered)
+        OpinionQuoteFactory.create_batch(caselaw, message=message, altered=altered)
+        MessageToolSourceFactory.create_batch(tools, message=message)
+        ledger.assemble(message)
     return message

@@ -71,13 +71,14 @@ def make_turn(
         fields["chat"] = chat
     if created_at is not None:
         fields["created_at"] = created_at
-    message = factories.MessageFactory.create(**fields)
-    for _ in range(kb):
-        factories.DocumentQuoteFactory.create(message=message)
-    for _ in range(caselaw):
-        factories.OpinionQuoteFactory.create(message=message)
-    for kind in tool_kinds:
-        factories.MessageToolSourceFactory.create(message=message, source_kind=kind)
+    with transaction.atomic():  # a turn and its rows, in one transaction as a finalize writes them
+        message = factories.MessageFactory.create(**fields)
+        for _ in range(kb):
+            factories.DocumentQuoteFactory.create(message=message)
+        for _ in range(caselaw):
+            factories.OpinionQuoteFactory.create(message=message)
+        for kind in tool_kinds:
+            factories.MessageToolSourceFactory.create(message=message, source_kind=kind)
     return message
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import transaction
 from playwright.sync_api import Browser, Page, sync_playwright
 from pytest_django.live_server_helper import LiveServer
 
@@ -58,19 +59,22 @@ def _seed() -> None:
     memo = factories.DocumentFactory.create(project=project, title="Strict scrutiny memo")
     fisher = factories.CaselawOpinionFactory.create(case_name="Fisher v. University of Texas at Austin")
     for _ in range(2):
-        message = factories.MessageFactory.create(chat=chat)
-        factories.DocumentQuoteFactory.create(message=message, document=memo)
-        factories.OpinionQuoteFactory.create(message=message, opinion=fisher)
-        factories.MessageToolSourceFactory.create(message=message, label="Grutter v. Bollinger", tool="caselaw_search")
-        factories.MessageToolSourceFactory.create(
-            message=message,
-            source_kind="mcp",
-            tool="docket_lookup",
-            provider="example-mcp",
-            label="Docket 1:14-cv-00954",
-            url="https://example.com/docket/1-14-cv-00954",
-        )
-        ledger.assemble(message)
+        with transaction.atomic():  # a turn and its rows, in one transaction as a finalize writes them
+            message = factories.MessageFactory.create(chat=chat)
+            factories.DocumentQuoteFactory.create(message=message, document=memo)
+            factories.OpinionQuoteFactory.create(message=message, opinion=fisher)
+            factories.MessageToolSourceFactory.create(
+                message=message, label="Grutter v. Bollinger", tool="caselaw_search"
+            )
+            factories.MessageToolSourceFactory.create(
+                message=message,
+                source_kind="mcp",
+                tool="docket_lookup",
+                provider="example-mcp",
+                label="Docket 1:14-cv-00954",
+                url="https://example.com/docket/1-14-cv-00954",
+            )
+            ledger.assemble(message)
 
 
 def _log_in(page: Page, live_server: LiveServer, next_url: str) -> None:
@@ -241,10 +245,11 @@ def test_a_staff_member_sees_only_their_matter_and_can_change_none_of_its_record
         user = factories.UserFactory.create(username=name, is_staff=True)
         user.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
         chat = factories.ChatFactory.create(project__owner=user, project__name=f"{name.title()}'s matter")
-        message = factories.MessageFactory.create(chat=chat, verdict="fail")
-        factories.DocumentQuoteFactory.create(message=message)
-        factories.MessageToolSourceFactory.create(message=message, label=f"{name.title()}'s docket")
-        ledger.assemble(message)
+        with transaction.atomic():  # a turn and its rows, in one transaction as a finalize writes them
+            message = factories.MessageFactory.create(chat=chat, verdict="fail")
+            factories.DocumentQuoteFactory.create(message=message)
+            factories.MessageToolSourceFactory.create(message=message, label=f"{name.title()}'s docket")
+            ledger.assemble(message)
         turns[name] = message
     before = list(Message.objects.order_by("id").values())
     chromium = shutil.which("chromium")

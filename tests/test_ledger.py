@@ -129,17 +129,18 @@ class Turn(NamedTuple):
 def make_turn(message: Message | None = None) -> Turn:
     """A finalized assistant message with one row in each of the three per-turn tables, with
     non-default verification values so that a mapping that ignored them would be caught."""
-    message = message or factories.MessageFactory.create()
-    kb = factories.DocumentQuoteFactory.create(
-        message=message, verification_method="tolerant_match", verification_confidence=0.87
-    )
-    caselaw = factories.OpinionQuoteFactory.create(
-        message=message,
-        opinion=factories.CaselawOpinionFactory.create(provider="courtlistener"),
-        verification_method="tolerant_match",
-        verification_confidence=0.95,
-    )
-    tool = factories.MessageToolSourceFactory.create(message=message, provider="courtlistener")
+    with transaction.atomic():  # a turn and its rows, in one transaction as a finalize writes them
+        message = message or factories.MessageFactory.create()
+        kb = factories.DocumentQuoteFactory.create(
+            message=message, verification_method="tolerant_match", verification_confidence=0.87
+        )
+        caselaw = factories.OpinionQuoteFactory.create(
+            message=message,
+            opinion=factories.CaselawOpinionFactory.create(provider="courtlistener"),
+            verification_method="tolerant_match",
+            verification_confidence=0.95,
+        )
+        tool = factories.MessageToolSourceFactory.create(message=message, provider="courtlistener")
     return Turn(message, kb, caselaw, tool)
 
 
@@ -594,11 +595,12 @@ def test_assemble_inserts_in_the_lock_order_every_writer_uses() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_assembly_writes_one_entry_per_row() -> None:
     # Given a committed turn with several rows of each kind
-    message = factories.MessageFactory.create()
-    document = factories.DocumentFactory.create(project=message.chat.project)
-    factories.DocumentQuoteFactory.create_batch(20, message=message, document=document)
-    factories.OpinionQuoteFactory.create_batch(20, message=message)
-    factories.MessageToolSourceFactory.create_batch(20, message=message)
+    with transaction.atomic():  # a turn and its rows, in one transaction as a finalize writes them
+        message = factories.MessageFactory.create()
+        document = factories.DocumentFactory.create(project=message.chat.project)
+        factories.DocumentQuoteFactory.create_batch(20, message=message, document=document)
+        factories.OpinionQuoteFactory.create_batch(20, message=message)
+        factories.MessageToolSourceFactory.create_batch(20, message=message)
     barrier = threading.Barrier(2)
     created: list[int] = []
     errors: list[BaseException] = []

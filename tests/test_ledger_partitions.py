@@ -38,10 +38,11 @@ OLD_TIME = datetime.datetime(2020, 1, 15, 12, 0, tzinfo=UTC)
 
 def _turn_at(when: datetime.datetime) -> Message:
     """A turn whose three source rows were written at ``when``."""
-    message = factories.MessageFactory.create()
-    factories.DocumentQuoteFactory.create(message=message, created_at=when)
-    factories.OpinionQuoteFactory.create(message=message, created_at=when)
-    factories.MessageToolSourceFactory.create(message=message, created_at=when)
+    with transaction.atomic():  # a turn and its rows, in one transaction as a finalize writes them
+        message = factories.MessageFactory.create()
+        factories.DocumentQuoteFactory.create(message=message, created_at=when)
+        factories.OpinionQuoteFactory.create(message=message, created_at=when)
+        factories.MessageToolSourceFactory.create(message=message, created_at=when)
     return message
 
 

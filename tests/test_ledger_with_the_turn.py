@@ -26,7 +26,7 @@ import psycopg
 import pytest
 from django.conf import LazySettings
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from chats.models import Chat, DocumentQuote, Message
@@ -191,15 +191,14 @@ def test_the_bound_is_lifted_after_the_ledger_write(committed_matter_chat: tuple
     from citations import ledger
 
     _, chat = committed_matter_chat
-    message = factories.MessageFactory.create(chat=chat, status=Message.Status.STREAMING)
-    factories.MessageToolSourceFactory.create(message=message)
+    with transaction.atomic():  # the message finalized and its row, in one transaction as a finalize writes them
+        message = factories.MessageFactory.create(chat=chat, status=Message.Status.STREAMING)
+        factories.MessageToolSourceFactory.create(message=message)
     with connection.cursor() as cursor:
         cursor.execute("SET lock_timeout = '7s'")
         cursor.execute("SET statement_timeout = '9s'")
     try:
         # When the ledger is written with a bound (inside a transaction, as finalize_turn does)
-        from django.db import transaction
-
         with transaction.atomic():
             assert ledger.assemble(message, timeout=0.25) == 1
             with connection.cursor() as cursor:

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 from tests import factories
@@ -42,7 +42,8 @@ def _constraints(table: str) -> set[str]:
 @pytest.mark.usefixtures("back_to_latest")
 def test_the_quote_rows_migration_refuses_rows_it_cannot_accept_and_applies_nothing() -> None:
     # Given, before the migration, a KB quote whose method the ledger cannot hold (allowed until then)
-    citation = factories.DocumentQuoteFactory.create()  # made with today's models, then migrated back
+    with transaction.atomic():  # a finalized turn and its row, in one transaction as a finalize writes them
+        citation = factories.DocumentQuoteFactory.create()  # made with today's models, then migrated back
     _migrate(BEFORE)
     bad_id = uuid.uuid4()
     with connection.cursor() as cursor:
@@ -85,7 +86,10 @@ def _columns(table: str) -> set[str]:
 @pytest.mark.usefixtures("back_to_latest")
 def test_the_alterations_migration_goes_back_and_forth_and_existing_quotes_get_none() -> None:
     # Given a tolerant quote stored before alterations were recorded
-    citation = factories.OpinionQuoteFactory.create(verification_method="tolerant_match", verification_confidence=0.9)
+    with transaction.atomic():  # a finalized turn and its row, in one transaction as a finalize writes them
+        citation = factories.OpinionQuoteFactory.create(
+            verification_method="tolerant_match", verification_confidence=0.9
+        )
     _migrate(("chats", "0010_message_case_citations"))
     assert "alterations" not in _columns("message_caselaw_citations")
     assert "message_caselaw_citations_alterations_array" not in _constraints("message_caselaw_citations")
