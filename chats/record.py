@@ -2,10 +2,11 @@
 
 The rules are held twice. On PostgreSQL, triggers refuse them below the application (the migrations
 ``chats.0014_permanent_record`` and ``citations.0006_permanent_record``), whatever the client: the ORM,
-``QuerySet.update()``, raw SQL. On every database (SQLite included, where there are no triggers), the
-model layer refuses the same changes as far as the ORM lets it see them: ``save()`` and ``delete()`` of
-a guarded row, and ``QuerySet.update()``/``delete()`` of the guarded tables (see
-:class:`AppendOnlyModel`, :class:`AppendOnlyQuerySet` and :func:`message_change_refusal`).
+``QuerySet.update()``, raw SQL. On every database (SQLite included, where of these rules only the insert
+guard of ``chats.0032``, below, has triggers), the model layer refuses the same changes as far as the ORM
+lets it see them: ``save()`` and ``delete()`` of a guarded row, and ``QuerySet.update()``/``delete()`` of the
+guarded tables (see :class:`AppendOnlyModel`, :class:`AppendOnlyQuerySet` and
+:func:`message_change_refusal`).
 
 Each refusal names its rule, in the database error and in the model layer's alike:
 
