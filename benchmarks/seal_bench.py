@@ -30,8 +30,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 SEAL_SHARE_GOAL = 0.02
-# The goal proposed for item 11 in place of the share (issue notes): the seal's own time per turn, and its queries.
-SEAL_PROPOSED_MS = 5.0
+# The goal proposed for item 11 in place of the share (issue notes): the seal's own time, timed inside the turns,
+# as a share of the median turn (a ratio within one run, as this machine's speed varies from day to day), and its
+# queries.
+SEAL_PROPOSED_SHARE = 0.10
 SEAL_PROPOSED_QUERIES = 5
 VERIFY_GOAL = 2.0
 SEAL_UID = "citations.seal_turn_on_finalize"
@@ -300,7 +302,7 @@ def rows_for(share: SealShare, run: VerifyRun) -> list[Any]:
             "seal written and signed): median, 90th percentile, share of the median turn with the seal",
             f"{share.seal_median * 1000:.2f} ms, {share.seal_p90 * 1000:.2f} ms; "
             f"{share.seal_median / share.on:.1%} of {share.on * 1000:.1f} ms",
-            f"(proposed: <= {SEAL_PROPOSED_MS:.0f} ms, <= {SEAL_PROPOSED_QUERIES} queries)",
+            f"(proposed: <= {SEAL_PROPOSED_SHARE:.0%} of the turn, <= {SEAL_PROPOSED_QUERIES} queries)",
             "-",
         ),
         Row(

@@ -45,6 +45,7 @@ from tests.test_seals import (
     _raw,
     _turn,
     a_turn_commits_first,
+    seal_as_the_earlier_release,
 )
 from tests.test_seals import verify as verify_ledger
 
@@ -396,16 +397,13 @@ def test_a_pin_cite_or_a_quotes_place_edited_in_sql_shows_in_a_fresh_export(
 
 @pytest.mark.django_db
 def test_turns_sealed_in_the_first_facts_format_verify_with_a_warning_and_in_an_earlier_export_format(
-    api_client: APIClient, matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    api_client: APIClient, matter_chat: Chat, tmp_path: Path
 ) -> None:
     # Given a turn sealed before a quote's place and a pin cite were sealed, then one sealed since
     older = factories.MessageFactory.create(chat=matter_chat)
     factories.DocumentQuoteFactory.create(message=older)
     factories.CaseCitationFactory.create(message=older, pin="310", pin_status="within")
-    ledger.assemble(older)
-    with monkeypatch.context() as patched:
-        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
-        seals.seal_turn(message_id=older.pk)
+    seal_as_the_earlier_release(older)
     _turn(api_client, matter_chat)
 
     files = members(export(matter_chat, tmp_path / "m.zip"))
@@ -460,15 +458,12 @@ def test_a_turn_resumed_since_the_first_facts_format_is_wholly_sealed_and_not_co
 
 @pytest.mark.django_db
 def test_a_row_with_a_field_no_facts_format_has_fails_whatever_its_seals_format(
-    api_client: APIClient, matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    api_client: APIClient, matter_chat: Chat, tmp_path: Path
 ) -> None:
     # Given a turn sealed in the first facts format and one sealed in the current one
     older = factories.MessageFactory.create(chat=matter_chat)
     factories.CaseCitationFactory.create(message=older)
-    ledger.assemble(older)
-    with monkeypatch.context() as patched:
-        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
-        seals.seal_turn(message_id=older.pk)
+    seal_as_the_earlier_release(older)
     _turn(api_client, matter_chat)
     files = members(export(matter_chat, tmp_path / "m.zip"))
     rows = lines(files["rows.jsonl"])

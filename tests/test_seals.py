@@ -365,18 +365,21 @@ def _first_format_digests(facts: seals.TurnFacts) -> dict[str, Any]:
     }
 
 
+def seal_as_the_earlier_release(message: Message) -> TurnSeal:
+    """Index ``message`` and seal it in ``lqai-turn-facts/1``, as the earlier release sealed a turn."""
+    ledger.assemble(message)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        return seals.seal_turn(message_id=message.pk)
+
+
 @pytest.mark.django_db
-def test_seals_of_the_first_facts_format_still_verify_and_cover_what_they_sealed(
-    matter_chat: Chat, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_seals_of_the_first_facts_format_still_verify_and_cover_what_they_sealed(matter_chat: Chat) -> None:
     # Given a turn sealed in the first facts format, before its rows' places and pin cites were sealed
     message = factories.MessageFactory.create(chat=matter_chat)
     factories.DocumentQuoteFactory.create(message=message, answer_offset_start=10, answer_offset_end=38)
     citation = factories.CaseCitationFactory.create(message=message, pin="310", pin_status="within")
-    ledger.assemble(message)
-    with monkeypatch.context() as patched:
-        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
-        seals.seal_turn(message_id=message.pk)
+    seal_as_the_earlier_release(message)
     seal = TurnSeal.objects.get(message=message)
     assert "format" not in seal.row_digests
     status, output = verify()
