@@ -29,7 +29,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-# The facts format new seals are made in; /1 (before it) sealed fewer fields of a row (:data:`SEALED_FIELDS`).
+# The facts format new seals are made in; /1 (before it) sealed fewer fields of a row (:data:`UNSEALED_FIELDS`).
 FACTS_FORMAT = "lqai-turn-facts/2"
 FACTS_FORMAT_1 = "lqai-turn-facts/1"
 SEAL_FORMAT = "lqai-seal/1"
@@ -109,27 +109,17 @@ ROW_FIELDS: dict[str, tuple[str, ...]] = {
         "pin_status",
     ),
 }
-# The fields facts format /2 added to each table's rows: a quote's place in the answer and its context flags, a
-# case citation's pin cite. A case citation's own answer offsets were sealed from /1 on.
-_ADDED_IN_FACTS_FORMAT_2: dict[str, tuple[str, ...]] = {
-    KB: _QUOTE_FIELDS_2,
-    CASELAW: _QUOTE_FIELDS_2,
-    TOOL: (),
-    CASE: ("pin", "pin_status"),
-}
-# The fields of a row each facts format seals: /2 all of :data:`ROW_FIELDS`; /1 the fields its rows had then,
-# all but those /2 added.
-SEALED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
-    FACTS_FORMAT: ROW_FIELDS,
+# The fields of :data:`ROW_FIELDS` each facts format does not seal, which :func:`row_sha256` leaves out: none
+# for /2; for /1 those /2 added, a quote's place in the answer and its context flags and a case citation's pin
+# cite (a case citation's own answer offsets were sealed from /1 on).
+UNSEALED_FIELDS: dict[str, dict[str, frozenset[str]]] = {
+    FACTS_FORMAT: {table: frozenset() for table in ROW_TABLES},
     FACTS_FORMAT_1: {
-        table: tuple(name for name in fields if name not in _ADDED_IN_FACTS_FORMAT_2[table])
-        for table, fields in ROW_FIELDS.items()
+        KB: frozenset(_QUOTE_FIELDS_2),
+        CASELAW: frozenset(_QUOTE_FIELDS_2),
+        TOOL: frozenset(),
+        CASE: frozenset(("pin", "pin_status")),
     },
-}
-# The fields of :data:`ROW_FIELDS` each facts format does not seal, which :func:`row_sha256` leaves out.
-_UNSEALED_FIELDS = {
-    name: {table: frozenset(ROW_FIELDS[table]) - frozenset(fields) for table, fields in by_table.items()}
-    for name, by_table in SEALED_FIELDS.items()
 }
 # The ledger columns an entry copies from its row (``citations.ledger``): checked against the sealed row.
 LEDGER_FIELDS = ("message", "chat", "project", "source_kind", "verification_status", "confidence", "provider")
@@ -164,9 +154,9 @@ def turn_sha256(turn: Mapping[str, Any]) -> str:
 
 def row_sha256(row: Mapping[str, Any], *, facts_format: str = FACTS_FORMAT) -> str:
     """A row's digest in a seal of ``facts_format``: of the row less the fields of :data:`ROW_FIELDS` that format
-    does not seal (:data:`SEALED_FIELDS`; none for the current format). Every other field counts, so a row
+    does not seal (:data:`UNSEALED_FIELDS`; none for the current format). Every other field counts, so a row
     lacking a sealed field, or holding one no format has, digests otherwise than the row sealed."""
-    unsealed = _UNSEALED_FIELDS[facts_format][row["table"]]
+    unsealed = UNSEALED_FIELDS[facts_format][row["table"]]
     if not unsealed:
         return sha256_hex(canonical_json(row))
     return sha256_hex(canonical_json({name: value for name, value in row.items() if name not in unsealed}))
@@ -268,8 +258,8 @@ def seal_differences(seal: Mapping[str, Any]) -> list[str]:
     problems = []
     digests = seal["row_digests"]
     facts_format = sealed_format(digests)
-    if facts_format not in SEALED_FIELDS:
-        return [f"its facts format {facts_format!r} is none of {', '.join(sorted(SEALED_FIELDS))}"]
+    if facts_format not in UNSEALED_FIELDS:
+        return [f"its facts format {facts_format!r} is none of {', '.join(sorted(UNSEALED_FIELDS))}"]
     expected_facts = facts_sha256(
         turn_digest=digests.get("turn", ""),
         row_digests=digests.get("rows", {}),
@@ -291,8 +281,8 @@ def facts_differences(
     problems = []
     sealed_rows: Mapping[str, str] = seal["row_digests"].get("rows", {})
     facts_format = sealed_format(seal["row_digests"])
-    if facts_format not in SEALED_FIELDS:
-        return [f"its seal's facts format {facts_format!r} is none of {', '.join(sorted(SEALED_FIELDS))}"]
+    if facts_format not in UNSEALED_FIELDS:
+        return [f"its seal's facts format {facts_format!r} is none of {', '.join(sorted(UNSEALED_FIELDS))}"]
     current = {row_key(row): row_sha256(row, facts_format=facts_format) for row in rows}
     if latest:
         if turn is None:
