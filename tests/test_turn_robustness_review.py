@@ -1,0 +1,55 @@
+"""Inputs from a hostile or broken model server, and from an API client, that must still end every turn
+finalized once with a clear answer: through the real HTTP views and the fake server (tests/fake_openai.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from chats.models import Chat, Message
+from tests.fake_openai import FakeOpenAIServer, Stream, finish, text_chunks
+from tests.test_streaming import QUESTION
+
+pytestmark = pytest.mark.django_db
+
+
+def _single_shot(client: APIClient, chat: Chat, content: str = QUESTION) -> Any:
+    return client.post(f"/api/chats/{chat.pk}/messages/", {"content": content}, format="json")
+
+
+def _with_usage(prompt_tokens: int, completion_tokens: int) -> Stream:
+    return Stream(
+        [*text_chunks("Strict scrutiny applies."), *finish("stop")[:1], _usage(prompt_tokens, completion_tokens)]
+    )
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+    chunk = finish("stop")[1]
+    chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": 0}
+    return chunk
+
+
+# --- usage figures the message's columns cannot hold -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("prompt_tokens", "completion_tokens"), [(-5, 20), (100, 2**31), (10**30, 1)])
+def test_usage_figures_out_of_range_still_complete_the_turn(
+    api_client: APIClient,
+    matter_chat: Chat,
+    fake_openai: FakeOpenAIServer,
+    prompt_tokens: int,
+    completion_tokens: int,
+) -> None:
+    # Given a model server reporting token counts no column can hold (negative, or past a 32-bit integer)
+    fake_openai.respond(_with_usage(prompt_tokens, completion_tokens))
+
+    # When a single-shot turn runs
+    response = _single_shot(api_client, matter_chat)
+
+    # Then the answer is recorded complete; the figures that cannot be true are not stored
+    assert response.status_code == 201, response.content
+    message = Message.objects.get(pk=response.json()["message"]["id"])
+    assert (message.status, message.content) == (Message.Status.COMPLETE, "Strict scrutiny applies.")
+    assert message.finalized_at is not None
