@@ -34,13 +34,17 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
 # --- usage figures the message's columns cannot hold -----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("prompt_tokens", "completion_tokens"), [(-5, 20), (100, 2**31), (10**30, 1)])
+@pytest.mark.parametrize(
+    ("prompt_tokens", "completion_tokens", "stored"),
+    [(-5, 20, (None, 20)), (100, 2**63, (100, None)), (10**30, 1, (None, 1))],
+)
 def test_usage_figures_out_of_range_still_complete_the_turn(
     api_client: APIClient,
     matter_chat: Chat,
     fake_openai: FakeOpenAIServer,
     prompt_tokens: int,
     completion_tokens: int,
+    stored: tuple[int | None, int | None],
 ) -> None:
     # Given a model server reporting token counts no column can hold (negative, or past a 32-bit integer)
     fake_openai.respond(_with_usage(prompt_tokens, completion_tokens))
@@ -53,3 +57,4 @@ def test_usage_figures_out_of_range_still_complete_the_turn(
     message = Message.objects.get(pk=response.json()["message"]["id"])
     assert (message.status, message.content) == (Message.Status.COMPLETE, "Strict scrutiny applies.")
     assert message.finalized_at is not None
+    assert (message.prompt_tokens, message.completion_tokens) == stored
