@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from chats import services
 from chats.models import Chat, Message
 from tests.fake_openai import FakeOpenAIServer, Stream, finish, text_chunks
 from tests.test_streaming import QUESTION
@@ -58,3 +59,19 @@ def test_usage_figures_out_of_range_still_complete_the_turn(
     assert (message.status, message.content) == (Message.Status.COMPLETE, "Strict scrutiny applies.")
     assert message.finalized_at is not None
     assert (message.prompt_tokens, message.completion_tokens) == stored
+
+
+def test_a_turn_whose_finalize_breaks_on_its_usage_is_still_saved_failed(
+    api_client: APIClient, matter_chat: Chat, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given usage that breaks finalize (counts stored unchecked, as before they were fitted to their columns)
+    monkeypatch.setattr(services, "fit_count", lambda model, field, value: value)
+    fake_openai.respond(_with_usage(-5, 20))
+
+    response = _single_shot(api_client, matter_chat)
+
+    # Then the fallback saves the turn failed with its text, without what broke it: a 502, not "not saved"
+    assert response.status_code == 502, response.content
+    message = Message.objects.get(pk=response.json()["message_id"])
+    assert (message.status, message.content) == (Message.Status.FAILED, "Strict scrutiny applies.")
+    assert (message.prompt_tokens, message.completion_tokens) == (None, None)
