@@ -483,15 +483,17 @@ class TurnRun:
 
     def _finalize(self, status: str) -> None:
         """Finalize the turn once, whatever happens: a database error is retried once on a fresh connection;
-        if finalize still raises, the turn is finalized ``failed`` (without its claims and sources, which
-        may be what broke it) and :attr:`failure` says so."""
+        if finalize still raises, the turn is finalized ``failed`` (without its claims, sources and usage,
+        which may be what broke it) and :attr:`failure` says so."""
         if self.result is not None or self.superseded is not None:
             return
         content = "".join(self._content)
         self._progress(force=True)  # a slow finalize (case-citation lookups) must not look stale
         try:
             try:
-                self.result = self._finalize_as(status, content, claims=self._claims, sources=self._sources)
+                self.result = self._finalize_as(
+                    status, content, claims=self._claims, sources=self._sources, usage=self._usage
+                )
                 return
             except (OperationalError, InterfaceError):
                 if connection.in_atomic_block:
@@ -499,7 +501,9 @@ class TurnRun:
                 logger.warning("turn %s: finalize lost the database; retrying once", self.message.pk, exc_info=True)
                 connection.close()
                 self.message.refresh_from_db()
-                self.result = self._finalize_as(status, content, claims=self._claims, sources=self._sources)
+                self.result = self._finalize_as(
+                    status, content, claims=self._claims, sources=self._sources, usage=self._usage
+                )
                 return
         except TurnSuperseded as exc:  # logged by finalize_turn; this run's answer is dropped, never `failed`
             self.superseded = exc
@@ -509,7 +513,7 @@ class TurnRun:
         self.failure = FINALIZE_FAILED
         try:
             self.message.refresh_from_db()
-            self.result = self._finalize_as(Message.Status.FAILED, content, claims=(), sources=())
+            self.result = self._finalize_as(Message.Status.FAILED, content, claims=(), sources=(), usage=None)
         except TurnSuperseded as exc:
             self.superseded = exc
         except Exception:
@@ -517,7 +521,13 @@ class TurnRun:
             self.failure = NOT_SAVED
 
     def _finalize_as(
-        self, status: str, content: str, *, claims: Sequence[ClaimedCitation], sources: Sequence[ConsultedSource]
+        self,
+        status: str,
+        content: str,
+        *,
+        claims: Sequence[ClaimedCitation],
+        sources: Sequence[ConsultedSource],
+        usage: TurnUsage | None,
     ) -> FinalizedTurn:
         return finalize_turn(
             message=self.message,
@@ -525,7 +535,7 @@ class TurnRun:
             status=status,
             claimed_citations=claims,
             tool_sources=sources,
-            usage=self._usage,
+            usage=usage,
             attempt=self.attempt,
             case_citations_streamed=self._case_citations,
         )
