@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.conf import LazySettings
 from rest_framework.test import APIClient
 
 from chats import services
 from chats.models import Chat, Message
-from tests.fake_openai import FakeOpenAIServer, Stream, finish, text_chunks
+from tests.fake_openai import FakeOpenAIServer, Stream, answer, finish, text_chunks
 from tests.test_streaming import QUESTION
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +76,29 @@ def test_a_turn_whose_finalize_breaks_on_its_usage_is_still_saved_failed(
     message = Message.objects.get(pk=response.json()["message_id"])
     assert (message.status, message.content) == (Message.Status.FAILED, "Strict scrutiny applies.")
     assert (message.prompt_tokens, message.completion_tokens) == (None, None)
+
+
+# --- a model server that drips --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_single_shot_turn_against_a_dripping_model_ends_at_the_turns_time_limit(
+    committed_matter_chat: tuple[APIClient, Chat], fake_openai: FakeOpenAIServer, settings: LazySettings
+) -> None:
+    # Given a model server that sends an SSE comment every 0.1 s, each well within the read timeout, for 6 s
+    # before its answer: no read ever times out, and the package shows the run no event meanwhile
+    settings.LQAI_SSE_HEARTBEAT_SECONDS = 0.05
+    settings.LQAI_MAX_STREAM_SECONDS = 1
+    settings.LQAI_OPENAI_TIMEOUT = 2.0
+    fake_openai.respond(Stream(answer("A late answer.").chunks, raw_frames=(b": ping\n\n",) * 60, chunk_seconds=0.1))
+    client, chat = committed_matter_chat
+
+    # When a single-shot turn runs
+    response = _single_shot(client, chat)
+
+    # Then it stops at the turns' time limit with a clear error; the turn is saved interrupted (resumable)
+    assert response.status_code == 504, response.content
+    assert response.json()["code"] == "turn_timeout"
+    message = Message.objects.get(pk=response.json()["message_id"])
+    assert (message.status, message.content) == (Message.Status.INTERRUPTED, "")
+    assert message.finalized_at is not None
