@@ -16,15 +16,16 @@ attempt), :class:`RunSuperseded`, having written nothing. A run on an
 ``interrupted`` message (a resume) continues after its content, and never records a tool
 source the message already has.
 
-A streamed run may be paced (``heartbeat_seconds``, ``max_seconds``): the backend then runs in a
+A run may be paced (``heartbeat_seconds``, ``max_seconds``; the views pace every turn, streamed or
+single-shot, when heartbeats are on): the backend then runs in a
 thread of its own (:class:`BackendPump`, started and ended by the run, inside the request), so that
 while it is silent the run still wakes every ``heartbeat_seconds`` and yields a :class:`Heartbeat`
-(the stream sends a keep-alive comment) and records the turn's progress; a run still going after
+(a stream sends a keep-alive comment) and records the turn's progress; a run still going after
 ``max_seconds`` ends ``interrupted`` (resumable) and yields :class:`TurnTimedOut` before
 :class:`TurnFinalized`. When the run ends for any reason (the consumer went away, the timeout, an
 error), the pump cancels the backend (``backend.cancel()``, if it has one: the model's stream is shut)
 and joins its thread, waiting at most ``LQAI_BACKEND_STOP_SECONDS``: the thread does not outlive the
-request. Unpaced (single-shot), the backend runs in the caller's thread and the run records progress
+request. Unpaced, the backend runs in the caller's thread and the run records progress
 at its events and whenever the backend calls ``turn.progress`` (at each attempt of a model request);
 the start-up check (``chats.checks``) keeps ``LQAI_STALE_TURN_SECONDS`` above the longest wait between two.
 
@@ -341,6 +342,11 @@ class TurnRun:
         # Closing a generator that never started runs none of its code: finalize here instead.
         self._finalize(Message.Status.INTERRUPTED)
 
+    @property
+    def timeout_detail(self) -> str:
+        """What the client is told when the run reached ``max_seconds``."""
+        return f"The answer took longer than {self.max_seconds:g} s and was saved as interrupted; resume it to go on."
+
     def run_to_end(self) -> FinalizedTurn:
         """Run the turn to its end; raises :class:`~chats.services.TurnSuperseded` if its finalize was refused,
         :class:`TurnNotSaved` if it could not be written at all."""
@@ -438,9 +444,7 @@ class TurnRun:
         if self.result is None:
             return  # nothing was saved: no `done`
         if self.timed_out:
-            yield TurnTimedOut(
-                f"The answer took longer than {self.max_seconds:g} s and was saved as interrupted; resume it to go on."
-            )
+            yield TurnTimedOut(self.timeout_detail)
         yield TurnFinalized(self.result)
 
     def _record(self, event: object) -> RunEvent | None:
