@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from chats import services
 from chats.models import Chat, Message
-from tests.fake_openai import FakeOpenAIServer, Stream, answer, finish, text_chunks
+from tests.fake_openai import FakeOpenAIServer, Stream, _chunk, answer, finish, text_chunks
 from tests.test_streaming import QUESTION
 
 pytestmark = pytest.mark.django_db
@@ -102,3 +102,26 @@ def test_a_single_shot_turn_against_a_dripping_model_ends_at_the_turns_time_limi
     message = Message.objects.get(pk=response.json()["message_id"])
     assert (message.status, message.content) == (Message.Status.INTERRUPTED, "")
     assert message.finalized_at is not None
+
+
+# --- tool calls that never end ----------------------------------------------------------------------------------
+
+
+def test_a_tool_call_whose_arguments_outgrow_the_answers_limit_fails_the_turn_and_is_not_sent_back(
+    api_client: APIClient, matter_chat: Chat, fake_openai: FakeOpenAIServer, settings: LazySettings
+) -> None:
+    # Given a model that streams one tool call's arguments in 300 pieces of 1,000 characters, past the bound
+    settings.LQAI_MAX_ANSWER_CHARS = 10_000
+    head = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "cite", "arguments": ""}}
+    piece = {"index": 0, "function": {"arguments": "x" * 1000}}
+    chunks = [_chunk({"role": "assistant", "tool_calls": [head]}), *[_chunk({"tool_calls": [piece]})] * 300]
+    fake_openai.respond(Stream([*chunks, *finish("tool_calls")]))
+
+    # When a single-shot turn runs
+    response = _single_shot(api_client, matter_chat)
+
+    # Then the turn fails, saying why, and what the model sent is never sent back to it
+    assert response.status_code == 502, response.content
+    assert "LQAI_MAX_ANSWER_CHARS" in response.json()["detail"]
+    assert Message.objects.get(pk=response.json()["message_id"]).status == Message.Status.FAILED
+    assert len(fake_openai.requests) == 1
