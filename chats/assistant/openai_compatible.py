@@ -13,7 +13,8 @@ server), through the official ``openai`` package, configured by the ``LQAI_OPENA
   backend runs each call and yields its :class:`ToolCall` and :class:`ToolResult`, then sends the
   result back to the model for the next round. Arguments that are not a JSON object, or an unknown
   tool, are answered to the model as a tool error (no event, nothing run); it may try again. More
-  than ``max_tool_rounds`` rounds of calls end the turn ``failed``.
+  than ``max_tool_rounds`` rounds of calls, or calls of one round longer than ``LQAI_MAX_ANSWER_CHARS``
+  (they are held until the round ends), end the turn ``failed``.
 - **Claims.** The model claims each quote with the ``cite(source_id, quote)`` tool (answered to the
   model, no event). Every claim becomes a :class:`ClaimedCitation` of the :class:`FinalAnswer`, so it
   goes through the same verification in ``finalize_turn`` as any backend's. A claim naming a source
@@ -399,6 +400,7 @@ class OpenAICompatibleBackend:
 
         text: list[str] = []
         calls: dict[int, _PendingCall] = {}
+        held = 0  # the characters of the round's tool calls, each piece counted at least once: bounded
         finish_reason = ""
         started = time.perf_counter()
         try:
@@ -420,6 +422,12 @@ class OpenAICompatibleBackend:
                         text.append(content)
                         yield TextDelta(content)
                     for piece in delta.get("tool_calls") or ():
+                        held += 1 + len((piece.get("function") or {}).get("arguments") or "")
+                        if held > settings.LQAI_MAX_ANSWER_CHARS:
+                            raise BackendError(
+                                "the model's tool calls in one round outgrew LQAI_MAX_ANSWER_CHARS "
+                                f"({settings.LQAI_MAX_ANSWER_CHARS} characters)"
+                            )
                         index = piece.get("index")
                         if not isinstance(index, int):
                             # A server that omits the index starts each call with its id or name; the rest continues it.
