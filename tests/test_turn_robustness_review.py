@@ -125,3 +125,25 @@ def test_a_tool_call_whose_arguments_outgrow_the_answers_limit_fails_the_turn_an
     assert "LQAI_MAX_ANSWER_CHARS" in response.json()["detail"]
     assert Message.objects.get(pk=response.json()["message_id"]).status == Message.Status.FAILED
     assert len(fake_openai.requests) == 1
+
+
+# --- an enormous event --------------------------------------------------------------------------------------------
+
+
+def test_a_model_response_past_its_byte_bound_fails_the_turn_at_the_bound(
+    api_client: APIClient, matter_chat: Chat, fake_openai: FakeOpenAIServer, settings: LazySettings
+) -> None:
+    # Given a model server that sends one event of 2 MB (the package reads an event whole, without a size limit:
+    # an endless line would be held in memory until the turn's time limit)
+    settings.LQAI_OPENAI_MAX_RESPONSE_BYTES = 1_000_000
+    enormous = b'data: {"choices": [{"index": 0, "delta": {"content": "' + b"x" * 2_000_000 + b'"}}]}\n\n'
+    fake_openai.respond(Stream(answer("Hello.").chunks, raw_frames=(enormous,)))
+
+    # When a single-shot turn runs
+    response = _single_shot(api_client, matter_chat)
+
+    # Then the turn fails at the bound, naming the setting
+    assert response.status_code == 502, response.content
+    assert "LQAI_OPENAI_MAX_RESPONSE_BYTES" in response.json()["detail"]
+    message = Message.objects.get(pk=response.json()["message_id"])
+    assert (message.status, message.content) == (Message.Status.FAILED, "")
