@@ -362,6 +362,8 @@ LQAI_OPENAI_MAX_TOOL_ROUNDS = env_int("LQAI_OPENAI_MAX_TOOL_ROUNDS", default=6)
 LQAI_OPENAI_MAX_RETRIES = env_int("LQAI_OPENAI_MAX_RETRIES", default=2)
 # False for a server that answers each request with one JSON completion instead of an event stream.
 LQAI_OPENAI_STREAM = env_bool("LQAI_OPENAI_STREAM", default=True)
+# The most bytes one model response may send (an event stream, or a whole completion): past it the turn fails.
+LQAI_OPENAI_MAX_RESPONSE_BYTES = env_int("LQAI_OPENAI_MAX_RESPONSE_BYTES", default=64 * 1024 * 1024)
 # The chat history a model backend is sent, at most this many characters: the turn's question and the
 # newest earlier messages that fit (older ones are left out whole).
 LQAI_HISTORY_MAX_CHARS = env_int("LQAI_HISTORY_MAX_CHARS", default=60_000)

@@ -3,15 +3,19 @@ finalized once with a clear answer: through the real HTTP views and the fake ser
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
+import httpx2
 import pytest
 from django.conf import LazySettings
 from rest_framework.test import APIClient
 
 from chats import services
+from chats.assistant.backends import BackendError
+from chats.assistant.bounded_body import BoundedBody
 from chats.models import Chat, Message
-from tests.fake_openai import FakeOpenAIServer, Stream, _chunk, answer, finish, text_chunks
+from tests.fake_openai import FakeOpenAIServer, Stream, _chunk, answer, completion, finish, text_chunks
 from tests.test_streaming import QUESTION
 
 pytestmark = pytest.mark.django_db
@@ -147,3 +151,27 @@ def test_a_model_response_past_its_byte_bound_fails_the_turn_at_the_bound(
     assert "LQAI_OPENAI_MAX_RESPONSE_BYTES" in response.json()["detail"]
     message = Message.objects.get(pk=response.json()["message_id"])
     assert (message.status, message.content) == (Message.Status.FAILED, "")
+
+
+def test_a_whole_completion_past_the_byte_bound_fails_the_turn_naming_the_setting(
+    api_client: APIClient, matter_chat: Chat, fake_openai: FakeOpenAIServer, settings: LazySettings
+) -> None:
+    # Given a server that does not stream, answering a completion of 2 MB (read whole by the package)
+    settings.LQAI_OPENAI_STREAM = False
+    settings.LQAI_OPENAI_MAX_RETRIES = 0
+    settings.LQAI_OPENAI_MAX_RESPONSE_BYTES = 1_000_000
+    fake_openai.respond(completion("x" * 2_000_000))
+
+    response = _single_shot(api_client, matter_chat)
+
+    assert response.status_code == 502, response.content
+    assert "LQAI_OPENAI_MAX_RESPONSE_BYTES" in response.json()["detail"]
+    assert fake_openai.requests[0]["model"]  # the request was made
+
+
+def test_a_body_sent_compressed_though_asked_not_to_is_refused_as_it_is_read() -> None:
+    gzipped = httpx2.ByteStream(gzip.compress(b"data: [DONE]\n\n"))
+
+    with pytest.raises(BackendError, match="compressed"):
+        list(BoundedBody(gzipped, max_bytes=1_000_000, encoding="gzip"))
+    assert list(BoundedBody(httpx2.ByteStream(b"data"), max_bytes=4, encoding="identity")) == [b"data"]
