@@ -3,10 +3,10 @@ this file by itself when started from the project's root).
 
 The worker class is ``gthread``: each worker process serves ``GUNICORN_THREADS`` requests at once, so a
 long server-sent-event stream holds one thread, not a whole worker, and other requests go on being served.
-A paced stream (``LQAI_SSE_HEARTBEAT_SECONDS``) also runs its assistant in a thread of its own, with its
-own database connection: plan PostgreSQL's ``max_connections`` for up to workers x threads x 2.
+A paced turn (``LQAI_SSE_HEARTBEAT_SECONDS``), streamed or not, also runs its assistant in a thread of its
+own, with its own database connection: plan PostgreSQL's ``max_connections`` for up to workers x threads x 2.
 The worker ``timeout`` is how long a worker process may stop answering gunicorn's arbiter, not a request
-limit (streams are bounded by ``LQAI_MAX_STREAM_SECONDS``).
+limit (turns are bounded by ``LQAI_MAX_STREAM_SECONDS``).
 
 Environment: ``GUNICORN_BIND`` (default ``127.0.0.1:8000``: behind a TLS-terminating proxy),
 ``GUNICORN_WORKERS`` (2), ``GUNICORN_THREADS`` (8), ``GUNICORN_TIMEOUT`` (30),

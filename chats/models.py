@@ -13,7 +13,7 @@ import uuid
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import F, Q, Value
 from django.db.models.lookups import Exact
 from django.utils import timezone
@@ -39,6 +39,17 @@ def fit(model: type[models.Model], field: str, value: Any) -> Any:
     columns that store what providers, tools and models send are defined once, on the fields."""
     max_length = getattr(model._meta.get_field(field), "max_length", None)
     return value[:max_length] if isinstance(value, str) and max_length is not None else value
+
+
+def fit_count(model: type[models.Model], field: str, value: object) -> int | None:
+    """``value`` if ``model.field``'s integer column can hold it, else None: a count a server reports (a
+    model's tokens) is stored when it can be one, and never costs the turn it belongs to."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    column = model._meta.get_field(field)
+    internal_type = column.get_internal_type()  # type: ignore[union-attr]  # an integer field, named by the caller
+    low, high = connection.ops.integer_field_range(internal_type)
+    return value if low <= value <= high else None
 
 
 class CitedTextChangeError(IntegrityError):

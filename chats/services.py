@@ -45,6 +45,7 @@ from chats.models import (
     Verdict,
     VerificationMethod,
     fit,
+    fit_count,
 )
 from chats.selectors import open_streams_of
 from chats.signals import post_finalize
@@ -581,9 +582,11 @@ def finalize_turn(
         update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
         if usage is not None:
             message.model_name = fit(Message, "model_name", usage.model_name)
-            message.prompt_tokens = usage.prompt_tokens
-            message.completion_tokens = usage.completion_tokens
-            message.latency_ms = usage.latency_ms
+            message.prompt_tokens = fit_count(Message, "prompt_tokens", usage.prompt_tokens)
+            message.completion_tokens = fit_count(Message, "completion_tokens", usage.completion_tokens)
+            message.latency_ms = fit_count(Message, "latency_ms", usage.latency_ms)
+            if (message.prompt_tokens, message.completion_tokens) != (usage.prompt_tokens, usage.completion_tokens):
+                logger.warning("turn %s: the model reported token counts that cannot be true: %s", message.pk, usage)
             update_fields += ["model_name", "prompt_tokens", "completion_tokens", "latency_ms"]
         message.save(update_fields=update_fields)
         DocumentQuote.objects.bulk_create(kb)

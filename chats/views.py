@@ -201,8 +201,10 @@ class EventStreamRenderer(BaseRenderer):
         return sse_frame("error", data)
 
 
-def streamed_run(*, message: Message, backend: AssistantBackend, tools: Mapping[str, Tool]) -> TurnRun:
-    """A run paced for a stream: heartbeats and a maximum duration."""
+def paced_run(*, message: Message, backend: AssistantBackend, tools: Mapping[str, Tool]) -> TurnRun:
+    """A run paced by heartbeats (a stream's keep-alives; the run's clock either way) and bounded by
+    ``LQAI_MAX_STREAM_SECONDS``, streamed or single-shot: a model server that keeps its connection alive
+    without finishing cannot hold a turn longer."""
     return TurnRun(
         message=message,
         backend=backend,
@@ -304,6 +306,11 @@ class MessageCreateView(generics.ListAPIView[Message]):
             503: OpenApiResponse(
                 TurnErrorSerializer, description="The turn could not be saved (the database is unavailable)."
             ),
+            504: OpenApiResponse(
+                TurnErrorSerializer,
+                description="The answer took longer than LQAI_MAX_STREAM_SECONDS; the turn is saved as interrupted "
+                "(resume it to go on).",
+            ),
         },
     )
     def post(self, request: Request, chat_id: UUID) -> Response:
@@ -311,7 +318,7 @@ class MessageCreateView(generics.ListAPIView[Message]):
         content = _validated_content(request)
         backend = load_backend()
         user_message, assistant_message = start_turn(chat=chat, content=content, author=_author(request))
-        run = TurnRun(message=assistant_message, backend=backend, tools={})
+        run = paced_run(message=assistant_message, backend=backend, tools={})
         try:
             result = run.run_to_end()
         except TurnNotSaved as exc:
@@ -324,6 +331,9 @@ class MessageCreateView(generics.ListAPIView[Message]):
         if run.failure is not None:
             error = {"detail": run.failure, "code": "backend_error", "message_id": assistant_message.pk}
             return Response(TurnErrorSerializer(error).data, status=status.HTTP_502_BAD_GATEWAY)
+        if run.timed_out:
+            timeout = {"detail": run.timeout_detail, "code": "turn_timeout", "message_id": assistant_message.pk}
+            return Response(TurnErrorSerializer(timeout).data, status=status.HTTP_504_GATEWAY_TIMEOUT)
         body = {
             "message": _message_with_rows(assistant_message),
             "user_message_id": user_message.pk,
@@ -361,7 +371,7 @@ class MessageStreamView(APIView):
             )
         except TooManyStreams as exc:
             return too_many_streams(exc)
-        return stream_response(streamed_run(message=assistant_message, backend=backend, tools=tools))
+        return stream_response(paced_run(message=assistant_message, backend=backend, tools=tools))
 
 
 class MessageResumeView(APIView):
@@ -403,7 +413,7 @@ class MessageResumeView(APIView):
                 "status": message.status,
             }
             return Response(ResumeConflictSerializer(conflict).data, status=status.HTTP_409_CONFLICT)
-        return stream_response(streamed_run(message=message, backend=backend, tools=tools))
+        return stream_response(paced_run(message=message, backend=backend, tools=tools))
 
 
 # PUT and PATCH of a matter's legal hold take the same body and answer the same.

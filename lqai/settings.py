@@ -362,6 +362,8 @@ LQAI_OPENAI_MAX_TOOL_ROUNDS = env_int("LQAI_OPENAI_MAX_TOOL_ROUNDS", default=6)
 LQAI_OPENAI_MAX_RETRIES = env_int("LQAI_OPENAI_MAX_RETRIES", default=2)
 # False for a server that answers each request with one JSON completion instead of an event stream.
 LQAI_OPENAI_STREAM = env_bool("LQAI_OPENAI_STREAM", default=True)
+# The most bytes one model response may send (an event stream, or a whole completion): past it the turn fails.
+LQAI_OPENAI_MAX_RESPONSE_BYTES = env_int("LQAI_OPENAI_MAX_RESPONSE_BYTES", default=64 * 1024 * 1024)
 # The chat history a model backend is sent, at most this many characters: the turn's question and the
 # newest earlier messages that fit (older ones are left out whole).
 LQAI_HISTORY_MAX_CHARS = env_int("LQAI_HISTORY_MAX_CHARS", default=60_000)
@@ -396,10 +398,11 @@ LQAI_MAX_CONCURRENT_STREAMS = env_int("LQAI_MAX_CONCURRENT_STREAMS", default=3)
 # Exports (GET /api/projects/{id}/export/) the server prepares at once, across its processes, each user one at a
 # time (citations.export.export_slot, PostgreSQL advisory locks): then 429. 0: no server-wide bound.
 LQAI_MAX_CONCURRENT_EXPORTS = env_int("LQAI_MAX_CONCURRENT_EXPORTS", default=2)
-# A stream still running after this many seconds ends `interrupted` (resumable).
+# A turn (streamed or single-shot) still running after this many seconds ends `interrupted` (resumable).
 LQAI_MAX_STREAM_SECONDS = env_int("LQAI_MAX_STREAM_SECONDS", default=300)
 # While the assistant is silent a stream sends an SSE comment this often, so that proxies and clients
-# keep the connection; on, the assistant runs in a thread of the request (see chats/assistant/runner.py).
+# keep the connection; on, the assistant runs in a thread of the request (see chats/assistant/runner.py), and a
+# single-shot turn's run wakes as often, to stop at LQAI_MAX_STREAM_SECONDS.
 LQAI_SSE_HEARTBEAT_SECONDS: float = env_int("LQAI_SSE_HEARTBEAT_SECONDS", default=15)
 # A `pending` or `streaming` turn without progress for this long (its worker died) may be resumed.
 # Checked at start-up (chats/checks.py) against the backend's worst-case request (timeouts, retries, waits).

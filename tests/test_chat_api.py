@@ -388,6 +388,7 @@ def test_a_backend_error_in_a_single_shot_turn_is_a_502_with_the_failed_turn_per
         pytest.param('{"content": "   \\n\\t "}', "application/json", "content", id="whitespace-only"),
         pytest.param('{"content": null}', "application/json", "content", id="null"),
         pytest.param('{"content": "a\\u0000b"}', "application/json", "content", id="nul-character"),
+        pytest.param('{"content": "a\\ud800b"}', "application/json", "content", id="lone-surrogate"),
         pytest.param('["content"]', "application/json", "non_field_errors", id="not-an-object"),
     ],
 )

@@ -13,7 +13,8 @@ server), through the official ``openai`` package, configured by the ``LQAI_OPENA
   backend runs each call and yields its :class:`ToolCall` and :class:`ToolResult`, then sends the
   result back to the model for the next round. Arguments that are not a JSON object, or an unknown
   tool, are answered to the model as a tool error (no event, nothing run); it may try again. More
-  than ``max_tool_rounds`` rounds of calls end the turn ``failed``.
+  than ``max_tool_rounds`` rounds of calls, or calls of one round longer than ``LQAI_MAX_ANSWER_CHARS``
+  (they are held until the round ends), end the turn ``failed``.
 - **Claims.** The model claims each quote with the ``cite(source_id, quote)`` tool (answered to the
   model, no event). Every claim becomes a :class:`ClaimedCitation` of the :class:`FinalAnswer`, so it
   goes through the same verification in ``finalize_turn`` as any backend's. A claim naming a source
@@ -24,7 +25,8 @@ server), through the official ``openai`` package, configured by the ``LQAI_OPENA
   exponential backoff, honouring ``Retry-After`` up to :data:`SDK_MAX_RETRY_WAIT`), then ends the turn
   ``failed`` with a :class:`BackendError` naming the cause; any other refusal (4xx) fails at once, and
   so does a 200 that is not an event stream (a server that does not stream: set
-  ``LQAI_OPENAI_STREAM=false``, and each round is one JSON completion). Once a round's stream has
+  ``LQAI_OPENAI_STREAM=false``, and each round is one JSON completion), and a response longer than
+  ``LQAI_OPENAI_MAX_RESPONSE_BYTES`` (:mod:`chats.assistant.bounded_body`). Once a round's stream has
   begun, a dropped connection, a read timeout, an error event or an undecodable one from the server,
   or a stream that ends before the model finished raises :class:`BackendInterrupted`: the turn ends
   ``interrupted`` with what was produced, resumable. In every case the quotes claimed so far and the
@@ -141,6 +143,7 @@ class OpenAICompatibleConfig:
     max_tool_rounds: int
     max_retries: int
     stream: bool = True
+    max_response_bytes: int = 64 * 1024 * 1024
 
     @classmethod
     def from_settings(cls) -> OpenAICompatibleConfig:
@@ -155,6 +158,7 @@ class OpenAICompatibleConfig:
             max_tool_rounds=settings.LQAI_OPENAI_MAX_TOOL_ROUNDS,
             max_retries=settings.LQAI_OPENAI_MAX_RETRIES,
             stream=settings.LQAI_OPENAI_STREAM,
+            max_response_bytes=settings.LQAI_OPENAI_MAX_RESPONSE_BYTES,
         )
         problems = config._problems()
         if problems:
@@ -183,6 +187,8 @@ class OpenAICompatibleConfig:
             problems.append(f"LQAI_OPENAI_MAX_TOOL_ROUNDS={self.max_tool_rounds} must be at least 1")
         if self.max_retries < 0:
             problems.append(f"LQAI_OPENAI_MAX_RETRIES={self.max_retries} must be 0 or more")
+        if self.max_response_bytes < 1:
+            problems.append(f"LQAI_OPENAI_MAX_RESPONSE_BYTES={self.max_response_bytes} must be at least 1")
         return problems
 
     def worst_case_wait_seconds(self) -> float:
@@ -200,16 +206,24 @@ def _on_attempt(request: httpx2.Request) -> None:
 
 @lru_cache(maxsize=8)
 def _client(config: OpenAICompatibleConfig) -> openai.OpenAI:
-    """One client per configuration, so turns reuse its connections; the package's timeouts and retries."""
+    """One client per configuration, so turns reuse its connections; the package's timeouts and retries, and
+    each response read uncompressed up to ``max_response_bytes`` (:mod:`chats.assistant.bounded_body`)."""
     import openai  # slow to import: paid on the first turn (see the module docstring)
 
+    from chats.assistant.bounded_body import bounded_responses
+
+    hooks: dict[str, list[Callable[..., None]]] = {
+        "request": [_on_attempt],
+        "response": [bounded_responses(config.max_response_bytes)],
+    }
     return openai.OpenAI(
         base_url=config.base_url,
         # Local servers need no key, but the client requires one: a placeholder they ignore.
         api_key=config.api_key or "unused",
         timeout=config.timeout,
         max_retries=config.max_retries,
-        http_client=openai.DefaultHttpxClient(event_hooks={"request": [_on_attempt]}),
+        default_headers={"Accept-Encoding": "identity"},
+        http_client=openai.DefaultHttpxClient(event_hooks=hooks),
     )
 
 
@@ -399,6 +413,7 @@ class OpenAICompatibleBackend:
 
         text: list[str] = []
         calls: dict[int, _PendingCall] = {}
+        held = 0  # the characters of the round's tool calls, each piece counted at least once: bounded
         finish_reason = ""
         started = time.perf_counter()
         try:
@@ -420,6 +435,12 @@ class OpenAICompatibleBackend:
                         text.append(content)
                         yield TextDelta(content)
                     for piece in delta.get("tool_calls") or ():
+                        held += 1 + len((piece.get("function") or {}).get("arguments") or "")
+                        if held > settings.LQAI_MAX_ANSWER_CHARS:
+                            raise BackendError(
+                                "the model's tool calls in one round outgrew LQAI_MAX_ANSWER_CHARS "
+                                f"({settings.LQAI_MAX_ANSWER_CHARS} characters)"
+                            )
                         index = piece.get("index")
                         if not isinstance(index, int):
                             # A server that omits the index starts each call with its id or name; the rest continues it.

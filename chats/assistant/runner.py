@@ -16,15 +16,16 @@ attempt), :class:`RunSuperseded`, having written nothing. A run on an
 ``interrupted`` message (a resume) continues after its content, and never records a tool
 source the message already has.
 
-A streamed run may be paced (``heartbeat_seconds``, ``max_seconds``): the backend then runs in a
+A run may be paced (``heartbeat_seconds``, ``max_seconds``; the views pace every turn, streamed or
+single-shot, when heartbeats are on): the backend then runs in a
 thread of its own (:class:`BackendPump`, started and ended by the run, inside the request), so that
 while it is silent the run still wakes every ``heartbeat_seconds`` and yields a :class:`Heartbeat`
-(the stream sends a keep-alive comment) and records the turn's progress; a run still going after
+(a stream sends a keep-alive comment) and records the turn's progress; a run still going after
 ``max_seconds`` ends ``interrupted`` (resumable) and yields :class:`TurnTimedOut` before
 :class:`TurnFinalized`. When the run ends for any reason (the consumer went away, the timeout, an
 error), the pump cancels the backend (``backend.cancel()``, if it has one: the model's stream is shut)
 and joins its thread, waiting at most ``LQAI_BACKEND_STOP_SECONDS``: the thread does not outlive the
-request. Unpaced (single-shot), the backend runs in the caller's thread and the run records progress
+request. Unpaced, the backend runs in the caller's thread and the run records progress
 at its events and whenever the backend calls ``turn.progress`` (at each attempt of a model request);
 the start-up check (``chats.checks``) keeps ``LQAI_STALE_TURN_SECONDS`` above the longest wait between two.
 
@@ -341,6 +342,11 @@ class TurnRun:
         # Closing a generator that never started runs none of its code: finalize here instead.
         self._finalize(Message.Status.INTERRUPTED)
 
+    @property
+    def timeout_detail(self) -> str:
+        """What the client is told when the run reached ``max_seconds``."""
+        return f"The answer took longer than {self.max_seconds:g} s and was saved as interrupted; resume it to go on."
+
     def run_to_end(self) -> FinalizedTurn:
         """Run the turn to its end; raises :class:`~chats.services.TurnSuperseded` if its finalize was refused,
         :class:`TurnNotSaved` if it could not be written at all."""
@@ -438,9 +444,7 @@ class TurnRun:
         if self.result is None:
             return  # nothing was saved: no `done`
         if self.timed_out:
-            yield TurnTimedOut(
-                f"The answer took longer than {self.max_seconds:g} s and was saved as interrupted; resume it to go on."
-            )
+            yield TurnTimedOut(self.timeout_detail)
         yield TurnFinalized(self.result)
 
     def _record(self, event: object) -> RunEvent | None:
@@ -483,15 +487,17 @@ class TurnRun:
 
     def _finalize(self, status: str) -> None:
         """Finalize the turn once, whatever happens: a database error is retried once on a fresh connection;
-        if finalize still raises, the turn is finalized ``failed`` (without its claims and sources, which
-        may be what broke it) and :attr:`failure` says so."""
+        if finalize still raises, the turn is finalized ``failed`` (without its claims, sources and usage,
+        which may be what broke it) and :attr:`failure` says so."""
         if self.result is not None or self.superseded is not None:
             return
         content = "".join(self._content)
         self._progress(force=True)  # a slow finalize (case-citation lookups) must not look stale
         try:
             try:
-                self.result = self._finalize_as(status, content, claims=self._claims, sources=self._sources)
+                self.result = self._finalize_as(
+                    status, content, claims=self._claims, sources=self._sources, usage=self._usage
+                )
                 return
             except (OperationalError, InterfaceError):
                 if connection.in_atomic_block:
@@ -499,7 +505,9 @@ class TurnRun:
                 logger.warning("turn %s: finalize lost the database; retrying once", self.message.pk, exc_info=True)
                 connection.close()
                 self.message.refresh_from_db()
-                self.result = self._finalize_as(status, content, claims=self._claims, sources=self._sources)
+                self.result = self._finalize_as(
+                    status, content, claims=self._claims, sources=self._sources, usage=self._usage
+                )
                 return
         except TurnSuperseded as exc:  # logged by finalize_turn; this run's answer is dropped, never `failed`
             self.superseded = exc
@@ -509,7 +517,7 @@ class TurnRun:
         self.failure = FINALIZE_FAILED
         try:
             self.message.refresh_from_db()
-            self.result = self._finalize_as(Message.Status.FAILED, content, claims=(), sources=())
+            self.result = self._finalize_as(Message.Status.FAILED, content, claims=(), sources=(), usage=None)
         except TurnSuperseded as exc:
             self.superseded = exc
         except Exception:
@@ -517,7 +525,13 @@ class TurnRun:
             self.failure = NOT_SAVED
 
     def _finalize_as(
-        self, status: str, content: str, *, claims: Sequence[ClaimedCitation], sources: Sequence[ConsultedSource]
+        self,
+        status: str,
+        content: str,
+        *,
+        claims: Sequence[ClaimedCitation],
+        sources: Sequence[ConsultedSource],
+        usage: TurnUsage | None,
     ) -> FinalizedTurn:
         return finalize_turn(
             message=self.message,
@@ -525,7 +539,7 @@ class TurnRun:
             status=status,
             claimed_citations=claims,
             tool_sources=sources,
-            usage=self._usage,
+            usage=usage,
             attempt=self.attempt,
             case_citations_streamed=self._case_citations,
         )
