@@ -21,7 +21,7 @@ import pytest
 from chats.models import Chat, Message
 from chats.services import finalize_turn, start_turn
 from lqai_verify.__main__ import main as lqai_verify_main
-from lqai_verify.bundle import read_members, verify_bundle
+from lqai_verify.bundle import BundleError, layout_problems, read_members, verify_bundle
 from tests.test_export import export, fingerprint, members
 from tests.test_export import exported_matter as exported_matter
 from tests.test_seals import QUESTION
@@ -338,6 +338,99 @@ def test_a_file_compressed_otherwise_than_stored_or_deflated_is_a_problem(tmp_pa
     assert problems == [
         "notes.txt: compressed with method 14, which the verifier cannot check to its end (citations.export "
         "deflates every file)"
+    ]
+
+
+def _with_stream(path: Path, name: str, raw: bytes, unpacks_to: bytes, out: Path) -> Path:
+    """The zip at ``path`` with the compressed data of its file ``name`` replaced by ``raw``, and its CRC (in its
+    local header and its directory entry) made that of ``unpacks_to``, what ``raw`` unpacks to: ``zipfile`` reads
+    the file without an error, whatever its size says."""
+    _with_data(path, name, lambda _: raw, out)
+    data = bytearray(out.read_bytes())
+    with zipfile.ZipFile(out) as bundle:
+        offset = bundle.getinfo(name).header_offset
+    crc = zlib.crc32(unpacks_to)
+    struct.pack_into("<I", data, offset + 14, crc)
+    entry = struct.unpack_from("<I", data, len(data) - 6)[0]
+    while struct.unpack_from("<I", data, entry + 42)[0] != offset:
+        entry += 46 + sum(struct.unpack_from("<HHH", data, entry + 28))
+    struct.pack_into("<I", data, entry + 16, crc)
+    out.write_bytes(data)
+    return out
+
+
+_TURNS = b'{"turn": {}}\n' * 40
+
+
+def _deflated(data: bytes, *, end: bool = True) -> bytes:
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return deflate.compress(data) + deflate.flush(zlib.Z_FINISH if end else zlib.Z_SYNC_FLUSH)
+
+
+@pytest.mark.parametrize(
+    ("compression", "raw", "unpacks_to", "problem"),
+    [
+        pytest.param(
+            zipfile.ZIP_STORED,
+            _TURNS[:-13],
+            _TURNS[:-13],
+            f"turns.jsonl: stored in {len(_TURNS) - 13:,} bytes, not the {len(_TURNS):,} its headers give it",
+            id="stored short",
+        ),
+        pytest.param(
+            zipfile.ZIP_DEFLATED,
+            _deflated(_TURNS[:-13]),
+            _TURNS[:-13],
+            f"turns.jsonl: its deflate stream unpacks to {len(_TURNS) - 13:,} bytes, not the {len(_TURNS):,} its "
+            "headers give it",
+            id="deflated short",
+        ),
+        pytest.param(
+            zipfile.ZIP_DEFLATED,
+            _deflated(_TURNS, end=False),
+            _TURNS,
+            "turns.jsonl: its deflate stream does not end within its compressed size",
+            id="deflate stream without its last block",
+        ),
+    ],
+)
+def test_a_files_data_that_is_not_exactly_its_size_is_a_problem_naming_it(
+    tmp_path: Path, compression: int, raw: bytes, unpacks_to: bytes, problem: str
+) -> None:
+    """A file's data must be exactly the file its headers describe: stored, exactly its size; deflated, a stream
+    that ends within its compressed size and unpacks to exactly its size. With its CRC made to match what it
+    holds, ``zipfile`` reads such a file without an error (a stream without its last block, a file shorter than
+    its size), so the layout check is what finds it, and names the file."""
+    path = tmp_path / "plain.zip"
+    with zipfile.ZipFile(path, "w", compression=compression) as bundle:
+        for member, data in {"manifest.json": b"{}", "manifest.sig": b"x", "public_key.json": b"{}"}.items():
+            bundle.writestr(member, data)
+        bundle.writestr("turns.jsonl", _TURNS)
+        bundle.writestr("seals.jsonl", b"")
+
+    crafted = _with_stream(path, "turns.jsonl", raw, unpacks_to, tmp_path / "crafted.zip")
+
+    with zipfile.ZipFile(crafted) as bundle:
+        assert bundle.read("turns.jsonl") == unpacks_to  # zipfile reads it without an error
+    _, problems = read_members(crafted)
+    assert problems == [problem]
+
+
+def test_a_file_whose_data_is_not_a_deflate_stream_is_refused_naming_it(tmp_path: Path) -> None:
+    """A deflated file whose data is no deflate stream cannot be read at all: the bundle is refused (exit 2),
+    with the file named, and the layout check, which reads the data first, says so of that file."""
+    path = _bundle_with(tmp_path / "plain.zip", "turns.jsonl", _TURNS.decode())
+    crafted = _with_stream(path, "turns.jsonl", b"\xff" * 16, b"", tmp_path / "crafted.zip")
+
+    with pytest.raises(BundleError, match=r"turns\.jsonl") as refused:
+        read_members(crafted)
+    with zipfile.ZipFile(crafted) as bundle, crafted.open("rb") as file:
+        problems = layout_problems(file, bundle.infolist())
+
+    assert "a file of the bundle is damaged" in str(refused.value)
+    assert problems == [
+        "turns.jsonl: its compressed data is not a deflate stream (Error -3 while decompressing data: invalid block "
+        "type)"
     ]
 
 
