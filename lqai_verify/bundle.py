@@ -263,23 +263,26 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
             ]
             with path.open("rb") as file:
                 problems += layout_problems(file, infos)
-            members = {info.filename: _read_member(bundle, info) for info in infos}
+            members = {info.filename: _read_member(path, bundle, info) for info in infos}
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable zip ({exc})") from None
     except BundleError:
         raise
-    except Exception as exc:  # a damaged member (e.g. its CRC): name it
-        raise BundleError(f"{path}: a file of the bundle is damaged ({exc})") from None
+    except Exception as exc:  # zipfile's own errors for a zip it cannot follow
+        raise BundleError(f"{path}: not a readable zip ({exc})") from None
     return members, problems
 
 
-def _read_member(bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+def _read_member(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """The file ``info`` of ``bundle``, unpacked no further than its declared size: ``ZipFile.read`` inflates a
     file's whole deflate stream in one call, whatever size its headers give it, so a file that says 10 bytes
     could make it hold a thousand times the zip. Reading one byte past the size reaches the file's end, where
-    ``zipfile`` checks its CRC."""
-    with bundle.open(info) as member:
-        return member.read(info.file_size + 1)
+    ``zipfile`` checks its CRC. ``BundleError`` naming the file if it is damaged (its CRC, its deflate stream)."""
+    try:
+        with bundle.open(info) as member:
+            return member.read(info.file_size + 1)
+    except Exception as exc:  # zipfile's errors for a damaged file are of many kinds (BadZipFile, zlib.error, ...)
+        raise BundleError(f"{path}: a file of the bundle is damaged: {info.filename} ({exc})") from None
 
 
 # A zip's records (APPNOTE.TXT 4.3): a local file header (its fixed part, before the name and the extra field),
