@@ -482,6 +482,57 @@ def test_a_row_with_a_field_no_facts_format_has_fails_whatever_its_seals_format(
     assert f"row {record.row_key(current_row)} differs from its seal (edited)" in problems
 
 
+@pytest.mark.django_db
+def test_a_seal_of_an_unknown_facts_format_is_reported_once(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    # Given a bundle whose first seal names a facts format no verifier knows, re-signed by the key's holder
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    claimed = lines(files["seals.jsonl"])
+    claimed[0]["row_digests"]["format"] = "lqai-turn-facts/9"
+    files["seals.jsonl"] = jsonl(claimed)
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    # Then the one seal's format is one problem
+    unknown = [p for p in result.problems if "'lqai-turn-facts/9'" in p]
+    assert unknown == [
+        f"seals.jsonl line 1 (turn {claimed[0]['message']}): its facts format 'lqai-turn-facts/9' is none of "
+        "lqai-turn-facts/1, lqai-turn-facts/2"
+    ]
+
+
+@pytest.mark.django_db
+def test_a_context_flags_difference_in_a_turn_sealed_in_the_first_facts_format_says_its_row_is_not_sealed(
+    matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user: Any
+) -> None:
+    # Given a turn with a verified quote, sealed in the first facts format, which does not seal context flags
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    claim = ClaimedCitation("must ultimately be satisfied", document_id=matter_chat.project.documents.get().pk)  # type: ignore[union-attr]
+    with monkeypatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        finalize_turn(message=answer, content="Quoted.", status=Message.Status.COMPLETE, claimed_citations=[claim])
+    files = members(export(matter_chat, tmp_path / "m.zip"))
+    rows = lines(files["rows.jsonl"])
+    (quote,) = [row for row in rows if row["table"] in record.QUOTE_TABLES]
+    assert quote["offset_start"] is not None
+    found = quote["context_flags"]
+    # When the key's holder changes a quote's context flags
+    quote["context_flags"] = [{"flag": "limited_after", "source_end": 2, "source_start": 1}]  # as canonical JSON reads
+    files["rows.jsonl"] = jsonl(rows)
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    # Then the re-verification names the difference without calling the row sealed
+    flagged = [p for p in result.problems if "context_flags" in p]
+    assert len(flagged) == 1, result.problems
+    assert flagged[0].endswith(
+        f"re-verified, its context_flags is {found!r}, its row (lqai-turn-facts/1 does not seal it) says "
+        f"{quote['context_flags']!r}"
+    )
+
+
 def test_a_quotes_context_flags_are_re_verified_where_its_row_records_them() -> None:
     text = "Preamble text. The rule applies in every case where the parties consent to it in writing."
     match = verify_quote("The rule applies in every case", text)
