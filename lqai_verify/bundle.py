@@ -205,11 +205,18 @@ def _json_value(text: str | bytes, where: str, result: Verification) -> Any:
 
 
 def _check_quote(
-    result: Verification, row: dict[str, Any], excerpt: str, excerpt_start: int, *, where: str, late: bool
+    result: Verification,
+    row: dict[str, Any],
+    excerpt: str,
+    excerpt_start: int,
+    *,
+    where: str,
+    seal: dict[str, Any] | None,
 ) -> None:
     """A verified quote against its bundled passage. The passage must be the one recorded. The quote is then
     re-verified: a difference is a problem, except in a turn sealed late, verified before its seal perhaps
-    under earlier rules than this verifier's, where it is a warning (the seal proves nothing of before)."""
+    under earlier rules than this verifier's, where it is a warning (the seal proves nothing of before).
+    ``seal``: the turn's latest seal (``None``: the turn is not sealed)."""
     from chats.verification import VERIFIER_VERSION
 
     problems = record.passage_differences(row, excerpt, excerpt_start)
@@ -222,8 +229,9 @@ def _check_quote(
             "re-verifies against the bundled passage, but nothing from that time says it is the passage it was "
             "verified against"
         )
-    differences = record.reverification_differences(row, excerpt, excerpt_start)
-    if late:
+    facts_format = None if seal is None else record.sealed_format(seal["row_digests"])
+    differences = record.reverification_differences(row, excerpt, excerpt_start, facts_format=facts_format)
+    if seal is not None and seal["late"]:
         result.warnings += [
             f"{where}: {d} (its turn was sealed late, after it was verified, perhaps under earlier rules than "
             f"{VERIFIER_VERSION!r}: this shows what today's rules say, not a change of the record)"
@@ -778,7 +786,7 @@ def _check_record(
                     passage["excerpt"],
                     passage["excerpt_start"],
                     where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
-                    late=latest is not None and bool(latest["late"]),
+                    seal=latest,
                 )
             report_parts.turn(line, seal=latest, rows=rows, passages=passages_of_turn)
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
