@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import tracemalloc
 import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import factory
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import LazySettings
@@ -629,6 +631,49 @@ def test_a_large_export_shows_its_progress_per_batch_of_turns(
     assert "export_matter" in terminal.getvalue()
     assert "3/3" in terminal.getvalue()
     assert verify_bundle(tmp_path / "bar.zip", public_key=fingerprint()).problems == []
+
+
+def _sealed_turns(chat: Chat, *, turns: int, sources: int) -> None:
+    """``turns`` turns of ``chat``, each with ``sources`` tool sources, sealed, each in one transaction."""
+    for _ in range(turns):
+        with transaction.atomic():  # a turn and its rows, in one transaction as a finalize writes them
+            message = factories.MessageFactory.create(chat=chat)
+            factories.MessageToolSourceFactory.create_batch(
+                sources, message=message, position=factory.Iterator(range(sources))
+            )
+            ledger.assemble(message)
+            seals.seal_turn(message_id=message.pk)
+
+
+def _export_peak(chat: Chat, path: Path) -> int:
+    """The most memory Python held while ``chat``'s matter was exported to ``path`` (``tracemalloc``)."""
+    assert chat.project is not None
+    tracemalloc.start()
+    try:
+        with path.open("wb") as out:
+            export_module.export_record(of=chat.project, out=out)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.django_db
+def test_an_exports_memory_does_not_grow_with_its_matter(
+    matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export is written a batch of turns at a time: what it holds is a batch's, whatever the matter's size.
+    (Batches of 5 turns here, so that a batch is small beside what a growing hold would add.)"""
+    monkeypatch.setattr(export_module, "BATCH", 5)
+    # Given a matter of 60 turns, each with 40 sources (the seal of each names 40 row digests)
+    _sealed_turns(matter_chat, turns=60, sources=40)
+    small = _export_peak(matter_chat, tmp_path / "small.zip")
+    # When it has four times as many
+    _sealed_turns(matter_chat, turns=180, sources=40)
+    large = _export_peak(matter_chat, tmp_path / "large.zip")
+
+    # Then its export holds about as much
+    assert verify_bundle(tmp_path / "large.zip", public_key=fingerprint()).problems == []
+    assert large < 1.5 * small, f"{large:,} bytes held for 240 turns, {small:,} for 60"
 
 
 @pytest.mark.postgres
