@@ -644,3 +644,53 @@ def test_what_a_turn_line_says_of_its_seals_time_and_lateness_is_checked(
     result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
 
     assert result.problems, f"turn {turns[0]} said sealed late in 2020, and nothing noticed"
+
+
+# --- JSON that reads two ways ------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_data_line_with_a_key_twice_is_a_problem_naming_its_line(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """An object that names a key twice reads two ways: Python keeps the last value, other readers (and a person
+    reading the file) may take the first. A row whose quote is written twice, a forged one first and the sealed
+    one last, re-signed by the key's holder, is a problem naming its file and line, never read as the last."""
+    from citations import keys
+    from tests.test_export import rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    rows = files["rows.jsonl"].decode().split("\n")
+    index = next(i for i, line in enumerate(rows) if '"table":"message_citations"' in line)
+    rows[index] = rows[index].replace('"quote":', '"quote":"The court need never be satisfied.","quote":', 1)
+    files["rows.jsonl"] = "\n".join(rows).encode()
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert (
+        f"rows.jsonl line {index + 1}: not readable JSON (the key 'quote' appears twice in one object)"
+        in result.problems
+    ), result.problems
+
+
+@pytest.mark.django_db
+def test_a_signed_manifest_that_lists_a_file_twice_is_a_problem(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """The manifest is the signed list of the files and their digests: one that lists a file twice (two keys of
+    one name in ``files``, the first with another digest) reads two ways, so it is a problem even when signed."""
+    from citations import keys
+    from lqai_verify import record
+    from tests.test_export import rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    manifest = files["manifest.json"].replace(
+        b'"files": {', b'"files": {\n    "report.html": {"bytes": 12, "sha256": "' + b"0" * 64 + b'"},', 1
+    )
+    files = {**files, "manifest.json": manifest, "manifest.sig": record.sign(keys.signing_key(), manifest).encode()}
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files), public_key=fingerprint())
+
+    assert result.problems == ["manifest.json: not readable JSON (the key 'report.html' appears twice in one object)"]
