@@ -189,17 +189,27 @@ def _lines(data: bytes, name: str, result: Verification) -> Iterator[tuple[int, 
 _UNREADABLE = object()
 
 
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different: one that names a key twice reads two ways (Python keeps the
+    last value, other readers the first), so it is not read (``ValueError``)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        twice = next(key for key in value if sum(name == key for name, _ in pairs) > 1)
+        raise ValueError(f"the key {twice!r} appears twice in one object")
+    return value
+
+
 def _json_value(text: str | bytes, where: str, result: Verification) -> Any:
     """The JSON value of ``text``; :data:`_UNREADABLE`, with a problem naming ``where``, if it is not valid JSON
-    or not JSON Python reads: nested too deeply (``RecursionError``), or an integer of more digits than ``int``
-    converts (``ValueError``)."""
+    or not JSON Python reads the one way: nested too deeply (``RecursionError``), an integer of more digits than
+    ``int`` converts, or an object naming a key twice (``ValueError``)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         result.problems.append(f"{where}: not valid JSON ({exc.msg})")
     except RecursionError:
         result.problems.append(f"{where}: not readable: nested too deeply")
-    except ValueError as exc:  # UnicodeDecodeError, or an integer of too many digits
+    except ValueError as exc:  # UnicodeDecodeError, an integer of too many digits, a key twice
         result.problems.append(f"{where}: not readable JSON ({exc})")
     return _UNREADABLE
 
