@@ -694,3 +694,29 @@ def test_a_signed_manifest_that_lists_a_file_twice_is_a_problem(
     result = verify_bundle(rewrite(tmp_path / "s.zip", files), public_key=fingerprint())
 
     assert result.problems == ["manifest.json: not readable JSON (the key 'report.html' appears twice in one object)"]
+
+
+@pytest.mark.django_db
+def test_a_data_line_that_is_not_utf8_is_a_problem_naming_its_line(
+    matter_chat: Chat, user: Any, tmp_path: Path
+) -> None:
+    """The data files are UTF-8. Bytes that are not (here ``\\xff`` where an answer from a scanned page holds
+    U+FFFD, which a lenient reading of ``\\xff`` also gives) are a problem naming the file and line, not read as
+    the replacement character: the bytes a recipient's tools show are then not the text that was sealed."""
+    from citations import keys
+    from tests.test_export import rewrite
+
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    finalize_turn(
+        message=answer,
+        content="The scan reads: \ufffd illegible.",
+        status=Message.Status.COMPLETE,
+        claimed_citations=[],
+    )
+    files = members(export(matter_chat, tmp_path / "m.zip"))
+    assert files["turns.jsonl"].count("\ufffd".encode()) == 1
+    files["turns.jsonl"] = files["turns.jsonl"].replace("\ufffd".encode(), b"\xff")
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert any(p.startswith("turns.jsonl line 1: not UTF-8") for p in result.problems), result.problems
