@@ -173,9 +173,14 @@ def expected_fingerprint(value: str) -> str:
 def _lines(data: bytes, name: str, result: Verification) -> Iterator[tuple[int, dict[str, Any]]]:
     """Each line of the JSON Lines file ``data`` with its number, as an object; what is not one is a problem.
     Lines end at ``\\n`` only: U+2028, U+2029 or U+0085 may stand raw inside a string (the files are written
-    with ``ensure_ascii=False``), where ``str.splitlines`` would break a line."""
-    text = data.decode("utf-8", errors="replace")
-    for number, line in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
+    with ``ensure_ascii=False``), where ``str.splitlines`` would break a line. The files are UTF-8: a line that
+    is not is a problem, never read with its bad bytes replaced (the text checked would not be the bytes sent)."""
+    for number, raw in enumerate(data.removesuffix(b"\n").split(b"\n") if data else [], start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            result.problems.append(f"{name} line {number}: not UTF-8 ({exc.reason} at byte {exc.start:,} of the line)")
+            continue
         value = _json_value(line, f"{name} line {number}", result)
         if value is _UNREADABLE:
             continue
