@@ -720,3 +720,43 @@ def test_a_data_line_that_is_not_utf8_is_a_problem_naming_its_line(
     result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
 
     assert any(p.startswith("turns.jsonl line 1: not UTF-8") for p in result.problems), result.problems
+
+
+# --- A line written twice ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("turns.jsonl", "turns.jsonl line {again} (turn {message}): the turn again (first at line 1)"),
+        ("rows.jsonl", "rows.jsonl line {again}: the row {key} again (first at line 1)"),
+        ("passages.jsonl", "passages.jsonl line {again}: a passage of the quote {row} again (first at line 1)"),
+        (
+            "ledger.jsonl",
+            "ledger.jsonl (turn {message}): ledger entry {id} points at {source}, which another entry indexes already",
+        ),
+    ],
+)
+def test_a_line_written_twice_is_a_problem(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, name: str, problem: str
+) -> None:
+    """Each turn, row, passage and ledger entry is written once. One written again (re-signed by the key's
+    holder, with a report rendered from it) would count twice and show twice in the report, a quote cited twice
+    or a turn asked twice: it is a problem naming the file and both lines."""
+    from citations import keys
+    from lqai_verify import record
+    from tests.test_export import lines, rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    first = lines(files[name])[0]
+    files[name] += files[name].split(b"\n", 1)[0] + b"\n"
+    again = len(lines(files[name]))
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    message = first.get("message") or first.get("turn", {}).get("message")
+    key = record.row_key(first) if name == "rows.jsonl" else None
+    expected = problem.format(again=again, key=key, **{**first, "message": message})
+    assert expected in result.problems, result.problems
