@@ -704,24 +704,38 @@ def _check_record(
     for seal in seals:
         seals_of.setdefault(seal["message"], []).append(seal)
     # Rows and passages, by turn.
+    # Each row, passage and turn is written once: one written again would count, and show in the report, twice.
     rows_of: dict[str, list[dict[str, Any]]] = {}
+    row_lines: dict[str, int] = {}
     for number, row in _lines(data["rows.jsonl"], "rows.jsonl", result):
         if not isinstance(row.get("message"), str) or row.get("table") not in record.ROW_TABLES:
             result.problems.append(f"rows.jsonl line {number}: not a row of a turn")
             continue
+        key = f"{row['table']}:{row.get('id')}"
+        if key in row_lines:
+            result.problems.append(f"rows.jsonl line {number}: the row {key} again (first at line {row_lines[key]})")
+            continue
+        row_lines[key] = number
         rows_of.setdefault(row["message"], []).append(row)
-    passages = {}
+    passages: dict[str, tuple[int, dict[str, Any]]] = {}
     for number, passage in _lines(data["passages.jsonl"], "passages.jsonl", result):
         malformed = shape_problems(passage, _PASSAGE_SHAPE, "passage")
         result.problems += [f"passages.jsonl line {number}: malformed: {problem}" for problem in malformed]
-        if not malformed:
-            passages[passage["row"]] = (number, passage)
+        if malformed:
+            continue
+        if passage["row"] in passages:
+            result.problems.append(
+                f"passages.jsonl line {number}: a passage of the quote {passage['row']} again (first at line "
+                f"{passages[passage['row']][0]})"
+            )
+            continue
+        passages[passage["row"]] = (number, passage)
     entries_of: dict[str, list[dict[str, Any]]] = {}
     for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result):
         entries_of.setdefault(str(entry.get("message")), []).append(entry)
     # Turns, in chain order; and the report rendered from them (lqai_verify.report), to compare with report.html.
     report_parts = _ReportParts(manifest)
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # each turn's line
     last_sequence = 0
     unsealed = 0
     # The latest seals of turns sealed in the first facts format (a turn resumed since has a later one, of /2).
@@ -731,7 +745,10 @@ def _check_record(
         turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
         message = str(turn.get("message"))
         where = f"turns.jsonl line {number} (turn {message})"
-        seen.add(message)
+        if message in seen:
+            result.problems.append(f"{where}: the turn again (first at line {seen[message]})")
+            continue
+        seen[message] = number
         try:
             result.turns += 1
             if record.text_sha256(str(line.get("answer", ""))) != turn.get("answer_sha256"):

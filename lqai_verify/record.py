@@ -341,12 +341,15 @@ def ledger_problems(
 ) -> list[str]:
     """Each way a turn's ledger entries (``{"id", "source": <row key>, <LEDGER_FIELDS>}``) disagree with its
     sealed rows: an entry whose row is not sealed, a column that says something else, a sealed row without
-    its entry."""
+    its entry, or with more than one."""
     by_key = {row_key(row): row for row in rows}
     problems = []
     indexed = set()
     for entry in sorted(entries, key=lambda e: e["source"] or ""):
         key = entry["source"]
+        if key in indexed:
+            problems.append(f"ledger entry {entry['id']} points at {key}, which another entry indexes already")
+            continue
         indexed.add(key)
         if key not in sealed_rows or key not in by_key:
             problems.append(f"ledger entry {entry['id']} points at {key}, which is not a sealed row")
