@@ -760,3 +760,32 @@ def test_a_line_written_twice_is_a_problem(
     key = record.row_key(first) if name == "rows.jsonl" else None
     expected = problem.format(again=again, key=key, **{**first, "message": message})
     assert expected in result.problems, result.problems
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("ledger.jsonl", "ledger.jsonl: entries of turn {message}, which is not in turns.jsonl"),
+        ("passages.jsonl", "passages.jsonl line {number}: a passage of {row}, which is no verified quote of a turn"),
+    ],
+)
+def test_a_line_of_no_turn_is_a_problem(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, name: str, problem: str
+) -> None:
+    """A ledger entry or a passage belongs to a row of a turn of the bundle: one of none (its turn or quote
+    left out, re-signed by the key's holder) is a problem, as a row of no turn is."""
+    import json
+    import uuid
+
+    from citations import keys
+    from tests.test_export import lines, rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    stray = {**lines(files[name])[0], "message": str(uuid.uuid4()), "row": f"message_citations:{uuid.uuid4()}"}
+    files[name] += json.dumps(stray).encode() + b"\n"
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert problem.format(number=len(lines(files[name])), **stray) in result.problems, result.problems
