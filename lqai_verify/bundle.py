@@ -740,6 +740,7 @@ def _check_record(
     unsealed = 0
     # The latest seals of turns sealed in the first facts format (a turn resumed since has a later one, of /2).
     first_format: list[int] = []
+    quoted: set[str] = set()  # the quotes whose passages were checked
     for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
         found_turn = line.get("turn")
         turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
@@ -811,6 +812,7 @@ def _check_record(
                     continue
                 passage_line, passage = found
                 passages_of_turn[key] = passage
+                quoted.add(key)
                 result.quotes += 1
                 _check_quote(
                     result,
@@ -839,6 +841,13 @@ def _check_record(
         )
     for message in sorted(rows_of.keys() - seen):
         result.problems.append(f"rows.jsonl: rows of turn {message}, which is not in turns.jsonl")
+    for message in sorted(entries_of.keys() - seen):
+        result.problems.append(f"ledger.jsonl: entries of turn {message}, which is not in turns.jsonl")
+    result.problems += [
+        f"passages.jsonl line {number}: a passage of {key}, which is no verified quote of a turn"
+        for key, (number, _) in passages.items()
+        if key not in quoted
+    ]
     # The page is compared once the data verifies: a report of data found wrong could only differ from it more.
     if manifest["format"] in record.RENDERED_REPORT_FORMATS and not result.problems:
         report_parts.end(turns=result.turns, rows=result.rows, late=result.late, unsealed=unsealed)
