@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from chats.models import Chat, Message
-from chats.services import finalize_turn, start_turn
+from chats.services import ClaimedCitation, finalize_turn, start_turn
 from lqai_verify.__main__ import main as lqai_verify_main
 from lqai_verify.bundle import BundleError, layout_problems, read_members, verify_bundle
 from tests.test_export import export, fingerprint, members
@@ -789,3 +789,47 @@ def test_a_line_of_no_turn_is_a_problem(
     result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
 
     assert problem.format(number=len(lines(files[name])), **stray) in result.problems, result.problems
+
+
+# --- Work bounded by the bundle -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_earlier_seal_of_a_turn_digests_only_the_rows_it_sealed(
+    matter_chat: Chat, user: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn finalized again has a seal per finalize; an earlier one is checked against the rows it sealed only.
+    Digesting every row of the turn for each of its seals made the work seals times rows: a signed bundle of a
+    few MB (ten thousand seals of one turn of ten thousand rows) kept the verifier busy for a long time."""
+    from lqai_verify import record
+    from tests.test_export import lines
+
+    # Given a turn interrupted before it quoted anything, then resumed with three quotes
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    finalize_turn(message=answer, content="Partial", status=Message.Status.INTERRUPTED, claimed_citations=[])
+    answer.refresh_from_db()
+    document = matter_chat.project.documents.get()  # type: ignore[union-attr]
+    finalize_turn(
+        message=answer,
+        content="Partial, then whole",
+        status=Message.Status.COMPLETE,
+        claimed_citations=[ClaimedCitation(q, document_id=document.pk) for q in ("must", "ultimately", "satisfied")],
+    )
+    path = export(matter_chat, tmp_path / "m.zip")
+    rows = lines(members(path)["rows.jsonl"])
+    assert len(rows) == 3
+    assert len(lines(members(path)["seals.jsonl"])) == 2
+    digested: list[str] = []
+    row_sha256 = record.row_sha256
+
+    def noting(row: Any, **kwargs: Any) -> str:
+        digested.append(record.row_key(row))
+        return row_sha256(row, **kwargs)
+
+    monkeypatch.setattr(record, "row_sha256", noting)
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    # Then each row is digested once, for the seal that sealed it
+    assert result.problems == []
+    assert sorted(digested) == sorted(record.row_key(row) for row in rows)
