@@ -784,11 +784,17 @@ def _check_record(
                         "turns swapped or moved)"
                     )
                 last_sequence = max(last_sequence, latest["sequence"])
+            # An earlier seal is checked against the rows it sealed only (the rest are the latest's): each seal
+            # costs its own rows, never all of its turn's, which a bundle of many seals of one turn made quadratic.
+            rows_by_key = {record.row_key(row): row for row in rows}
             for seal in turn_seals:
                 is_latest = seal is latest
+                sealed = (
+                    rows if is_latest else [rows_by_key[k] for k in seal["row_digests"]["rows"] if k in rows_by_key]
+                )
                 result.problems += [
                     f"{where}: {p} (seal #{seal['sequence']})"
-                    for p in record.facts_differences(seal=seal, turn=turn, rows=rows, latest=is_latest)
+                    for p in record.facts_differences(seal=seal, turn=turn, rows=sealed, latest=is_latest)
                 ]
             if latest is not None:
                 entries = entries_of.get(message, [])
