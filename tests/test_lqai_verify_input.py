@@ -833,3 +833,30 @@ def test_an_earlier_seal_of_a_turn_digests_only_the_rows_it_sealed(
     # Then each row is digested once, for the seal that sealed it
     assert result.problems == []
     assert sorted(digested) == sorted(record.row_key(row) for row in rows)
+
+
+# --- Paths outside the folder it is unzipped into -------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["../../.profile", "/etc/cron.d/job", "..\\..\\start.bat", "C:/start.bat"])
+def test_a_file_whose_path_leaves_the_folder_is_a_problem_even_when_signed(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, name: str
+) -> None:
+    """A recipient may unzip the bundle: a file whose path climbs out of the folder it is unzipped into, or
+    starts at a root, is written elsewhere by some unzippers. ``citations.export`` writes none; one listed and
+    signed by the key's holder is still a problem naming it."""
+    import json
+
+    from citations import keys
+    from tests.test_export import rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"][name] = {}
+    files = {**files, "manifest.json": json.dumps(manifest).encode(), name: b"echo unzipped\n"}
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert result.problems == [f"{name}: its path leaves the folder the bundle is unzipped into"]
