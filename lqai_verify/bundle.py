@@ -259,10 +259,10 @@ def _check_quote(
 def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, bytes], list[str]]:
     """The files of the zip at ``path`` by name, and what is wrong with the zip around them, each a problem: a
     name it holds more than once (a reader would show one copy, the checks read the last), a comment (the
-    archive's or a file's: unsigned text that ``unzip`` prints), bytes that are not its listed files
-    (:func:`layout_problems`). ``BundleError`` if it is not a readable zip, a file of it is damaged, or its
-    files would unpack to more than ``max_bytes`` (checked before anything is unpacked: each file is unpacked
-    no further than its declared size, :func:`_read_member`)."""
+    archive's or a file's: unsigned text that ``unzip`` prints), a path that leaves the folder it is unzipped
+    into, bytes that are not its listed files (:func:`layout_problems`). ``BundleError`` if it is not a readable
+    zip, a file of it is damaged, or its files would unpack to more than ``max_bytes`` (checked before anything
+    is unpacked: each file is unpacked no further than its declared size, :func:`_read_member`)."""
     try:
         with zipfile.ZipFile(path) as bundle:
             infos = bundle.infolist()
@@ -284,6 +284,11 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
                 for info in infos
                 if info.comment
             ]
+            problems += [
+                f"{info.filename}: its path leaves the folder the bundle is unzipped into"
+                for info in infos
+                if _leaves_its_folder(info.filename)
+            ]
             with path.open("rb") as file:
                 problems += layout_problems(file, infos)
             members = {info.filename: _read_member(path, bundle, info) for info in infos}
@@ -294,6 +299,13 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
     except Exception as exc:  # zipfile's own errors for a zip it cannot follow
         raise BundleError(f"{path}: not a readable zip ({exc})") from None
     return members, problems
+
+
+def _leaves_its_folder(name: str) -> bool:
+    """Whether an unzipper may write the file ``name`` outside the folder it unzips into: a path from a root
+    (``/``, ``\\``, a drive) or one that climbs (a ``..`` part, with either separator)."""
+    parts = name.replace("\\", "/").split("/")
+    return name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":") or ".." in parts
 
 
 def _read_member(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
