@@ -17,8 +17,8 @@ One zip (format ``lqai-export/3``, read by ``lqai_verify``; see docs/export.md):
 - ``manifest.json``: the matter, the chain's head, the key's fingerprint, whether it is the development key,
   and the SHA-256 of every other file; ``manifest.sig``: the Ed25519 signature of ``manifest.json``'s bytes.
 
-Each file is written to a temporary file batch by batch of turns (one query per table per batch), so memory
-stays flat; the zip is then assembled from them.
+Each file is written to a temporary file batch by batch of turns (one query per table per batch, and one for
+the batch's seals), so memory stays flat; the zip is then assembled from them.
 """
 
 from __future__ import annotations
@@ -296,12 +296,9 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
     chain = subject.chain
     exported_at = timezone.now()
     try:
-        latest_seals: dict[str, dict[str, Any]] = {}
         fingerprints: set[str] = set()
         for seal in TurnSeal.objects.filter(chain=chain).order_by("sequence").iterator():
-            fields = seals.seal_fields(seal)
-            files["seals.jsonl"].line(fields)
-            latest_seals[fields["message"]] = fields
+            files["seals.jsonl"].line(seals.seal_fields(seal))
             fingerprints.add(seal.key_fingerprint)
             summary.seals += 1
         head = SealChainHead.objects.filter(chain=chain).values_list("sequence", "seal_sha256").first()
@@ -318,7 +315,7 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
         files["report.html"].write(report.start(manifest).encode())
         titles = dict(subject.chats.values_list("id", "title"))
         for batch in _sealed_order(subject):
-            _export_batch(batch, files=files, latest_seals=latest_seals, titles=titles, summary=summary)
+            _export_batch(batch, chain=chain, files=files, titles=titles, summary=summary)
             if on_batch is not None:
                 on_batch(len(batch))
         files["report.html"].write(
@@ -361,12 +358,19 @@ def _key_entry(public_key: Any) -> dict[str, str]:
 def _export_batch(
     batch: list[UUID],
     *,
+    chain: str,
     files: dict[str, _Digesting],
-    latest_seals: dict[str, dict[str, Any]],
     titles: dict[UUID, str],
     summary: ExportSummary,
 ) -> None:
     facts = seals.turn_facts(batch)
+    # Each turn's latest seal in the chain, read with its batch: the chain's seals are not held, whatever its length.
+    latest_seals = {
+        fields["message"]: fields
+        for fields in map(
+            seals.seal_fields, TurnSeal.objects.filter(chain=chain, message_id__in=batch).order_by("sequence")
+        )
+    }
     entries = entries_by_message([str(i) for i in batch])
     rows = [row for turn in facts.values() for row in turn.rows]
     document_ids = {row["document"] for row in rows if row["table"] == record.KB and row["offset_start"] is not None}

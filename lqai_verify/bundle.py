@@ -173,9 +173,14 @@ def expected_fingerprint(value: str) -> str:
 def _lines(data: bytes, name: str, result: Verification) -> Iterator[tuple[int, dict[str, Any]]]:
     """Each line of the JSON Lines file ``data`` with its number, as an object; what is not one is a problem.
     Lines end at ``\\n`` only: U+2028, U+2029 or U+0085 may stand raw inside a string (the files are written
-    with ``ensure_ascii=False``), where ``str.splitlines`` would break a line."""
-    text = data.decode("utf-8", errors="replace")
-    for number, line in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
+    with ``ensure_ascii=False``), where ``str.splitlines`` would break a line. The files are UTF-8: a line that
+    is not is a problem, never read with its bad bytes replaced (the text checked would not be the bytes sent)."""
+    for number, raw in enumerate(data.removesuffix(b"\n").split(b"\n") if data else [], start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            result.problems.append(f"{name} line {number}: not UTF-8 ({exc.reason} at byte {exc.start:,} of the line)")
+            continue
         value = _json_value(line, f"{name} line {number}", result)
         if value is _UNREADABLE:
             continue
@@ -189,27 +194,44 @@ def _lines(data: bytes, name: str, result: Verification) -> Iterator[tuple[int, 
 _UNREADABLE = object()
 
 
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different: one that names a key twice reads two ways (Python keeps the
+    last value, other readers the first), so it is not read (``ValueError``)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        twice = next(key for key in value if sum(name == key for name, _ in pairs) > 1)
+        raise ValueError(f"the key {twice!r} appears twice in one object")
+    return value
+
+
 def _json_value(text: str | bytes, where: str, result: Verification) -> Any:
     """The JSON value of ``text``; :data:`_UNREADABLE`, with a problem naming ``where``, if it is not valid JSON
-    or not JSON Python reads: nested too deeply (``RecursionError``), or an integer of more digits than ``int``
-    converts (``ValueError``)."""
+    or not JSON Python reads the one way: nested too deeply (``RecursionError``), an integer of more digits than
+    ``int`` converts, or an object naming a key twice (``ValueError``)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         result.problems.append(f"{where}: not valid JSON ({exc.msg})")
     except RecursionError:
         result.problems.append(f"{where}: not readable: nested too deeply")
-    except ValueError as exc:  # UnicodeDecodeError, or an integer of too many digits
+    except ValueError as exc:  # UnicodeDecodeError, an integer of too many digits, a key twice
         result.problems.append(f"{where}: not readable JSON ({exc})")
     return _UNREADABLE
 
 
 def _check_quote(
-    result: Verification, row: dict[str, Any], excerpt: str, excerpt_start: int, *, where: str, late: bool
+    result: Verification,
+    row: dict[str, Any],
+    excerpt: str,
+    excerpt_start: int,
+    *,
+    where: str,
+    seal: dict[str, Any] | None,
 ) -> None:
     """A verified quote against its bundled passage. The passage must be the one recorded. The quote is then
     re-verified: a difference is a problem, except in a turn sealed late, verified before its seal perhaps
-    under earlier rules than this verifier's, where it is a warning (the seal proves nothing of before)."""
+    under earlier rules than this verifier's, where it is a warning (the seal proves nothing of before).
+    ``seal``: the turn's latest seal (``None``: the turn is not sealed)."""
     from chats.verification import VERIFIER_VERSION
 
     problems = record.passage_differences(row, excerpt, excerpt_start)
@@ -222,8 +244,9 @@ def _check_quote(
             "re-verifies against the bundled passage, but nothing from that time says it is the passage it was "
             "verified against"
         )
-    differences = record.reverification_differences(row, excerpt, excerpt_start)
-    if late:
+    facts_format = None if seal is None else record.sealed_format(seal["row_digests"])
+    differences = record.reverification_differences(row, excerpt, excerpt_start, facts_format=facts_format)
+    if seal is not None and seal["late"]:
         result.warnings += [
             f"{where}: {d} (its turn was sealed late, after it was verified, perhaps under earlier rules than "
             f"{VERIFIER_VERSION!r}: this shows what today's rules say, not a change of the record)"
@@ -236,10 +259,10 @@ def _check_quote(
 def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, bytes], list[str]]:
     """The files of the zip at ``path`` by name, and what is wrong with the zip around them, each a problem: a
     name it holds more than once (a reader would show one copy, the checks read the last), a comment (the
-    archive's or a file's: unsigned text that ``unzip`` prints), bytes that are not its listed files
-    (:func:`layout_problems`). ``BundleError`` if it is not a readable zip, a file of it is damaged, or its
-    files would unpack to more than ``max_bytes`` (checked before anything is unpacked: each file is unpacked
-    no further than its declared size, :func:`_read_member`)."""
+    archive's or a file's: unsigned text that ``unzip`` prints), a path that leaves the folder it is unzipped
+    into, bytes that are not its listed files (:func:`layout_problems`). ``BundleError`` if it is not a readable
+    zip, a file of it is damaged, or its files would unpack to more than ``max_bytes`` (checked before anything
+    is unpacked: each file is unpacked no further than its declared size, :func:`_read_member`)."""
     try:
         with zipfile.ZipFile(path) as bundle:
             infos = bundle.infolist()
@@ -261,25 +284,40 @@ def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dic
                 for info in infos
                 if info.comment
             ]
+            problems += [
+                f"{info.filename}: its path leaves the folder the bundle is unzipped into"
+                for info in infos
+                if _leaves_its_folder(info.filename)
+            ]
             with path.open("rb") as file:
                 problems += layout_problems(file, infos)
-            members = {info.filename: _read_member(bundle, info) for info in infos}
+            members = {info.filename: _read_member(path, bundle, info) for info in infos}
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable zip ({exc})") from None
     except BundleError:
         raise
-    except Exception as exc:  # a damaged member (e.g. its CRC): name it
-        raise BundleError(f"{path}: a file of the bundle is damaged ({exc})") from None
+    except Exception as exc:  # zipfile's own errors for a zip it cannot follow
+        raise BundleError(f"{path}: not a readable zip ({exc})") from None
     return members, problems
 
 
-def _read_member(bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+def _leaves_its_folder(name: str) -> bool:
+    """Whether an unzipper may write the file ``name`` outside the folder it unzips into: a path from a root
+    (``/``, ``\\``, a drive) or one that climbs (a ``..`` part, with either separator)."""
+    parts = name.replace("\\", "/").split("/")
+    return name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":") or ".." in parts
+
+
+def _read_member(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """The file ``info`` of ``bundle``, unpacked no further than its declared size: ``ZipFile.read`` inflates a
     file's whole deflate stream in one call, whatever size its headers give it, so a file that says 10 bytes
     could make it hold a thousand times the zip. Reading one byte past the size reaches the file's end, where
-    ``zipfile`` checks its CRC."""
-    with bundle.open(info) as member:
-        return member.read(info.file_size + 1)
+    ``zipfile`` checks its CRC. ``BundleError`` naming the file if it is damaged (its CRC, its deflate stream)."""
+    try:
+        with bundle.open(info) as member:
+            return member.read(info.file_size + 1)
+    except Exception as exc:  # zipfile's errors for a damaged file are of many kinds (BadZipFile, zlib.error, ...)
+        raise BundleError(f"{path}: a file of the bundle is damaged: {info.filename} ({exc})") from None
 
 
 # A zip's records (APPNOTE.TXT 4.3): a local file header (its fixed part, before the name and the extra field),
@@ -678,34 +716,52 @@ def _check_record(
     for seal in seals:
         seals_of.setdefault(seal["message"], []).append(seal)
     # Rows and passages, by turn.
+    # Each row, passage and turn is written once: one written again would count, and show in the report, twice.
     rows_of: dict[str, list[dict[str, Any]]] = {}
+    row_lines: dict[str, int] = {}
     for number, row in _lines(data["rows.jsonl"], "rows.jsonl", result):
         if not isinstance(row.get("message"), str) or row.get("table") not in record.ROW_TABLES:
             result.problems.append(f"rows.jsonl line {number}: not a row of a turn")
             continue
+        key = f"{row['table']}:{row.get('id')}"
+        if key in row_lines:
+            result.problems.append(f"rows.jsonl line {number}: the row {key} again (first at line {row_lines[key]})")
+            continue
+        row_lines[key] = number
         rows_of.setdefault(row["message"], []).append(row)
-    passages = {}
+    passages: dict[str, tuple[int, dict[str, Any]]] = {}
     for number, passage in _lines(data["passages.jsonl"], "passages.jsonl", result):
         malformed = shape_problems(passage, _PASSAGE_SHAPE, "passage")
         result.problems += [f"passages.jsonl line {number}: malformed: {problem}" for problem in malformed]
-        if not malformed:
-            passages[passage["row"]] = (number, passage)
+        if malformed:
+            continue
+        if passage["row"] in passages:
+            result.problems.append(
+                f"passages.jsonl line {number}: a passage of the quote {passage['row']} again (first at line "
+                f"{passages[passage['row']][0]})"
+            )
+            continue
+        passages[passage["row"]] = (number, passage)
     entries_of: dict[str, list[dict[str, Any]]] = {}
     for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result):
         entries_of.setdefault(str(entry.get("message")), []).append(entry)
     # Turns, in chain order; and the report rendered from them (lqai_verify.report), to compare with report.html.
     report_parts = _ReportParts(manifest)
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # each turn's line
     last_sequence = 0
     unsealed = 0
     # The latest seals of turns sealed in the first facts format (a turn resumed since has a later one, of /2).
     first_format: list[int] = []
+    quoted: set[str] = set()  # the quotes whose passages were checked
     for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
         found_turn = line.get("turn")
         turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
         message = str(turn.get("message"))
         where = f"turns.jsonl line {number} (turn {message})"
-        seen.add(message)
+        if message in seen:
+            result.problems.append(f"{where}: the turn again (first at line {seen[message]})")
+            continue
+        seen[message] = number
         try:
             result.turns += 1
             if record.text_sha256(str(line.get("answer", ""))) != turn.get("answer_sha256"):
@@ -740,11 +796,17 @@ def _check_record(
                         "turns swapped or moved)"
                     )
                 last_sequence = max(last_sequence, latest["sequence"])
+            # An earlier seal is checked against the rows it sealed only (the rest are the latest's): each seal
+            # costs its own rows, never all of its turn's, which a bundle of many seals of one turn made quadratic.
+            rows_by_key = {record.row_key(row): row for row in rows}
             for seal in turn_seals:
                 is_latest = seal is latest
+                sealed = (
+                    rows if is_latest else [rows_by_key[k] for k in seal["row_digests"]["rows"] if k in rows_by_key]
+                )
                 result.problems += [
                     f"{where}: {p} (seal #{seal['sequence']})"
-                    for p in record.facts_differences(seal=seal, turn=turn, rows=rows, latest=is_latest)
+                    for p in record.facts_differences(seal=seal, turn=turn, rows=sealed, latest=is_latest)
                 ]
             if latest is not None:
                 entries = entries_of.get(message, [])
@@ -768,6 +830,7 @@ def _check_record(
                     continue
                 passage_line, passage = found
                 passages_of_turn[key] = passage
+                quoted.add(key)
                 result.quotes += 1
                 _check_quote(
                     result,
@@ -775,7 +838,7 @@ def _check_record(
                     passage["excerpt"],
                     passage["excerpt_start"],
                     where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
-                    late=latest is not None and bool(latest["late"]),
+                    seal=latest,
                 )
             report_parts.turn(line, seal=latest, rows=rows, passages=passages_of_turn)
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
@@ -796,6 +859,13 @@ def _check_record(
         )
     for message in sorted(rows_of.keys() - seen):
         result.problems.append(f"rows.jsonl: rows of turn {message}, which is not in turns.jsonl")
+    for message in sorted(entries_of.keys() - seen):
+        result.problems.append(f"ledger.jsonl: entries of turn {message}, which is not in turns.jsonl")
+    result.problems += [
+        f"passages.jsonl line {number}: a passage of {key}, which is no verified quote of a turn"
+        for key, (number, _) in passages.items()
+        if key not in quoted
+    ]
     # The page is compared once the data verifies: a report of data found wrong could only differ from it more.
     if manifest["format"] in record.RENDERED_REPORT_FORMATS and not result.problems:
         report_parts.end(turns=result.turns, rows=result.rows, late=result.late, unsealed=unsealed)

@@ -277,12 +277,14 @@ def facts_differences(
     *, seal: Mapping[str, Any], turn: Mapping[str, Any] | None, rows: Iterable[Mapping[str, Any]], latest: bool
 ) -> list[str]:
     """How a turn's current facts differ from its seal. The latest seal of a turn must match the turn and
-    its rows exactly; an earlier one (a turn finalized again after an interruption) only the rows it sealed."""
+    its rows exactly; an earlier one (a turn finalized again after an interruption) only the rows it sealed.
+    Nothing for a seal of an unknown facts format, whose facts cannot be digested: that is a problem of the seal
+    itself, which :func:`seal_differences` reports."""
     problems = []
     sealed_rows: Mapping[str, str] = seal["row_digests"].get("rows", {})
     facts_format = sealed_format(seal["row_digests"])
     if facts_format not in UNSEALED_FIELDS:
-        return [f"its seal's facts format {facts_format!r} is none of {', '.join(sorted(UNSEALED_FIELDS))}"]
+        return []
     current = {row_key(row): row_sha256(row, facts_format=facts_format) for row in rows}
     if latest:
         if turn is None:
@@ -339,12 +341,15 @@ def ledger_problems(
 ) -> list[str]:
     """Each way a turn's ledger entries (``{"id", "source": <row key>, <LEDGER_FIELDS>}``) disagree with its
     sealed rows: an entry whose row is not sealed, a column that says something else, a sealed row without
-    its entry."""
+    its entry, or with more than one."""
     by_key = {row_key(row): row for row in rows}
     problems = []
     indexed = set()
     for entry in sorted(entries, key=lambda e: e["source"] or ""):
         key = entry["source"]
+        if key in indexed:
+            problems.append(f"ledger entry {entry['id']} points at {key}, which another entry indexes already")
+            continue
         indexed.add(key)
         if key not in sealed_rows or key not in by_key:
             problems.append(f"ledger entry {entry['id']} points at {key}, which is not a sealed row")
@@ -380,12 +385,15 @@ def passage_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int
     return []
 
 
-def reverification_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
+def reverification_differences(
+    row: Mapping[str, Any], excerpt: str, excerpt_start: int, *, facts_format: str | None = FACTS_FORMAT
+) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
     code (``chats.verification``): the match's method, span, confidence and alterations, and its context flags
     where the row records them (every row of an ``lqai-export/3`` bundle, sealed or, in a turn sealed in facts
     format /1, not), must be what the row records, that is what the rules that verified it said (this version's,
-    for a turn sealed on time)."""
+    for a turn sealed on time). ``facts_format``: that of the turn's seal (``None``: the turn is not sealed), so
+    that a difference calls the row's value sealed only where it is."""
     from chats.verification import NormalizedSource, alterations_record, context_flags_record
 
     match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
@@ -400,8 +408,15 @@ def reverification_differences(row: Mapping[str, Any], excerpt: str, excerpt_sta
     }
     if "context_flags" in row:
         found["context_flags"] = context_flags_record(match, offset=excerpt_start)
+    unsealed = UNSEALED_FIELDS.get(facts_format or "", {}).get(row.get("table", ""), frozenset())
+
+    def says(name: str) -> str:
+        if facts_format is None:
+            return "its row (its turn is not sealed) says"
+        return f"its row ({facts_format} does not seal it) says" if name in unsealed else "the sealed row says"
+
     return [
-        f"re-verified, its {name} is {found[name]!r}, the sealed row says {row[name]!r}"
+        f"re-verified, its {name} is {found[name]!r}, {says(name)} {row[name]!r}"
         for name in found
         if found[name] != row[name]
     ]

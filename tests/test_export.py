@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import tracemalloc
 import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import factory
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import LazySettings
@@ -482,6 +484,57 @@ def test_a_row_with_a_field_no_facts_format_has_fails_whatever_its_seals_format(
     assert f"row {record.row_key(current_row)} differs from its seal (edited)" in problems
 
 
+@pytest.mark.django_db
+def test_a_seal_of_an_unknown_facts_format_is_reported_once(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    # Given a bundle whose first seal names a facts format no verifier knows, re-signed by the key's holder
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    claimed = lines(files["seals.jsonl"])
+    claimed[0]["row_digests"]["format"] = "lqai-turn-facts/9"
+    files["seals.jsonl"] = jsonl(claimed)
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    # Then the one seal's format is one problem
+    unknown = [p for p in result.problems if "'lqai-turn-facts/9'" in p]
+    assert unknown == [
+        f"seals.jsonl line 1 (turn {claimed[0]['message']}): its facts format 'lqai-turn-facts/9' is none of "
+        "lqai-turn-facts/1, lqai-turn-facts/2"
+    ]
+
+
+@pytest.mark.django_db
+def test_a_context_flags_difference_in_a_turn_sealed_in_the_first_facts_format_says_its_row_is_not_sealed(
+    matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user: Any
+) -> None:
+    # Given a turn with a verified quote, sealed in the first facts format, which does not seal context flags
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    claim = ClaimedCitation("must ultimately be satisfied", document_id=matter_chat.project.documents.get().pk)  # type: ignore[union-attr]
+    with monkeypatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        finalize_turn(message=answer, content="Quoted.", status=Message.Status.COMPLETE, claimed_citations=[claim])
+    files = members(export(matter_chat, tmp_path / "m.zip"))
+    rows = lines(files["rows.jsonl"])
+    (quote,) = [row for row in rows if row["table"] in record.QUOTE_TABLES]
+    assert quote["offset_start"] is not None
+    found = quote["context_flags"]
+    # When the key's holder changes a quote's context flags
+    quote["context_flags"] = [{"flag": "limited_after", "source_end": 2, "source_start": 1}]  # as canonical JSON reads
+    files["rows.jsonl"] = jsonl(rows)
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    # Then the re-verification names the difference without calling the row sealed
+    flagged = [p for p in result.problems if "context_flags" in p]
+    assert len(flagged) == 1, result.problems
+    assert flagged[0].endswith(
+        f"re-verified, its context_flags is {found!r}, its row (lqai-turn-facts/1 does not seal it) says "
+        f"{quote['context_flags']!r}"
+    )
+
+
 def test_a_quotes_context_flags_are_re_verified_where_its_row_records_them() -> None:
     text = "Preamble text. The rule applies in every case where the parties consent to it in writing."
     match = verify_quote("The rule applies in every case", text)
@@ -578,6 +631,51 @@ def test_a_large_export_shows_its_progress_per_batch_of_turns(
     assert "export_matter" in terminal.getvalue()
     assert "3/3" in terminal.getvalue()
     assert verify_bundle(tmp_path / "bar.zip", public_key=fingerprint()).problems == []
+
+
+def _sealed_turns(chat: Chat, *, turns: int, sources: int) -> None:
+    """``turns`` turns of ``chat``, each with ``sources`` tool sources, sealed, each in one transaction."""
+    for _ in range(turns):
+        with transaction.atomic():  # a turn and its rows, in one transaction as a finalize writes them
+            message = factories.MessageFactory.create(chat=chat)
+            factories.MessageToolSourceFactory.create_batch(
+                sources, message=message, position=factory.Iterator(range(sources))
+            )
+            ledger.assemble(message)
+            seals.seal_turn(message_id=message.pk)
+
+
+def _export_peak(chat: Chat, path: Path) -> int:
+    """The most memory Python held while ``chat``'s matter was exported to ``path`` (``tracemalloc``)."""
+    assert chat.project is not None
+    tracemalloc.start()
+    try:
+        with path.open("wb") as out:
+            export_module.export_record(of=chat.project, out=out)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.django_db
+def test_an_exports_memory_does_not_grow_with_its_matter(
+    matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export is written a batch of turns at a time: what it holds is a batch's, whatever the matter's size.
+    (Batches of 5 turns here, so that a batch is small beside what a growing hold would add. The larger export
+    still holds somewhat more: each file is copied into the zip a MiB at a time, and the smaller one's files are
+    shorter than that. Holding every seal of the chain held twice as much.)"""
+    monkeypatch.setattr(export_module, "BATCH", 5)
+    # Given a matter of 60 turns, each with 40 sources (the seal of each names 40 row digests)
+    _sealed_turns(matter_chat, turns=60, sources=40)
+    small = _export_peak(matter_chat, tmp_path / "small.zip")
+    # When it has four times as many
+    _sealed_turns(matter_chat, turns=180, sources=40)
+    large = _export_peak(matter_chat, tmp_path / "large.zip")
+
+    # Then its export holds about as much
+    assert verify_bundle(tmp_path / "large.zip", public_key=fingerprint()).problems == []
+    assert large < 1.5 * small, f"{large:,} bytes held for 240 turns, {small:,} for 60"
 
 
 @pytest.mark.postgres

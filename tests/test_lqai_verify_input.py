@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from chats.models import Chat, Message
-from chats.services import finalize_turn, start_turn
+from chats.services import ClaimedCitation, finalize_turn, start_turn
 from lqai_verify.__main__ import main as lqai_verify_main
-from lqai_verify.bundle import read_members, verify_bundle
+from lqai_verify.bundle import BundleError, layout_problems, read_members, verify_bundle
 from tests.test_export import export, fingerprint, members
 from tests.test_export import exported_matter as exported_matter
 from tests.test_seals import QUESTION
@@ -341,6 +341,99 @@ def test_a_file_compressed_otherwise_than_stored_or_deflated_is_a_problem(tmp_pa
     ]
 
 
+def _with_stream(path: Path, name: str, raw: bytes, unpacks_to: bytes, out: Path) -> Path:
+    """The zip at ``path`` with the compressed data of its file ``name`` replaced by ``raw``, and its CRC (in its
+    local header and its directory entry) made that of ``unpacks_to``, what ``raw`` unpacks to: ``zipfile`` reads
+    the file without an error, whatever its size says."""
+    _with_data(path, name, lambda _: raw, out)
+    data = bytearray(out.read_bytes())
+    with zipfile.ZipFile(out) as bundle:
+        offset = bundle.getinfo(name).header_offset
+    crc = zlib.crc32(unpacks_to)
+    struct.pack_into("<I", data, offset + 14, crc)
+    entry = struct.unpack_from("<I", data, len(data) - 6)[0]
+    while struct.unpack_from("<I", data, entry + 42)[0] != offset:
+        entry += 46 + sum(struct.unpack_from("<HHH", data, entry + 28))
+    struct.pack_into("<I", data, entry + 16, crc)
+    out.write_bytes(data)
+    return out
+
+
+_TURNS = b'{"turn": {}}\n' * 40
+
+
+def _deflated(data: bytes, *, end: bool = True) -> bytes:
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return deflate.compress(data) + deflate.flush(zlib.Z_FINISH if end else zlib.Z_SYNC_FLUSH)
+
+
+@pytest.mark.parametrize(
+    ("compression", "raw", "unpacks_to", "problem"),
+    [
+        pytest.param(
+            zipfile.ZIP_STORED,
+            _TURNS[:-13],
+            _TURNS[:-13],
+            f"turns.jsonl: stored in {len(_TURNS) - 13:,} bytes, not the {len(_TURNS):,} its headers give it",
+            id="stored short",
+        ),
+        pytest.param(
+            zipfile.ZIP_DEFLATED,
+            _deflated(_TURNS[:-13]),
+            _TURNS[:-13],
+            f"turns.jsonl: its deflate stream unpacks to {len(_TURNS) - 13:,} bytes, not the {len(_TURNS):,} its "
+            "headers give it",
+            id="deflated short",
+        ),
+        pytest.param(
+            zipfile.ZIP_DEFLATED,
+            _deflated(_TURNS, end=False),
+            _TURNS,
+            "turns.jsonl: its deflate stream does not end within its compressed size",
+            id="deflate stream without its last block",
+        ),
+    ],
+)
+def test_a_files_data_that_is_not_exactly_its_size_is_a_problem_naming_it(
+    tmp_path: Path, compression: int, raw: bytes, unpacks_to: bytes, problem: str
+) -> None:
+    """A file's data must be exactly the file its headers describe: stored, exactly its size; deflated, a stream
+    that ends within its compressed size and unpacks to exactly its size. With its CRC made to match what it
+    holds, ``zipfile`` reads such a file without an error (a stream without its last block, a file shorter than
+    its size), so the layout check is what finds it, and names the file."""
+    path = tmp_path / "plain.zip"
+    with zipfile.ZipFile(path, "w", compression=compression) as bundle:
+        for member, data in {"manifest.json": b"{}", "manifest.sig": b"x", "public_key.json": b"{}"}.items():
+            bundle.writestr(member, data)
+        bundle.writestr("turns.jsonl", _TURNS)
+        bundle.writestr("seals.jsonl", b"")
+
+    crafted = _with_stream(path, "turns.jsonl", raw, unpacks_to, tmp_path / "crafted.zip")
+
+    with zipfile.ZipFile(crafted) as bundle:
+        assert bundle.read("turns.jsonl") == unpacks_to  # zipfile reads it without an error
+    _, problems = read_members(crafted)
+    assert problems == [problem]
+
+
+def test_a_file_whose_data_is_not_a_deflate_stream_is_refused_naming_it(tmp_path: Path) -> None:
+    """A deflated file whose data is no deflate stream cannot be read at all: the bundle is refused (exit 2),
+    with the file named, and the layout check, which reads the data first, says so of that file."""
+    path = _bundle_with(tmp_path / "plain.zip", "turns.jsonl", _TURNS.decode())
+    crafted = _with_stream(path, "turns.jsonl", b"\xff" * 16, b"", tmp_path / "crafted.zip")
+
+    with pytest.raises(BundleError, match=r"turns\.jsonl") as refused:
+        read_members(crafted)
+    with zipfile.ZipFile(crafted) as bundle, crafted.open("rb") as file:
+        problems = layout_problems(file, bundle.infolist())
+
+    assert "a file of the bundle is damaged" in str(refused.value)
+    assert problems == [
+        "turns.jsonl: its compressed data is not a deflate stream (Error -3 while decompressing data: invalid block "
+        "type)"
+    ]
+
+
 # --- Input that stops the verifier ---------------------------------------------------------------------------------
 
 
@@ -551,3 +644,219 @@ def test_what_a_turn_line_says_of_its_seals_time_and_lateness_is_checked(
     result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
 
     assert result.problems, f"turn {turns[0]} said sealed late in 2020, and nothing noticed"
+
+
+# --- JSON that reads two ways ------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_data_line_with_a_key_twice_is_a_problem_naming_its_line(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """An object that names a key twice reads two ways: Python keeps the last value, other readers (and a person
+    reading the file) may take the first. A row whose quote is written twice, a forged one first and the sealed
+    one last, re-signed by the key's holder, is a problem naming its file and line, never read as the last."""
+    from citations import keys
+    from tests.test_export import rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    rows = files["rows.jsonl"].decode().split("\n")
+    index = next(i for i, line in enumerate(rows) if '"table":"message_citations"' in line)
+    rows[index] = rows[index].replace('"quote":', '"quote":"The court need never be satisfied.","quote":', 1)
+    files["rows.jsonl"] = "\n".join(rows).encode()
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert (
+        f"rows.jsonl line {index + 1}: not readable JSON (the key 'quote' appears twice in one object)"
+        in result.problems
+    ), result.problems
+
+
+@pytest.mark.django_db
+def test_a_signed_manifest_that_lists_a_file_twice_is_a_problem(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path
+) -> None:
+    """The manifest is the signed list of the files and their digests: one that lists a file twice (two keys of
+    one name in ``files``, the first with another digest) reads two ways, so it is a problem even when signed."""
+    from citations import keys
+    from lqai_verify import record
+    from tests.test_export import rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    manifest = files["manifest.json"].replace(
+        b'"files": {', b'"files": {\n    "report.html": {"bytes": 12, "sha256": "' + b"0" * 64 + b'"},', 1
+    )
+    files = {**files, "manifest.json": manifest, "manifest.sig": record.sign(keys.signing_key(), manifest).encode()}
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files), public_key=fingerprint())
+
+    assert result.problems == ["manifest.json: not readable JSON (the key 'report.html' appears twice in one object)"]
+
+
+@pytest.mark.django_db
+def test_a_data_line_that_is_not_utf8_is_a_problem_naming_its_line(
+    matter_chat: Chat, user: Any, tmp_path: Path
+) -> None:
+    """The data files are UTF-8. Bytes that are not (here ``\\xff`` where an answer from a scanned page holds
+    U+FFFD, which a lenient reading of ``\\xff`` also gives) are a problem naming the file and line, not read as
+    the replacement character: the bytes a recipient's tools show are then not the text that was sealed."""
+    from citations import keys
+    from tests.test_export import rewrite
+
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    finalize_turn(
+        message=answer,
+        content="The scan reads: \ufffd illegible.",
+        status=Message.Status.COMPLETE,
+        claimed_citations=[],
+    )
+    files = members(export(matter_chat, tmp_path / "m.zip"))
+    assert files["turns.jsonl"].count("\ufffd".encode()) == 1
+    files["turns.jsonl"] = files["turns.jsonl"].replace("\ufffd".encode(), b"\xff")
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert any(p.startswith("turns.jsonl line 1: not UTF-8") for p in result.problems), result.problems
+
+
+# --- A line written twice ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("turns.jsonl", "turns.jsonl line {again} (turn {message}): the turn again (first at line 1)"),
+        ("rows.jsonl", "rows.jsonl line {again}: the row {key} again (first at line 1)"),
+        ("passages.jsonl", "passages.jsonl line {again}: a passage of the quote {row} again (first at line 1)"),
+        (
+            "ledger.jsonl",
+            "ledger.jsonl (turn {message}): ledger entry {id} points at {source}, which another entry indexes already",
+        ),
+    ],
+)
+def test_a_line_written_twice_is_a_problem(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, name: str, problem: str
+) -> None:
+    """Each turn, row, passage and ledger entry is written once. One written again (re-signed by the key's
+    holder, with a report rendered from it) would count twice and show twice in the report, a quote cited twice
+    or a turn asked twice: it is a problem naming the file and both lines."""
+    from citations import keys
+    from lqai_verify import record
+    from tests.test_export import lines, rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    first = lines(files[name])[0]
+    files[name] += files[name].split(b"\n", 1)[0] + b"\n"
+    again = len(lines(files[name]))
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    message = first.get("message") or first.get("turn", {}).get("message")
+    key = record.row_key(first) if name == "rows.jsonl" else None
+    expected = problem.format(again=again, key=key, **{**first, "message": message})
+    assert expected in result.problems, result.problems
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("ledger.jsonl", "ledger.jsonl: entries of turn {message}, which is not in turns.jsonl"),
+        ("passages.jsonl", "passages.jsonl line {number}: a passage of {row}, which is no verified quote of a turn"),
+    ],
+)
+def test_a_line_of_no_turn_is_a_problem(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, name: str, problem: str
+) -> None:
+    """A ledger entry or a passage belongs to a row of a turn of the bundle: one of none (its turn or quote
+    left out, re-signed by the key's holder) is a problem, as a row of no turn is."""
+    import json
+    import uuid
+
+    from citations import keys
+    from tests.test_export import lines, rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    stray = {**lines(files[name])[0], "message": str(uuid.uuid4()), "row": f"message_citations:{uuid.uuid4()}"}
+    files[name] += json.dumps(stray).encode() + b"\n"
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert problem.format(number=len(lines(files[name])), **stray) in result.problems, result.problems
+
+
+# --- Work bounded by the bundle -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_earlier_seal_of_a_turn_digests_only_the_rows_it_sealed(
+    matter_chat: Chat, user: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn finalized again has a seal per finalize; an earlier one is checked against the rows it sealed only.
+    Digesting every row of the turn for each of its seals made the work seals times rows: a signed bundle of a
+    few MB (ten thousand seals of one turn of ten thousand rows) kept the verifier busy for a long time."""
+    from lqai_verify import record
+    from tests.test_export import lines
+
+    # Given a turn interrupted before it quoted anything, then resumed with three quotes
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
+    finalize_turn(message=answer, content="Partial", status=Message.Status.INTERRUPTED, claimed_citations=[])
+    answer.refresh_from_db()
+    document = matter_chat.project.documents.get()  # type: ignore[union-attr]
+    finalize_turn(
+        message=answer,
+        content="Partial, then whole",
+        status=Message.Status.COMPLETE,
+        claimed_citations=[ClaimedCitation(q, document_id=document.pk) for q in ("must", "ultimately", "satisfied")],
+    )
+    path = export(matter_chat, tmp_path / "m.zip")
+    rows = lines(members(path)["rows.jsonl"])
+    assert len(rows) == 3
+    assert len(lines(members(path)["seals.jsonl"])) == 2
+    digested: list[str] = []
+    row_sha256 = record.row_sha256
+
+    def noting(row: Any, **kwargs: Any) -> str:
+        digested.append(record.row_key(row))
+        return row_sha256(row, **kwargs)
+
+    monkeypatch.setattr(record, "row_sha256", noting)
+
+    result = verify_bundle(path, public_key=fingerprint())
+
+    # Then each row is digested once, for the seal that sealed it
+    assert result.problems == []
+    assert sorted(digested) == sorted(record.row_key(row) for row in rows)
+
+
+# --- Paths outside the folder it is unzipped into -------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["../../.profile", "/etc/cron.d/job", "..\\..\\start.bat", "C:/start.bat"])
+def test_a_file_whose_path_leaves_the_folder_is_a_problem_even_when_signed(
+    exported_matter: tuple[Chat, list[str]], tmp_path: Path, name: str
+) -> None:
+    """A recipient may unzip the bundle: a file whose path climbs out of the folder it is unzipped into, or
+    starts at a root, is written elsewhere by some unzippers. ``citations.export`` writes none; one listed and
+    signed by the key's holder is still a problem naming it."""
+    import json
+
+    from citations import keys
+    from tests.test_export import rewrite
+
+    chat, _ = exported_matter
+    files = members(export(chat, tmp_path / "m.zip"))
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"][name] = {}
+    files = {**files, "manifest.json": json.dumps(manifest).encode(), name: b"echo unzipped\n"}
+
+    result = verify_bundle(rewrite(tmp_path / "s.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+    assert result.problems == [f"{name}: its path leaves the folder the bundle is unzipped into"]
