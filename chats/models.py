@@ -382,6 +382,13 @@ class Message(models.Model):
                 name="messages_finalized_idx",
                 condition=Q(role=MessageRole.ASSISTANT, finalized_at__isnull=False),
             ),
+            # ``manage.py end_stopped_turns`` (cron) reads the unfinished answers, oldest progress first
+            # (chats.selectors.stopped_turns): a few rows among every message ever written.
+            models.Index(
+                fields=["updated_at", "id"],
+                name="messages_unfinished_idx",
+                condition=Q(status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]),
+            ),
         ]
         constraints = [
             # Only the two speakers of a turn exist; anything else is a bug upstream.

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from chats.models import Chat, Message, Project
 
@@ -42,6 +44,27 @@ def users_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Abstrac
     return users.filter(
         Q(pk=user.pk) | Q(owned_projects__in=visible_projects) | Q(projects__in=visible_projects)
     ).distinct()
+
+
+def stale_before() -> datetime.datetime:
+    """A ``pending``/``streaming`` turn whose last progress is older than this has stopped (its worker died)."""
+    return timezone.now() - datetime.timedelta(seconds=settings.LQAI_STALE_TURN_SECONDS)
+
+
+def stopped() -> Q:
+    """An answer left ``pending`` or ``streaming`` with no progress for ``LQAI_STALE_TURN_SECONDS``: its run is
+    dead (its worker was killed, or not even a ``failed`` turn could be written), as of now."""
+    return Q(
+        role=Message.Role.ASSISTANT,
+        status__in=[Message.Status.PENDING, Message.Status.STREAMING],
+        updated_at__lt=stale_before(),
+    )
+
+
+def stopped_turns() -> QuerySet[Message]:
+    """The answers whose run is dead (:func:`stopped`), oldest progress first: ``manage.py end_stopped_turns``
+    ends them. Read through the partial index ``messages_unfinished_idx``."""
+    return Message.objects.filter(stopped()).order_by("updated_at", "id")
 
 
 def open_streams_of(user: AbstractBaseUser, *, progressed_since: datetime.datetime) -> QuerySet[Message]:

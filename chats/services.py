@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 from uuid import UUID
@@ -47,7 +47,7 @@ from chats.models import (
     fit,
     fit_count,
 )
-from chats.selectors import open_streams_of
+from chats.selectors import open_streams_of, stale_before, stopped, stopped_turns
 from chats.signals import post_finalize
 from chats.verification import NormalizedSource, QuoteMatch, alterations_record, context_flags_record
 
@@ -161,11 +161,6 @@ class TooManyStreams(Exception):
         self.limit = limit
 
 
-def stale_before() -> datetime.datetime:
-    """A ``pending``/``streaming`` turn whose last progress is older than this has stopped (its worker died)."""
-    return timezone.now() - datetime.timedelta(seconds=settings.LQAI_STALE_TURN_SECONDS)
-
-
 def _reserve_stream(author: AbstractBaseUser | None) -> None:
     """Refuse a new stream for ``author`` at the cap; call inside the transaction that opens the stream.
 
@@ -225,23 +220,84 @@ def reopen_interrupted_turn(*, message: Message, resumed_by: AbstractBaseUser | 
     so a resume arriving then waits for it and is refused (the turn is final). The resumed stream counts against
     ``resumed_by``'s concurrent streams (:class:`TooManyStreams`).
     """
-    resumable = Q(status=Message.Status.INTERRUPTED) | Q(
-        status__in=[Message.Status.PENDING, Message.Status.STREAMING], updated_at__lt=stale_before()
-    )
-    now = timezone.now()
+    resumable = Q(status=Message.Status.INTERRUPTED) | stopped()
     with transaction.atomic():
         _reserve_stream(resumed_by)
-        mine = Message.objects.filter(pk=message.pk, role=Message.Role.ASSISTANT)
-        claimed = mine.filter(resumable).update(
-            status=Message.Status.STREAMING, updated_at=now, attempt=F("attempt") + 1
+        return _claim_turn(message, resumable, status=Message.Status.STREAMING)
+
+
+def _claim_turn(message: Message, claimable: Q, *, status: str) -> bool:
+    """Take the next attempt of ``message`` if it is ``claimable``, moving it to ``status`` (call inside a
+    transaction): one conditional update, so that of two concurrent claims exactly one wins; the winner's
+    ``message`` holds the attempt taken. False (nothing changed) if the message is not claimable (any more)."""
+    now = timezone.now()
+    mine = Message.objects.filter(pk=message.pk, role=Message.Role.ASSISTANT)
+    claimed = mine.filter(claimable).update(status=status, updated_at=now, attempt=F("attempt") + 1)
+    if not claimed:
+        return False
+    # Read inside the transaction: the update holds the row's lock, so the attempt read is the one taken.
+    message.attempt = mine.values_list("attempt", flat=True).get()
+    message.status = status
+    message.updated_at = now
+    return True
+
+
+def end_stopped_turn(*, message: Message) -> FinalizedTurn | None:
+    """End, as ``interrupted``, a turn left ``pending`` or ``streaming`` by a run that stopped without ending
+    it (its worker was killed, or not even a ``failed`` turn could be written): no progress for
+    ``LQAI_STALE_TURN_SECONDS``. The turn takes the next attempt, as a resume would, so that the dead run, if
+    it ever comes back, writes nothing (:class:`TurnSuperseded`); it is finalized through
+    :func:`finalize_turn` with the answer as stored (the text a run streams is stored only when it
+    ends), so it gets its seal and ledger entries like any turn, and can be resumed like any interrupted
+    turn. None, with nothing written, if the turn is not stopped (any more): it progressed, ended, or a
+    resume took it first."""
+    with transaction.atomic():
+        if not _claim_turn(message, stopped(), status=Message.Status.STREAMING):
+            return None
+    message.refresh_from_db()
+    try:
+        return finalize_turn(
+            message=message, content=message.content, status=Message.Status.INTERRUPTED, attempt=message.attempt
         )
-        # Read inside the transaction: the update holds the row's lock, so the attempt read is the one taken.
-        attempt = mine.values_list("attempt", flat=True).get() if claimed else None
-    if attempt is not None:
-        message.status = Message.Status.STREAMING
-        message.updated_at = now
-        message.attempt = attempt
-    return bool(claimed)
+    except TurnSuperseded:  # a resume took the turn between the claim and the finalize: its run ends it
+        return None
+
+
+@dataclass
+class StoppedTurnsEnded:
+    """What :func:`end_stopped_turns` did: turns ended ``interrupted``, turns that moved on before their turn
+    came (progressed, ended, resumed), and turns whose finalize failed (logged with the message id)."""
+
+    ended: int = 0
+    moved_on: int = 0
+    failed: list[UUID] = field(default_factory=list)
+
+
+def end_stopped_turns(*, batch_size: int = 100, on_turn: Callable[[int], object] | None = None) -> StoppedTurnsEnded:
+    """End every turn whose run is dead (:func:`chats.selectors.stopped_turns`) with :func:`end_stopped_turn`,
+    reading them in batches keyset-paginated on (updated_at, id), one transaction per turn. A turn whose
+    finalize fails is logged and counted, and the others go on (it is retried by the next run, once stopped
+    again). ``on_turn(1)`` after each turn (a progress bar)."""
+    summary = StoppedTurnsEnded()
+    after: Q | None = None
+    while batch := list(stopped_turns().filter(after or Q())[:batch_size]):
+        # Taken before the turns are ended (ending one moves its updated_at): each batch starts past the last.
+        last_updated, last_id = batch[-1].updated_at, batch[-1].pk
+        for message in batch:
+            try:
+                ended = end_stopped_turn(message=message)
+            except Exception:
+                logger.exception("turn %s: ending the stopped turn failed; it stays unfinished", message.pk)
+                summary.failed.append(message.pk)
+            else:
+                if ended is None:
+                    summary.moved_on += 1
+                else:
+                    summary.ended += 1
+            if on_turn is not None:
+                on_turn(1)
+        after = Q(updated_at__gt=last_updated) | Q(updated_at=last_updated, pk__gt=last_id)
+    return summary
 
 
 def passage_sha256(passage: str) -> str:
