@@ -359,6 +359,8 @@ LQAI_OPENAI_TIMEOUT = env_float("LQAI_OPENAI_TIMEOUT", default=60.0)
 LQAI_OPENAI_MAX_TOKENS = env_int("LQAI_OPENAI_MAX_TOKENS", default=1024)
 LQAI_OPENAI_TEMPERATURE = env_float("LQAI_OPENAI_TEMPERATURE", default=0.0)
 LQAI_OPENAI_MAX_TOOL_ROUNDS = env_int("LQAI_OPENAI_MAX_TOOL_ROUNDS", default=6)
+# The most tool calls a turn runs (cite excepted): each search may reach CourtListener and records its sources.
+LQAI_OPENAI_MAX_TOOL_CALLS = env_int("LQAI_OPENAI_MAX_TOOL_CALLS", default=24)
 LQAI_OPENAI_MAX_RETRIES = env_int("LQAI_OPENAI_MAX_RETRIES", default=2)
 # False for a server that answers each request with one JSON completion instead of an event stream.
 LQAI_OPENAI_STREAM = env_bool("LQAI_OPENAI_STREAM", default=True)

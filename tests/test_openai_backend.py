@@ -257,6 +257,25 @@ def test_a_tool_loop_that_does_not_end_fails_the_turn_at_the_round_cap(
     assert Message.objects.get(pk=done(events)["message_id"]).prompt_tokens == 300
 
 
+def test_a_round_of_many_tool_calls_runs_at_most_the_turns_budget_and_the_model_is_told_to_answer(
+    api_client: APIClient, matter_chat: Chat, fake_openai: FakeOpenAIServer, settings: LazySettings
+) -> None:
+    """One round may hold any number of calls: each search may reach CourtListener and records its sources, so a
+    turn runs at most LQAI_OPENAI_MAX_TOOL_CALLS of them; the rest are answered to the model as a tool error
+    (nothing run), and it answers from what it has."""
+    settings.LQAI_OPENAI_MAX_TOOL_CALLS = 3
+    calls = [(f"call_{n}", "caselaw_search", json.dumps({"query": f"scrutiny {n}"})) for n in range(40)]
+    fake_openai.respond(tool_round(*calls), answer("Answered from what was found."))
+
+    events = streamed(api_client, matter_chat)
+
+    assert names(events).count("tool_call") == 3
+    assert done(events)["status"] == "complete"
+    refused = [m for m in tool_messages(fake_openai.requests[1]) if "LQAI_OPENAI_MAX_TOOL_CALLS" in m.get("error", "")]
+    assert len(refused) == 37
+    assert len(tool_messages(fake_openai.requests[1])) == 40  # every call answered, as the protocol requires
+
+
 # --- Failures ---------------------------------------------------------------------------------------------
 
 

@@ -12,7 +12,9 @@ server), through the official ``openai`` package, configured by the ``LQAI_OPENA
 - **Tools.** The turn's tools (``caselaw_search``, MCP tools) are offered through tool calling; the
   backend runs each call and yields its :class:`ToolCall` and :class:`ToolResult`, then sends the
   result back to the model for the next round. Arguments that are not a JSON object, or an unknown
-  tool, are answered to the model as a tool error (no event, nothing run); it may try again. More
+  tool, are answered to the model as a tool error (no event, nothing run); it may try again. So are
+  the calls past ``LQAI_OPENAI_MAX_TOOL_CALLS`` in a turn (each search may reach CourtListener and
+  records its sources): the model is told to answer from what it has. More
   than ``max_tool_rounds`` rounds of calls, or calls of one round longer than ``LQAI_MAX_ANSWER_CHARS``
   (they are held until the round ends), end the turn ``failed``.
 - **Claims.** The model claims each quote with the ``cite(source_id, quote)`` tool (answered to the
@@ -142,6 +144,7 @@ class OpenAICompatibleConfig:
     temperature: float
     max_tool_rounds: int
     max_retries: int
+    max_tool_calls: int = 24
     stream: bool = True
     max_response_bytes: int = 64 * 1024 * 1024
 
@@ -156,6 +159,7 @@ class OpenAICompatibleConfig:
             max_tokens=settings.LQAI_OPENAI_MAX_TOKENS,
             temperature=settings.LQAI_OPENAI_TEMPERATURE,
             max_tool_rounds=settings.LQAI_OPENAI_MAX_TOOL_ROUNDS,
+            max_tool_calls=settings.LQAI_OPENAI_MAX_TOOL_CALLS,
             max_retries=settings.LQAI_OPENAI_MAX_RETRIES,
             stream=settings.LQAI_OPENAI_STREAM,
             max_response_bytes=settings.LQAI_OPENAI_MAX_RESPONSE_BYTES,
@@ -185,6 +189,8 @@ class OpenAICompatibleConfig:
             problems.append(f"LQAI_OPENAI_TEMPERATURE={self.temperature} must be between 0 and 2")
         if self.max_tool_rounds < 1:
             problems.append(f"LQAI_OPENAI_MAX_TOOL_ROUNDS={self.max_tool_rounds} must be at least 1")
+        if self.max_tool_calls < 0:
+            problems.append(f"LQAI_OPENAI_MAX_TOOL_CALLS={self.max_tool_calls} must be 0 or more")
         if self.max_retries < 0:
             problems.append(f"LQAI_OPENAI_MAX_RETRIES={self.max_retries} must be 0 or more")
         if self.max_response_bytes < 1:
@@ -257,6 +263,7 @@ class _TurnState:
     completion_tokens: int | None = None
     waited: float = 0.0
     unnamed_calls: int = 0  # tool calls the server sent without an id, numbered for the turn
+    tools_run: int = 0  # tool calls run (cite excepted), bounded by max_tool_calls
 
     def final_answer(self) -> FinalAnswer:
         usage = TurnUsage(
@@ -556,6 +563,12 @@ class OpenAICompatibleBackend:
         tool = tools.get(call.name)
         if tool is None:
             return _tool_error(f"there is no tool named {call.name!r}")
+        if state.tools_run >= self.config.max_tool_calls:
+            return _tool_error(
+                f"this turn has run its {self.config.max_tool_calls} tool calls (LQAI_OPENAI_MAX_TOOL_CALLS): "
+                "answer from what you have"
+            )
+        state.tools_run += 1
         yield ToolCall(call_id=call.call_id, tool=call.name, arguments=arguments)
         output = tool.run(arguments)
         yield ToolResult(call_id=call.call_id, tool=call.name, payload=output.payload, sources=output.sources)
