@@ -64,6 +64,38 @@ def test_a_200_that_is_not_an_event_stream_ends_a_streamed_turn_failed_with_an_e
     assert events[-1][1]["status"] == "failed"
 
 
+# --- chunks of the wrong shape --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"choices": "abc"},
+        {"choices": [5]},
+        {"choices": [{"delta": "text"}]},
+        {"choices": [{"delta": {"content": 5}}]},
+        {"choices": [{"delta": {"tool_calls": {"index": 0}}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": "cite"}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": ["x"]}}]}}]},
+        {"choices": [{"delta": {}, "finish_reason": 7}]},
+        {"choices": [], "usage": {"prompt_tokens": "12", "completion_tokens": 3}},
+        {"choices": [], "model": ["m"]},
+    ],
+)
+def test_a_chunk_that_is_no_completion_chunk_fails_the_turn_saying_so(
+    api_client: APIClient, matter_chat: Chat, fake_openai: FakeOpenAIServer, chunk: dict[str, Any]
+) -> None:
+    """Valid JSON of the wrong shape: the turn fails with a reason a reader can act on, not an internal error."""
+    fake_openai.respond(Stream([{"id": "x", "object": "chat.completion.chunk", "model": "m", **chunk}]))
+
+    response = _single_shot(api_client, matter_chat)
+
+    assert response.status_code == 502  # type: ignore[attr-defined]
+    body = response.json()  # type: ignore[attr-defined]
+    assert "not a chat completion chunk" in body["detail"], body["detail"]
+    assert Message.objects.get(pk=body["message_id"]).status == Message.Status.FAILED
+
+
 # --- a server that does not stream ----------------------------------------------------------------------------
 
 

@@ -27,7 +27,8 @@ server), through the official ``openai`` package, configured by the ``LQAI_OPENA
   exponential backoff, honouring ``Retry-After`` up to :data:`SDK_MAX_RETRY_WAIT`), then ends the turn
   ``failed`` with a :class:`BackendError` naming the cause; any other refusal (4xx) fails at once, and
   so does a 200 that is not an event stream (a server that does not stream: set
-  ``LQAI_OPENAI_STREAM=false``, and each round is one JSON completion), and a response longer than
+  ``LQAI_OPENAI_STREAM=false``, and each round is one JSON completion), a chunk that is not a chat
+  completion chunk (:func:`_misshapen` names what is wrong in it), and a response longer than
   ``LQAI_OPENAI_MAX_RESPONSE_BYTES`` (:mod:`chats.assistant.bounded_body`). Once a round's stream has
   begun, a dropped connection, a read timeout, an error event or an undecodable one from the server,
   or a stream that ends before the model finished raises :class:`BackendInterrupted`: the turn ends
@@ -433,6 +434,12 @@ class OpenAICompatibleBackend:
                 chunks = (chunk.to_dict() for chunk in stream)
             try:
                 for chunk in chunks:
+                    wrong = _misshapen(chunk)
+                    if wrong:
+                        raise BackendError(
+                            f"the model server sent something that is not a chat completion chunk ({wrong}): "
+                            f"{json.dumps(chunk, default=str)[:200]}"
+                        )
                     self._usage(chunk, state)
                     choices = chunk.get("choices") or ()
                     choice = choices[0] if choices else {}
@@ -587,6 +594,51 @@ class OpenAICompatibleBackend:
                 result = {"source_id": source_id, **result} if source_id else result
             labelled.append(result)
         return {**payload, "results": labelled}
+
+
+def _misshapen(chunk: Mapping[str, Any]) -> str | None:
+    """What in a chunk is not where or what a chat completion chunk has it (the parts this backend reads), or
+    None: a chunk of the wrong shape fails the turn saying so, rather than breaking the code that reads it."""
+    optional: tuple[tuple[str, object, type], ...] = (
+        ("model", chunk.get("model"), str),
+        ("usage", chunk.get("usage"), dict),
+        ("choices", chunk.get("choices"), list),
+    )
+    wrong = [name for name, value, kind in optional if value is not None and not isinstance(value, kind)]
+    usage = chunk.get("usage")
+    counts = [usage.get(name) for name in ("prompt_tokens", "completion_tokens")] if isinstance(usage, dict) else []
+    if any(count is not None and type(count) is not int for count in counts):
+        wrong.append("usage's token counts")
+    choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else []
+    if wrong or not choices:
+        return ", ".join(wrong) or None
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        return "choices[0]"
+    delta = choice.get("delta") or {}
+    if not isinstance(delta, dict):
+        return "delta"
+    pieces = delta.get("tool_calls") or []
+    checks: list[tuple[str, object, type]] = [
+        ("finish_reason", choice.get("finish_reason"), str),
+        ("delta.content", delta.get("content"), str),
+        ("delta.tool_calls", pieces, list),
+    ]
+    for piece in pieces if isinstance(pieces, list) else ():
+        if not isinstance(piece, dict):
+            return "a tool call"
+        function = piece.get("function") or {}
+        checks += [
+            ("a tool call's index", piece.get("index"), int),
+            ("a tool call's id", piece.get("id"), str),
+            ("a tool call's function", function, dict),
+        ]
+        if isinstance(function, dict):
+            checks += [
+                ("a tool call's name", function.get("name"), str),
+                ("a tool call's arguments", function.get("arguments"), str),
+            ]
+    return next((name for name, value, kind in checks if value is not None and not isinstance(value, kind)), None)
 
 
 def _as_chunk(completion: dict[str, Any]) -> dict[str, Any]:
