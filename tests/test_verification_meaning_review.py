@@ -1,0 +1,131 @@
+"""Quotes whose meaning differs from the source, which the verifier must not pass as exact or tolerant, and
+formatting-only differences it must forgive. Snippets of real opinions are copied here (In re S.J.S., Democracy
+N.C. v. N.C. Board of Elections); the others are written for the rule they test. Pure Python, no database.
+"""
+
+from __future__ import annotations
+
+from chats.verification import (
+    ALTERED,
+    ALTERED_MAX_CONFIDENCE,
+    EXACT_MATCH,
+    NEGATED_BEFORE,
+    TOLERANT_MATCH,
+    QuoteMatch,
+    verify_quote,
+)
+
+# In re S.J.S., 134 S.W.3d 673, 677 (Mo. Ct. App. 2004).
+SJS = (
+    "In stepparent adoptions, neglect frequently is shown by a failure to provide support, without just cause or "
+    "excuse, whether ordered by judicial decree or not. Id. A non-custodial parent\u2019s failure to contribute to "
+    "the financial support of his or her child, combined with other evidence of lack of contact, is sufficient to "
+    "sustain a finding of willful neglect in failing to provide proper care and control."
+)
+# Democracy N.C. v. N.C. Board of Elections (M.D.N.C. 2022).
+DEMOCRACY = (
+    "The court distinguished those activities from \u201ccases involving the mere administrative process or the "
+    "mechanics of the electoral process,\u201d and found \u201clittle difference between discussions of whether to "
+    "register to vote and discussions of whether to vote absentee.\u201d Id."
+)
+
+
+def altered(match: QuoteMatch | None) -> QuoteMatch:
+    assert match is not None
+    assert match.method == ALTERED, match
+    assert match.confidence <= ALTERED_MAX_CONFIDENCE
+    return match
+
+
+def tolerant(match: QuoteMatch | None) -> QuoteMatch:
+    assert match is not None
+    assert match.method == TOLERANT_MATCH, match
+    return match
+
+
+# --- A negating prefix joined by a hyphen ---------------------------------------------------------------------
+
+
+def test_a_quote_that_starts_after_a_hyphenated_non_is_not_exact() -> None:
+    # "A non-custodial parent's failure": the quote says the opposite parent.
+    match = altered(
+        verify_quote("custodial parent\u2019s failure to contribute to the financial support of his or her child", SJS)
+    )
+    [flag] = match.flags
+    assert flag.flag == NEGATED_BEFORE
+    assert SJS[flag.source_start : flag.source_end] == "non"
+    altered(verify_quote("final order is appealable", "A non-final order is appealable."))
+    altered(verify_quote("lawful search", "an un-\nlawful search"))
+
+
+def test_a_hyphenated_prefix_that_negates_nothing_is_no_flag() -> None:
+    match = verify_quote("state tuition", "in-state tuition")
+    assert match is not None
+    assert match.method == EXACT_MATCH
+
+
+def test_an_ellipsis_may_not_omit_a_hyphenated_negating_prefix() -> None:
+    assert verify_quote("A . . . custodial parent\u2019s failure to contribute", SJS) is None
+
+
+# --- Superscript digits and fractions -------------------------------------------------------------------------
+
+
+def test_a_superscript_footnote_call_never_joins_the_number_before_it() -> None:
+    source = "The claim must be filed within 30\u00b3 days after notice under section 1983\u00b2 of the Act."
+    # The source says 30 days (footnote 3) and section 1983 (footnote 2), not 303 days or section 19832.
+    assert verify_quote("filed within 303 days", source) is None
+    assert verify_quote("under section 19832 of the Act", source) is None
+    # The footnote call is layout: the quote without it verifies, as does one that copies it.
+    tolerant(verify_quote("filed within 30 days after notice", source))
+    tolerant(verify_quote("under section 1983 of the Act", source))
+    tolerant(verify_quote("within 30 days after", "filed within 30 days\u00b9\u2070 after notice"))
+
+
+def test_a_vulgar_fraction_reads_as_its_whole_number_and_fraction() -> None:
+    source = "Each heir takes a 1\u00bd share, and the widow a \u00bd share."
+    tolerant(verify_quote("takes a 1 1/2 share", source))
+    tolerant(verify_quote("the widow a 1/2 share", source))
+    # Eleven halves is not one and a half.
+    assert verify_quote("takes a 11/2 share", source) is None
+    assert verify_quote("takes a 11\u20442 share", source) is None
+
+
+# --- Words that negate without "not" --------------------------------------------------------------------------
+
+
+def test_an_ellipsis_may_not_omit_little_hardly_or_rarely() -> None:
+    # "found little difference" is not "found ... difference".
+    assert (
+        verify_quote("found \u201c. . . difference between discussions of whether to register to vote", DEMOCRACY)
+        is None
+    )
+    for word in ("hardly", "rarely", "seldom", "scarcely", "barely"):
+        assert (
+            verify_quote("the statute . . . applies to employers", f"the statute {word} applies to employers") is None
+        )
+    assert verify_quote("applies to . . . employers", "applies to few employers") is None
+
+
+# --- Clauses joined across a semicolon ------------------------------------------------------------------------
+
+
+def test_an_omission_across_a_semicolon_joins_two_clauses() -> None:
+    # One clause's subject meets the other's predicate: the plaintiff did not prevail.
+    match = altered(verify_quote("the plaintiff . . . prevailed", "the plaintiff lost; the defendant prevailed."))
+    assert [a.alters for a in match.alterations] == ["an omission joins parts of different sentences or clauses"]
+
+
+# --- Case folding ---------------------------------------------------------------------------------------------
+
+
+def test_a_case_change_that_turns_a_word_in_capitals_into_another_word_is_altered() -> None:
+    # "US" (the United States) is not "us".
+    match = altered(verify_quote("the us attorney may appear", "The US Attorney may appear."))
+    assert [a.kind for a in match.alterations if a.alters] == ["case"]
+    altered(verify_quote("Let US consider", "Let us consider the claim."))
+
+
+def test_a_heading_in_capitals_quoted_in_lower_case_is_formatting() -> None:
+    tolerant(verify_quote("the court held that", "THE COURT HELD THAT the claim fails."))
+    tolerant(verify_quote("THE COURT HELD THAT", "The court held that the claim fails."))
