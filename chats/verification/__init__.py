@@ -82,7 +82,7 @@ from chats.verification.search import MAX_ELLIPSIS_GAP
 
 # The version of these rules, sealed with every turn's facts: a change of what verifies, or of the offsets,
 # confidence or alterations a match reports, must change it, so that a seal says which rules it was made by.
-VERIFIER_VERSION = "2"
+VERIFIER_VERSION = "3"
 
 __all__ = [
     "ALTERED",
