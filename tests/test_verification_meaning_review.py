@@ -82,13 +82,15 @@ def test_a_superscript_footnote_call_never_joins_the_number_before_it() -> None:
     tolerant(verify_quote("within 30 days after", "filed within 30 days\u00b9\u2070 after notice"))
 
 
-def test_a_vulgar_fraction_reads_as_its_whole_number_and_fraction() -> None:
+def test_a_vulgar_fraction_is_one_number_with_its_whole_number() -> None:
     source = "Each heir takes a 1\u00bd share, and the widow a \u00bd share."
-    tolerant(verify_quote("takes a 1 1/2 share", source))
+    tolerant(verify_quote("takes a 1-1/2 share", source))
     tolerant(verify_quote("the widow a 1/2 share", source))
-    # Eleven halves is not one and a half.
+    # Eleven halves is not one and a half; half is not one and a half; one is not one and a half.
     assert verify_quote("takes a 11/2 share", source) is None
     assert verify_quote("takes a 11\u20442 share", source) is None
+    assert verify_quote("1/2 share, and", source) is None
+    assert verify_quote("takes a 1", source) is None
 
 
 # --- Words that negate without "not" --------------------------------------------------------------------------

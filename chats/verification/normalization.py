@@ -2,7 +2,9 @@
 
 Both the source and the quote are reduced to the same canonical form, so that formatting-only differences disappear:
 NFKC; curly/straight quotes, primes and backticks unified (each to its single or double straight form); dash variants
-unified; runs of whitespace (including line breaks) collapsed, and dropped next to punctuation and next to ``§`` and
+unified; superscript and subscript digits read as footnote calls (layout, like a line break: ``30\u00b3 days`` is
+``30 days``, never ``303 days``); vulgar fractions as ASCII (``1\u00bd`` is ``1-1/2``, one number, never ``11/2``);
+runs of whitespace (including line breaks) collapsed, and dropped next to punctuation and next to ``§`` and
 ``¶`` (so ``§ 1983`` equals ``§1983``); soft hyphens and zero-width characters dropped; a hyphen inside a word
 removed from the text and remembered as a flag (``admis-\\nsions`` matches both ``admissions`` and ``admis-sions``,
 ``African-\\nAmerican`` still matches ``African-American``); running heads of slip opinions and reporters skipped
@@ -39,7 +41,12 @@ _HYPHENS = frozenset("-\u2010\u2011")
 # Dashes: unified with the hyphen, but never treated as line-end hyphenation.
 _DASHES = frozenset("\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d")
 _ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u180e")
+# Superscript and subscript digits are footnote calls (`30\u00b3 days`): NFKC would make `30\u00b3` the number 303.
+_FOOTNOTE_DIGITS = frozenset("\u00b9\u00b2\u00b3\u2070\u2074\u2075\u2076\u2077\u2078\u2079") | frozenset(
+    chr(c) for c in range(0x2080, 0x208A)
+)
 _SOFT_HYPHEN = "\u00ad"
+_FRACTION_SLASH = "\u2044"
 # Whitespace next to these is dropped, so `U. S.` == `U.S.`, `\u201c \u2018purpose` == `"'purpose` and
 # `\u00a7 1983` == `\u00a71983`. Brackets are not in the set on purpose: whether a Bluebook bracket is attached to a
 # word (`impose[d]`) or not (`the [Court]`) matters.
@@ -262,6 +269,19 @@ class _Normalizer:
             self.ws_start = -1
         self._emit(s, o_start, o_end, linear)
 
+    def footnote_call(self, o_start: int, o_end: int) -> None:
+        """A superscript or subscript digit: layout that separates what is on either side, like a line break."""
+        self.cuts.append(self.n_out)
+        self.whitespace(o_start, o_end, False)
+
+    def fraction(self, nf: str, o_start: int, o_end: int) -> None:
+        """A vulgar fraction (`\u00bd`, NFKC `1\u20442`), with an ASCII slash: right after a digit it is joined to
+        it by a hyphen, so that the whole number and the fraction stay one number (`1\u00bd` is `1-1/2`, never
+        `11/2`, and no quote starts or ends inside it)."""
+        if self.last.isdigit() and self.ws_start < 0 and self.hy_start < 0:
+            self._emit("-", o_start, o_start, False)
+        self.normalized(nf.replace("\u2044", "/"), o_start, o_end)
+
     def combining(self, marks: str, o_start: int, o_end: int) -> None:
         """Combining marks after an already emitted base character: compose them with it (NFKC)."""
         if self.n_out == 0 or self.ws_start >= 0 or self.hy_start >= 0:
@@ -367,6 +387,8 @@ def _normalize(text: str, skipped: list[tuple[int, int]]) -> _Canon:
                 pass
             elif ch == _SOFT_HYPHEN:
                 nz.soft_hyphen()
+            elif ch in _FOOTNOTE_DIGITS:
+                nz.footnote_call(pos, end)
             elif ch < "\x80":
                 nz.visible(ch, pos, end, True)
             else:
@@ -376,6 +398,8 @@ def _normalize(text: str, skipped: list[tuple[int, int]]) -> _Canon:
                     end += 1
                 if combining(ch):
                     nz.combining(text[pos:end], pos, end)
+                elif ch == _FRACTION_SLASH or unicodedata.decomposition(ch).startswith("<fraction>"):
+                    nz.fraction(unicodedata.normalize("NFKC", text[pos:end]), pos, end)
                 else:
                     nz.normalized(unicodedata.normalize("NFKC", text[pos:end]), pos, end)
         pos = end
