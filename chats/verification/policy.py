@@ -49,9 +49,14 @@ def _set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-NEGATIONS = _set("not no never neither nor none nothing nobody nowhere cannot without unless except")
+# With the adverbs that negate without `not` ("courts rarely find", "hardly applies").
+NEGATIONS = _set(
+    "not no never neither nor none nothing nobody nowhere cannot without unless except hardly scarcely barely seldom "
+    "rarely"
+)
 MODALS = _set("shall may must should will would can could might")
-LIMITING = _set("only solely exclusively all any every except unless")
+# With the quantifiers that all but deny what they qualify ("found little difference", "few employers").
+LIMITING = _set("only solely exclusively all any every except unless few little")
 NUMBER_WORDS = _set(
     """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen
     eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion trillion
