@@ -311,8 +311,9 @@ _HOLDING_WORDS = NEGATIONS | _set(
     however nevertheless nonetheless but although"""
 )
 # A sentence end inside canonical text (whitespace after punctuation is dropped there): `alimony.The`,
-# `S.J.S.At` (an initial before a capitalized word; `U.S.` before a number or `J.S` is none).
-_INNER_SENTENCE_END = re.compile(r"""[^\W_][.?!;]['")\]]*(?=['"(]*[A-Z][a-z])""")
+# `S.J.S.At` (an initial before a capitalized word; `U.S.` before a number or `J.S` is none); and a semicolon
+# between two clauses, whatever the case of the next word (`lost;the defendant`).
+_INNER_SENTENCE_END = re.compile(r"""[^\W_][.?!;]['")\]]*(?=['"(]*[A-Z][a-z])|[^\W_];['")\]]*(?=['"(]*[^\W\d_])""")
 
 
 def bracket_alters(
