@@ -34,7 +34,8 @@ bracket's source words are part of the passage (``[a] party`` for "A party").
     not settle (a pronoun, a role noun the caption does not settle), drops words naming or qualifying the
     actor, adds a referent or substitutes words; an omission that joins parts of different sentences, omits
     whole sentences of negation, disagreement or holding, or drops a limiting continuation at the quote's
-    edge; or a passage the source limits right next to it (context flags ``limited_after``,
+    edge; a case change that makes another word of one in capitals (`us` for "US"); or a passage the source limits
+    right next to it (context flags ``limited_after``,
     ``negated_before``, ``limited_before``). Each such alteration says why (``Alteration.alters``), with the
     source text it stands for (never an empty omission).
 

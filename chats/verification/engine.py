@@ -58,6 +58,7 @@ _EXACT_OCCURRENCES = 10_000
 _INVISIBLE_JOINERS = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 _HYPHEN_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d")
 _GAP_KINDS = {GAP_ELLIPSIS: ELLIPSIS, GAP_SIC: SIC}
+_LETTER_RUN = re.compile(r"[^\W\d_]{2,}")
 
 # Bluebook parentheticals a quote may end with (Rule 5.2): they say how it was quoted, and stand for no source text.
 _TRAILING_PARENTHETICAL = re.compile(
@@ -356,7 +357,7 @@ class NormalizedSource:
             s, e = self._orig_span(canon, pos, pos + 1)
             alterations.append(Alteration(QUOTE_MARK, mark, s, e))
         if fold:
-            alterations.append(Alteration(CASE, "", start, end))
+            alterations.append(Alteration(CASE, "", start, end, alters=_case_changes_a_word(canon, pattern, starts)))
         alterations.sort(key=_by_source)
         return QuoteMatch(TOLERANT_MATCH, round(confidence, 2), start, end, tuple(alterations))
 
@@ -377,6 +378,24 @@ class NormalizedSource:
             return canon.orig_start(s), canon.orig_start(s)
         pos = canon.orig_end(len(text) - 1) if text else 0
         return pos, pos
+
+
+def _case_changes_a_word(canon: _Canon, pattern: Pattern, starts: list[int]) -> str:
+    """Why a case-insensitive match may change a word, or "": a word the one side writes in capitals is in lower
+    case on the other (`US` for "us", `us` for "US"), unless that side is in capitals throughout (a heading set in
+    capitals says nothing by its case). A change of capitals to title case (`Section` for "SECTION") is none."""
+    source_side = "\n".join(
+        canon.text[a : a + len(piece.text)] for piece, a in zip(pattern.pieces, starts, strict=True)
+    )
+    quote_side = "\n".join(piece.text for piece in pattern.pieces)  # the same length: only case and marks differ
+    for side, other in ((source_side, quote_side), (quote_side, source_side)):
+        if not any(ch.islower() for ch in side):
+            continue
+        for m in _LETTER_RUN.finditer(side):
+            word, counterpart = m.group(), other[m.start() : m.end()]
+            if word.isupper() and counterpart.islower():
+                return f"a case change makes another word of one in capitals ({word} and {counterpart})"
+    return ""
 
 
 def _by_source(alteration: Alteration) -> tuple[int, int]:
