@@ -131,3 +131,40 @@ def test_a_case_change_that_turns_a_word_in_capitals_into_another_word_is_altere
 def test_a_heading_in_capitals_quoted_in_lower_case_is_formatting() -> None:
     tolerant(verify_quote("the court held that", "THE COURT HELD THAT the claim fails."))
     tolerant(verify_quote("THE COURT HELD THAT", "The court held that the claim fails."))
+
+
+# --- A number and its magnitude word --------------------------------------------------------------------------
+
+
+def test_a_quote_never_ends_between_a_number_and_its_magnitude_word() -> None:
+    source = "The jury awarded damages of $1 million to the plaintiff, and costs of $2\nthousand."
+    # "$1" is not "$1 million": the number goes on.
+    assert verify_quote("awarded damages of $1", source) is None
+    assert verify_quote("costs of $2", source) is None
+    assert verify_quote("million to the plaintiff", source) is None
+    assert verify_quote("awarded damages of $1 million", source) is not None
+
+
+# --- A condition or an exception omitted inside a clause ------------------------------------------------------
+
+
+def test_an_omission_of_a_condition_or_an_exception_inside_a_clause_is_altered() -> None:
+    for quote, source in (
+        ("The court may . . . enter judgment", "The court may, if the parties consent, enter judgment."),
+        ("All claims . . . are barred", "All claims other than fraud claims are barred."),
+        (
+            "The agency may . . . revoke the license",
+            "The agency may, subject to review by the board, revoke the license.",
+        ),
+        ("The employer is liable . . . for the injury", "The employer is liable in part for the injury."),
+        ("The employer is . . . liable", "The employer is, absent a contract, liable."),
+    ):
+        match = altered(verify_quote(quote, source))
+        [gap] = match.alterations
+        assert gap.alters == "an omission drops a condition or an exception", quote
+    # Words that limit nothing are still omitted as formatting.
+    tolerant(
+        verify_quote(
+            "The agency may . . . revoke the license", "The agency may, after notice and a hearing, revoke the license."
+        )
+    )
