@@ -7,7 +7,8 @@ omission the quote made and the source text each one stands for. A quote that do
 (:func:`verify_quote_detailed`).
 
 Every tier matches only from a token boundary to a token boundary of the source: a quote never starts or ends inside
-a word or a number (numbers with inner separators, ``4.5``, ``10,000``, ``42-1983.1``, ``1/2/2024``, are one token).
+a word or a number (numbers with inner separators, ``4.5``, ``10,000``, ``42-1983.1``, ``1/2/2024``, are one token,
+and so is a number with its magnitude word: ``$1 million`` is never ``$1``).
 
 ``exact_match`` (confidence 1.0)
     The (whitespace-stripped) quote occurs verbatim in the source, found with ``str.find``, and nothing right
@@ -32,12 +33,12 @@ bracket's source words are part of the passage (``[a] party`` for "A party").
 ``altered`` (confidence at most :data:`ALTERED_MAX_CONFIDENCE`)
     Found, but the verifier cannot vouch for the meaning: a bracket that names a party the source's words do
     not settle (a pronoun, a role noun the caption does not settle), drops words naming or qualifying the
-    actor, adds a referent or substitutes words; an omission that joins parts of different sentences, omits
-    whole sentences of negation, disagreement or holding, or drops a limiting continuation at the quote's
-    edge; a case change that makes another word of one in capitals (`us` for "US"); or a passage the source limits
-    right next to it (context flags ``limited_after``,
-    ``negated_before``, ``limited_before``). Each such alteration says why (``Alteration.alters``), with the
-    source text it stands for (never an empty omission).
+    actor, adds a referent or substitutes words; an omission that joins parts of different sentences or
+    clauses, omits whole sentences of negation, disagreement or holding, or drops a limiting continuation at
+    the quote's edge; a case change that makes another word of one in capitals (`us` for "US"); or a passage
+    the source limits right next to it (context flags ``limited_after``, ``negated_before``,
+    ``limited_before``). Each such alteration says why (``Alteration.alters``), with the source text it stands
+    for (never an empty omission).
 
 Anything else is ``None``. Tolerance is for formatting, never for words: an added, dropped or changed word or number
 does not verify, however similar; there are no fuzzy similarity scores.

@@ -481,6 +481,9 @@ def _find_running_heads(text: str) -> list[tuple[int, int]]:
 _NUMBER_JOINERS = frozenset(".,:/-\u2010\u2011\u2012\u2013")
 # Inside a word an apostrophe joins letters (`didn't`), except before a possessive `'s`.
 _APOSTROPHES = frozenset("'\u2019\u02bc")
+# A number goes on across whitespace into its magnitude word: `$1 million` is one number, never `$1`.
+_MAGNITUDE = re.compile(r"\s+(?:hundred|thousand|million|billion|trillion)(?![^\W\d_])", re.IGNORECASE)
+_MAGNITUDE_WORD = re.compile(r"(?:hundred|thousand|million|billion|trillion)(?![^\W\d_])", re.IGNORECASE)
 
 
 def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset()) -> bool:
@@ -489,10 +492,16 @@ def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset())
     ``spaced`` are positions p where whitespace stood between ``text[p-1]`` and ``text[p]`` (a canonical text drops
     it next to punctuation).
     """
-    if i <= 0 or i >= len(text) or i in spaced:
+    if i <= 0 or i >= len(text):
         return True
     left = text[i - 1]
     right = text[i]
+    if (left.isdigit() and right.isspace() and _MAGNITUDE.match(text, i)) or (
+        left.isspace() and right in "hHtTmMbB" and _MAGNITUDE_WORD.match(text, i) and _digit_before_space(text, i - 1)
+    ):
+        return False  # between a number and its magnitude word
+    if i in spaced:
+        return True
     if left.isalnum():
         if right.isalnum():
             return False
@@ -513,6 +522,13 @@ def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset())
         if left in _APOSTROPHES:
             return not (right.isalpha() and prev.isalpha() and i - 1 not in spaced)
     return True
+
+
+def _digit_before_space(text: str, i: int) -> bool:
+    """Whether the whitespace run that ends at ``text[i]`` follows a digit."""
+    while i > 0 and text[i - 1].isspace():
+        i -= 1
+    return i > 0 and text[i - 1].isdigit()
 
 
 def is_apostrophe(text: str, i: int, spaced: AbstractSet[int] = frozenset()) -> bool:
