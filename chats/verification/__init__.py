@@ -34,11 +34,11 @@ bracket's source words are part of the passage (``[a] party`` for "A party").
     Found, but the verifier cannot vouch for the meaning: a bracket that names a party the source's words do
     not settle (a pronoun, a role noun the caption does not settle), drops words naming or qualifying the
     actor, adds a referent or substitutes words; an omission that joins parts of different sentences or
-    clauses, omits whole sentences of negation, disagreement or holding, or drops a limiting continuation at
-    the quote's edge; a case change that makes another word of one in capitals (`us` for "US"); or a passage
-    the source limits right next to it (context flags ``limited_after``, ``negated_before``,
-    ``limited_before``). Each such alteration says why (``Alteration.alters``), with the source text it stands
-    for (never an empty omission).
+    clauses, omits whole sentences of negation, disagreement or holding, omits a condition or an exception
+    inside a sentence, or drops a limiting continuation at the quote's edge; a case change that makes another
+    word of one in capitals (`us` for "US"); or a passage the source limits right next to it (context flags
+    ``limited_after``, ``negated_before``, ``limited_before``). Each such alteration says why
+    (``Alteration.alters``), with the source text it stands for (never an empty omission).
 
 Anything else is ``None``. Tolerance is for formatting, never for words: an added, dropped or changed word or number
 does not verify, however similar; there are no fuzzy similarity scores.

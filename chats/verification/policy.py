@@ -431,8 +431,9 @@ def caption_parties(source: str, window: int = 20_000) -> dict[str, frozenset[st
 
 def omission_alters(before: str, gap: str, after: str) -> str:
     """Why an allowed omission (``omission_change`` is None) may change what the passage asserts, or "": it joins
-    parts of different sentences or clauses (one's subject meets another's predicate), or it omits whole
-    sentences that hold a negation, a disagreement or a holding."""
+    parts of different sentences or clauses (one's subject meets another's predicate), it omits whole
+    sentences that hold a negation, a disagreement or a holding, or, inside a sentence, a condition or an
+    exception (`if`, `other than`, `subject to`, `in part`: the limiting continuations of :func:`limits_after`)."""
     stripped = gap.strip()
     if not stripped:
         return ""
@@ -444,8 +445,14 @@ def omission_alters(before: str, gap: str, after: str) -> str:
         if not _HOLDING_WORDS.isdisjoint(words(stripped)) or "n't" in stripped.lower():
             return "an omission of whole sentences drops a negation, a disagreement or a holding"
         return ""
-    if _CITATION.search(stripped) is None and _INNER_SENTENCE_END.search(stripped):
+    if _CITATION.search(stripped) is not None:
+        return ""
+    if _INNER_SENTENCE_END.search(stripped):
         return "an omission joins parts of different sentences or clauses"
+    if _OMITTED_CONDITION.search(stripped):
+        # `The court may . . . enter judgment` for "The court may, if the parties consent, enter judgment": the
+        # same continuations that limit a passage at its edge (`limits_after`) limit it from inside.
+        return "an omission drops a condition or an exception"
     return ""
 
 
@@ -458,6 +465,12 @@ _LIMITING_AFTER = re.compile(
     + r"(?P<words>"
     + "|".join(r"\s+".join(phrase.split()) for phrase in _LIMITING_PHRASES.split("|"))
     + r")\b",
+    re.IGNORECASE,
+)
+_OMITTED_CONDITION = re.compile(
+    r"(?<![^\W\d_])(?:"
+    + "|".join(r"\s+".join(phrase.split()) for phrase in _LIMITING_PHRASES.split("|"))
+    + r")(?![^\W\d_])",
     re.IGNORECASE,
 )
 # The word after those marks, and the first words of the phrases: most passages go on with some other word.
