@@ -5,15 +5,22 @@ N.C. v. N.C. Board of Elections); the others are written for the rule they test.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from chats.verification import (
     ALTERED,
     ALTERED_MAX_CONFIDENCE,
     EXACT_MATCH,
+    LIMITED_AFTER,
+    LIMITED_BEFORE,
     NEGATED_BEFORE,
     TOLERANT_MATCH,
+    NormalizedSource,
     QuoteMatch,
     verify_quote,
 )
+
+OPINIONS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 
 # In re S.J.S., 134 S.W.3d 673, 677 (Mo. Ct. App. 2004).
 SJS = (
@@ -168,3 +175,31 @@ def test_an_omission_of_a_condition_or_an_exception_inside_a_clause_is_altered()
             "The agency may . . . revoke the license", "The agency may, after notice and a hearing, revoke the license."
         )
     )
+
+
+# --- Page breaks and other layout between a passage and what limits it -----------------------------------------
+
+
+def test_a_running_head_between_a_limiting_word_and_the_passage_does_not_hide_it() -> None:
+    # Fisher, slip op., Syllabus 2-3: "the Fifth Circuit held petitioner could challenge only whether the
+    # University's decision" [page break: "Cite as: 570 U. S. ____ (2013)  3", "Syllabus"] "to use race as an
+    # admissions factor “was made in good faith.”" The passage is limited by "only" wherever the page breaks.
+    fisher = (OPINIONS / "fisher-v-university-of-texas-2013-slip.txt").read_text(encoding="utf-8")
+    source = NormalizedSource.build(fisher)
+    match = altered(source.verify("to use race as an admissions factor"))
+    assert [(f.flag, fisher[f.source_start : f.source_end]) for f in match.flags] == [(LIMITED_BEFORE, "only")]
+    assert altered(source.verify("decision to use race as an admissions factor")).flags == match.flags
+
+
+def test_page_numbers_star_paging_and_footnote_calls_do_not_hide_a_limiting_continuation() -> None:
+    for layout in ("\n\n12\n\n", " *1047 ", " [*1047] ", " (FN3) ", "\u00b3 ", "\n\n- 12 -\n\n"):
+        source = f"The motion is granted{layout}in part and denied in part."
+        match = altered(verify_quote("The motion is granted", source))
+        assert [(f.flag, source[f.source_start : f.source_end]) for f in match.flags] == [(LIMITED_AFTER, "in part")]
+        source = f"No person shall{layout}be deprived of life, liberty, or property."
+        match = altered(verify_quote("be deprived of life, liberty, or property", source))
+        assert [(f.flag, source[f.source_start : f.source_end]) for f in match.flags] == [(NEGATED_BEFORE, "No")]
+    # A sentence that ends before the page break is not limited by the next one.
+    closed = verify_quote("The motion is granted.", "The motion is granted.\n\n12\n\nBut costs are denied.")
+    assert closed is not None
+    assert closed.method == EXACT_MATCH
