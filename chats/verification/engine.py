@@ -7,7 +7,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from chats.verification import policy
-from chats.verification.normalization import _Canon, _normalize, find_layout, is_token_boundary
+from chats.verification.normalization import (
+    _Canon,
+    _normalize,
+    after_layout,
+    before_layout,
+    find_layout,
+    is_token_boundary,
+)
 from chats.verification.policy import ALTERED_MAX_CONFIDENCE, SUBSTITUTION_MAX_CONFIDENCE
 from chats.verification.results import (
     ALTERED,
@@ -117,14 +124,16 @@ def _sentence_start(source: str, pos: int) -> int:
     return start
 
 
-def _judged(source: str, match: QuoteMatch) -> QuoteMatch:
+def _judged(source: str, match: QuoteMatch, layout: list[tuple[int, int]]) -> QuoteMatch:
     """``match`` with its context flags and its edge omissions' source text, ``altered`` (confidence capped at
-    ``ALTERED_MAX_CONFIDENCE``) if an alteration, an omission or an edge may change what the source says."""
+    ``ALTERED_MAX_CONFIDENCE``) if an alteration, an omission or an edge may change what the source says.
+    ``layout``: the source's layout (:func:`find_layout`); a page break between a passage and what limits it
+    hides nothing."""
     flags: list[ContextFlag] = []
-    after = policy.limits_after(source, match.end)
+    after = policy.limits_after(source, match.end, after_layout(source, match.end, layout))
     if after is not None:
         flags.append(ContextFlag(LIMITED_AFTER, *after))
-    before = policy.limits_before(source, match.start)
+    before = policy.limits_before(source, before_layout(source, match.start, layout))
     if before is not None:
         flags.append(ContextFlag(*before))
     if not match.alterations:  # a verbatim quote: no omission at its edges to fill in
@@ -211,22 +220,23 @@ class NormalizedSource:
     Build with :meth:`build`; :meth:`verify` is then cheap per quote (``str.find`` over the canonical text).
     """
 
-    __slots__ = ("_fallback", "_parties", "_primary", "source")
+    __slots__ = ("_fallback", "_layout", "_parties", "_primary", "source")
 
-    def __init__(self, source: str, primary: _Canon, has_heads: bool) -> None:
+    def __init__(self, source: str, primary: _Canon, layout: list[tuple[int, int]]) -> None:
         self.source = source
         self._primary = primary
+        self._layout = layout
         self._parties: dict[str, frozenset[str]] | None = None
         # A quote may include running-head text itself (it was copied with the passage, or detection took a short
         # repeated heading for a running head): the same source with nothing skipped is the fallback, built only
         # when needed. Quotes are never stripped of lines themselves: that could silently drop a quoted number
         # that happened to sit on a line of its own.
-        self._fallback: _Canon | None = None if has_heads else primary
+        self._fallback: _Canon | None = None if layout else primary
 
     @classmethod
     def build(cls, source: str) -> NormalizedSource:
         skipped = find_layout(source)
-        return cls(source, _normalize(source, skipped), has_heads=bool(skipped))
+        return cls(source, _normalize(source, skipped), skipped)
 
     @property
     def parties(self) -> dict[str, frozenset[str]]:
@@ -254,7 +264,7 @@ class NormalizedSource:
             return None, REASON_EMPTY
         match, cut = _exact(self.source, needle)
         if match is not None:
-            return _judged(self.source, match), ""
+            return _judged(self.source, match, self._layout), ""
         if not any(ch.isalnum() for ch in needle):
             return None, REASON_NO_WORDS  # `...` or `" "` would match punctuation anywhere
         cleaned, markup = _strip_markup(needle)
@@ -265,7 +275,7 @@ class NormalizedSource:
             if match is not None:
                 marks = tuple(Alteration(kind, text, match.start + s, match.start + e) for kind, text, s, e in markup)
                 return _judged(
-                    self.source, QuoteMatch(TOLERANT_MATCH, _CONF_TOLERANT, match.start, match.end, marks)
+                    self.source, QuoteMatch(TOLERANT_MATCH, _CONF_TOLERANT, match.start, match.end, marks), self._layout
                 ), ""
             needle = cleaned
         match, reason = self._tolerant(needle)
@@ -277,7 +287,7 @@ class NormalizedSource:
                 for kind, text, _, _ in markup
             )
             match = replace(match, alterations=tuple(sorted(match.alterations + marks, key=_by_source)))
-        return _judged(self.source, match), ""
+        return _judged(self.source, match, self._layout), ""
 
     def _tolerant(self, needle: str) -> tuple[QuoteMatch | None, str]:
         """The tolerant tiers: ``(match, "")`` or ``(None, reason)`` (the most specific reason, "" for none)."""
@@ -416,5 +426,5 @@ def verify_quote_detailed(quote: str, source: str | NormalizedSource) -> tuple[Q
         # Exact matches need no normalization: don't pay for it.
         match, _ = _exact(source, needle)
         if match is not None:
-            return _judged(source, match), ""
+            return _judged(source, match, find_layout(source)), ""
     return NormalizedSource.build(source).verify_detailed(quote)

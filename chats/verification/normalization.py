@@ -475,6 +475,45 @@ def _find_running_heads(text: str) -> list[tuple[int, int]]:
     return [skipped[i] for i in sorted(skipped)]
 
 
+def after_layout(text: str, pos: int, layout: list[tuple[int, int]]) -> int:
+    """Where ``text`` goes on after the layout that follows ``pos`` (running heads, star paging, footnote calls,
+    superscript footnote digits, and the whitespace around them): ``pos`` itself when no layout follows."""
+    n = len(text)
+    resume = p = pos
+    while True:
+        while p < n and text[p].isspace():
+            p += 1
+        if p < n and text[p] in _FOOTNOTE_DIGITS:
+            while p < n and text[p] in _FOOTNOTE_DIGITS:
+                p += 1
+        else:
+            k = bisect_right(layout, (p, n + 1)) - 1
+            if k < 0 or not layout[k][0] <= p < layout[k][1]:
+                return resume
+            p = layout[k][1]
+        resume = p
+
+
+def before_layout(text: str, pos: int, layout: list[tuple[int, int]]) -> int:
+    """Where ``text`` ends before the layout that precedes ``pos`` (see :func:`after_layout`), past the whitespace
+    before that layout: ``pos`` itself when no layout precedes it."""
+    resume = p = pos
+    while True:
+        while p > 0 and text[p - 1].isspace():
+            p -= 1
+        if p > 0 and text[p - 1] in _FOOTNOTE_DIGITS:
+            while p > 0 and text[p - 1] in _FOOTNOTE_DIGITS:
+                p -= 1
+        else:
+            k = bisect_right(layout, (p - 1, len(text) + 1)) - 1
+            if k < 0 or not layout[k][0] < p <= layout[k][1]:
+                return resume
+            p = layout[k][0]
+        while p > 0 and text[p - 1].isspace():
+            p -= 1
+        resume = p
+
+
 # --- Token boundaries -------------------------------------------------------------------------------------------------
 
 # Inside a number these join digits into one token: `4.5`, `10,000`, `42-1983.1`, `12-3-45`, `1/2/2024`, `10:30`.

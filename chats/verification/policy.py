@@ -491,19 +491,20 @@ _HYPHENATED_PREFIX_BEFORE = re.compile(
 _SENTENCE_CLOSE = re.compile(r"""[.?!]['"\u201d\u2019)\]]*\s*$""")
 
 
-def limits_after(source: str, end: int) -> tuple[int, int] | None:
+def limits_after(source: str, end: int, resume: int | None = None) -> tuple[int, int] | None:
     """The span of a limiting word with which ``source`` goes on right after ``end`` in the same sentence, or
-    None."""
-    stop = min(len(source), end + 80)
+    None. ``resume``: where the text goes on when layout (a page break, star paging) follows ``end``."""
+    at = end if resume is None else resume
+    stop = min(len(source), at + 80)
     # The pattern's phrases are tried one by one, so first a look at the word that comes next. Only an ASCII word is
     # ruled out by its lower case: the pattern's case folding also matches `\u017f` to `s`.
-    following = _LIMITING_AFTER_NEXT.match(source, end, stop)
+    following = _LIMITING_AFTER_NEXT.match(source, at, stop)
     if following is None:
         return None
     word = following.group(1)
     if word.isascii() and word.lower() not in _LIMITING_AFTER_FIRST:
         return None
-    m = _LIMITING_AFTER.match(source, end, stop)
+    m = _LIMITING_AFTER.match(source, at, stop)
     if m is None or _SENTENCE_CLOSE.search(source[max(0, end - 4) : end]):
         return None
     return m.span("words")
