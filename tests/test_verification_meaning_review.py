@@ -203,3 +203,15 @@ def test_page_numbers_star_paging_and_footnote_calls_do_not_hide_a_limiting_cont
     closed = verify_quote("The motion is granted.", "The motion is granted.\n\n12\n\nBut costs are denied.")
     assert closed is not None
     assert closed.method == EXACT_MATCH
+
+
+# --- Invisible formatting characters --------------------------------------------------------------------------
+
+
+def test_invisible_format_characters_are_formatting() -> None:
+    # Direction marks, embeddings and isolates, invisible operators: text copied from web pages and PDFs has them.
+    for ch in ("\u200e", "\u200f", "\u202a", "\u202c", "\u2066", "\u2069", "\u2063", "\u061c"):
+        tolerant(verify_quote("the court held that", f"the court{ch} held that the claim fails."))
+        tolerant(verify_quote(f"the court{ch} held that", "the court held that the claim fails."))
+    # Dropping them never makes another word: a right-to-left override shows "ton" as "not", and it is still "ton".
+    assert verify_quote("the employer is \u202eton\u202c liable", "the employer is not liable") is None
