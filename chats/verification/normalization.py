@@ -4,13 +4,13 @@ Both the source and the quote are reduced to the same canonical form, so that fo
 NFKC; curly/straight quotes, primes and backticks unified (each to its single or double straight form); dash variants
 unified; superscript and subscript digits read as footnote calls (layout, like a line break: ``30\u00b3 days`` is
 ``30 days``, never ``303 days``); vulgar fractions as ASCII (``1\u00bd`` is ``1-1/2``, one number, never ``11/2``);
-runs of whitespace (including line breaks) collapsed, and dropped next to punctuation and next to ``§`` and
-``¶`` (so ``§ 1983`` equals ``§1983``); soft hyphens and zero-width characters dropped; a hyphen inside a word
-removed from the text and remembered as a flag (``admis-\\nsions`` matches both ``admissions`` and ``admis-sions``,
-``African-\\nAmerican`` still matches ``African-American``); running heads of slip opinions and reporters skipped
-(``Cite as: ...`` lines, ``(Slip Opinion)`` lines, bare page numbers, star-paging lines such as
-``[590 F.Supp.3d 861]``, and short lines without digits that repeat several times next to blank lines, e.g.
-``Opinion of the Court``; a repeated short line with digits, such as a caption date, is text).
+runs of whitespace (including line breaks) collapsed, and dropped next to punctuation and next to ``§`` and ``¶`` (so
+``§ 1983`` equals ``§1983``); soft hyphens, zero-width characters and other invisible format characters (direction
+marks, isolates) dropped; a hyphen inside a word removed from the text and remembered as a flag (``admis-\\nsions``
+matches both ``admissions`` and ``admis-sions``, ``African-\\nAmerican`` still matches ``African-American``); running
+heads of slip opinions and reporters skipped (``Cite as: ...`` lines, ``(Slip Opinion)`` lines, bare page numbers,
+star-paging lines such as ``[590 F.Supp.3d 861]``, and short lines without digits that repeat several times next to
+blank lines, e.g. ``Opinion of the Court``; a repeated short line with digits, such as a caption date, is text).
 
 Cost is linear in the text size: one regex tokenizer pass builds the canonical string and a piecewise offset map.
 """
@@ -300,7 +300,7 @@ class _Normalizer:
                 self.visible(_QUOTE_MAP[ch], o_start, o_end, False)
             elif ch in _HYPHENS or ch in _DASHES:
                 self.hyphen(o_start, o_end, ch in _HYPHENS)
-            elif ch in _ZERO_WIDTH or ch == _SOFT_HYPHEN:
+            elif ch in _ZERO_WIDTH or ch == _SOFT_HYPHEN or unicodedata.category(ch) == "Cf":
                 continue
             else:
                 self.visible(ch, o_start, o_end, False)
@@ -387,6 +387,8 @@ def _normalize(text: str, skipped: list[tuple[int, int]]) -> _Canon:
                 pass
             elif ch == _SOFT_HYPHEN:
                 nz.soft_hyphen()
+            elif ch >= "\x80" and unicodedata.category(ch) == "Cf":
+                pass  # an invisible format character (a direction mark, an isolate): dropped like a zero-width one
             elif ch in _FOOTNOTE_DIGITS:
                 nz.footnote_call(pos, end)
             elif ch < "\x80":
