@@ -215,3 +215,34 @@ def test_invisible_format_characters_are_formatting() -> None:
         tolerant(verify_quote(f"the court{ch} held that", "the court held that the claim fails."))
     # Dropping them never makes another word: a right-to-left override shows "ton" as "not", and it is still "ton".
     assert verify_quote("the employer is \u202eton\u202c liable", "the employer is not liable") is None
+
+
+# --- Hyphenated compounds --------------------------------------------------------------------------------------
+
+
+def test_a_quote_never_starts_or_ends_inside_a_hyphenated_word() -> None:
+    # Fisher, slip op., at 10: "strict scrutiny does require a court to examine with care, and not defer to, a
+    # university's \u201cserious, good faith consideration of workable race-neutral alternatives.\u201d"
+    fisher = (OPINIONS / "fisher-v-university-of-texas-2013-slip.txt").read_text(encoding="utf-8")
+    source = NormalizedSource.build(fisher)
+    assert source.verify("good faith consideration of workable race") is None
+    assert source.verify("neutral alternatives would produce the edu") is None
+    assert source.verify("good faith consideration of workable race-neutral alternatives") is not None
+    for quote in (
+        "defendant is liable",
+        "The court considered race",
+        "neutral alternatives",
+        "The court . . . neutral",
+    ):
+        for hyphen in ("-", "\u2010", "-\n"):
+            assert (
+                verify_quote(
+                    quote, f"The co{hyphen}defendant is liable. The court considered race{hyphen}neutral alternatives."
+                )
+                is None
+            ), (quote, hyphen)
+    # An omission may not end or start inside one either.
+    assert (
+        verify_quote("The court considered race . . . alternatives", "The court considered race-neutral alternatives.")
+        is None
+    )
