@@ -37,13 +37,7 @@ _LIMITING_AFTER = re.compile(
 
 
 def reference_limits_before(source: str, start: int, window: int = 60) -> tuple[str, int, int] | None:
-    """A hyphenated `non-`, `un-` or `anti-` (ASCII letters, any case) right before ``start``; else the clause
-    before ``start`` (back to its last mark, at most ``window`` characters), its last five words."""
-    prefix = re.compile(r"(?<![^\W\d_])((?ai:non|un|anti))[-\u2010\u2011][ \t]*\n?[ \t]*$").search(
-        source, max(0, start - 16), start
-    )
-    if prefix is not None:
-        return NEGATED_BEFORE, prefix.start(1), prefix.end(1)
+    """The clause before ``start`` (back to its last mark, at most ``window`` characters), its last five words."""
     lo = max(0, start - window)
     tail = source[lo:start]
     if not tail.strip() or tail.rstrip()[-1:] in '.;:!?()"\u201c\u201d':
@@ -108,11 +102,6 @@ _PIECES = [
     "\u212anot",
     "u\u0130nless",
     "\u00bdnot",
-    "non",
-    "Un",
-    "anti",
-    "xnon",
-    "\u2010",
     "the",
     "court",
     "42",

@@ -98,7 +98,19 @@ def _fold(text: str) -> str:
 class _Canon:
     """A canonical form of a text plus the mapping of each canonical character back to the original text."""
 
-    __slots__ = ("_hay", "cuts", "hyph", "hyph_pos", "seg_canon", "seg_end", "seg_linear", "seg_orig", "spaced", "text")
+    __slots__ = (
+        "_hay",
+        "compound",
+        "cuts",
+        "hyph",
+        "hyph_pos",
+        "seg_canon",
+        "seg_end",
+        "seg_linear",
+        "seg_orig",
+        "spaced",
+        "text",
+    )
 
     def __init__(
         self,
@@ -108,6 +120,7 @@ class _Canon:
         hyph_pos: list[int],
         cuts: list[int],
         spaced: set[int],
+        compound: set[int],
     ) -> None:
         self.text = text
         # The offset map is piecewise: segment k starts at canonical index seg_canon[k] and came from
@@ -121,6 +134,10 @@ class _Canon:
         # Canonical positions p where the original had whitespace between text[p-1] and text[p] (dropped next to
         # punctuation): `any 'litmus` is `any'litmus`, and that quotation mark is no apostrophe.
         self.spaced = spaced
+        # The positions of ``hyph`` where a hyphenated word was joined (`race-neutral`, `edu-\ncational`): a real
+        # hyphen between two letters, with no whitespace before it and none after it but a line break. Inside a
+        # word: no quote starts or ends there (a dash between two words, `Court \u2014 Middle`, is no such place).
+        self.compound = compound
         self._hay: dict[bool, str] = {}
 
     def haystack(self, fold: bool) -> str:
@@ -158,6 +175,7 @@ class _Normalizer:
     """
 
     __slots__ = (
+        "compound",
         "cuts",
         "hy_end",
         "hy_newline",
@@ -165,6 +183,7 @@ class _Normalizer:
         "hy_real",
         "hy_start",
         "hy_ws_after",
+        "hy_ws_before",
         "hyph",
         "hyph_pos",
         "last",
@@ -201,6 +220,8 @@ class _Normalizer:
         self.hy_newline = False  # a line break followed the hyphen
         self.hy_prev_alpha = False  # a letter preceded the hyphen
         self.hy_ws_after = False  # whitespace followed the hyphen
+        self.hy_ws_before = False  # whitespace preceded the hyphen
+        self.compound: set[int] = set()  # canonical positions of hyphens that joined a hyphenated word
         self.spaced: set[int] = set()  # canonical positions p where whitespace between p-1 and p was dropped
         self.shy = False  # a soft hyphen was just seen: following whitespace joins the word
 
@@ -235,6 +256,7 @@ class _Normalizer:
             self.hy_end = o_end
             self.hy_real = self.hy_real and real
             return
+        self.hy_ws_before = self.ws_start >= 0
         if self.ws_start >= 0:
             self.ws_start = -1  # whitespace before a hyphen is dropped
             if self.last:
@@ -256,6 +278,8 @@ class _Normalizer:
                 flag = _LINE_HYPHEN if self.hy_real and self.hy_newline else _HYPHEN
                 self.hyph[self.n_out] = flag
                 self.hyph_pos.append(self.n_out)
+                if self.hy_real and not self.hy_ws_before and (self.hy_newline or not self.hy_ws_after):
+                    self.compound.add(self.n_out)
             else:
                 self._emit("-", self.hy_start, self.hy_end, False)
                 if self.hy_ws_after:
@@ -309,7 +333,7 @@ class _Normalizer:
         if self.hy_start >= 0:  # a trailing hyphen stays; trailing whitespace goes
             self._emit("-", self.hy_start, self.hy_end, False)
         segments = (self.seg_canon, self.seg_orig, self.seg_end, self.seg_linear)
-        return _Canon("".join(self.out), segments, self.hyph, self.hyph_pos, self.cuts, self.spaced)
+        return _Canon("".join(self.out), segments, self.hyph, self.hyph_pos, self.cuts, self.spaced, self.compound)
 
     # -- internals -------------------------------------------------------------------------------------------------
     def _keep_space(self, nxt: str) -> bool:
@@ -522,6 +546,8 @@ def before_layout(text: str, pos: int, layout: list[tuple[int, int]]) -> int:
 _NUMBER_JOINERS = frozenset(".,:/-\u2010\u2011\u2012\u2013")
 # Inside a word an apostrophe joins letters (`didn't`), except before a possessive `'s`.
 _APOSTROPHES = frozenset("'\u2019\u02bc")
+# After a hyphen, the rest of a hyphenated word: a letter, directly or on the next line.
+_WORD_GOES_ON = re.compile(r"(?:[ \t]*\r?\n[ \t]*)?[^\W\d_]")
 # A number goes on across whitespace into its magnitude word: `$1 million` is one number, never `$1`.
 _MAGNITUDE = re.compile(r"\s+(?:hundred|thousand|million|billion|trillion)(?![^\W\d_])", re.IGNORECASE)
 _MAGNITUDE_WORD = re.compile(r"(?:hundred|thousand|million|billion|trillion)(?![^\W\d_])", re.IGNORECASE)
@@ -546,6 +572,8 @@ def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset())
     if left.isalnum():
         if right.isalnum():
             return False
+        if right in _HYPHENS and left.isalpha() and _WORD_GOES_ON.match(text, i + 1):
+            return False  # inside a hyphenated word: `race` of "race-neutral", `edu` of "edu-\ncational"
         nxt = text[i + 1 : i + 2]
         if right in _NUMBER_JOINERS:
             return not (left.isdigit() and nxt.isdigit() and i + 1 not in spaced)
@@ -556,6 +584,8 @@ def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset())
                 return nxt in "sS" and not text[i + 2 : i + 3].isalpha()
             return True
         return True
+    if right.isalpha() and _after_word_hyphen(text, i, spaced):
+        return False  # `neutral` of "race-neutral"
     if right.isalnum():
         prev = text[i - 2] if i >= 2 else ""
         if left in _NUMBER_JOINERS:
@@ -563,6 +593,22 @@ def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset())
         if left in _APOSTROPHES:
             return not (right.isalpha() and prev.isalpha() and i - 1 not in spaced)
     return True
+
+
+def _after_word_hyphen(text: str, i: int, spaced: AbstractSet[int]) -> bool:
+    """Whether ``text[i]`` follows a hyphen that follows a letter, directly or across a line break."""
+    j = i
+    if text[j - 1].isspace():
+        while j > 0 and text[j - 1] in " \t":
+            j -= 1
+        if j == 0 or text[j - 1] not in _LINE_BREAKS:
+            return False
+        j -= 1
+        while j > 0 and text[j - 1] in " \t\r":
+            j -= 1
+    elif j in spaced:
+        return False
+    return j >= 2 and text[j - 1] in _HYPHENS and text[j - 2].isalpha()
 
 
 def _digit_before_space(text: str, i: int) -> bool:

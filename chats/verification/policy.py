@@ -82,9 +82,6 @@ _REFERENCE_WORDS = PRONOUNS | ARTICLES | ROLE_NOUNS
 INFLECTIONS = _set("s es ed d ing ion ions e er ers est ies ied y ly ment ments al ally 's ' ive") | {""}
 # Prefixes that negate a word (`[un]constitutional`).
 NEGATING_PREFIXES = ("un", "non", "in", "im", "il", "ir", "dis")
-# Those a writer joins to a word with a hyphen (`non-custodial`, `un-American`, `anti-discrimination`): a passage
-# that starts right after one, or an omission that ends with one, drops it (`in-state` negates nothing).
-HYPHENATED_NEGATING_PREFIXES = frozenset(("non", "un", "anti"))
 _MIN_STEM = 3
 # Modal verbs hidden in a negated contraction: `can't` -> can, `won't` -> will.
 _CONTRACTED_MODALS = {"ca": "can", "wo": "will", "sha": "shall"}
@@ -248,10 +245,6 @@ def omission_change(before: str, gap: str, after: str) -> str | None:
     stripped = gap.strip()
     if not stripped:
         return None
-    if gap[-1:].isalpha() and after[:1].isalpha() and words(stripped)[-1] in HYPHENATED_NEGATING_PREFIXES:
-        # The omission ends inside a hyphenated word (canonical text drops the hyphen): `A . . . custodial parent`
-        # for "A non-custodial parent".
-        return "an omission drops a negation"
     before = before.rstrip()
     after = after.lstrip()
     starts_clean = not before or bool(_SENTENCE_END.search(before)) or bool(_SENTENCE_START.match(stripped))
@@ -484,10 +477,6 @@ _WORDS_BEFORE = 5
 _LIMIT_WORDS = frozenset(w.encode() for w in NEGATIONS | _LIMITING_BEFORE | {"cannot"})
 _LETTERS_ONLY = bytes(b if 0x61 <= b <= 0x7A else 0x20 for b in range(256))
 _UP_TO_LAST_CLAUSE_MARK = re.compile(r""".*(?:[;!?()"\u201c\u201d]|[.,:](?!\d)|\n\s*\n)""", re.DOTALL)
-# A prefix joined by a hyphen (maybe at a line's end) to the word a passage starts with: `non-` of "non-custodial".
-_HYPHENATED_PREFIX_BEFORE = re.compile(
-    r"(?<![^\W\d_])((?ai:" + "|".join(sorted(HYPHENATED_NEGATING_PREFIXES)) + r"))[-\u2010\u2011][ \t]*\n?[ \t]*$"
-)
 _SENTENCE_CLOSE = re.compile(r"""[.?!]['"\u201d\u2019)\]]*\s*$""")
 
 
@@ -525,11 +514,7 @@ def _may_limit_before(tail: str) -> bool:
 
 def limits_before(source: str, start: int, window: int = 60) -> tuple[str, int, int] | None:
     """``(flag, start, end)`` of a negation (``negated_before``) or a limiting word (``limited_before``) among the
-    last few words of the clause of ``source`` that the passage starting at ``start`` continues, or None. A
-    negating prefix joined by a hyphen to the passage's first word (`non-` of "non-custodial") is a negation."""
-    prefix = _HYPHENATED_PREFIX_BEFORE.search(source, max(0, start - 8), start)
-    if prefix is not None:
-        return NEGATED_BEFORE, prefix.start(1), prefix.end(1)
+    last few words of the clause of ``source`` that the passage starting at ``start`` continues, or None."""
     lo = max(0, start - window)
     tail = source[lo:start]
     if not tail.strip() or tail.rstrip()[-1:] in '.;:!?()"\u201c\u201d':

@@ -562,10 +562,13 @@ class Search:
                 return False
         if piece.hyphen_after and b not in hyph and text[b : b + 1] != "-":
             return False
-        # A removed hyphen is a token boundary (`race-neutral`, and the ambiguous line-end `African-\nAmerican`).
-        spaced = src.spaced
-        if (piece.bound_left and a not in hyph and not is_token_boundary(text, a, spaced)) or (
-            piece.bound_right and not piece.hyphen_after and b not in hyph and not is_token_boundary(text, b, spaced)
+        # A hyphen that joined a word is inside it (`race-neutral`, and the line-end `African-\nAmerican` or
+        # `edu-\ncational`): no quote or omission starts or ends there. A removed dash between words is a boundary.
+        spaced, compound = src.spaced, src.compound
+        if (piece.bound_left and (a in compound or (a not in hyph and not is_token_boundary(text, a, spaced)))) or (
+            piece.bound_right
+            and not piece.hyphen_after
+            and (b in compound or (b not in hyph and not is_token_boundary(text, b, spaced)))
         ):
             self._refuse(REASON_BOUNDARY)
             return False
