@@ -239,3 +239,26 @@ def test_a_quote_never_starts_or_ends_inside_a_hyphenated_word() -> None:
         verify_quote("The court considered race . . . alternatives", "The court considered race-neutral alternatives.")
         is None
     )
+
+
+# --- A sentence that opens with a condition or an exception ------------------------------------------------------
+
+
+def test_a_passage_governed_by_the_condition_its_sentence_opens_with_is_altered() -> None:
+    for source, opening in (
+        ("Except as provided in subsection (b), the tenant shall pay rent.", "Except"),
+        ("Unless the lease provides otherwise, the tenant shall pay rent.", "Unless"),
+        ("The rule is settled. If the lease so provides, the tenant shall pay rent.", "If"),
+        ("Notwithstanding section 5, the tenant shall pay rent.", "Notwithstanding"),
+        ("\u201cSubject to section 5, the tenant shall pay rent.\u201d", "Subject to"),
+    ):
+        match = altered(verify_quote("the tenant shall pay rent", source))
+        assert [(f.flag, source[f.source_start : f.source_end]) for f in match.flags] == [(LIMITED_BEFORE, opening)]
+    # An opening that sets the scene is no condition; nor is a condition of the sentence before.
+    for source in (
+        "When the case reached this Court, the tenant shall pay rent was the rule.",
+        "Unless it settles, it goes to trial. The tenant shall pay rent.",
+    ):
+        found = verify_quote("the tenant shall pay rent", source)
+        assert found is not None
+        assert not found.flags, source
