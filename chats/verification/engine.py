@@ -133,7 +133,8 @@ def _judged(source: str, match: QuoteMatch, layout: list[tuple[int, int]]) -> Qu
     after = policy.limits_after(source, match.end, after_layout(source, match.end, layout))
     if after is not None:
         flags.append(ContextFlag(LIMITED_AFTER, *after))
-    before = policy.limits_before(source, before_layout(source, match.start, layout))
+    resume = before_layout(source, match.start, layout)
+    before = policy.limits_before(source, resume) or policy.limits_opening(source, resume)
     if before is not None:
         flags.append(ContextFlag(*before))
     if not match.alterations:  # a verbatim quote: no omission at its edges to fill in

@@ -499,6 +499,35 @@ def limits_after(source: str, end: int, resume: int | None = None) -> tuple[int,
     return m.span("words")
 
 
+# Openings of a sentence that make what follows them conditional or excepted, read case-insensitively: `Except as
+# provided in subsection (b), the tenant shall pay rent`. (`When` and `Where` often only set the scene.)
+_CONDITIONAL_OPENING = re.compile(
+    r"""['"(\[\u201c\u2018]*(?P<words>except|unless|if|only\s+if|notwithstanding|subject\s+to|provided|absent"""
+    r"""|to\s+the\s+extent|so\s+long\s+as|as\s+long\s+as|save|other\s+than|barring)\b""",
+    re.IGNORECASE,
+)
+# The end of the sentence before (or a paragraph break), the last one before a passage.
+_SENTENCE_BEFORE = re.compile(r"""[.?!;:]['")\]\u201d\u2019]*\s+|\n[ \t]*\n""")
+_SENTENCE_LOOKBACK = 300
+
+
+def limits_opening(source: str, start: int) -> tuple[str, int, int] | None:
+    """``(limited_before, start, end)`` of the condition or exception the sentence of ``source`` that the passage
+    starting at ``start`` continues opens with (`Except as provided in subsection (b), `), or None; None too when
+    the passage starts the sentence, or the sentence's start is not within a few hundred characters."""
+    lo = max(0, start - _SENTENCE_LOOKBACK)
+    opening = None
+    for opening in _SENTENCE_BEFORE.finditer(source, lo, start):  # noqa: B007 - the last end is the one wanted
+        pass
+    if opening is None and lo > 0:
+        return None
+    begin = opening.end() if opening is not None else 0
+    if begin >= start or "," not in source[begin:start]:
+        return None  # the passage starts the sentence, or is inside its opening clause (`limits_before` reads that)
+    m = _CONDITIONAL_OPENING.match(source, begin, start)
+    return None if m is None else (LIMITED_BEFORE, m.start("words"), m.end("words"))
+
+
 def _may_limit_before(tail: str) -> bool:
     """Whether ``tail`` may hold a word :func:`limits_before` looks for: False only when it holds none.
 
