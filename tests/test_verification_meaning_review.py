@@ -262,3 +262,15 @@ def test_a_passage_governed_by_the_condition_its_sentence_opens_with_is_altered(
         found = verify_quote("the tenant shall pay rent", source)
         assert found is not None
         assert not found.flags, source
+
+
+# --- A minus sign --------------------------------------------------------------------------------------------------
+
+
+def test_a_quote_never_drops_the_minus_sign_of_a_number() -> None:
+    for minus in ("-", "\u2212"):
+        source = f"The account showed a balance of {minus}500 dollars, and the rule applies from 1983-1985."
+        assert verify_quote("500 dollars", source) is None
+        assert verify_quote(f"a balance of {minus}500 dollars", source) is not None
+    # A dash before a number, with a space after it, is no minus sign.
+    assert verify_quote("10 days", "The deadlines are:\n- 10 days for notice.") is not None
