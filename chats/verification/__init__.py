@@ -8,8 +8,9 @@ omission the quote made and the source text each one stands for. A quote that do
 
 Every tier matches only from a token boundary to a token boundary of the source: a quote never starts or ends inside
 a word or a number (numbers with inner separators, ``4.5``, ``10,000``, ``42-1983.1``, ``1/2/2024``, are one token,
-and so is a number with its magnitude word: ``$1 million`` is never ``$1``; a hyphenated word is one token, also
-across a line break: ``race`` is not in "race-neutral", nor ``custodial`` in "non-custodial").
+and so is a number with its magnitude word or its minus sign: ``$1 million`` is never ``$1``, ``-500`` never ``500``;
+a hyphenated word is one token, also across a line break: ``race`` is not in "race-neutral", nor ``custodial`` in
+"non-custodial").
 
 ``exact_match`` (confidence 1.0)
     The (whitespace-stripped) quote occurs verbatim in the source, found with ``str.find``, and nothing right

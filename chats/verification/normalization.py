@@ -546,6 +546,8 @@ def before_layout(text: str, pos: int, layout: list[tuple[int, int]]) -> int:
 _NUMBER_JOINERS = frozenset(".,:/-\u2010\u2011\u2012\u2013")
 # Inside a word an apostrophe joins letters (`didn't`), except before a possessive `'s`.
 _APOSTROPHES = frozenset("'\u2019\u02bc")
+# Before a digit, and after anything but a letter or digit, these are minus signs (`-500`, `\u2212500`).
+_MINUS_SIGNS = frozenset("-\u2012\u2013\u2212")
 # After a hyphen, the rest of a hyphenated word: a letter, directly or on the next line.
 _WORD_GOES_ON = re.compile(r"(?:[ \t]*\r?\n[ \t]*)?[^\W\d_]")
 # A number goes on across whitespace into its magnitude word: `$1 million` is one number, never `$1`.
@@ -588,6 +590,8 @@ def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset())
         return False  # `neutral` of "race-neutral"
     if right.isalnum():
         prev = text[i - 2] if i >= 2 else ""
+        if left in _MINUS_SIGNS and right.isdigit() and not (prev.isalnum() and i - 1 not in spaced):
+            return False  # a minus sign: `500` of "-500"
         if left in _NUMBER_JOINERS:
             return not (right.isdigit() and prev.isdigit() and i - 1 not in spaced)
         if left in _APOSTROPHES:
