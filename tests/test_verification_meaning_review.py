@@ -274,3 +274,15 @@ def test_a_quote_never_drops_the_minus_sign_of_a_number() -> None:
         assert verify_quote(f"a balance of {minus}500 dollars", source) is not None
     # A dash before a number, with a space after it, is no minus sign.
     assert verify_quote("10 days", "The deadlines are:\n- 10 days for notice.") is not None
+
+
+# --- One pronoun for another ---------------------------------------------------------------------------------------
+
+
+def test_a_bracket_that_puts_another_pronoun_for_the_sources_is_altered() -> None:
+    # "She" is not "he": the quote speaks of someone else.
+    match = altered(verify_quote("[He] was present at the hearing", "She was present at the hearing."))
+    assert [a.alters for a in match.alterations] == ["a bracket puts another pronoun for the source's"]
+    altered(verify_quote("The court denied [his] motion", "The court denied their motion."))
+    # A pronoun for the words it stands for names no one: formatting.
+    tolerant(verify_quote("[It] applies to employers", "The statute applies to employers."))
