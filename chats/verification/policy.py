@@ -329,7 +329,10 @@ def bracket_alters(
     if not named:
         if q and all(w in ARTICLES for w in q) and not set(s) <= ARTICLES:
             return None, "a bracket drops words that name or qualify the actor"
-        return None, ""  # a pronoun names no one: it cannot name the wrong party
+        if s and set(s) <= PRONOUNS and set(q) - ARTICLES != set(s):
+            # `[He]` for "She", `[his]` for "their": another person is meant.
+            return None, "a bracket puts another pronoun for the source's"
+        return None, ""  # a pronoun for the words it stands for names no one: it cannot name the wrong party
     if detail == SHORTENED:
         dropped = set(s) - set(q)
         return None, "" if dropped <= _CONNECTIVES else "a bracket drops words that name or qualify the actor"
