@@ -286,3 +286,16 @@ def test_a_bracket_that_puts_another_pronoun_for_the_sources_is_altered() -> Non
     altered(verify_quote("The court denied [his] motion", "The court denied their motion."))
     # A pronoun for the words it stands for names no one: formatting.
     tolerant(verify_quote("[It] applies to employers", "The statute applies to employers."))
+
+
+# --- A negation right after the passage ----------------------------------------------------------------------------
+
+
+def test_a_passage_the_source_goes_on_to_negate_with_no_or_nothing_is_altered() -> None:
+    for source, word in (
+        ("Under the agreement the employer must pay nothing to the employee.", "nothing"),
+        ("Under the agreement the employer must pay no damages.", "no"),
+        ("Under the agreement the employer must pay none of the costs.", "none"),
+    ):
+        match = altered(verify_quote("Under the agreement the employer must pay", source))
+        assert [(f.flag, source[f.source_start : f.source_end]) for f in match.flags] == [(LIMITED_AFTER, word)]
