@@ -280,6 +280,7 @@ def test_removing_a_negation_modal_or_number_never_verifies(data: st.DataObject,
             assert not any(
                 re.sub(r"\W+$", "", words[i].lower()) in source[a.source_start : a.source_end].lower().split()
                 for a in match.alterations
+                if a.kind != "case"  # a case difference spans the whole passage: it stands for no word
             ), (changed, source[match.start : match.end])
 
 
