@@ -31,7 +31,7 @@ _LIMITING_AFTER = re.compile(
     r"""[\s,;\u2014\u2013-]*['"\u201d\u2019)\]]*[\s,;\u2014\u2013-]*"""
     r"(?P<words>unless|except|excepting|but|if|only|provided|in\s+part|so\s+long\s+as|as\s+long\s+as|when|whenever"
     r"|where|subject\s+to|to\s+the\s+extent|until|absent|notwithstanding|save|however|not|never|other\s+than"
-    r"|without|barring)\b",
+    r"|without|barring|no|nothing|none|neither|nor)\b",
     re.IGNORECASE,
 )
 
@@ -88,7 +88,7 @@ def test_edge_reads_agree_with_the_plain_reading_on_every_position_of_the_opinio
 # `\u212a` (Kelvin sign), which case-insensitive matching folds to ASCII letters, and the marks of a clause's end.
 _NEAR_MISS_WORDS = """unless excepting but if in part so long as subject to extent until absent notwithstanding save
     however never other than without barring whenever where piano commonly governor honor knot Not NOT ONLY Unless
-    BUT If"""
+    BUT If nothing nobody noted nonetheless norm North"""
 _PIECES = [
     *sorted(NEGATIONS | _LIMITING_BEFORE),
     *_NEAR_MISS_WORDS.split(),

@@ -454,7 +454,8 @@ def omission_alters(before: str, gap: str, after: str) -> str:
 
 # A limiting continuation right after a passage, in the same sentence (original text, case-insensitive).
 _LIMITING_PHRASES = """unless|except|excepting|but|if|only|provided|in part|so long as|as long as|when|whenever|where
-    |subject to|to the extent|until|absent|notwithstanding|save|however|not|never|other than|without|barring"""
+    |subject to|to the extent|until|absent|notwithstanding|save|however|not|never|other than|without|barring
+    |no|nothing|none|neither|nor"""
 _LIMITING_MARKS = r"""[\s,;\u2014\u2013-]*['"\u201d\u2019)\]]*[\s,;\u2014\u2013-]*"""
 _LIMITING_AFTER = re.compile(
     _LIMITING_MARKS
