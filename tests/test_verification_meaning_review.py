@@ -299,3 +299,16 @@ def test_a_passage_the_source_goes_on_to_negate_with_no_or_nothing_is_altered() 
     ):
         match = altered(verify_quote("Under the agreement the employer must pay", source))
         assert [(f.flag, source[f.source_start : f.source_end]) for f in match.flags] == [(LIMITED_AFTER, word)]
+
+
+# --- Letters omitted inside a word -------------------------------------------------------------------------------
+
+
+def test_an_empty_bracket_stands_only_for_an_inflection() -> None:
+    # `can[ ]` for "cannot", `harm[ ]` for "harmless": the letters omitted turn the word around.
+    assert verify_quote("The court can[ ] act", "The court cannot act.") is None
+    assert verify_quote("the error was harm[ ]", "the error was harmless.") is None
+    assert verify_quote("the order was appeal[ ]", "the order was appealable.") is None
+    # `judgment[ ]` for "judgments" (Bluebook 5.2(c)).
+    tolerant(verify_quote("the judgment[ ] of the courts below", "the judgments of the courts below"))
+    tolerant(verify_quote("the court award[ ] fees", "the court awarded fees"))
