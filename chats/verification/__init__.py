@@ -23,9 +23,9 @@ a hyphenated word is one token, also across a line break: ``race`` is not in "ra
     may use Bluebook alterations and omissions (:mod:`.search` finds them, :mod:`.policy` decides which are allowed):
     ``[t]he`` (a bracketed letter that starts a word, either case), ``[the Court]`` (a bracketed phrase standing for
     up to :data:`MAX_BRACKET_WORDS` source words), ``provide[d]`` (letters attached to a word), ``[sic]`` (stands for
-    nothing), ``[ ]`` (letters omitted inside a word) and ellipses (``...``, ``…``, ``. . .``, ``[...]``), each
-    segment within :data:`MAX_ELLIPSIS_GAP` canonical characters of the previous one. Finally a case-insensitive pass
-    is tried.
+    nothing), ``[ ]`` (an inflectional ending omitted from a word) and ellipses (``...``, ``…``, ``. . .``,
+    ``[...]``), each segment within :data:`MAX_ELLIPSIS_GAP` canonical characters of the previous one. Finally a
+    case-insensitive pass is tried.
 
 It also forgives star paging inside the source (``*1047the``, ``[*1047]``), footnote calls (``(FN3)``),
 trailing Bluebook parentheticals (``(emphasis added)``, recorded as ``parenthetical``), emphasis markup in

@@ -3,7 +3,8 @@
 Alterations and omissions are allowed only where they cannot change what the source says:
 
 - a bracket's content and the source words it stands for carry the same negations, numbers (digits, number words,
-  dates and month names) and modal verbs; ``[sic]`` stands for nothing; ``[ ]`` only for letters inside a word;
+  dates and month names) and modal verbs; ``[sic]`` stands for nothing; ``[ ]`` only for an inflectional ending
+  (never ``can[ ]`` for "cannot");
 - an ellipsis never omits a negation, a number, a modal or a limiting word from inside a clause; omitting whole
   sentences, citations or list items is allowed;
 - a bracket that stands for different words is allowed, but unless it replaces a pronoun, an article or a role noun,
@@ -80,6 +81,15 @@ ROLE_NOUNS = _set(
 _REFERENCE_WORDS = PRONOUNS | ARTICLES | ROLE_NOUNS
 # Endings that make another form of the same word (`impos[ing]` for "imposes"), and no ending at all.
 INFLECTIONS = _set("s es ed d ing ion ions e er ers est ies ied y ly ment ments al ally 's ' ive") | {""}
+REASON_NOT_INFLECTION = "[ ] stands only for an ending such as -s or -ed, not for letters that change the word"
+
+
+def inflection(letters: str) -> bool:
+    """Whether ``letters`` omitted from a word by ``[ ]`` are an inflectional ending (`judgment[ ]` for "judgments"),
+    not letters that turn the word around (`can[ ]` for "cannot", `harm[ ]` for "harmless")."""
+    return letters.lower() in INFLECTIONS
+
+
 # Prefixes that negate a word (`[un]constitutional`).
 NEGATING_PREFIXES = ("un", "non", "in", "im", "il", "ir", "dis")
 _MIN_STEM = 3

@@ -415,6 +415,9 @@ class Search:
                 return None
             if gap.attached_right and letters != omitted:
                 return None
+            if not policy.inflection(letters):
+                self._refuse(policy.REASON_NOT_INFLECTION)
+                return None
             return GapFinding(gap, start, start + len(letters), LETTERS)
         ws = self._word_start(start) if gap.attached_left else start
         we = self._word_end(end) if gap.attached_right else end
@@ -445,6 +448,9 @@ class Search:
                 end = self._word_end(pos)
                 if end - pos > policy.MAX_OMITTED_LETTERS:
                     self._refuse("[ ] stands only for letters omitted inside a word")
+                    return None
+                if not policy.inflection(self.src.text[pos:end]):
+                    self._refuse(policy.REASON_NOT_INFLECTION)
                     return None
                 findings.append(GapFinding(gap, pos, end, LETTERS, attached_edge=True))
                 continue
