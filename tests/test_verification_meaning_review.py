@@ -312,3 +312,9 @@ def test_an_empty_bracket_stands_only_for_an_inflection() -> None:
     # `judgment[ ]` for "judgments" (Bluebook 5.2(c)).
     tolerant(verify_quote("the judgment[ ] of the courts below", "the judgments of the courts below"))
     tolerant(verify_quote("the court award[ ] fees", "the court awarded fees"))
+
+    # `No.` before a docket number is no negation.
+    source = "Argued September 3, 1997      Decided November 7, 1997\n\n\n No. 96-7169"
+    match = verify_quote("Argued September 3, 1997      Decided November 7, 1997", source)
+    assert match is not None
+    assert match.method == EXACT_MATCH

@@ -510,6 +510,8 @@ def limits_after(source: str, end: int, resume: int | None = None) -> tuple[int,
     m = _LIMITING_AFTER.match(source, at, stop)
     if m is None or _SENTENCE_CLOSE.search(source[max(0, end - 4) : end]):
         return None
+    if source[m.end("words") : m.end("words") + 1] == "." and m.group("words").lower() == "no":
+        return None  # `No. 96-7169`: a number, not a negation
     return m.span("words")
 
 
