@@ -117,6 +117,8 @@ def draw_passage(data: st.DataObject, max_words: int = 40) -> tuple[str, int, in
     j = data.draw(st.integers(i, min(i + max_words, len(toks) - 1)))
     start, end = toks[i][0], toks[j][1]
     assume(text[start].isalnum() and text[end - 1].isalnum())
+    # Not `cally` of "automati-\ncally": a passage starts and ends at a word's edge.
+    assume(is_token_boundary(text, start) and is_token_boundary(text, end))
     for pos in (start, end - 1):
         assume(len(" ".join(_line_of(text, pos).split())) >= 50)
     return name, start, end

@@ -31,7 +31,7 @@ _LIMITING_AFTER = re.compile(
     r"""[\s,;\u2014\u2013-]*['"\u201d\u2019)\]]*[\s,;\u2014\u2013-]*"""
     r"(?P<words>unless|except|excepting|but|if|only|provided|in\s+part|so\s+long\s+as|as\s+long\s+as|when|whenever"
     r"|where|subject\s+to|to\s+the\s+extent|until|absent|notwithstanding|save|however|not|never|other\s+than"
-    r"|without|barring)\b",
+    r"|without|barring|no|nothing|none|neither|nor)\b",
     re.IGNORECASE,
 )
 
@@ -56,11 +56,13 @@ def reference_limits_before(source: str, start: int, window: int = 60) -> tuple[
 
 
 def reference_limits_after(source: str, end: int) -> tuple[int, int] | None:
-    """A limiting phrase right after ``end``, unless the passage closed its sentence."""
+    """A limiting phrase right after ``end``, unless the passage closed its sentence; `No.` is no negation."""
     if _SENTENCE_CLOSE.search(source[max(0, end - 4) : end]):
         return None
     m = _LIMITING_AFTER.match(source, end, min(len(source), end + 80))
-    return None if m is None else m.span("words")
+    if m is None or (m.group("words").lower() == "no" and source[m.end() : m.end() + 1] == "."):
+        return None
+    return m.span("words")
 
 
 def assert_edges_agree(text: str) -> tuple[int, int]:
@@ -88,7 +90,7 @@ def test_edge_reads_agree_with_the_plain_reading_on_every_position_of_the_opinio
 # `\u212a` (Kelvin sign), which case-insensitive matching folds to ASCII letters, and the marks of a clause's end.
 _NEAR_MISS_WORDS = """unless excepting but if in part so long as subject to extent until absent notwithstanding save
     however never other than without barring whenever where piano commonly governor honor knot Not NOT ONLY Unless
-    BUT If"""
+    BUT If nothing nobody noted nonetheless norm North No. no."""
 _PIECES = [
     *sorted(NEGATIONS | _LIMITING_BEFORE),
     *_NEAR_MISS_WORDS.split(),

@@ -7,7 +7,10 @@ omission the quote made and the source text each one stands for. A quote that do
 (:func:`verify_quote_detailed`).
 
 Every tier matches only from a token boundary to a token boundary of the source: a quote never starts or ends inside
-a word or a number (numbers with inner separators, ``4.5``, ``10,000``, ``42-1983.1``, ``1/2/2024``, are one token).
+a word or a number (numbers with inner separators, ``4.5``, ``10,000``, ``42-1983.1``, ``1/2/2024``, are one token,
+and so is a number with its magnitude word or its minus sign: ``$1 million`` is never ``$1``, ``-500`` never ``500``;
+a hyphenated word is one token, also across a line break: ``race`` is not in "race-neutral", nor ``custodial`` in
+"non-custodial").
 
 ``exact_match`` (confidence 1.0)
     The (whitespace-stripped) quote occurs verbatim in the source, found with ``str.find``, and nothing right
@@ -20,9 +23,9 @@ a word or a number (numbers with inner separators, ``4.5``, ``10,000``, ``42-198
     may use Bluebook alterations and omissions (:mod:`.search` finds them, :mod:`.policy` decides which are allowed):
     ``[t]he`` (a bracketed letter that starts a word, either case), ``[the Court]`` (a bracketed phrase standing for
     up to :data:`MAX_BRACKET_WORDS` source words), ``provide[d]`` (letters attached to a word), ``[sic]`` (stands for
-    nothing), ``[ ]`` (letters omitted inside a word) and ellipses (``...``, ``…``, ``. . .``, ``[...]``), each
-    segment within :data:`MAX_ELLIPSIS_GAP` canonical characters of the previous one. Finally a case-insensitive pass
-    is tried.
+    nothing), ``[ ]`` (an inflectional ending omitted from a word) and ellipses (``...``, ``…``, ``. . .``,
+    ``[...]``), each segment within :data:`MAX_ELLIPSIS_GAP` canonical characters of the previous one. Finally a
+    case-insensitive pass is tried.
 
 It also forgives star paging inside the source (``*1047the``, ``[*1047]``), footnote calls (``(FN3)``),
 trailing Bluebook parentheticals (``(emphasis added)``, recorded as ``parenthetical``), emphasis markup in
@@ -32,11 +35,12 @@ bracket's source words are part of the passage (``[a] party`` for "A party").
 ``altered`` (confidence at most :data:`ALTERED_MAX_CONFIDENCE`)
     Found, but the verifier cannot vouch for the meaning: a bracket that names a party the source's words do
     not settle (a pronoun, a role noun the caption does not settle), drops words naming or qualifying the
-    actor, adds a referent or substitutes words; an omission that joins parts of different sentences, omits
-    whole sentences of negation, disagreement or holding, or drops a limiting continuation at the quote's
-    edge; or a passage the source limits right next to it (context flags ``limited_after``,
-    ``negated_before``, ``limited_before``). Each such alteration says why (``Alteration.alters``), with the
-    source text it stands for (never an empty omission).
+    actor, adds a referent or substitutes words; an omission that joins parts of different sentences or
+    clauses, omits whole sentences of negation, disagreement or holding, omits a condition or an exception
+    inside a sentence, or drops a limiting continuation at the quote's edge; a case change that makes another
+    word of one in capitals (`us` for "US"); or a passage the source limits right next to it (context flags
+    ``limited_after``, ``negated_before``, ``limited_before``). Each such alteration says why
+    (``Alteration.alters``), with the source text it stands for (never an empty omission).
 
 Anything else is ``None``. Tolerance is for formatting, never for words: an added, dropped or changed word or number
 does not verify, however similar; there are no fuzzy similarity scores.
@@ -82,7 +86,7 @@ from chats.verification.search import MAX_ELLIPSIS_GAP
 
 # The version of these rules, sealed with every turn's facts: a change of what verifies, or of the offsets,
 # confidence or alterations a match reports, must change it, so that a seal says which rules it was made by.
-VERIFIER_VERSION = "2"
+VERIFIER_VERSION = "3"
 
 __all__ = [
     "ALTERED",

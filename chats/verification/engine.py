@@ -7,7 +7,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from chats.verification import policy
-from chats.verification.normalization import _Canon, _normalize, find_layout, is_token_boundary
+from chats.verification.normalization import (
+    _Canon,
+    _normalize,
+    after_layout,
+    before_layout,
+    find_layout,
+    is_token_boundary,
+)
 from chats.verification.policy import ALTERED_MAX_CONFIDENCE, SUBSTITUTION_MAX_CONFIDENCE
 from chats.verification.results import (
     ALTERED,
@@ -58,6 +65,7 @@ _EXACT_OCCURRENCES = 10_000
 _INVISIBLE_JOINERS = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 _HYPHEN_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d")
 _GAP_KINDS = {GAP_ELLIPSIS: ELLIPSIS, GAP_SIC: SIC}
+_LETTER_RUN = re.compile(r"[^\W\d_]{2,}")
 
 # Bluebook parentheticals a quote may end with (Rule 5.2): they say how it was quoted, and stand for no source text.
 _TRAILING_PARENTHETICAL = re.compile(
@@ -116,14 +124,17 @@ def _sentence_start(source: str, pos: int) -> int:
     return start
 
 
-def _judged(source: str, match: QuoteMatch) -> QuoteMatch:
+def _judged(source: str, match: QuoteMatch, layout: list[tuple[int, int]]) -> QuoteMatch:
     """``match`` with its context flags and its edge omissions' source text, ``altered`` (confidence capped at
-    ``ALTERED_MAX_CONFIDENCE``) if an alteration, an omission or an edge may change what the source says."""
+    ``ALTERED_MAX_CONFIDENCE``) if an alteration, an omission or an edge may change what the source says.
+    ``layout``: the source's layout (:func:`find_layout`); a page break between a passage and what limits it
+    hides nothing."""
     flags: list[ContextFlag] = []
-    after = policy.limits_after(source, match.end)
+    after = policy.limits_after(source, match.end, after_layout(source, match.end, layout))
     if after is not None:
         flags.append(ContextFlag(LIMITED_AFTER, *after))
-    before = policy.limits_before(source, match.start)
+    resume = before_layout(source, match.start, layout)
+    before = policy.limits_before(source, resume) or policy.limits_opening(source, resume)
     if before is not None:
         flags.append(ContextFlag(*before))
     if not match.alterations:  # a verbatim quote: no omission at its edges to fill in
@@ -210,22 +221,23 @@ class NormalizedSource:
     Build with :meth:`build`; :meth:`verify` is then cheap per quote (``str.find`` over the canonical text).
     """
 
-    __slots__ = ("_fallback", "_parties", "_primary", "source")
+    __slots__ = ("_fallback", "_layout", "_parties", "_primary", "source")
 
-    def __init__(self, source: str, primary: _Canon, has_heads: bool) -> None:
+    def __init__(self, source: str, primary: _Canon, layout: list[tuple[int, int]]) -> None:
         self.source = source
         self._primary = primary
+        self._layout = layout
         self._parties: dict[str, frozenset[str]] | None = None
         # A quote may include running-head text itself (it was copied with the passage, or detection took a short
         # repeated heading for a running head): the same source with nothing skipped is the fallback, built only
         # when needed. Quotes are never stripped of lines themselves: that could silently drop a quoted number
         # that happened to sit on a line of its own.
-        self._fallback: _Canon | None = None if has_heads else primary
+        self._fallback: _Canon | None = None if layout else primary
 
     @classmethod
     def build(cls, source: str) -> NormalizedSource:
         skipped = find_layout(source)
-        return cls(source, _normalize(source, skipped), has_heads=bool(skipped))
+        return cls(source, _normalize(source, skipped), skipped)
 
     @property
     def parties(self) -> dict[str, frozenset[str]]:
@@ -253,7 +265,7 @@ class NormalizedSource:
             return None, REASON_EMPTY
         match, cut = _exact(self.source, needle)
         if match is not None:
-            return _judged(self.source, match), ""
+            return _judged(self.source, match, self._layout), ""
         if not any(ch.isalnum() for ch in needle):
             return None, REASON_NO_WORDS  # `...` or `" "` would match punctuation anywhere
         cleaned, markup = _strip_markup(needle)
@@ -264,7 +276,7 @@ class NormalizedSource:
             if match is not None:
                 marks = tuple(Alteration(kind, text, match.start + s, match.start + e) for kind, text, s, e in markup)
                 return _judged(
-                    self.source, QuoteMatch(TOLERANT_MATCH, _CONF_TOLERANT, match.start, match.end, marks)
+                    self.source, QuoteMatch(TOLERANT_MATCH, _CONF_TOLERANT, match.start, match.end, marks), self._layout
                 ), ""
             needle = cleaned
         match, reason = self._tolerant(needle)
@@ -276,7 +288,7 @@ class NormalizedSource:
                 for kind, text, _, _ in markup
             )
             match = replace(match, alterations=tuple(sorted(match.alterations + marks, key=_by_source)))
-        return _judged(self.source, match), ""
+        return _judged(self.source, match, self._layout), ""
 
     def _tolerant(self, needle: str) -> tuple[QuoteMatch | None, str]:
         """The tolerant tiers: ``(match, "")`` or ``(None, reason)`` (the most specific reason, "" for none)."""
@@ -356,7 +368,7 @@ class NormalizedSource:
             s, e = self._orig_span(canon, pos, pos + 1)
             alterations.append(Alteration(QUOTE_MARK, mark, s, e))
         if fold:
-            alterations.append(Alteration(CASE, "", start, end))
+            alterations.append(Alteration(CASE, "", start, end, alters=_case_changes_a_word(canon, pattern, starts)))
         alterations.sort(key=_by_source)
         return QuoteMatch(TOLERANT_MATCH, round(confidence, 2), start, end, tuple(alterations))
 
@@ -379,6 +391,24 @@ class NormalizedSource:
         return pos, pos
 
 
+def _case_changes_a_word(canon: _Canon, pattern: Pattern, starts: list[int]) -> str:
+    """Why a case-insensitive match may change a word, or "": a word the one side writes in capitals is in lower
+    case on the other (`US` for "us", `us` for "US"), unless that side is in capitals throughout (a heading set in
+    capitals says nothing by its case). A change of capitals to title case (`Section` for "SECTION") is none."""
+    source_side = "\n".join(
+        canon.text[a : a + len(piece.text)] for piece, a in zip(pattern.pieces, starts, strict=True)
+    )
+    quote_side = "\n".join(piece.text for piece in pattern.pieces)  # the same length: only case and marks differ
+    for side, other in ((source_side, quote_side), (quote_side, source_side)):
+        if not any(ch.islower() for ch in side):
+            continue
+        for m in _LETTER_RUN.finditer(side):
+            word, counterpart = m.group(), other[m.start() : m.end()]
+            if word.isupper() and counterpart.islower():
+                return f"a case change makes another word of one in capitals ({word} and {counterpart})"
+    return ""
+
+
 def _by_source(alteration: Alteration) -> tuple[int, int]:
     return alteration.source_start, alteration.source_end
 
@@ -397,5 +427,5 @@ def verify_quote_detailed(quote: str, source: str | NormalizedSource) -> tuple[Q
         # Exact matches need no normalization: don't pay for it.
         match, _ = _exact(source, needle)
         if match is not None:
-            return _judged(source, match), ""
+            return _judged(source, match, find_layout(source)), ""
     return NormalizedSource.build(source).verify_detailed(quote)

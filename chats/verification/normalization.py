@@ -2,13 +2,15 @@
 
 Both the source and the quote are reduced to the same canonical form, so that formatting-only differences disappear:
 NFKC; curly/straight quotes, primes and backticks unified (each to its single or double straight form); dash variants
-unified; runs of whitespace (including line breaks) collapsed, and dropped next to punctuation and next to ``§`` and
-``¶`` (so ``§ 1983`` equals ``§1983``); soft hyphens and zero-width characters dropped; a hyphen inside a word
-removed from the text and remembered as a flag (``admis-\\nsions`` matches both ``admissions`` and ``admis-sions``,
-``African-\\nAmerican`` still matches ``African-American``); running heads of slip opinions and reporters skipped
-(``Cite as: ...`` lines, ``(Slip Opinion)`` lines, bare page numbers, star-paging lines such as
-``[590 F.Supp.3d 861]``, and short lines without digits that repeat several times next to blank lines, e.g.
-``Opinion of the Court``; a repeated short line with digits, such as a caption date, is text).
+unified; superscript and subscript digits read as footnote calls (layout, like a line break: ``30\u00b3 days`` is
+``30 days``, never ``303 days``); vulgar fractions as ASCII (``1\u00bd`` is ``1-1/2``, one number, never ``11/2``);
+runs of whitespace (including line breaks) collapsed, and dropped next to punctuation and next to ``§`` and ``¶`` (so
+``§ 1983`` equals ``§1983``); soft hyphens, zero-width characters and other invisible format characters (direction
+marks, isolates) dropped; a hyphen inside a word removed from the text and remembered as a flag (``admis-\\nsions``
+matches both ``admissions`` and ``admis-sions``, ``African-\\nAmerican`` still matches ``African-American``); running
+heads of slip opinions and reporters skipped (``Cite as: ...`` lines, ``(Slip Opinion)`` lines, bare page numbers,
+star-paging lines such as ``[590 F.Supp.3d 861]``, and short lines without digits that repeat several times next to
+blank lines, e.g. ``Opinion of the Court``; a repeated short line with digits, such as a caption date, is text).
 
 Cost is linear in the text size: one regex tokenizer pass builds the canonical string and a piecewise offset map.
 """
@@ -39,7 +41,12 @@ _HYPHENS = frozenset("-\u2010\u2011")
 # Dashes: unified with the hyphen, but never treated as line-end hyphenation.
 _DASHES = frozenset("\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d")
 _ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u180e")
+# Superscript and subscript digits are footnote calls (`30\u00b3 days`): NFKC would make `30\u00b3` the number 303.
+_FOOTNOTE_DIGITS = frozenset("\u00b9\u00b2\u00b3\u2070\u2074\u2075\u2076\u2077\u2078\u2079") | frozenset(
+    chr(c) for c in range(0x2080, 0x208A)
+)
 _SOFT_HYPHEN = "\u00ad"
+_FRACTION_SLASH = "\u2044"
 # Whitespace next to these is dropped, so `U. S.` == `U.S.`, `\u201c \u2018purpose` == `"'purpose` and
 # `\u00a7 1983` == `\u00a71983`. Brackets are not in the set on purpose: whether a Bluebook bracket is attached to a
 # word (`impose[d]`) or not (`the [Court]`) matters.
@@ -91,7 +98,19 @@ def _fold(text: str) -> str:
 class _Canon:
     """A canonical form of a text plus the mapping of each canonical character back to the original text."""
 
-    __slots__ = ("_hay", "cuts", "hyph", "hyph_pos", "seg_canon", "seg_end", "seg_linear", "seg_orig", "spaced", "text")
+    __slots__ = (
+        "_hay",
+        "compound",
+        "cuts",
+        "hyph",
+        "hyph_pos",
+        "seg_canon",
+        "seg_end",
+        "seg_linear",
+        "seg_orig",
+        "spaced",
+        "text",
+    )
 
     def __init__(
         self,
@@ -101,6 +120,7 @@ class _Canon:
         hyph_pos: list[int],
         cuts: list[int],
         spaced: set[int],
+        compound: set[int],
     ) -> None:
         self.text = text
         # The offset map is piecewise: segment k starts at canonical index seg_canon[k] and came from
@@ -114,6 +134,10 @@ class _Canon:
         # Canonical positions p where the original had whitespace between text[p-1] and text[p] (dropped next to
         # punctuation): `any 'litmus` is `any'litmus`, and that quotation mark is no apostrophe.
         self.spaced = spaced
+        # The positions of ``hyph`` where a hyphenated word was joined (`race-neutral`, `edu-\ncational`): a real
+        # hyphen between two letters, with no whitespace before it and none after it but a line break. Inside a
+        # word: no quote starts or ends there (a dash between two words, `Court \u2014 Middle`, is no such place).
+        self.compound = compound
         self._hay: dict[bool, str] = {}
 
     def haystack(self, fold: bool) -> str:
@@ -151,6 +175,7 @@ class _Normalizer:
     """
 
     __slots__ = (
+        "compound",
         "cuts",
         "hy_end",
         "hy_newline",
@@ -158,6 +183,7 @@ class _Normalizer:
         "hy_real",
         "hy_start",
         "hy_ws_after",
+        "hy_ws_before",
         "hyph",
         "hyph_pos",
         "last",
@@ -194,6 +220,8 @@ class _Normalizer:
         self.hy_newline = False  # a line break followed the hyphen
         self.hy_prev_alpha = False  # a letter preceded the hyphen
         self.hy_ws_after = False  # whitespace followed the hyphen
+        self.hy_ws_before = False  # whitespace preceded the hyphen
+        self.compound: set[int] = set()  # canonical positions of hyphens that joined a hyphenated word
         self.spaced: set[int] = set()  # canonical positions p where whitespace between p-1 and p was dropped
         self.shy = False  # a soft hyphen was just seen: following whitespace joins the word
 
@@ -228,6 +256,7 @@ class _Normalizer:
             self.hy_end = o_end
             self.hy_real = self.hy_real and real
             return
+        self.hy_ws_before = self.ws_start >= 0
         if self.ws_start >= 0:
             self.ws_start = -1  # whitespace before a hyphen is dropped
             if self.last:
@@ -249,6 +278,8 @@ class _Normalizer:
                 flag = _LINE_HYPHEN if self.hy_real and self.hy_newline else _HYPHEN
                 self.hyph[self.n_out] = flag
                 self.hyph_pos.append(self.n_out)
+                if self.hy_real and not self.hy_ws_before and (self.hy_newline or not self.hy_ws_after):
+                    self.compound.add(self.n_out)
             else:
                 self._emit("-", self.hy_start, self.hy_end, False)
                 if self.hy_ws_after:
@@ -261,6 +292,19 @@ class _Normalizer:
                 self.spaced.add(self.n_out)
             self.ws_start = -1
         self._emit(s, o_start, o_end, linear)
+
+    def footnote_call(self, o_start: int, o_end: int) -> None:
+        """A superscript or subscript digit: layout that separates what is on either side, like a line break."""
+        self.cuts.append(self.n_out)
+        self.whitespace(o_start, o_end, False)
+
+    def fraction(self, nf: str, o_start: int, o_end: int) -> None:
+        """A vulgar fraction (`\u00bd`, NFKC `1\u20442`), with an ASCII slash: right after a digit it is joined to
+        it by a hyphen, so that the whole number and the fraction stay one number (`1\u00bd` is `1-1/2`, never
+        `11/2`, and no quote starts or ends inside it)."""
+        if self.last.isdigit() and self.ws_start < 0 and self.hy_start < 0:
+            self._emit("-", o_start, o_start, False)
+        self.normalized(nf.replace("\u2044", "/"), o_start, o_end)
 
     def combining(self, marks: str, o_start: int, o_end: int) -> None:
         """Combining marks after an already emitted base character: compose them with it (NFKC)."""
@@ -280,7 +324,7 @@ class _Normalizer:
                 self.visible(_QUOTE_MAP[ch], o_start, o_end, False)
             elif ch in _HYPHENS or ch in _DASHES:
                 self.hyphen(o_start, o_end, ch in _HYPHENS)
-            elif ch in _ZERO_WIDTH or ch == _SOFT_HYPHEN:
+            elif ch in _ZERO_WIDTH or ch == _SOFT_HYPHEN or unicodedata.category(ch) == "Cf":
                 continue
             else:
                 self.visible(ch, o_start, o_end, False)
@@ -289,7 +333,7 @@ class _Normalizer:
         if self.hy_start >= 0:  # a trailing hyphen stays; trailing whitespace goes
             self._emit("-", self.hy_start, self.hy_end, False)
         segments = (self.seg_canon, self.seg_orig, self.seg_end, self.seg_linear)
-        return _Canon("".join(self.out), segments, self.hyph, self.hyph_pos, self.cuts, self.spaced)
+        return _Canon("".join(self.out), segments, self.hyph, self.hyph_pos, self.cuts, self.spaced, self.compound)
 
     # -- internals -------------------------------------------------------------------------------------------------
     def _keep_space(self, nxt: str) -> bool:
@@ -367,6 +411,10 @@ def _normalize(text: str, skipped: list[tuple[int, int]]) -> _Canon:
                 pass
             elif ch == _SOFT_HYPHEN:
                 nz.soft_hyphen()
+            elif ch >= "\x80" and unicodedata.category(ch) == "Cf":
+                pass  # an invisible format character (a direction mark, an isolate): dropped like a zero-width one
+            elif ch in _FOOTNOTE_DIGITS:
+                nz.footnote_call(pos, end)
             elif ch < "\x80":
                 nz.visible(ch, pos, end, True)
             else:
@@ -376,6 +424,8 @@ def _normalize(text: str, skipped: list[tuple[int, int]]) -> _Canon:
                     end += 1
                 if combining(ch):
                     nz.combining(text[pos:end], pos, end)
+                elif ch == _FRACTION_SLASH or unicodedata.decomposition(ch).startswith("<fraction>"):
+                    nz.fraction(unicodedata.normalize("NFKC", text[pos:end]), pos, end)
                 else:
                     nz.normalized(unicodedata.normalize("NFKC", text[pos:end]), pos, end)
         pos = end
@@ -451,12 +501,58 @@ def _find_running_heads(text: str) -> list[tuple[int, int]]:
     return [skipped[i] for i in sorted(skipped)]
 
 
+def after_layout(text: str, pos: int, layout: list[tuple[int, int]]) -> int:
+    """Where ``text`` goes on after the layout that follows ``pos`` (running heads, star paging, footnote calls,
+    superscript footnote digits, and the whitespace around them): ``pos`` itself when no layout follows."""
+    n = len(text)
+    resume = p = pos
+    while True:
+        while p < n and text[p].isspace():
+            p += 1
+        if p < n and text[p] in _FOOTNOTE_DIGITS:
+            while p < n and text[p] in _FOOTNOTE_DIGITS:
+                p += 1
+        else:
+            k = bisect_right(layout, (p, n + 1)) - 1
+            if k < 0 or not layout[k][0] <= p < layout[k][1]:
+                return resume
+            p = layout[k][1]
+        resume = p
+
+
+def before_layout(text: str, pos: int, layout: list[tuple[int, int]]) -> int:
+    """Where ``text`` ends before the layout that precedes ``pos`` (see :func:`after_layout`), past the whitespace
+    before that layout: ``pos`` itself when no layout precedes it."""
+    resume = p = pos
+    while True:
+        while p > 0 and text[p - 1].isspace():
+            p -= 1
+        if p > 0 and text[p - 1] in _FOOTNOTE_DIGITS:
+            while p > 0 and text[p - 1] in _FOOTNOTE_DIGITS:
+                p -= 1
+        else:
+            k = bisect_right(layout, (p - 1, len(text) + 1)) - 1
+            if k < 0 or not layout[k][0] < p <= layout[k][1]:
+                return resume
+            p = layout[k][0]
+        while p > 0 and text[p - 1].isspace():
+            p -= 1
+        resume = p
+
+
 # --- Token boundaries -------------------------------------------------------------------------------------------------
 
 # Inside a number these join digits into one token: `4.5`, `10,000`, `42-1983.1`, `12-3-45`, `1/2/2024`, `10:30`.
 _NUMBER_JOINERS = frozenset(".,:/-\u2010\u2011\u2012\u2013")
 # Inside a word an apostrophe joins letters (`didn't`), except before a possessive `'s`.
 _APOSTROPHES = frozenset("'\u2019\u02bc")
+# Before a digit, and after anything but a letter or digit, these are minus signs (`-500`, `\u2212500`).
+_MINUS_SIGNS = frozenset("-\u2012\u2013\u2212")
+# After a hyphen, the rest of a hyphenated word: a letter, directly or on the next line.
+_WORD_GOES_ON = re.compile(r"(?:[ \t]*\r?\n[ \t]*)?[^\W\d_]")
+# A number goes on across whitespace into its magnitude word: `$1 million` is one number, never `$1`.
+_MAGNITUDE = re.compile(r"\s+(?:hundred|thousand|million|billion|trillion)(?![^\W\d_])", re.IGNORECASE)
+_MAGNITUDE_WORD = re.compile(r"(?:hundred|thousand|million|billion|trillion)(?![^\W\d_])", re.IGNORECASE)
 
 
 def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset()) -> bool:
@@ -465,13 +561,21 @@ def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset())
     ``spaced`` are positions p where whitespace stood between ``text[p-1]`` and ``text[p]`` (a canonical text drops
     it next to punctuation).
     """
-    if i <= 0 or i >= len(text) or i in spaced:
+    if i <= 0 or i >= len(text):
         return True
     left = text[i - 1]
     right = text[i]
+    if (left.isdigit() and right.isspace() and _MAGNITUDE.match(text, i)) or (
+        left.isspace() and right in "hHtTmMbB" and _MAGNITUDE_WORD.match(text, i) and _digit_before_space(text, i - 1)
+    ):
+        return False  # between a number and its magnitude word
+    if i in spaced:
+        return True
     if left.isalnum():
         if right.isalnum():
             return False
+        if right in _HYPHENS and left.isalpha() and _WORD_GOES_ON.match(text, i + 1):
+            return False  # inside a hyphenated word: `race` of "race-neutral", `edu` of "edu-\ncational"
         nxt = text[i + 1 : i + 2]
         if right in _NUMBER_JOINERS:
             return not (left.isdigit() and nxt.isdigit() and i + 1 not in spaced)
@@ -482,13 +586,40 @@ def is_token_boundary(text: str, i: int, spaced: AbstractSet[int] = frozenset())
                 return nxt in "sS" and not text[i + 2 : i + 3].isalpha()
             return True
         return True
+    if right.isalpha() and _after_word_hyphen(text, i, spaced):
+        return False  # `neutral` of "race-neutral"
     if right.isalnum():
         prev = text[i - 2] if i >= 2 else ""
+        if left in _MINUS_SIGNS and right.isdigit() and not (prev.isalnum() and i - 1 not in spaced):
+            return False  # a minus sign: `500` of "-500"
         if left in _NUMBER_JOINERS:
             return not (right.isdigit() and prev.isdigit() and i - 1 not in spaced)
         if left in _APOSTROPHES:
             return not (right.isalpha() and prev.isalpha() and i - 1 not in spaced)
     return True
+
+
+def _after_word_hyphen(text: str, i: int, spaced: AbstractSet[int]) -> bool:
+    """Whether ``text[i]`` follows a hyphen that follows a letter, directly or across a line break."""
+    j = i
+    if text[j - 1].isspace():
+        while j > 0 and text[j - 1] in " \t":
+            j -= 1
+        if j == 0 or text[j - 1] not in _LINE_BREAKS:
+            return False
+        j -= 1
+        while j > 0 and text[j - 1] in " \t\r":
+            j -= 1
+    elif j in spaced:
+        return False
+    return j >= 2 and text[j - 1] in _HYPHENS and text[j - 2].isalpha()
+
+
+def _digit_before_space(text: str, i: int) -> bool:
+    """Whether the whitespace run that ends at ``text[i]`` follows a digit."""
+    while i > 0 and text[i - 1].isspace():
+        i -= 1
+    return i > 0 and text[i - 1].isdigit()
 
 
 def is_apostrophe(text: str, i: int, spaced: AbstractSet[int] = frozenset()) -> bool:

@@ -3,7 +3,8 @@
 Alterations and omissions are allowed only where they cannot change what the source says:
 
 - a bracket's content and the source words it stands for carry the same negations, numbers (digits, number words,
-  dates and month names) and modal verbs; ``[sic]`` stands for nothing; ``[ ]`` only for letters inside a word;
+  dates and month names) and modal verbs; ``[sic]`` stands for nothing; ``[ ]`` only for an inflectional ending
+  (never ``can[ ]`` for "cannot");
 - an ellipsis never omits a negation, a number, a modal or a limiting word from inside a clause; omitting whole
   sentences, citations or list items is allowed;
 - a bracket that stands for different words is allowed, but unless it replaces a pronoun, an article or a role noun,
@@ -49,9 +50,14 @@ def _set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-NEGATIONS = _set("not no never neither nor none nothing nobody nowhere cannot without unless except")
+# With the adverbs that negate without `not` ("courts rarely find", "hardly applies").
+NEGATIONS = _set(
+    "not no never neither nor none nothing nobody nowhere cannot without unless except hardly scarcely barely seldom "
+    "rarely"
+)
 MODALS = _set("shall may must should will would can could might")
-LIMITING = _set("only solely exclusively all any every except unless")
+# With the quantifiers that all but deny what they qualify ("found little difference", "few employers").
+LIMITING = _set("only solely exclusively all any every except unless few little")
 NUMBER_WORDS = _set(
     """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen
     eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion trillion
@@ -75,6 +81,15 @@ ROLE_NOUNS = _set(
 _REFERENCE_WORDS = PRONOUNS | ARTICLES | ROLE_NOUNS
 # Endings that make another form of the same word (`impos[ing]` for "imposes"), and no ending at all.
 INFLECTIONS = _set("s es ed d ing ion ions e er ers est ies ied y ly ment ments al ally 's ' ive") | {""}
+REASON_NOT_INFLECTION = "[ ] stands only for an ending such as -s or -ed, not for letters that change the word"
+
+
+def inflection(letters: str) -> bool:
+    """Whether ``letters`` omitted from a word by ``[ ]`` are an inflectional ending (`judgment[ ]` for "judgments"),
+    not letters that turn the word around (`can[ ]` for "cannot", `harm[ ]` for "harmless")."""
+    return letters.lower() in INFLECTIONS
+
+
 # Prefixes that negate a word (`[un]constitutional`).
 NEGATING_PREFIXES = ("un", "non", "in", "im", "il", "ir", "dis")
 _MIN_STEM = 3
@@ -299,8 +314,9 @@ _HOLDING_WORDS = NEGATIONS | _set(
     however nevertheless nonetheless but although"""
 )
 # A sentence end inside canonical text (whitespace after punctuation is dropped there): `alimony.The`,
-# `S.J.S.At` (an initial before a capitalized word; `U.S.` before a number or `J.S` is none).
-_INNER_SENTENCE_END = re.compile(r"""[^\W_][.?!;]['")\]]*(?=['"(]*[A-Z][a-z])""")
+# `S.J.S.At` (an initial before a capitalized word; `U.S.` before a number or `J.S` is none); and a semicolon
+# between two clauses, whatever the case of the next word (`lost;the defendant`).
+_INNER_SENTENCE_END = re.compile(r"""[^\W_][.?!;]['")\]]*(?=['"(]*[A-Z][a-z])|[^\W_];['")\]]*(?=['"(]*[^\W\d_])""")
 
 
 def bracket_alters(
@@ -323,7 +339,10 @@ def bracket_alters(
     if not named:
         if q and all(w in ARTICLES for w in q) and not set(s) <= ARTICLES:
             return None, "a bracket drops words that name or qualify the actor"
-        return None, ""  # a pronoun names no one: it cannot name the wrong party
+        if s and set(s) <= PRONOUNS and set(q) - ARTICLES != set(s):
+            # `[He]` for "She", `[his]` for "their": another person is meant.
+            return None, "a bracket puts another pronoun for the source's"
+        return None, ""  # a pronoun for the words it stands for names no one: it cannot name the wrong party
     if detail == SHORTENED:
         dropped = set(s) - set(q)
         return None, "" if dropped <= _CONNECTIVES else "a bracket drops words that name or qualify the actor"
@@ -418,8 +437,9 @@ def caption_parties(source: str, window: int = 20_000) -> dict[str, frozenset[st
 
 def omission_alters(before: str, gap: str, after: str) -> str:
     """Why an allowed omission (``omission_change`` is None) may change what the passage asserts, or "": it joins
-    parts of different sentences or clauses (one's subject meets another's predicate), or it omits whole
-    sentences that hold a negation, a disagreement or a holding."""
+    parts of different sentences or clauses (one's subject meets another's predicate), it omits whole
+    sentences that hold a negation, a disagreement or a holding, or, inside a sentence, a condition or an
+    exception (`if`, `other than`, `subject to`, `in part`: the limiting continuations of :func:`limits_after`)."""
     stripped = gap.strip()
     if not stripped:
         return ""
@@ -431,20 +451,33 @@ def omission_alters(before: str, gap: str, after: str) -> str:
         if not _HOLDING_WORDS.isdisjoint(words(stripped)) or "n't" in stripped.lower():
             return "an omission of whole sentences drops a negation, a disagreement or a holding"
         return ""
-    if _CITATION.search(stripped) is None and _INNER_SENTENCE_END.search(stripped):
+    if _CITATION.search(stripped) is not None:
+        return ""
+    if _INNER_SENTENCE_END.search(stripped):
         return "an omission joins parts of different sentences or clauses"
+    if _OMITTED_CONDITION.search(stripped):
+        # `The court may . . . enter judgment` for "The court may, if the parties consent, enter judgment": the
+        # same continuations that limit a passage at its edge (`limits_after`) limit it from inside.
+        return "an omission drops a condition or an exception"
     return ""
 
 
 # A limiting continuation right after a passage, in the same sentence (original text, case-insensitive).
 _LIMITING_PHRASES = """unless|except|excepting|but|if|only|provided|in part|so long as|as long as|when|whenever|where
-    |subject to|to the extent|until|absent|notwithstanding|save|however|not|never|other than|without|barring"""
+    |subject to|to the extent|until|absent|notwithstanding|save|however|not|never|other than|without|barring
+    |no|nothing|none|neither|nor"""
 _LIMITING_MARKS = r"""[\s,;\u2014\u2013-]*['"\u201d\u2019)\]]*[\s,;\u2014\u2013-]*"""
 _LIMITING_AFTER = re.compile(
     _LIMITING_MARKS
     + r"(?P<words>"
     + "|".join(r"\s+".join(phrase.split()) for phrase in _LIMITING_PHRASES.split("|"))
     + r")\b",
+    re.IGNORECASE,
+)
+_OMITTED_CONDITION = re.compile(
+    r"(?<![^\W\d_])(?:"
+    + "|".join(r"\s+".join(phrase.split()) for phrase in _LIMITING_PHRASES.split("|"))
+    + r")(?![^\W\d_])",
     re.IGNORECASE,
 )
 # The word after those marks, and the first words of the phrases: most passages go on with some other word.
@@ -461,22 +494,54 @@ _UP_TO_LAST_CLAUSE_MARK = re.compile(r""".*(?:[;!?()"\u201c\u201d]|[.,:](?!\d)|\
 _SENTENCE_CLOSE = re.compile(r"""[.?!]['"\u201d\u2019)\]]*\s*$""")
 
 
-def limits_after(source: str, end: int) -> tuple[int, int] | None:
+def limits_after(source: str, end: int, resume: int | None = None) -> tuple[int, int] | None:
     """The span of a limiting word with which ``source`` goes on right after ``end`` in the same sentence, or
-    None."""
-    stop = min(len(source), end + 80)
+    None. ``resume``: where the text goes on when layout (a page break, star paging) follows ``end``."""
+    at = end if resume is None else resume
+    stop = min(len(source), at + 80)
     # The pattern's phrases are tried one by one, so first a look at the word that comes next. Only an ASCII word is
     # ruled out by its lower case: the pattern's case folding also matches `\u017f` to `s`.
-    following = _LIMITING_AFTER_NEXT.match(source, end, stop)
+    following = _LIMITING_AFTER_NEXT.match(source, at, stop)
     if following is None:
         return None
     word = following.group(1)
     if word.isascii() and word.lower() not in _LIMITING_AFTER_FIRST:
         return None
-    m = _LIMITING_AFTER.match(source, end, stop)
+    m = _LIMITING_AFTER.match(source, at, stop)
     if m is None or _SENTENCE_CLOSE.search(source[max(0, end - 4) : end]):
         return None
+    if source[m.end("words") : m.end("words") + 1] == "." and m.group("words").lower() == "no":
+        return None  # `No. 96-7169`: a number, not a negation
     return m.span("words")
+
+
+# Openings of a sentence that make what follows them conditional or excepted, read case-insensitively: `Except as
+# provided in subsection (b), the tenant shall pay rent`. (`When` and `Where` often only set the scene.)
+_CONDITIONAL_OPENING = re.compile(
+    r"""['"(\[\u201c\u2018]*(?P<words>except|unless|if|only\s+if|notwithstanding|subject\s+to|provided|absent"""
+    r"""|to\s+the\s+extent|so\s+long\s+as|as\s+long\s+as|save|other\s+than|barring)\b""",
+    re.IGNORECASE,
+)
+# The end of the sentence before (or a paragraph break), the last one before a passage.
+_SENTENCE_BEFORE = re.compile(r"""[.?!;:]['")\]\u201d\u2019]*\s+|\n[ \t]*\n""")
+_SENTENCE_LOOKBACK = 300
+
+
+def limits_opening(source: str, start: int) -> tuple[str, int, int] | None:
+    """``(limited_before, start, end)`` of the condition or exception the sentence of ``source`` that the passage
+    starting at ``start`` continues opens with (`Except as provided in subsection (b), `), or None; None too when
+    the passage starts the sentence, or the sentence's start is not within a few hundred characters."""
+    lo = max(0, start - _SENTENCE_LOOKBACK)
+    opening = None
+    for opening in _SENTENCE_BEFORE.finditer(source, lo, start):  # noqa: B007 - the last end is the one wanted
+        pass
+    if opening is None and lo > 0:
+        return None
+    begin = opening.end() if opening is not None else 0
+    if begin >= start or "," not in source[begin:start]:
+        return None  # the passage starts the sentence, or is inside its opening clause (`limits_before` reads that)
+    m = _CONDITIONAL_OPENING.match(source, begin, start)
+    return None if m is None else (LIMITED_BEFORE, m.start("words"), m.end("words"))
 
 
 def _may_limit_before(tail: str) -> bool:

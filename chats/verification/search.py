@@ -415,6 +415,9 @@ class Search:
                 return None
             if gap.attached_right and letters != omitted:
                 return None
+            if not policy.inflection(letters):
+                self._refuse(policy.REASON_NOT_INFLECTION)
+                return None
             return GapFinding(gap, start, start + len(letters), LETTERS)
         ws = self._word_start(start) if gap.attached_left else start
         we = self._word_end(end) if gap.attached_right else end
@@ -445,6 +448,9 @@ class Search:
                 end = self._word_end(pos)
                 if end - pos > policy.MAX_OMITTED_LETTERS:
                     self._refuse("[ ] stands only for letters omitted inside a word")
+                    return None
+                if not policy.inflection(self.src.text[pos:end]):
+                    self._refuse(policy.REASON_NOT_INFLECTION)
                     return None
                 findings.append(GapFinding(gap, pos, end, LETTERS, attached_edge=True))
                 continue
@@ -562,10 +568,13 @@ class Search:
                 return False
         if piece.hyphen_after and b not in hyph and text[b : b + 1] != "-":
             return False
-        # A removed hyphen is a token boundary (`race-neutral`, and the ambiguous line-end `African-\nAmerican`).
-        spaced = src.spaced
-        if (piece.bound_left and a not in hyph and not is_token_boundary(text, a, spaced)) or (
-            piece.bound_right and not piece.hyphen_after and b not in hyph and not is_token_boundary(text, b, spaced)
+        # A hyphen that joined a word is inside it (`race-neutral`, and the line-end `African-\nAmerican` or
+        # `edu-\ncational`): no quote or omission starts or ends there. A removed dash between words is a boundary.
+        spaced, compound = src.spaced, src.compound
+        if (piece.bound_left and (a in compound or (a not in hyph and not is_token_boundary(text, a, spaced)))) or (
+            piece.bound_right
+            and not piece.hyphen_after
+            and (b in compound or (b not in hyph and not is_token_boundary(text, b, spaced)))
         ):
             self._refuse(REASON_BOUNDARY)
             return False
