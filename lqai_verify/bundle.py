@@ -229,8 +229,10 @@ def _check_quote(
     seal: dict[str, Any] | None,
 ) -> None:
     """A verified quote against its bundled passage. The passage must be the one recorded. The quote is then
-    re-verified: a difference is a problem, except in a turn sealed late, verified before its seal perhaps
-    under earlier rules than this verifier's, where it is a warning (the seal proves nothing of before).
+    re-verified: a difference is a problem in a turn sealed on time under this verifier's rules. It is a warning
+    in a turn sealed late (verified before its seal, perhaps under earlier rules: the seal proves nothing of
+    before) and in one sealed under other rules (its seal names them; their verifier checks it strictly), so
+    that a matter sealed across an upgrade of the rules still verifies, and says where today's rules differ.
     ``seal``: the turn's latest seal (``None``: the turn is not sealed)."""
     from chats.verification import VERIFIER_VERSION
 
@@ -250,6 +252,13 @@ def _check_quote(
         result.warnings += [
             f"{where}: {d} (its turn was sealed late, after it was verified, perhaps under earlier rules than "
             f"{VERIFIER_VERSION!r}: this shows what today's rules say, not a change of the record)"
+            for d in differences
+        ]
+    elif seal is not None and seal.get("verifier_version") != VERIFIER_VERSION:
+        result.warnings += [
+            f"{where}: {d} (its turn was sealed under verification rules {seal.get('verifier_version')!r}, not "
+            f"this verifier's {VERIFIER_VERSION!r}: its row records what those rules said, and the verifier of "
+            "those rules checks it strictly)"
             for d in differences
         ]
     else:

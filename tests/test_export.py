@@ -215,21 +215,25 @@ def test_a_turn_from_before_passage_digests_verifies_with_a_warning_per_quote(
     assert 0 < len(passage["excerpt"]) < len(local_opinion.text) - 1_000
 
 
-@pytest.mark.parametrize("late", [True, False], ids=["sealed late", "sealed on time"])
+@pytest.mark.parametrize("sealed", ["late", "on time", "on time under earlier rules"])
 @pytest.mark.django_db
-def test_a_quote_todays_rules_judge_otherwise_warns_in_a_turn_sealed_late_and_fails_in_one_sealed_on_time(
-    matter_chat: Chat, tmp_path: Path, late: bool
+def test_a_quote_todays_rules_judge_otherwise_warns_unless_its_turn_was_sealed_on_time_under_these_rules(
+    matter_chat: Chat, tmp_path: Path, sealed: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A tolerant match stored before alterations were recorded (``alterations`` empty, as rows from then are):
     today's rules report its alterations. In a turn sealed late, verified before its seal perhaps under
-    earlier rules, that is a warning naming the quote and the difference; in a turn sealed on time, under the
-    rules its seal names, it is a problem."""
+    earlier rules, that is a warning naming the quote and the difference; so it is in a turn sealed on time
+    under earlier rules than the verifier's (its seal names them: what they said is not this verifier's to
+    judge, and a matter sealed across an upgrade must still verify); in a turn sealed on time under the
+    verifier's own rules, it is a problem."""
     message = factories.MessageFactory.create(chat=matter_chat)
     quote = factories.DocumentQuoteFactory.create(message=message, altered=True, alterations=[])
     ledger.assemble(message)
-    if late:
+    if sealed == "late":
         call_command("seal_turns", stdout=StringIO())
     else:
+        if sealed == "on time under earlier rules":
+            monkeypatch.setattr(seals, "VERIFIER_VERSION", "2")
         seals.seal_turn(message_id=message.pk)
 
     result = verify_bundle(export(matter_chat, tmp_path / "rules.zip"), public_key=fingerprint())
@@ -238,9 +242,12 @@ def test_a_quote_todays_rules_judge_otherwise_warns_in_a_turn_sealed_late_and_fa
     named = [line for line in [*result.problems, *result.warnings] if difference in line]
     assert len(named) == 1, (result.problems, result.warnings)
     assert "the sealed row says []" in named[0]
-    if late:
+    if sealed == "late":
         assert result.problems == []
         assert "sealed late, after it was verified, perhaps under earlier rules" in named[0]
+    elif sealed == "on time under earlier rules":
+        assert result.problems == []
+        assert "sealed under verification rules '2', not this verifier's" in named[0]
     else:
         assert result.problems == named
 
