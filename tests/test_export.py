@@ -437,16 +437,26 @@ def test_turns_sealed_in_the_first_facts_format_verify_with_a_warning_and_in_an_
     assert all("differs from its seal (edited)" in p for p in earlier.problems)
 
 
+def _finalized_in_the_first_facts_format(
+    chat: Chat, user: Any, monkeypatch: pytest.MonkeyPatch, *, content: str, status: str
+) -> tuple[Message, ClaimedCitation]:
+    """A turn quoting the matter's document, finalized ``status`` and sealed as the first facts format sealed it."""
+    _, answer = start_turn(chat=chat, content=QUESTION, author=user)
+    claim = ClaimedCitation("must ultimately be satisfied", document_id=chat.project.documents.get().pk)  # type: ignore[union-attr]
+    with monkeypatch.context() as patched:
+        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
+        finalize_turn(message=answer, content=content, status=status, claimed_citations=[claim])
+    return answer, claim
+
+
 @pytest.mark.django_db
 def test_a_turn_resumed_since_the_first_facts_format_is_wholly_sealed_and_not_counted_as_of_it(
     matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user: Any
 ) -> None:
     # Given a turn interrupted and sealed in the first facts format, then resumed and sealed in the current one
-    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
-    claim = ClaimedCitation("must ultimately be satisfied", document_id=matter_chat.project.documents.get().pk)  # type: ignore[union-attr]
-    with monkeypatch.context() as patched:
-        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
-        finalize_turn(message=answer, content="Partial", status=Message.Status.INTERRUPTED, claimed_citations=[claim])
+    answer, claim = _finalized_in_the_first_facts_format(
+        matter_chat, user, monkeypatch, content="Partial", status=Message.Status.INTERRUPTED
+    )
     answer.refresh_from_db()
     finalize_turn(
         message=answer, content="Partial, then whole", status=Message.Status.COMPLETE, claimed_citations=[claim]
@@ -517,11 +527,9 @@ def test_a_context_flags_difference_in_a_turn_sealed_in_the_first_facts_format_s
     matter_chat: Chat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user: Any
 ) -> None:
     # Given a turn with a verified quote, sealed in the first facts format, which does not seal context flags
-    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=user)
-    claim = ClaimedCitation("must ultimately be satisfied", document_id=matter_chat.project.documents.get().pk)  # type: ignore[union-attr]
-    with monkeypatch.context() as patched:
-        patched.setattr(seals.TurnFacts, "digests", _first_format_digests)
-        finalize_turn(message=answer, content="Quoted.", status=Message.Status.COMPLETE, claimed_citations=[claim])
+    _finalized_in_the_first_facts_format(
+        matter_chat, user, monkeypatch, content="Quoted.", status=Message.Status.COMPLETE
+    )
     files = members(export(matter_chat, tmp_path / "m.zip"))
     rows = lines(files["rows.jsonl"])
     (quote,) = [row for row in rows if row["table"] in record.QUOTE_TABLES]
