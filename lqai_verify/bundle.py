@@ -248,19 +248,21 @@ def _check_quote(
         )
     facts_format = None if seal is None else record.sealed_format(seal["row_digests"])
     differences = record.reverification_differences(row, excerpt, excerpt_start, facts_format=facts_format)
+    # Why a difference is not this verifier's to judge, if it is not: then it is a warning, else a problem.
+    not_judged = ""
     if seal is not None and seal["late"]:
-        result.warnings += [
-            f"{where}: {d} (its turn was sealed late, after it was verified, perhaps under earlier rules than "
-            f"{VERIFIER_VERSION!r}: this shows what today's rules say, not a change of the record)"
-            for d in differences
-        ]
-    elif seal is not None and seal.get("verifier_version") != VERIFIER_VERSION:
-        result.warnings += [
-            f"{where}: {d} (its turn was sealed under verification rules {seal.get('verifier_version')!r}, not "
-            f"this verifier's {VERIFIER_VERSION!r}: its row records what those rules said, and the verifier of "
-            "those rules checks it strictly)"
-            for d in differences
-        ]
+        not_judged = (
+            f"its turn was sealed late, after it was verified, perhaps under earlier rules than {VERIFIER_VERSION!r}: "
+            "this shows what today's rules say, not a change of the record"
+        )
+    elif seal is not None and seal["verifier_version"] != VERIFIER_VERSION:
+        not_judged = (
+            f"its turn was sealed under verification rules {seal['verifier_version']!r}, not this verifier's "
+            f"{VERIFIER_VERSION!r}: its row records what those rules said, and the verifier of those rules checks "
+            "it strictly"
+        )
+    if not_judged:
+        result.warnings += [f"{where}: {d} ({not_judged})" for d in differences]
     else:
         result.problems += [f"{where}: {d}" for d in differences]
 
