@@ -223,15 +223,16 @@ def reopen_interrupted_turn(*, message: Message, resumed_by: AbstractBaseUser | 
     resumable = Q(status=Message.Status.INTERRUPTED) | stopped()
     with transaction.atomic():
         _reserve_stream(resumed_by)
-        return _claim_turn(message, resumable, status=Message.Status.STREAMING)
+        return _claim_turn(message, resumable)
 
 
-def _claim_turn(message: Message, claimable: Q, *, status: str) -> bool:
-    """Take the next attempt of ``message`` if it is ``claimable``, moving it to ``status`` (call inside a
+def _claim_turn(message: Message, claimable: Q) -> bool:
+    """Take the next attempt of ``message`` if it is ``claimable``, moving it to ``streaming`` (call inside a
     transaction): one conditional update, so that of two concurrent claims exactly one wins; the winner's
     ``message`` holds the attempt taken. False (nothing changed) if the message is not claimable (any more)."""
     now = timezone.now()
     mine = Message.objects.filter(pk=message.pk, role=Message.Role.ASSISTANT)
+    status = Message.Status.STREAMING
     claimed = mine.filter(claimable).update(status=status, updated_at=now, attempt=F("attempt") + 1)
     if not claimed:
         return False
@@ -252,7 +253,7 @@ def end_stopped_turn(*, message: Message) -> FinalizedTurn | None:
     turn. None, with nothing written, if the turn is not stopped (any more): it progressed, ended, or a
     resume took it first."""
     with transaction.atomic():
-        if not _claim_turn(message, stopped(), status=Message.Status.STREAMING):
+        if not _claim_turn(message, stopped()):
             return None
     message.refresh_from_db()
     try:
