@@ -15,16 +15,16 @@ import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
-from django.db import connections
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chats import services
 from chats.assistant import FinalAnswer, Script, TextDelta
 from chats.models import Chat, Message
-from chats.services import TurnSuperseded, end_stopped_turn, finalize_turn, reopen_interrupted_turn
+from chats.services import FinalizedTurn, TurnSuperseded, end_stopped_turn, finalize_turn, reopen_interrupted_turn
 from citations.models import TurnSeal
 from tests import factories
+from tests.test_finalize_once import in_thread, joined
 from tests.test_streaming import resume, sse_events
 
 
@@ -170,27 +170,18 @@ def test_of_concurrent_enders_exactly_one_ends_the_turn(
     """Two cron runs overlapping, or one beside a resume: the claim is one conditional update."""
     _, chat = committed_matter_chat
     stuck = _stopped(chat, chat.owner)
-    outcomes: list[object] = []
     barrier = threading.Barrier(6, timeout=20)
 
-    def end() -> None:
-        try:
-            barrier.wait()
-            outcomes.append(end_stopped_turn(message=Message.objects.get(pk=stuck.pk)))
-        except BaseException as exc:  # reported to the test, which asserts on it
-            outcomes.append(exc)
-        finally:
-            connections.close_all()
+    def end() -> FinalizedTurn | None:
+        barrier.wait()
+        return end_stopped_turn(message=Message.objects.get(pk=stuck.pk))
 
-    threads = [threading.Thread(target=end, daemon=True) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-        assert not thread.is_alive(), "an ender did not finish"
+    enders = [in_thread(end) for _ in range(6)]
+    for thread, _ in enders:
+        joined(thread, 30)
 
-    assert [type(o).__name__ for o in outcomes].count("FinalizedTurn") == 1
-    assert [o for o in outcomes if o is not None and type(o).__name__ != "FinalizedTurn"] == []
+    assert [outcome.get("error") for _, outcome in enders] == [None] * 6
+    assert sum(isinstance(outcome["result"], FinalizedTurn) for _, outcome in enders) == 1
     stuck.refresh_from_db()
     assert (stuck.status, stuck.attempt) == (Message.Status.INTERRUPTED, 2)
     assert TurnSeal.objects.filter(message=stuck).count() == 1
