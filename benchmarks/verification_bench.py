@@ -1,11 +1,11 @@
-"""Throughput and linearity of quote verification (``chats.verification``) on ~1 MB of real court text.
+"""Throughput and linearity of quote verification (``lqai_verify.verification``) on ~1 MB of real court text.
 
 Not a test: run ``.venv/bin/python -m benchmarks.verification_bench`` to print a table (wall-clock figures, then the
 ``cpu_`` figures of :func:`cpu_run`, the ones to compare between builds). Standard library only.
 
 ``--against TREE`` compares this build with another checkout of the project (e.g. ``git worktree add /tmp/vold
 d5621fc``): rounds of one process per build, alternating, each running :func:`cpu_run` with that build's
-``chats.verification`` on this build's corpus (the same source and the same quotes for both), then the medians and
+``lqai_verify.verification`` on this build's corpus (the same source and the same quotes for both), then the medians and
 their ratios.
 """
 
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from chats.verification import EXACT_MATCH, TOLERANT_MATCH, NormalizedSource
+from lqai_verify.verification import EXACT_MATCH, TOLERANT_MATCH, NormalizedSource
 
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 QUOTE_CHARS = (80, 400)  # quote lengths, like real quoted sentences or short passages

@@ -1,7 +1,7 @@
 """Where each claimed quote stands in the answer text, so that a client can put a marker where a claim
 is made: the span ``answer[start:end]`` of the quote's words, or no span and the reason.
 
-The quote is searched in the answer as the verifier searches a source (``chats.verification``: exact,
+The quote is searched in the answer as the verifier searches a source (``lqai_verify.verification``: exact,
 else tolerant of formatting only), so a quote the answer reflows or writes with other quote marks is
 still placed. A quote the answer uses several times is placed at its first use after the previous
 claim of the same words, so that repeated claims take successive uses.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from chats.verification import NormalizedSource
+from lqai_verify.verification import NormalizedSource
 
 if TYPE_CHECKING:
     from chats.models import ClaimedQuote

@@ -31,7 +31,7 @@ from chats.record import (
     message_change_refusal,
     purge_in_progress,
 )
-from chats.verification import results as verification_results
+from lqai_verify.verification import results as verification_results
 
 
 def fit(model: type[models.Model], field: str, value: Any) -> Any:
@@ -652,7 +652,7 @@ class CaselawOpinion(CitedTextGuard):
 
 
 class VerificationMethod(models.TextChoices):
-    """How a claimed quote fared against its source (``chats.verification``, whose names these are); the
+    """How a claimed quote fared against its source (``lqai_verify.verification``, whose names these are); the
     ledger copies it as the entry's status. ``exact_match``: the characters match and nothing next to the
     passage limits it; ``tolerant_match``: formatting only, and alterations that cannot change the meaning;
     ``altered``: found, but an alteration, an omission or the quote's edges may change what the source says
@@ -671,7 +671,7 @@ VERIFIED_METHODS = (
     VerificationMethod.TOLERANT_MATCH.value,
     VerificationMethod.ALTERED.value,
 )
-#: The highest confidence an ``altered`` quote may have (``chats.verification.ALTERED_MAX_CONFIDENCE``).
+#: The highest confidence an ``altered`` quote may have (``lqai_verify.verification.ALTERED_MAX_CONFIDENCE``).
 ALTERED_MAX_CONFIDENCE = 0.6
 
 
@@ -800,12 +800,12 @@ class ClaimedQuote(AppendOnlyModel):
     # recomputes it from the passage it reads, so a change of the text below the application shows.
     # Empty for quotes stored before it was recorded (also the database default, for raw SQL writers).
     passage_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
-    # Each alteration and omission of a tolerant match, in quote order, as ``chats.verification`` found it:
+    # Each alteration and omission of a tolerant match, in quote order, as ``lqai_verify.verification`` found it:
     # {"kind", "detail", "quote_text", "source_start", "source_end"} (offsets into the source, like the
     # passage's). Empty for an exact match and a failed claim (also the database default, for raw SQL writers).
     alterations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
-    # What the source says right next to the passage that may limit it, as ``chats.verification`` found it:
-    # {"flag", "source_start", "source_end"} (the limiting source text; flags in ``chats.verification``:
+    # What the source says right next to the passage that may limit it, as ``lqai_verify.verification`` found it:
+    # {"flag", "source_start", "source_end"} (the limiting source text; flags in ``lqai_verify.verification``:
     # ``limited_after``, ``negated_before``, ``limited_before``). Only an ``altered`` match has any (also the
     # database default, for raw SQL writers).
     context_flags = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))

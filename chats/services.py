@@ -49,7 +49,7 @@ from chats.models import (
 )
 from chats.selectors import open_streams_of, stale_before, stopped, stopped_turns
 from chats.signals import post_finalize
-from chats.verification import NormalizedSource, QuoteMatch, alterations_record, context_flags_record
+from lqai_verify.verification import NormalizedSource, QuoteMatch, alterations_record, context_flags_record
 
 logger = logging.getLogger(__name__)
 

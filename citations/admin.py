@@ -56,7 +56,6 @@ from chats.models import (
     CaseCitationStatus as CaseStatus,
 )
 from chats.selectors import chats_visible_to, projects_visible_to
-from chats.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 from citations import passages, selectors
 from citations.models import (
     PROVENANCE,
@@ -68,6 +67,7 @@ from citations.models import (
     TurnSeal,
 )
 from citations.statuses import StatusInWords, status_in_words
+from lqai_verify.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).
 _SOURCES: tuple[tuple[str, type[Model], str], ...] = (

@@ -42,11 +42,11 @@ from django.utils import timezone
 
 from chats.models import CaselawOpinion, Chat, Document, Message, Project
 from chats.pages import pages_of_span
-from chats.verification import VERIFIER_VERSION
 from citations import keys, seals
 from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
 from lqai_verify import record, report
+from lqai_verify.verification import VERIFIER_VERSION
 
 logger = logging.getLogger(__name__)
 

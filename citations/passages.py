@@ -18,8 +18,8 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
-from chats.verification.results import CASE, ELLIPSIS
 from citations.selectors import PassageInContext
+from lqai_verify.verification.results import CASE, ELLIPSIS
 
 TEMPLATE = "citations/passage_in_context.html"
 STYLESHEET = "citations/passage.css"
@@ -54,7 +54,7 @@ def describe(alteration: dict[str, Any], replaced: str) -> str:
     return f"{described} \u2014 may change what the source says: {alters}" if alters else described
 
 
-# A context flag in words (see ``chats.verification``): what the source says right next to the passage.
+# A context flag in words (see ``lqai_verify.verification``): what the source says right next to the passage.
 CONTEXT_FLAG_WORDS = {
     "limited_after": "the source goes on with a limiting continuation",
     "negated_before": "the passage starts after a negation of its clause",

@@ -34,10 +34,10 @@ from chats.models import (
     MessageToolSource,
     OpinionQuote,
 )
-from chats.verification import VERIFIER_VERSION
 from citations import keys
 from citations.models import SealChainHead, TurnSeal
 from lqai_verify import record
+from lqai_verify.verification import VERIFIER_VERSION
 
 HEADS_TABLE = SealChainHead._meta.db_table
 

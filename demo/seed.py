@@ -50,10 +50,10 @@ from chats.models import (
     SourceKind,
 )
 from chats.services import ClaimedCitation
-from chats.verification import verify_quote
 from citations import keys
 from citations.models import CitationLedgerEntry, MatterPurge
 from citations.purge import purge_matter
+from lqai_verify.verification import verify_quote
 
 OPINIONS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 

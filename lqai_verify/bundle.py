@@ -11,7 +11,7 @@ matter-less chat's, with nothing but the bundle:
 4. every turn and row against its seal (turns in chain order; the answer against its digest);
 5. every ledger entry against its sealed row;
 6. every verified quote re-verified against its bundled passage with the server's own code
-   (``chats.verification``); a quote stored before passage digests were recorded is re-verified with a
+   (``lqai_verify.verification``); a quote stored before passage digests were recorded is re-verified with a
    warning that no digest from its time vouches for the passage, and in a turn sealed late (verified before
    its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem;
 7. once all of that holds, ``report.html`` against the report rendered again from the checked data
@@ -234,7 +234,7 @@ def _check_quote(
     before) and in one sealed under other rules (its seal names them; their verifier checks it strictly), so
     that a matter sealed across an upgrade of the rules still verifies, and says where today's rules differ.
     ``seal``: the turn's latest seal (``None``: the turn is not sealed)."""
-    from chats.verification import VERIFIER_VERSION
+    from lqai_verify.verification import VERIFIER_VERSION
 
     problems = record.passage_differences(row, excerpt, excerpt_start)
     result.problems += [f"{where}: {p}" for p in problems]
@@ -674,7 +674,7 @@ class _ReportParts:
 def _check_record(
     members: dict[str, bytes], manifest: dict[str, Any], seal_keys: dict[str, Any], result: Verification
 ) -> None:
-    from chats.verification import VERIFIER_VERSION
+    from lqai_verify.verification import VERIFIER_VERSION
 
     data = {name: members.get(name, b"") for name in JSONL}
     # The chain.

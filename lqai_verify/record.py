@@ -389,12 +389,12 @@ def reverification_differences(
     row: Mapping[str, Any], excerpt: str, excerpt_start: int, *, facts_format: str | None = FACTS_FORMAT
 ) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
-    code (``chats.verification``): the match's method, span, confidence and alterations, and its context flags
+    code (``lqai_verify.verification``): the match's method, span, confidence and alterations, and its context flags
     where the row records them (every row of an ``lqai-export/3`` bundle, sealed or, in a turn sealed in facts
     format /1, not), must be what the row records, that is what the rules that verified it said (this version's,
     for a turn sealed on time). ``facts_format``: that of the turn's seal (``None``: the turn is not sealed), so
     that a difference calls the row's value sealed only where it is."""
-    from chats.verification import NormalizedSource, alterations_record, context_flags_record
+    from lqai_verify.verification import NormalizedSource, alterations_record, context_flags_record
 
     match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
     if match is None:

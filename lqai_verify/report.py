@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from chats.verification.page_cites import page_cite
 from lqai_verify import record
+from lqai_verify.verification.page_cites import page_cite
 
 _STYLE = """\
   body { font: 11pt/1.45 Georgia, "Times New Roman", serif; color: #111; max-width: 52rem; margin: 2rem auto; padding: 0 1rem; }

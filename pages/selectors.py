@@ -34,10 +34,10 @@ from chats.models import (
 )
 from chats.pages import pages_of_span
 from chats.selectors import chats_visible_to, projects_visible_to
-from chats.verification.page_cites import page_cite
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
 from citations.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
+from lqai_verify.verification.page_cites import page_cite
 from pages import answer as answer_text
 
 QUOTE, CASE = "quote", "case"

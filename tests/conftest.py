@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from chats.assistant import Script, ScriptedBackend
 from chats.assistant.openai_compatible import _client
 from chats.models import CaselawOpinion, Chat
-from chats.verification import NormalizedSource
+from lqai_verify.verification import NormalizedSource
 from tests import factories
 from tests.fake_openai import MODEL, FakeOpenAIServer
 

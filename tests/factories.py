@@ -13,9 +13,9 @@ from knox.models import AuthToken
 
 from chats import models
 from chats.services import passage_sha256
-from chats.verification import QuoteMatch, alterations_record, verify_quote
 from citations import ledger
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
+from lqai_verify.verification import QuoteMatch, alterations_record, verify_quote
 
 TEXT = (
     "The Equal Protection Clause requires that a racial classification survive strict scrutiny. "

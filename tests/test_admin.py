@@ -27,11 +27,11 @@ from chats.models import (
     MessageToolSource,
     OpinionQuote,
 )
-from chats.verification import alterations_record, verify_quote
 from citations import ledger
 from citations.admin import LedgerEntryInline
 from citations.models import CitationLedgerEntry
 from citations.selectors import CONTEXT_CHARS
+from lqai_verify.verification import alterations_record, verify_quote
 from tests import factories
 
 pytestmark = pytest.mark.django_db

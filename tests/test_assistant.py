@@ -32,7 +32,7 @@ from chats.models import CaselawOpinion, Chat, Message, MessageToolSource
 from chats.retrieval import passages, query_terms, rank_passages, sentence_spans
 from chats.services import ClaimedCitation, ConsultedSource, reopen_interrupted_turn, start_turn
 from chats.tools import CaselawSearchTool
-from chats.verification import EXACT_MATCH, NormalizedSource
+from lqai_verify.verification import EXACT_MATCH, NormalizedSource
 from tests import factories
 from tests.conftest import CORPUS
 

@@ -26,8 +26,8 @@ from chats.models import (
     OpinionQuote,
 )
 from chats.services import ClaimedCitation, ConsultedSource
-from chats.verification import EXACT_MATCH, TOLERANT_MATCH
 from citations.models import CitationLedgerEntry
+from lqai_verify.verification import EXACT_MATCH, TOLERANT_MATCH
 from tests import factories
 
 pytestmark = pytest.mark.django_db

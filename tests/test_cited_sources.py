@@ -24,8 +24,8 @@ from chats.assistant import FinalAnswer, ScriptedBackend, TurnRun
 from chats.models import CaselawOpinion, Chat, CitedTextChangeError, Document, DocumentQuote, Message
 from chats.record import purging
 from chats.services import ClaimedCitation, finalize_turn, passage_sha256, start_turn
-from chats.verification import NormalizedSource
 from citations import ledger
+from lqai_verify.verification import NormalizedSource
 from tests import factories
 from tests.test_tools import QUERY, fake_courtlistener, tool_with
 

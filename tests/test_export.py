@@ -28,7 +28,6 @@ from rest_framework.test import APIClient
 
 from chats.models import CaseCitation, CaselawOpinion, Chat, DocumentQuote, Message
 from chats.services import ClaimedCitation, finalize_turn, start_turn
-from chats.verification import verify_quote
 from citations import export as export_module
 from citations import keys, ledger, seals
 from citations.export import excerpt_for
@@ -36,6 +35,7 @@ from citations.models import TurnSeal
 from lqai_verify import record
 from lqai_verify.__main__ import main as lqai_verify_main
 from lqai_verify.bundle import BundleError, verify_bundle
+from lqai_verify.verification import verify_quote
 from tests import factories
 from tests.test_backfill import _Terminal
 from tests.test_seals import (
@@ -1046,16 +1046,16 @@ def _standalone_env() -> dict[str, str]:
 def test_the_verifier_and_the_verification_rules_import_without_django() -> None:
     code = (
         "import sys; sys.modules['django'] = None; sys.modules['rest_framework'] = None\n"
-        "import lqai_verify.bundle, lqai_verify.record, chats.verification\n"
+        "import lqai_verify.bundle, lqai_verify.record, lqai_verify.verification\n"
         "assert not any(m.startswith(('django', 'citations', 'lqai.')) for m in sys.modules if sys.modules[m])\n"
-        "print(chats.verification.VERIFIER_VERSION)"
+        "print(lqai_verify.verification.VERIFIER_VERSION)"
     )
     result = subprocess.run(  # noqa: S603 - this interpreter, a fixed program
         [sys.executable, "-c", code], cwd="/", env=_standalone_env(), capture_output=True, text=True
     )
 
     assert result.returncode == 0, result.stderr
-    from chats.verification import VERIFIER_VERSION
+    from lqai_verify.verification import VERIFIER_VERSION
 
     assert result.stdout.strip() == VERIFIER_VERSION
 
@@ -1096,7 +1096,7 @@ def test_an_exported_matter_verifies_offline_in_a_venv_with_only_cryptography(
 ) -> None:
     chat, _ = exported_matter
     path = export(chat, tmp_path / "matter.zip")
-    # The verifier as a recipient gets it: the lqai_verify package and chats/verification, nothing else.
+    # The verifier as a recipient gets it: the lqai_verify package and lqai_verify/verification, nothing else.
     checkout = tmp_path / "verifier"
     shutil.copytree(ROOT / "lqai_verify", checkout / "lqai_verify")
     shutil.copytree(ROOT / "chats" / "verification", checkout / "chats" / "verification")

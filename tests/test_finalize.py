@@ -13,9 +13,9 @@ from django.db import connection, transaction
 
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message, MessageToolSource, OpinionQuote
 from chats.services import ClaimedCitation, ConsultedSource, FinalizedTurn, finalize_turn
-from chats.verification import verify_quote
 from citations import ledger
 from citations.models import CitationLedgerEntry
+from lqai_verify.verification import verify_quote
 from tests import factories
 from tests.test_ledger import entries_by_source, expected_entry, mirrored
 

@@ -19,8 +19,8 @@ from rest_framework.test import APIClient
 from chats.assistant import FinalAnswer, Script, TextDelta, ToolCall, ToolResult
 from chats.models import CaselawOpinion, Chat, DocumentQuote, Message, MessageToolSource, OpinionQuote
 from chats.services import ClaimedCitation, ConsultedSource
-from chats.verification import EXACT_MATCH
 from citations.models import CitationLedgerEntry
+from lqai_verify.verification import EXACT_MATCH
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -23,13 +23,13 @@ from pytest_django import DjangoAssertNumQueries as AssertNumQueries
 
 from chats.models import CaseCitation, Chat, Message
 from chats.pages import pages_of_span, star_pages
-from chats.verification.page_cites import page_cite
 from citations import export, ledger, seals
 from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
 from citations.statuses import status_in_words, verdict_in_words
 from lqai_verify.bundle import verify_bundle
+from lqai_verify.verification.page_cites import page_cite
 from pages import answer, selectors
 from tests import factories
 

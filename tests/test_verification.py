@@ -1,4 +1,4 @@
-"""Quote verification against real court documents (``chats.verification``): pure Python, no database."""
+"""Quote verification against real court documents (``lqai_verify.verification``): pure Python, no database."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from chats.verification import (
+from lqai_verify.verification import (
     ALTERED,
     ALTERED_MAX_CONFIDENCE,
     EXACT_MATCH,
@@ -23,7 +23,7 @@ from chats.verification import (
     QuoteMatch,
     verify_quote,
 )
-from chats.verification.normalization import is_token_boundary
+from lqai_verify.verification.normalization import is_token_boundary
 from tests.conftest import DEMOCRACY, FISHER, HOGARTH, corpus, normalized
 
 PROPERTY_SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

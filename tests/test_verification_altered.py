@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from chats.verification import (
+from lqai_verify.verification import (
     ALTERED,
     ALTERED_MAX_CONFIDENCE,
     EXACT_MATCH,

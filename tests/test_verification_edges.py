@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chats.verification.policy import (
+from lqai_verify.verification.policy import (
     LIMITED_BEFORE,
     NEGATED_BEFORE,
     NEGATIONS,

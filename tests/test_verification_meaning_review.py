@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chats.verification import (
+from lqai_verify.verification import (
     ALTERED,
     ALTERED_MAX_CONFIDENCE,
     EXACT_MATCH,
@@ -20,7 +20,7 @@ from chats.verification import (
     verify_quote,
     verify_quote_detailed,
 )
-from chats.verification.results import REASON_BOUNDARY
+from lqai_verify.verification.results import REASON_BOUNDARY
 
 OPINIONS = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from chats.verification import (
+from lqai_verify.verification import (
     EXACT_MATCH,
     SUBSTITUTION_MAX_CONFIDENCE,
     TOLERANT_MATCH,
@@ -18,7 +18,7 @@ from chats.verification import (
     verify_quote,
     verify_quote_detailed,
 )
-from chats.verification.normalization import is_token_boundary
+from lqai_verify.verification.normalization import is_token_boundary
 from tests.conftest import DEMOCRACY, FISHER, HOGARTH, STATUTE, normalized
 from tests.conftest import corpus_text as text
 from tests.test_verification import assert_exact

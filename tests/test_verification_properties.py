@@ -15,9 +15,9 @@ import unicodedata
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from chats.verification import SUBSTITUTION_MAX_CONFIDENCE, QuoteMatch
-from chats.verification.normalization import is_token_boundary
-from chats.verification.policy import ARTICLES, MODALS, NEGATIONS, PRONOUNS, ROLE_NOUNS
+from lqai_verify.verification import SUBSTITUTION_MAX_CONFIDENCE, QuoteMatch
+from lqai_verify.verification.normalization import is_token_boundary
+from lqai_verify.verification.policy import ARTICLES, MODALS, NEGATIONS, PRONOUNS, ROLE_NOUNS
 from tests.conftest import corpus, normalized
 from tests.test_verification import assert_exact, assert_tolerant, flagged_only
 

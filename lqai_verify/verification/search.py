@@ -3,7 +3,7 @@
 The search anchors on the longest piece (``str.find`` over the source's canonical text), then looks for the other
 pieces in bounded windows on either side. Every candidate is checked: hyphens compatible, token boundaries at the
 quote's ends and next to every omission or unattached bracket, and every gap allowed by the alteration policy
-(:mod:`chats.verification.policy`). A per-quote search budget keeps pathological inputs bounded (they fail closed).
+(:mod:`.policy`). A per-quote search budget keeps pathological inputs bounded (they fail closed).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from chats.verification import policy
-from chats.verification.normalization import (
+from lqai_verify.verification import policy
+from lqai_verify.verification.normalization import (
     _HYPHEN,
     _LINE_HYPHEN,
     _NO_HYPHEN,
@@ -24,7 +24,7 @@ from chats.verification.normalization import (
     is_apostrophe,
     is_token_boundary,
 )
-from chats.verification.results import (
+from lqai_verify.verification.results import (
     FORM,
     LETTERS,
     REASON_ADJACENT_MARKERS,

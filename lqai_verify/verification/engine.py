@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 
-from chats.verification import policy
-from chats.verification.normalization import (
+from lqai_verify.verification import policy
+from lqai_verify.verification.normalization import (
     _Canon,
     _normalize,
     after_layout,
@@ -15,8 +15,8 @@ from chats.verification.normalization import (
     find_layout,
     is_token_boundary,
 )
-from chats.verification.policy import ALTERED_MAX_CONFIDENCE, SUBSTITUTION_MAX_CONFIDENCE
-from chats.verification.results import (
+from lqai_verify.verification.policy import ALTERED_MAX_CONFIDENCE, SUBSTITUTION_MAX_CONFIDENCE
+from lqai_verify.verification.results import (
     ALTERED,
     BRACKET,
     CASE,
@@ -39,7 +39,7 @@ from chats.verification.results import (
     ContextFlag,
     QuoteMatch,
 )
-from chats.verification.search import (
+from lqai_verify.verification.search import (
     GAP_ELLIPSIS,
     GAP_SIC,
     Pattern,

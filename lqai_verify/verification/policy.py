@@ -12,7 +12,7 @@ Alterations and omissions are allowed only where they cannot change what the sou
   is capped at :data:`SUBSTITUTION_MAX_CONFIDENCE`; so is a bracket that adds words other than pronouns, articles
   and role nouns.
 
-Everything here works on canonical text (see :mod:`chats.verification.normalization`): lower-cased words, straight
+Everything here works on canonical text (see :mod:`lqai_verify.verification.normalization`): lower-cased words, straight
 apostrophes.
 """
 
@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from chats.verification.results import (
+from lqai_verify.verification.results import (
     FORM,
     INSERTION,
     LIMITED_BEFORE,

@@ -66,9 +66,9 @@ is ``str.find``/``str.rfind`` over the canonical string; a per-quote search budg
 (they then fail closed: ``None``).
 """
 
-from chats.verification.engine import NormalizedSource, verify_quote, verify_quote_detailed
-from chats.verification.policy import ALTERED_MAX_CONFIDENCE, MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFIDENCE
-from chats.verification.results import (
+from lqai_verify.verification.engine import NormalizedSource, verify_quote, verify_quote_detailed
+from lqai_verify.verification.policy import ALTERED_MAX_CONFIDENCE, MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFIDENCE
+from lqai_verify.verification.results import (
     ALTERED,
     CONTEXT_FLAGS,
     EXACT_MATCH,
@@ -82,7 +82,7 @@ from chats.verification.results import (
     alterations_record,
     context_flags_record,
 )
-from chats.verification.search import MAX_ELLIPSIS_GAP
+from lqai_verify.verification.search import MAX_ELLIPSIS_GAP
 
 # The version of these rules, sealed with every turn's facts: a change of what verifies, or of the offsets,
 # confidence or alterations a match reports, must change it, so that a seal says which rules it was made by.
