@@ -120,15 +120,20 @@ class _SectionReader:
         for child in section:
             name = _local(child.tag)
             if name == "num" and not number:
-                number = (child.get("value") or "".join(child.itertext())).strip().strip("§. ")
+                number = _number(child)
             elif name == "heading" and not heading:
                 heading = " ".join("".join(child.itertext()).split())
             else:
                 self._walk(child, path="")
             self.text.add(child.tail)
         part = int(number.split(".")[0]) if code == "cfr" and number.split(".")[0].isdigit() else None
+        identifier = self.identifier
+        if number and not identifier.endswith(f"/s{number}"):
+            # GPO's 27 C.F.R. § 478.113a carries the identifier and number value of § 478.113: the printed number
+            # is the section's, so the identifier is made from it.
+            identifier = f"{identifier.rsplit('/s', 1)[0]}/s{number}"
         return ParsedSection(
-            identifier=self.identifier,
+            identifier=identifier,
             number=number,
             heading=heading.rstrip("."),
             text=self.text.value(),
@@ -165,6 +170,13 @@ class _SectionReader:
         num = next((c for c in element if _local(c.tag) == "num"), None)
         value = (num.get("value") or "".join(num.itertext()).strip("() ")) if num is not None else "?"
         return f"{parent}/{value}" if parent else value
+
+
+def _number(num: Any) -> str:
+    """A section's number as printed (``§ 478.113a`` -> ``478.113a``), else its ``value``."""
+    printed = " ".join("".join(num.itertext()).split()).strip("§. ")
+    value = (num.get("value") or "").strip()
+    return printed if printed and " " not in printed else value
 
 
 def _date(text: str, *, what: str) -> datetime.date:
