@@ -145,6 +145,8 @@ class _SectionReader:
     def _walk(self, element: Any, *, path: str) -> None:
         if isinstance(element, etree._ProcessingInstruction):
             if element.target == "page" and (page := element.get("num")):
+                if self.pages and self.pages[-1]["offset"] == self.text.length:
+                    self.pages.pop()  # a page break before any text of it: the section starts on the new page
                 self.pages.append({"page": page, "offset": self.text.length})
             return
         name = _local(element.tag)
