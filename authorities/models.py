@@ -109,7 +109,7 @@ class StatuteSection(models.Model):
 
     class Meta:
         db_table = "authority_sections"
-        ordering = ["release", "id"]
+        ordering = ["id"]
         constraints = [
             # Loading a file twice adds nothing: a section is stored once per release.
             models.UniqueConstraint(

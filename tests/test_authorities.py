@@ -3,6 +3,7 @@ loading by release, statute citations resolved, statute quotes verified."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -309,6 +310,25 @@ def test_a_check_is_plain_data_a_row_can_store(library: None) -> None:
     assert stored["status"] == VERIFIED
     assert stored["check"]["release"]["release_point"] == "Online@117-80"
     assert stored["check"]["citation"]["pin"] == "a"
+
+
+def test_a_page_break_before_a_sections_first_word_starts_the_section_on_the_new_page() -> None:
+    # the shape of GPO's 27 C.F.R. § 478.33, whose page marker comes before its text
+    xml = (
+        '<cfrDoc xmlns="http://schemas.gpo.gov/xml/uslm"><meta><docNumber>27</docNumber>'
+        '<docReleasePoint>2017-04-01</docReleasePoint></meta><main><?page num="35"?>'
+        '<section identifier="/us/cfr/t27/s478.33"><num value="478.33">§ 478.33</num><heading>Stolen.</heading>'
+        '<content><?page num="36"?><p>No person shall transport any stolen firearm.</p></content></section>'
+        "</main></cfrDoc>"
+    )
+
+    _, sections = read_uslm(io.BytesIO(xml.encode()))
+
+    [section] = list(sections)
+    assert (section.text, section.pages) == (
+        "No person shall transport any stolen firearm.",
+        [{"page": "36", "offset": 0}],
+    )
 
 
 def test_the_reader_refuses_what_is_not_a_uslm_title(tmp_path: Path) -> None:
