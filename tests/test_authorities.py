@@ -11,6 +11,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError
+from django.test import Client
+from django.urls import reverse
 
 from authorities.finder import FULL, ID, NO_SECTION_SIGN, OTHER_LAW, PART, PROSE, RANGE, find_statutes
 from authorities.loading import load_uslm
@@ -375,3 +377,21 @@ def test_a_release_needs_its_name(db: None) -> None:
         release.full_clean()
     with pytest.raises(IntegrityError):
         release.save()
+
+
+def test_the_library_is_read_only_in_the_admin(library: None, admin_client: Client) -> None:
+    section = StatuteSection.objects.get(identifier="/us/usc/t9/s2")
+    url = reverse("admin:authorities_statutesection_change", args=[section.pk])
+
+    listing = admin_client.get(reverse("admin:authorities_statutesection_changelist"), {"q": "/us/usc/t9/"})
+    page = admin_client.get(url)
+    post = admin_client.post(url, {"heading": "changed"})
+
+    assert listing.status_code == 200
+    assert "/us/usc/t9/s2" in listing.content.decode()
+    assert page.status_code == 200
+    assert "A written provision in any maritime transaction" in page.content.decode()
+    assert post.status_code == 403
+    assert admin_client.get(reverse("admin:authorities_authorityrelease_add")).status_code == 403
+    section.refresh_from_db()
+    assert section.heading == "Validity, irrevocability, and enforcement of agreements to arbitrate"
