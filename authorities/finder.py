@@ -90,7 +90,7 @@ def _full_citations(text: str) -> list[FoundStatute]:
         code, title, sign = _code(match["code"]), int(match["title"]), match["sign"]
         numbers = [(match["num"], match["pin"])]
         end = match.end()
-        if sign == "§§":
+        if sign and (sign == "§§" or sign.lower().startswith(("sections", "secs"))):
             numbers, end = _more_sections(text, match)
         form = RANGE if len(numbers) > 1 else _form(code, numbers[0][0], sign, match["part"])
         for number, pin in numbers:
@@ -189,14 +189,17 @@ def _overlaps(a: FoundStatute, spans: list[tuple[int, int]]) -> bool:
 
 
 def _id_citations(text: str, found: list[FoundStatute], cases: list[tuple[int, int]]) -> list[FoundStatute]:
-    """``Id. § 3``: the title of the statute cited last before it, unless a case was cited in between."""
+    """``Id. § 3``: the title of the statute cited last before it, unless a case or a code the library does not
+    hold was cited last."""
     result: list[FoundStatute] = []
     cited = sorted(found, key=lambda f: f.start)
     for match in _ID.finditer(text):
-        before = [f for f in cited + result if f.end <= match.start() and f.code]
+        before = [f for f in cited + result if f.end <= match.start()]
         if not before:
             continue
         antecedent = max(before, key=lambda f: f.end)
+        if not antecedent.code:  # after a state code's citation: that code's section
+            continue
         if any(antecedent.end <= start and end <= match.start() for start, end in cases):
             continue
         result.append(

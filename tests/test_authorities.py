@@ -202,6 +202,7 @@ def test_a_cfr_part_resolves(library: None) -> None:
             "42 U.S.C. §§ 1981, 1982, and 1983",
             [("usc", 42, "1981", "", RANGE), ("usc", 42, "1982", "", RANGE), ("usc", 42, "1983", "", RANGE)],
         ),
+        ("42 U.S.C. sections 1981 and 1982", [("usc", 42, "1981", "", RANGE), ("usc", 42, "1982", "", RANGE)]),
         ("section 1983 of title 42", [("usc", 42, "1983", "", PROSE)]),
         ("Section 2 of title 9, United States Code", [("usc", 9, "2", "", PROSE)]),
         ("9 U.S.C. § 2. Id. § 3.", [("usc", 9, "2", "", FULL), ("usc", 9, "3", "", ID)]),
@@ -222,6 +223,12 @@ def test_id_after_a_case_is_the_case_not_a_statute() -> None:
     found = find_statutes("9 U.S.C. § 2. Smith v. Jones, 570 U.S. 297 (2013). Id. § 3.")
 
     assert [(f.title, f.section) for f in found] == [(9, "2")]
+
+
+def test_id_after_a_state_code_is_not_read_as_the_federal_title_before_it() -> None:
+    found = find_statutes("9 U.S.C. § 2. N.C. Gen. Stat. § 163-230.2. Id. § 163-231.")
+
+    assert [(f.form, f.title, f.section) for f in found] == [(FULL, 9, "2"), (OTHER_LAW, 0, "163-230.2")]
 
 
 def test_eyecite_law_citations_of_codes_the_library_does_not_hold_are_kept_as_other_law(db: None) -> None:
