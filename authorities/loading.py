@@ -82,6 +82,7 @@ def _release_row(release: UslmRelease) -> AuthorityRelease:
         defaults={
             "label": release.label,
             "released_on": release.released_on,
+            "sequence": release.sequence,
             "official": release.official,
             "legal_status": release.legal_status,
             "publisher": release.publisher,

@@ -25,8 +25,11 @@ class AuthorityRelease(models.Model):
     release_point = models.CharField(max_length=64)
     # How a citation names it: `Online@117-80`, `revised as of April 1, 2017`.
     label = models.CharField(max_length=128)
-    # Orders the releases of a title: the CFR's revision date; for the U.S. Code the date OLRC made the file.
+    # The CFR's revision date; for the U.S. Code the date OLRC made the file.
     released_on = models.DateField()
+    # Orders the releases of a title, latest last: the U.S. Code's congress and public law (`117-00080` of
+    # `Online@117-80`), the CFR's revision date (`2017-04-01`).
+    sequence = models.CharField(max_length=32)
     official = models.BooleanField()
     # What the text is as evidence, in words (positive law; official edition; ...).
     legal_status = models.CharField(max_length=255)
@@ -35,7 +38,7 @@ class AuthorityRelease(models.Model):
 
     class Meta:
         db_table = "authority_releases"
-        ordering = ["code", "title", "-released_on", "-id"]
+        ordering = ["code", "title", "-sequence", "-id"]
         constraints = [
             # A release point is loaded once; a later one is a new row beside it.
             models.UniqueConstraint(
@@ -45,13 +48,13 @@ class AuthorityRelease(models.Model):
             ),
             # Every check names the release it used: it needs a name.
             models.CheckConstraint(
-                condition=~Q(release_point="") & ~Q(label=""),
+                condition=~Q(release_point="") & ~Q(label="") & ~Q(sequence=""),
                 name="authority_releases_named",
                 violation_error_message="A release needs its release point and label.",
             ),
         ]
         # The resolver's lookup: the latest release of a title.
-        indexes = [models.Index(fields=["code", "title", "-released_on"], name="authority_releases_latest")]
+        indexes = [models.Index(fields=["code", "title", "-sequence"], name="authority_releases_latest")]
 
     def __str__(self) -> str:
         return f"{self.get_code_display()} title {self.title} ({self.label})"

@@ -135,7 +135,7 @@ class _Library:
             ).distinct()
             if key in self.release_points:
                 complete = complete.filter(release_point=self.release_points[key])
-            self.releases[key] = complete.order_by("-released_on", "-id").first()
+            self.releases[key] = complete.order_by("-sequence", "-id").first()
         return self.releases[key]
 
     def covers(self, release: AuthorityRelease, part: int | None) -> bool:

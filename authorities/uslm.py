@@ -30,6 +30,8 @@ _CELLS = frozenset({"td", "th"})
 _QUOTING = frozenset({"notes", "note", "quotedContent", "toc"})
 _WHITESPACE = re.compile(r"\s+")
 _ROOTS = {"uscDoc": "usc", "cfrDoc": "cfr"}
+# `Online@117-80`, `Online@118-22not21` (a release point that leaves a law out): the last law it includes.
+_RELEASE_POINT = re.compile(r"Online@(?P<congress>\d+)-(?P<law>\d+)")
 
 
 class UslmError(ValueError):
@@ -45,6 +47,7 @@ class UslmRelease:
     release_point: str
     label: str
     released_on: datetime.date
+    sequence: str  # orders the releases of a title: see AuthorityRelease.sequence
     official: bool
     legal_status: str
     publisher: str
@@ -205,7 +208,8 @@ def _release(code: str, meta: Any) -> UslmRelease:
         raise UslmError(f"the file's title number (docNumber) is {number!r}, not a number: appendices are not loaded")
     if code == "usc":
         point = values.get("docPublicationName", "")
-        if not point.startswith("Online@"):
+        law = _RELEASE_POINT.match(point)
+        if law is None:
             raise UslmError("the file names no OLRC release point (docPublicationName like 'Online@117-80')")
         positive = values.get("property:is-positive-law") == "yes"
         return UslmRelease(
@@ -214,6 +218,7 @@ def _release(code: str, meta: Any) -> UslmRelease:
             release_point=point,
             label=point,
             released_on=_date(values.get("created", ""), what="creation date (dcterms:created)"),
+            sequence=f"{int(law['congress']):03d}-{int(law['law']):05d}",
             official=False,
             legal_status=(
                 "positive-law title: legal evidence of the law (1 U.S.C. § 204(a)); an OLRC online release point"
@@ -229,6 +234,7 @@ def _release(code: str, meta: Any) -> UslmRelease:
         release_point=revised.isoformat(),
         label=f"revised as of {revised:%B} {revised.day}, {revised.year}",
         released_on=revised,
+        sequence=revised.isoformat(),
         official=True,
         legal_status="the annual edition of the CFR, official; judicially noticed (44 U.S.C. §§ 1507, 1510)",
         publisher=values.get("publisher") or "GPO",

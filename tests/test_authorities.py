@@ -256,6 +256,15 @@ def test_a_second_release_is_kept_beside_the_first_and_a_check_names_which(libra
     assert [(c.status, c.cited) for c in earlier] == [(VERIFIED, "9 U.S.C. § 16 (Online@117-80)")]
 
 
+def test_the_latest_release_is_the_one_through_the_latest_law_whatever_the_order_of_loading(db: None) -> None:
+    load_uslm(path=FIXTURES / "usc09-later-release.xml")
+    load_uslm(path=FIXTURES / "usc09.xml")
+
+    [check] = check_statutes(text="9 U.S.C. § 2").citations
+
+    assert check.cited == "9 U.S.C. § 2 (Online@118-1)"
+
+
 def test_loading_the_same_file_twice_adds_nothing(library: None) -> None:
     before = (AuthorityRelease.objects.count(), AuthorityFile.objects.count(), StatuteSection.objects.count())
 
@@ -376,7 +385,8 @@ def test_a_dry_run_writes_nothing(db: None) -> None:
 
 def test_a_release_needs_its_name(db: None) -> None:
     release = AuthorityRelease(
-        code="usc", title=9, release_point="", label="", released_on="2021-04-13", official=False, legal_status="x",
+        code="usc", title=9, release_point="", label="", released_on="2021-04-13", sequence="117-00080", official=False,
+        legal_status="x",
         publisher="OLRC",
     )  # fmt: skip
 
