@@ -262,41 +262,48 @@ def _events(source: IO[bytes]) -> Iterator[UslmRelease | ParsedSection]:
     code, prefix, page = "", "", None
     quoting, in_section, in_meta = 0, 0, False
     reader: _SectionReader | None = None
+    section = meta = ""
+    quoting_tags: set[str] = set()
     try:
         for event, element in parser:
             if event == "pi":
                 if element.target == "page" and element.get("num"):
                     page = element.get("num")
                 continue
-            name = _local(element.tag)
+            tag = element.tag
             if not code:
-                if name not in _ROOTS:
-                    raise UslmError(f"the root element is <{name}>, not a USLM title (<uscDoc> or <cfrDoc>)")
-                code = _ROOTS[name]
+                code = _ROOTS.get(_local(tag), "")
+                if not code:
+                    raise UslmError(f"the root element is <{_local(tag)}>, not a USLM title (<uscDoc> or <cfrDoc>)")
+                # The tags compared below, in the document's namespace: comparing whole tags is what keeps
+                # the reader within a small factor of a bare parse.
+                namespace = tag[: -len(_local(tag))]
+                section, meta = f"{namespace}section", f"{namespace}meta"
+                quoting_tags = {f"{namespace}{name}" for name in _QUOTING}
                 continue
             if event == "start":
-                if name == "section" and not quoting and not in_section:
-                    identifier = element.get("identifier") or ""
-                    if identifier.startswith(prefix) and prefix:
-                        reader = _SectionReader(identifier, page)
-                if name == "section":
+                if tag == section:
+                    if not quoting and not in_section and prefix:
+                        identifier = element.get("identifier") or ""
+                        if identifier.startswith(prefix):
+                            reader = _SectionReader(identifier, page)
                     in_section += 1
-                elif name in _QUOTING and not in_section:
+                elif tag in quoting_tags and not in_section:
                     quoting += 1
-                elif name == "meta":
+                elif tag == meta:
                     in_meta = True
                 continue
-            if name == "meta" and not prefix:
+            if tag == meta and not prefix:
                 in_meta = False
                 release = _release(code, element)
                 prefix = f"/us/{code}/t{release.title}/s"
                 yield release
-            elif name == "section":
+            elif tag == section:
                 in_section -= 1
                 if reader is not None and not in_section:
                     yield reader.read(element, code=code)
                     reader = None
-            elif name in _QUOTING and not in_section:
+            elif tag in quoting_tags and not in_section:
                 quoting -= 1
             if not in_section and not in_meta:
                 _forget(element)
