@@ -3,9 +3,10 @@ publishes it (USLM 2.0). Pure: a file in, its release (:class:`UslmRelease`) and
 (:class:`ParsedSection`) out, one at a time.
 
 lxml's ``iterparse`` reads the file as a stream; each section is turned into text when its end tag is read and
-then cleared with everything before it, so memory stays flat whatever the file's size. lxml rather than the
-standard library's parser: it keeps the CFR's page markers (``<?page num="21"?>``) in the tree where they
-stand, refuses entities and network access, and parses in C.
+then removed with every finished element before it, so memory stays flat whatever the file's size. lxml rather
+than the standard library's parser: its elements know their parent, which is what lets a finished one be
+removed; it keeps the CFR's page markers (``<?page num="21"?>``) in the tree where they stand; it refuses
+entities and network access.
 """
 
 from __future__ import annotations
