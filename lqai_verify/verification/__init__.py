@@ -67,7 +67,13 @@ is ``str.find``/``str.rfind`` over the canonical string; a per-quote search budg
 """
 
 from lqai_verify.verification.engine import NormalizedSource, verify_quote, verify_quote_detailed
-from lqai_verify.verification.policy import ALTERED_MAX_CONFIDENCE, MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFIDENCE
+from lqai_verify.verification.policy import (
+    ALTERED_MAX_CONFIDENCE,
+    CURRENT_RULES,
+    MAX_BRACKET_WORDS,
+    RULES,
+    SUBSTITUTION_MAX_CONFIDENCE,
+)
 from lqai_verify.verification.results import (
     ALTERED,
     CONTEXT_FLAGS,
@@ -85,19 +91,23 @@ from lqai_verify.verification.results import (
 from lqai_verify.verification.search import MAX_ELLIPSIS_GAP
 
 # The version of these rules, sealed with every turn's facts: a change of what verifies, or of the offsets,
-# confidence or alterations a match reports, must change it, so that a seal says which rules it was made by.
-VERIFIER_VERSION = "3"
+# confidence or alterations a match reports, must change it, so that a seal says which rules it was made by. Every
+# version in ``RULES`` can still be applied (``verify_detailed(quote, rules=3)``): the offline verifier checks a quote
+# under the rules it was sealed by.
+VERIFIER_VERSION = str(CURRENT_RULES)
 
 __all__ = [
     "ALTERED",
     "ALTERED_MAX_CONFIDENCE",
     "CONTEXT_FLAGS",
+    "CURRENT_RULES",
     "EXACT_MATCH",
     "LIMITED_AFTER",
     "LIMITED_BEFORE",
     "MAX_BRACKET_WORDS",
     "MAX_ELLIPSIS_GAP",
     "NEGATED_BEFORE",
+    "RULES",
     "SUBSTITUTION_MAX_CONFIDENCE",
     "TOLERANT_MATCH",
     "VERIFIER_VERSION",
