@@ -163,7 +163,7 @@ def _judged(source: str, match: QuoteMatch, layout: list[tuple[int, int]], rules
             begin = _sentence_start(source, match.start)
             if rules >= 4:
                 begin = omissions.sentence_start(source, match.start)
-                why = why or omissions.leading_alters(source[begin : match.start])
+                why = omissions.leading_alters(source[begin : match.start]) or why
             alterations[i] = replace(a, source_start=begin, alters=why)
     if not flags and not any(a.alters for a in alterations):
         return match if alterations == list(match.alterations) else replace(match, alterations=tuple(alterations))

@@ -206,7 +206,7 @@ def leading_alters(omitted_opening: str) -> str:
     body = text[enumeration.end() :] if enumeration else text
     opening = _OPENING.match(body)
     if opening is not None:
-        return f"a leading omission drops the condition or exception that governs the kept words ({opening.group()})"
+        return f"a leading omission drops the condition or exception ({opening.group()}) that governs the kept words"
     voice = _voice(text, "kept")
     return voice.replace("an omission", "a leading omission") if voice else ""
 

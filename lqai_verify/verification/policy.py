@@ -296,7 +296,8 @@ def _items_or_parenthetical(before: str, stripped: str, after: str) -> bool:
     """Whether the omitted ``stripped`` (canonical) is a list's items, or one whole parenthetical: items between
     separators, before the list's last `and`, `or`, `nor`, or the `but` that closes it (the list goes on, so what
     the omitted items qualify is theirs alone); a parenthetical from `(` to its own `)`."""
-    if stripped.startswith("(") and stripped.endswith(")") and _balanced(stripped):
+    bare = stripped.strip(",; ")
+    if bare.startswith("(") and bare.endswith(")") and _balanced(bare):
         return True
     return (
         (before.endswith((",", ";")) or stripped.startswith((",", ";")))

@@ -36,9 +36,7 @@ _PERSON_ROLES = _words_set(
 _CAPITALIZED = r"[A-Z][\w'\u2019.-]*"
 _DEFINITE = re.compile(rf"\b[Tt]he ((?:{_CAPITALIZED}(?: (?:of|for|and) (?={_CAPITALIZED}))? ?)+)")
 _DEFINITE_ROLE = re.compile(r"\b[Tt]he ([a-z]+)\b")
-_NAME = re.compile(
-    rf"(?<![\w.] )(?<!\b[Tt]he )\b((?:Mr\.|Mrs\.|Ms\.|Dr\.) )?({_CAPITALIZED}(?: {_CAPITALIZED}){{0,2}})"
-)
+_NAME = re.compile(r"(?<![\w'\u2019.-])((?:Mr\.|Mrs\.|Ms\.|Dr\.) )?([A-Z][\w'\u2019-]*(?: [A-Z][\w'\u2019-]*){0,2})")
 _NOT_NAMES = _words_set(
     """the this that these those it its he she they we our a an in on at for of to by as and or but if when where while
     although because under with from after before since first second third finally however accordingly instead
@@ -139,9 +137,15 @@ def _noun_phrases(text: str, kind: str) -> list[str]:
         found += [(m.start(), m.group()) for m in re.finditer(r"\b(?:[a-z]+ )?(?:plaintiffs|defendants)\b", text)]
     if kind == "person":
         for m in _NAME.finditer(text):
-            name = (m.group(1) or "") + m.group(2)
-            if m.group(2).split()[0].lower().strip(".") not in _NOT_NAMES and not _definite_before(text, m.start()):
-                found.append((m.start(), name))
+            first = m.group(2).split()[0]
+            if first.lower() in _NOT_NAMES or _definite_before(text, m.start()):
+                continue
+            # A capitalized word that opens a sentence is a name only if it is a person's role or the text also
+            # writes it capitalized inside a sentence (`Petitioner, who is Caucasian`; not `Based on these facts`).
+            opens = m.start() == 0 or text[max(0, m.start() - 2) : m.start()] in (". ", "? ", "! ")
+            if opens and first.lower() not in _PERSON_ROLES and not re.search(rf"[a-z,;] {re.escape(first)}\b", text):
+                continue
+            found.append((m.start(), (m.group(1) or "") + m.group(2)))
         found += [(m.start(), m.group(1)) for m in re.finditer(r"\b(" + "|".join(_PERSON_ROLES) + r")\b", text)]
     found.sort()
     return [phrase for _, phrase in found]
