@@ -247,6 +247,21 @@ def _check_quote(
             "verified against"
         )
     facts_format = None if seal is None else record.sealed_format(seal["row_digests"])
+    sealed_rules = _earlier_rules(seal)
+    if sealed_rules is not None:
+        # Sealed on time under earlier rules this verifier still has: checked strictly under them, and where
+        # today's rules read the quote otherwise, that is a warning (not a change of the record).
+        strict = record.reverification_differences(
+            row, excerpt, excerpt_start, facts_format=facts_format, rules=sealed_rules
+        )
+        result.problems += [f"{where}: under the rules it was sealed by ({sealed_rules}): {d}" for d in strict]
+        if not strict:
+            today = record.reverification_differences(row, excerpt, excerpt_start, facts_format=facts_format)
+            result.warnings += [
+                f"{where}: under today's rules ({VERIFIER_VERSION}), not those it was sealed by ({sealed_rules}), {d}"
+                for d in today
+            ]
+        return
     differences = record.reverification_differences(row, excerpt, excerpt_start, facts_format=facts_format)
     # Why a difference is not this verifier's to judge, if it is not: then it is a warning, else a problem.
     not_judged = ""
@@ -265,6 +280,17 @@ def _check_quote(
         result.warnings += [f"{where}: {d} ({not_judged})" for d in differences]
     else:
         result.problems += [f"{where}: {d}" for d in differences]
+
+
+def _earlier_rules(seal: dict[str, Any] | None) -> int | None:
+    """The version of the rules a turn sealed on time under earlier rules than today's was sealed by, if this
+    verifier still has it (``lqai_verify.verification.RULES``); else None."""
+    from lqai_verify.verification import RULES, VERIFIER_VERSION
+
+    if seal is None or seal["late"] or seal["verifier_version"] == VERIFIER_VERSION:
+        return None
+    version = seal["verifier_version"]
+    return int(version) if version.isdigit() and int(version) in RULES else None
 
 
 def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, bytes], list[str]]:
@@ -701,7 +727,7 @@ def _check_record(
             key = seal_keys.get(seal["key_fingerprint"])
             if key is None or not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
                 result.problems.append(f"{where}: its signature is not valid")
-            if seal["verifier_version"] != VERIFIER_VERSION:
+            if seal["verifier_version"] != VERIFIER_VERSION and _earlier_rules(seal) is None:
                 result.warnings.append(
                     f"{where}: sealed under verification rules {seal['verifier_version']!r}, this verifier has "
                     f"{VERIFIER_VERSION!r}: use the verifier of that version if a quote does not re-verify"

@@ -386,17 +386,25 @@ def passage_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int
 
 
 def reverification_differences(
-    row: Mapping[str, Any], excerpt: str, excerpt_start: int, *, facts_format: str | None = FACTS_FORMAT
+    row: Mapping[str, Any],
+    excerpt: str,
+    excerpt_start: int,
+    *,
+    facts_format: str | None = FACTS_FORMAT,
+    rules: int | None = None,
 ) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
     code (``lqai_verify.verification``): the match's method, span, confidence and alterations, and its context flags
     where the row records them (every row of an ``lqai-export/3`` bundle, sealed or, in a turn sealed in facts
     format /1, not), must be what the row records, that is what the rules that verified it said (this version's,
     for a turn sealed on time). ``facts_format``: that of the turn's seal (``None``: the turn is not sealed), so
-    that a difference calls the row's value sealed only where it is."""
-    from lqai_verify.verification import NormalizedSource, alterations_record, context_flags_record
+    that a difference calls the row's value sealed only where it is. ``rules``: the version of the rules to
+    re-run (one this verifier has, ``lqai_verify.verification.RULES``; ``None``: today's)."""
+    from lqai_verify.verification import CURRENT_RULES, NormalizedSource, alterations_record, context_flags_record
 
-    match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
+    match, why = NormalizedSource.build(excerpt).verify_detailed(
+        row["quote"], rules=CURRENT_RULES if rules is None else rules
+    )
     if match is None:
         return [f"the quote no longer verifies against its passage ({why or 'not found'})"]
     found = {
