@@ -234,3 +234,12 @@ def test_an_em_dash_for_the_sources_spaced_hyphen_is_formatting() -> None:
 def test_rules_a_verifier_does_not_have_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown verification rules 2"):
         verify(HOGARTH, "Freeman", 2)
+
+
+def test_an_omission_after_a_limiting_word_that_keeps_what_is_said_of_it_verifies() -> None:
+    # "the same right in every State and Territory to make and enforce contracts": the omission is not between
+    # `every State` and what is said of it (no verb follows), so the limitation is not widened.
+    quote = "the same right in every State . . . to make and enforce contracts"
+    for rules in (3, 4):
+        match = tolerant(verify(CIVIL_RIGHTS, quote, rules))
+        assert omitted(CIVIL_RIGHTS, match) == ["and Territory"]

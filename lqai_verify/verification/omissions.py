@@ -39,6 +39,7 @@ _REJECTION = re.compile(
 )
 # Words that limit what follows them in their noun phrase (`Only residents`, `All claims`, `No person`).
 _SCOPE_WORDS = _words_set("only solely exclusively merely all every each any no")
+_PREDICATE_STARTS = policy.MODALS | _words_set("is are was were has have had be been do does did")
 _SCOPE_REACH = 3  # words between the limiting word and the omission that it still governs
 # Citation signals (Bluebook Rule 1.2) that open a citation sentence.
 _SIGNAL = re.compile(
@@ -149,7 +150,8 @@ def inner_alters(source: str, start: int, end: int, earlier: str) -> str:
     if whole and rejection is not None:
         return f"an omission drops the court's rejection of an argument ({rejection.group()})"
     scope = "" if whole else _scope(before)
-    if scope and not before.rstrip().endswith((",", ";")) and not omitted.startswith((",", ";")):
+    restrictive = not before.rstrip().endswith((",", ";")) and not omitted.startswith((",", ";"))
+    if scope and restrictive and _predicate_follows(source[end : end + 40]):
         return f"an omission drops words that {scope!r} governs: it widens or narrows what {scope!r} limits"
     return ""
 
@@ -185,6 +187,13 @@ def _voice(omitted: str, kept_after: str) -> str:
     return f"an omission drops who says the kept words ({last.group()}): they are a party's, not the court's"
 
 
+def _predicate_follows(kept_after: str) -> bool:
+    """Whether the kept words after an omission go on with their clause's verb (`. . . may vote`, `. . . shall
+    have`): the omission then sits between a limited noun phrase and what is said of it."""
+    following = policy.words(kept_after)
+    return bool(following) and following[0] in _PREDICATE_STARTS
+
+
 def _scope(before: str) -> str:
     """The limiting word among the last few words before an omission (`Only residents`), or ""."""
     tail = re.split(r"[,;:()\u2014]", before)[-1]
@@ -215,8 +224,9 @@ def opening_condition(source: str, start: int) -> tuple[str, int, int] | None:
     """``(limited_before, start, end)`` of a condition or exception that opens the sentence a passage starting at
     ``start`` continues, found past citations and enumerations (:func:`policy.limits_opening`, version 4)."""
     begin = sentence_start(source, start)
-    if begin >= start or "," not in source[begin:start]:
-        return None
+    lo = max(0, start - _LOOKBACK)
+    if begin >= start or "," not in source[begin:start] or (lo > 0 and not source[lo:begin].strip()):
+        return None  # the passage starts its sentence, or the sentence's start is out of reach
     enumeration = _ENUMERATION.match(source, begin, start)
     at = enumeration.end() if enumeration else begin
     m = _OPENING.match(source, at, start)
