@@ -10,9 +10,8 @@ same paragraph, leaves the bracketed words the only candidate the replaced words
 - a pronoun that opens its sentence continues the subject of the sentence before (citation sentences skipped):
   the candidates are that sentence's opening noun phrase; any other pronoun may refer to every agreeing noun
   phrase of the sentence before and of its own sentence up to it;
-- the bracket names the candidate when its words (articles aside) are all among the candidate's.
-
-Otherwise the bracket stays ``altered``, naming the candidates found (or that there are none).
+- the bracket names the candidate when its words (articles aside) are all among the candidate's. Otherwise the
+  bracket stays ``altered``, naming the candidates found (or none). Limits: docs/verification.md.
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ def resolve(source: str, start: int, end: int, quote_text: str) -> tuple[str, st
         return policy.REASON_UNSETTLED_REFERENT, ""
     if kind == "role":
         candidates = _role_names(source[paragraph_start:start], words[-1])
-    elif opens and kind != "role":
+    elif opens:
         candidates = _subject(previous, kind)
     else:
         candidates = _noun_phrases(previous + " " + own, kind)
