@@ -543,8 +543,8 @@ def test_a_resolved_referent_is_shown_with_its_bracket() -> None:
     match = normalized(name).verify("[The State Board] also bears the duty, jointly with district attorneys")
     assert match is not None
     [alteration] = alterations_record(match)
-    replaced = corpus_text(name)[alteration["source_start"] : alteration["source_end"]]
-    assert describe(alteration, replaced) == (
+    start, end = int(alteration["source_start"]), int(alteration["source_end"])
+    assert describe(alteration, corpus_text(name)[start:end]) == (
         "bracket (reference): the quote's \u201c[The State Board]\u201d stands for \u201cIt\u201d "
         "([The State Board] stands for \u201cIt\u201d; the sentence before names the State Board)"
     )

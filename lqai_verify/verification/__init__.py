@@ -44,8 +44,9 @@ bracket's source words are part of the passage (``[a] party`` for "A party").
 
 Rules version 4 reads an omission by what it omits (:mod:`.omissions`: citation sentences, a parenthetical, a list's
 items are formatting; who says the kept words, a rejection, what a limiting word governs are not) and resolves a
-bracket's referent from the paragraph (:mod:`.referents`). Anything else is ``None``. Tolerance is for formatting, never for words: an added, dropped or changed word or number
-does not verify, however similar; there are no fuzzy similarity scores.
+bracket's referent from the paragraph (:mod:`.referents`). Anything else is ``None``. Tolerance is for formatting,
+never for words: an added, dropped or changed word or number does not verify, however similar; there are no fuzzy
+similarity scores.
 
 Confidence scale (tolerant tiers start at 0.98 and lose a fixed amount per kind of tolerance used)::
 
