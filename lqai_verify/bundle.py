@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lqai_verify import record, report
+from lqai_verify.verification import VERIFIER_VERSION
 
 REQUIRED = ("manifest.json", "manifest.sig", "public_key.json")
 JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl")
@@ -234,8 +235,6 @@ def _check_quote(
     before) and in one sealed under other rules (its seal names them; their verifier checks it strictly), so
     that a matter sealed across an upgrade of the rules still verifies, and says where today's rules differ.
     ``seal``: the turn's latest seal (``None``: the turn is not sealed)."""
-    from lqai_verify.verification import VERIFIER_VERSION
-
     problems = record.passage_differences(row, excerpt, excerpt_start)
     result.problems += [f"{where}: {p}" for p in problems]
     if problems:
@@ -674,8 +673,6 @@ class _ReportParts:
 def _check_record(
     members: dict[str, bytes], manifest: dict[str, Any], seal_keys: dict[str, Any], result: Verification
 ) -> None:
-    from lqai_verify.verification import VERIFIER_VERSION
-
     data = {name: members.get(name, b"") for name in JSONL}
     # The chain.
     seals: list[dict[str, Any]] = []
