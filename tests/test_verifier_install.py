@@ -61,7 +61,17 @@ def _clean_env() -> dict[str, str]:
 def package_index(tmp_path: Path) -> None:
     """``pip`` reaches a package index (it builds the verifier with setuptools from there)."""
     probe = _run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", tmp_path / "probe", "setuptools>=68"],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--dest",
+            tmp_path / "probe",
+            "setuptools>=68",
+        ],
         cwd=tmp_path,
     )
     if probe.returncode != 0:
