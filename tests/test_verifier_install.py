@@ -32,7 +32,7 @@ INSTALL_TIMEOUT = 600
 ALLOWED_PACKAGES = {"pip", "setuptools", "lqai-verify", "cryptography", "cffi", "pycparser"}
 
 
-def _unavailable(reason: str) -> None:
+def unavailable(reason: str) -> None:
     """Skip, saying ``reason``; under CI, fail with it: CI must run these tests, never pass over them."""
     if os.environ.get("CI"):
         pytest.fail(f"CI cannot run the verifier's install test: {reason}")
@@ -75,7 +75,7 @@ def package_index(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     if probe.returncode != 0:
-        _unavailable(f"pip reaches no package index to fetch setuptools: {probe.stderr.strip()[-300:]}")
+        unavailable(f"pip reaches no package index to fetch setuptools: {probe.stderr.strip()[-300:]}")
 
 
 @pytest.fixture
@@ -179,9 +179,9 @@ def test_the_recipient_steps_of_docs_export_run_as_written_verify_the_demo_expor
     steps = _recipient_steps()
     assert "lqai_verify matter.zip" in steps
     if shutil.which("git") is None:
-        _unavailable("git is not installed, and the recipient steps clone the repository")
+        unavailable("git is not installed, and the recipient steps clone the repository")
     if _run(["git", "-C", REPOSITORY, "rev-parse", "--git-dir"], cwd=REPOSITORY).returncode != 0:
-        _unavailable(f"{REPOSITORY} is not a git repository, which the recipient steps clone")
+        unavailable(f"{REPOSITORY} is not a git repository, which the recipient steps clone")
     # Given a recipient's folder holding the export they were sent
     recipient = tmp_path / "recipient"
     recipient.mkdir()
