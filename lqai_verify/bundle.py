@@ -330,41 +330,39 @@ def _read_member(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> 
         raise BundleError(f"{path}: a file of the bundle is damaged: {info.filename} ({exc})") from None
 
 
-# A zip's records (APPNOTE.TXT 4.3): a local file header (its fixed part, before the name and the extra field),
-# a data descriptor (after a file's data when flag bit 3 is set; its signature is optional), and the end of
-# central directory record (before the archive's comment).
-_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
-_DESCRIPTOR = struct.Struct("<III")
-_END = struct.Struct("<4sHHHHIIH")
-_DESCRIPTOR_SIGNATURE = b"PK\x07\x08"
-_HAS_DESCRIPTOR = 0x08
-# How much of a file's compressed data is read, and unpacked, at a time to find where its deflate stream ends.
-_CHUNK = 1 << 16
+# A zip's fixed records (APPNOTE.TXT 4.3): the end of central directory record (signature, entries on this disk,
+# entries, directory size, directory offset, comment length) and a local file header before its name (signature,
+# flags, method, CRC, compressed size, size, name length, extra field length).
+_END = struct.Struct("<4s4xHHIIH")
+_LOCAL_HEADER = struct.Struct("<4s2xHH4xIIIHH")
+_DESCRIPTOR = struct.Struct("<III")  # after a file's data when flag bit 3 is set: CRC, compressed size, size
+_DESCRIPTOR_SIGNATURE = b"PK\x07\x08"  # optional, before a data descriptor
+# The most a file's compressed data is read beyond its size (deflate adds a few bytes a 16 KB block at worst).
+_DEFLATE_SLACK = 1 << 16
+
+# Each check below catches what the manifest's digests cannot, since they cover the files as zipfile reads them:
+# - bytes outside the listed files: a file with a local header but no directory entry is what a streaming reader
+#   extracts (a second report.html), and bytes before or after the zip are what other readers may take for one;
+# - a local header or data descriptor that disagrees with the directory: a streaming reader follows the local
+#   header, so it would read other bytes as the file than the verifier did;
+# - bytes in a file's compressed data past its end (after its deflate stream or its size): zipfile stops there,
+#   the CRC covers nothing after it, and a reader that scans for headers may find a file in them;
+# - data that is not exactly the file its headers give (shorter, or no end to its stream): zipfile reads such a
+#   file without an error, where another reader fails or reads otherwise.
 
 
 def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
     """How the zip in ``file`` is not exactly its listed files (``infos``, its central directory) end to end:
-    the first file's local header at byte 0, each file's header, data and data descriptor followed at once by
-    the next file's, the last by the central directory, which ends where the end record begins, which ends the
-    file. Any other byte is outside what the verifier reads: a file with a local header but no entry in the
-    central directory is what a streaming reader extracts. What it cannot account for (a zip64 or spanned
-    archive, a zip64 size, a header that disagrees with its directory entry, a file compressed otherwise than
-    stored or deflated) is a problem as well: ``citations.export`` writes none of them. Each file's data must end
-    exactly at its compressed size (:func:`_data_problem`): ``zipfile`` stops at the end of a deflate stream, or
-    at a stored file's size, so bytes after it are read by no check. Reads the headers, and unpacks each
-    deflated file once more, :data:`_CHUNK` at a time."""
+    each file's local header, data and data descriptor followed at once by the next file's from byte 0, the
+    last by the central directory, then the end record, which ends the file (see the list above for why). A
+    zip64 or spanned archive, which ``citations.export`` never writes, is one it cannot account for."""
     size = file.seek(0, os.SEEK_END)
-    if size < _END.size:
-        return ["the zip is too short to end with its end-of-central-directory record"]
-    file.seek(size - _END.size)
-    signature, disk, directory_disk, disk_entries, entries, directory_size, directory_start, comment_length = (
-        _END.unpack(file.read(_END.size))
-    )
-    if signature != b"PK\x05\x06" or comment_length:
+    file.seek(max(0, size - _END.size))
+    end = file.read(_END.size)
+    if len(end) != _END.size or end[:4] != b"PK\x05\x06" or _END.unpack(end)[-1]:
         return ["the zip does not end with its end-of-central-directory record (a comment or bytes after it)"]
-    if (disk, directory_disk, disk_entries, entries) != (0, 0, len(infos), len(infos)) or (
-        directory_start + directory_size != size - _END.size
-    ):
+    _, disk_entries, entries, directory_size, directory_start, _ = _END.unpack(end)
+    if (disk_entries, entries) != (len(infos), len(infos)) or directory_start + directory_size != size - _END.size:
         return [
             "the zip's central directory is not where its end record says (bytes before the zip, after the "
             "directory, or a zip64 or spanned archive)"
@@ -377,16 +375,14 @@ def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
                 *problems,
                 f"{info.filename}: bytes {position:,} to {info.header_offset:,} before it are no listed file's",
             ]
-        bounds = _member_end(file, info)
+        bounds = _member_bounds(file, info)
         if bounds is None:
             return [
                 *problems,
                 f"{info.filename}: its local header or data descriptor disagrees with the central directory",
             ]
         data_start, position = bounds
-        problem = _data_problem(file, info, data_start)
-        if problem is not None:
-            problems.append(problem)
+        problems += [f"{info.filename}: {problem}" for problem in _data_problems(file, info, data_start)]
     if position != directory_start:
         return [
             *problems,
@@ -395,89 +391,65 @@ def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
     return problems
 
 
-def _member_end(file: IO[bytes], info: zipfile.ZipInfo) -> tuple[int, int] | None:
-    """Where the data of the file ``info`` begins in ``file``, and where the file (its local header, name, extra
-    field, data, data descriptor) ends; ``None`` if its local header or data descriptor does not say what its
-    directory entry says."""
+def _member_bounds(file: IO[bytes], info: zipfile.ZipInfo) -> tuple[int, int] | None:
+    """Where the data of the file ``info`` begins in ``file``, and where the file (header, data, data descriptor)
+    ends; ``None`` if its local header or data descriptor does not say what its directory entry says."""
     file.seek(info.header_offset)
     header = file.read(_LOCAL_HEADER.size)
     if len(header) != _LOCAL_HEADER.size:
         return None
-    signature, _, flags, method, _, _, crc, compressed, size, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    signature, flags, method, *sizes, name_length, extra_length = _LOCAL_HEADER.unpack(header)
     data_start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
     end = data_start + info.compress_size
+    expected = [info.CRC, info.compress_size, info.file_size]
     if signature != b"PK\x03\x04" or (flags, method) != (info.flag_bits, info.compress_type):
         return None
-    expected = (info.CRC, info.compress_size, info.file_size)
-    if not flags & _HAS_DESCRIPTOR:
-        return (data_start, end) if (crc, compressed, size) == expected else None
+    if not flags & 0x08:  # flag bit 3 clear: the sizes are in the local header, and no descriptor follows
+        return (data_start, end) if sizes == expected else None
     file.seek(end)
     descriptor = file.read(len(_DESCRIPTOR_SIGNATURE) + _DESCRIPTOR.size)
     if descriptor.startswith(_DESCRIPTOR_SIGNATURE):
-        descriptor = descriptor[len(_DESCRIPTOR_SIGNATURE) :]
-        end += len(_DESCRIPTOR_SIGNATURE)
-    if len(descriptor) < _DESCRIPTOR.size or _DESCRIPTOR.unpack(descriptor[: _DESCRIPTOR.size]) != expected:
+        descriptor, end = descriptor[len(_DESCRIPTOR_SIGNATURE) :], end + len(_DESCRIPTOR_SIGNATURE)
+    if len(descriptor) < _DESCRIPTOR.size or list(_DESCRIPTOR.unpack_from(descriptor)) != expected:
         return None
     return data_start, end + _DESCRIPTOR.size
 
 
-def _data_problem(file: IO[bytes], info: zipfile.ZipInfo, data_start: int) -> str | None:
-    """What is wrong with the data of the file ``info`` (at ``data_start`` in ``file``) around the file it holds:
-    a stored file must be exactly its size; a deflated one, a deflate stream that ends exactly at its compressed
-    size and unpacks to exactly its size. Unpacks the stream no further than its size (plus :data:`_CHUNK`), and
-    holds no more than :data:`_CHUNK` of it at a time."""
+def _data_problems(file: IO[bytes], info: zipfile.ZipInfo, data_start: int) -> list[str]:
+    """How the compressed data of the file ``info`` (at ``data_start`` in ``file``) is not exactly the file its
+    headers give: stored, exactly its size; deflated, one stream that ends exactly at its compressed size and
+    unpacks to exactly its size. Reads at most its size plus :data:`_DEFLATE_SLACK`, and unpacks no further."""
     hidden = "are part of no file (a reader that scans for headers may take them for one)"
     if info.compress_type == zipfile.ZIP_STORED:
-        if info.compress_size > info.file_size:
-            return (
-                f"{info.filename}: {info.compress_size - info.file_size:,} bytes after the end of its data, "
-                f"within its compressed size, {hidden}"
-            )
         if info.compress_size < info.file_size:
-            return (
-                f"{info.filename}: stored in {info.compress_size:,} bytes, not the {info.file_size:,} its headers "
-                "give it"
-            )
-        return None
+            return [f"stored in {info.compress_size:,} bytes, not the {info.file_size:,} its headers give it"]
+        stray = info.compress_size - info.file_size
+        return [f"{stray:,} bytes after the end of its data, within its compressed size, {hidden}"] if stray else []
     if info.compress_type != zipfile.ZIP_DEFLATED:
-        return (
-            f"{info.filename}: compressed with method {info.compress_type}, which the verifier cannot check to its "
-            "end (citations.export deflates every file)"
-        )
+        return [
+            f"compressed with method {info.compress_type}, which the verifier cannot check to its end "
+            "(citations.export deflates every file)"
+        ]
     file.seek(data_start)
+    raw = file.read(min(info.compress_size, info.file_size + _DEFLATE_SLACK))
     inflater = zlib.decompressobj(-15)
-    left, pending, unpacked = info.compress_size, b"", 0
     try:
-        while not inflater.eof and unpacked <= info.file_size:
-            if not pending and left:
-                pending = file.read(min(left, _CHUNK))
-                left = left - len(pending) if pending else 0  # the zip ends early: read no more
-            output = inflater.decompress(pending, _CHUNK)
-            unpacked += len(output)
-            pending = inflater.unconsumed_tail
-            if not (output or pending or left):
-                break
+        unpacked = len(inflater.decompress(raw, info.file_size + 1))
     except zlib.error as exc:
-        return f"{info.filename}: its compressed data is not a deflate stream ({exc})"
+        return [f"its compressed data is not a deflate stream ({exc})"]
     if unpacked > info.file_size:
-        return (
-            f"{info.filename}: its deflate stream unpacks to more than the {info.file_size:,} bytes its headers "
-            "give it: the rest is part of no file"
-        )
+        return [
+            f"its deflate stream unpacks to more than the {info.file_size:,} bytes its headers give it: the rest "
+            "is part of no file"
+        ]
     if not inflater.eof:
-        return f"{info.filename}: its deflate stream does not end within its compressed size"
+        return ["its deflate stream does not end within its compressed size"]
     if unpacked != info.file_size:
-        return (
-            f"{info.filename}: its deflate stream unpacks to {unpacked:,} bytes, not the {info.file_size:,} its "
-            "headers give it"
-        )
-    trailing = len(inflater.unused_data) + len(pending) + left
-    if trailing:
-        return (
-            f"{info.filename}: {trailing:,} bytes after the end of its deflate stream, within its compressed size, "
-            f"{hidden}"
-        )
-    return None
+        return [f"its deflate stream unpacks to {unpacked:,} bytes, not the {info.file_size:,} its headers give it"]
+    stray = info.compress_size - (len(raw) - len(inflater.unused_data))
+    return (
+        [f"{stray:,} bytes after the end of its deflate stream, within its compressed size, {hidden}"] if stray else []
+    )
 
 
 def _json_file(members: dict[str, bytes], name: str, shape: Any, result: Verification) -> Any:
