@@ -36,7 +36,7 @@ import struct
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -645,44 +645,80 @@ class _ReportParts:
 def _check_record(
     members: dict[str, bytes], manifest: dict[str, Any], seal_keys: dict[str, Any], result: Verification
 ) -> None:
+    """Checks 3 to 7 of the module docstring, on the data files of a bundle whose manifest's signature holds: the
+    chain, then each turn in chain order with its rows, ledger entries and passages, then what belongs to no turn,
+    and last the report."""
     data = {name: members.get(name, b"") for name in JSONL}
-    # The chain.
+    seals = _chain(data["seals.jsonl"], manifest["chain"], seal_keys, result)
+    _check_chain_head(manifest["chain_head"], seals, result)
+    walk = _TurnWalk(
+        seals_of=_by_turn(seals),
+        rows_of=_rows_by_turn(data["rows.jsonl"], result),
+        passages=_passages_by_quote(data["passages.jsonl"], result),
+        entries_of=_by_turn(entry for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result)),
+        report=_ReportParts(manifest),
+    )
+    for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
+        _check_turn(number, line, walk, result)
+    _check_leftovers(walk, result)
+    # The page is compared once the data verifies: a report of data found wrong could only differ from it more.
+    if manifest["format"] in record.RENDERED_REPORT_FORMATS and not result.problems:
+        walk.report.end(turns=result.turns, rows=result.rows, late=result.late, unsealed=walk.unsealed)
+        result.problems += walk.report.problems(members.get("report.html", b""))
+
+
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError, RecursionError)  # what malformed data raises
+
+
+def _chain(data: bytes, chain: str, seal_keys: dict[str, Any], result: Verification) -> list[dict[str, Any]]:
+    """The well-formed seals of ``seals.jsonl`` (``data``) in file order, each checked against the one before
+    (:func:`_seal_problems`); sets ``result.seals`` and ``result.seal_digests``."""
     seals: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
-    for number, seal in _lines(data["seals.jsonl"], "seals.jsonl", result):
+    for number, seal in _lines(data, "seals.jsonl", result):
         where = f"seals.jsonl line {number} (turn {seal.get('message')})"
         malformed = shape_problems(seal, _SEAL_SHAPE, "seal")
         if malformed:
             result.problems += [f"{where}: malformed: {problem}" for problem in malformed]
             continue
         try:
-            expected_sequence = 1 if previous is None else previous["sequence"] + 1
-            if seal["chain"] != manifest.get("chain"):
-                result.problems.append(f"{where}: a seal of another chain ({seal['chain']})")
-            if seal["sequence"] != expected_sequence:
-                result.problems.append(
-                    f"{where}: seal #{seal['sequence']} where #{expected_sequence} was expected (a seal removed, "
-                    "added or moved)"
-                )
-            if seal["previous_sha256"] != ("" if previous is None else previous["seal_sha256"]):
-                result.problems.append(f"{where}: its link to the previous seal is broken")
-            result.problems += [f"{where}: {p}" for p in record.seal_differences(seal)]
-            key = seal_keys.get(seal["key_fingerprint"])
-            if key is None or not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
-                result.problems.append(f"{where}: its signature is not valid")
+            for problem in _seal_problems(seal, previous, chain=chain, seal_keys=seal_keys):
+                result.problems.append(f"{where}: {problem}")
             if seal["verifier_version"] != VERIFIER_VERSION:
                 result.warnings.append(
                     f"{where}: sealed under verification rules {seal['verifier_version']!r}, this verifier has "
                     f"{VERIFIER_VERSION!r}: use the verifier of that version if a quote does not re-verify"
                 )
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        except _MALFORMED as exc:
             result.problems.append(f"{where}: malformed seal ({exc!r})")
             continue
         seals.append(seal)
         result.seal_digests.setdefault(seal["sequence"], seal["seal_sha256"])
         previous = seal
     result.seals = len(seals)
-    head = manifest["chain_head"]
+    return seals
+
+
+def _seal_problems(
+    seal: dict[str, Any], previous: dict[str, Any] | None, *, chain: str, seal_keys: dict[str, Any]
+) -> Iterator[str]:
+    """How ``seal`` is not the next seal of ``chain`` after ``previous`` (``None``: it is the first): its chain,
+    number and link, its own digests, and its signature by a key of ``seal_keys``."""
+    expected_sequence = 1 if previous is None else previous["sequence"] + 1
+    if seal["chain"] != chain:
+        yield f"a seal of another chain ({seal['chain']})"
+    if seal["sequence"] != expected_sequence:
+        yield f"seal #{seal['sequence']} where #{expected_sequence} was expected (a seal removed, added or moved)"
+    if seal["previous_sha256"] != ("" if previous is None else previous["seal_sha256"]):
+        yield "its link to the previous seal is broken"
+    yield from record.seal_differences(seal)
+    key = seal_keys.get(seal["key_fingerprint"])
+    if key is None or not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
+        yield "its signature is not valid"
+
+
+def _check_chain_head(head: dict[str, Any] | None, seals: list[dict[str, Any]], result: Verification) -> None:
+    """The chain ends at the manifest's chain head ``head``; sets ``result.head``."""
     malformed_head = [] if head is None else shape_problems(head, _HEAD_SHAPE, "manifest.json.chain_head")
     result.problems += malformed_head
     result.head = None if head is None or malformed_head else (head["sequence"], head["seal_sha256"])
@@ -692,14 +728,24 @@ def _check_record(
             f"seals.jsonl: the chain ends at {last and '#' + str(last[0])}, the manifest's chain head is "
             f"{result.head and '#' + str(result.head[0])} (seals removed or added at its end)"
         )
-    seals_of: dict[str, list[dict[str, Any]]] = {}
-    for seal in seals:
-        seals_of.setdefault(seal["message"], []).append(seal)
-    # Rows and passages, by turn.
-    # Each row, passage and turn is written once: one written again would count, and show in the report, twice.
+
+
+def _by_turn(items: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``items`` (seals, ledger entries) by the turn they name (``message``), each turn's in file order."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        grouped.setdefault(str(item.get("message")), []).append(item)
+    return grouped
+
+
+# Each row, passage and turn is written once: one written again would count, and show in the report, twice.
+
+
+def _rows_by_turn(data: bytes, result: Verification) -> dict[str, list[dict[str, Any]]]:
+    """The rows of ``rows.jsonl`` (``data``) by turn; a line that is no row of a turn, or a row again, is a problem."""
     rows_of: dict[str, list[dict[str, Any]]] = {}
     row_lines: dict[str, int] = {}
-    for number, row in _lines(data["rows.jsonl"], "rows.jsonl", result):
+    for number, row in _lines(data, "rows.jsonl", result):
         if not isinstance(row.get("message"), str) or row.get("table") not in record.ROW_TABLES:
             result.problems.append(f"rows.jsonl line {number}: not a row of a turn")
             continue
@@ -709,8 +755,14 @@ def _check_record(
             continue
         row_lines[key] = number
         rows_of.setdefault(row["message"], []).append(row)
+    return rows_of
+
+
+def _passages_by_quote(data: bytes, result: Verification) -> dict[str, tuple[int, dict[str, Any]]]:
+    """The passages of ``passages.jsonl`` (``data``) with their lines, by their quote's row key; a malformed
+    passage, or one of a quote again, is a problem."""
     passages: dict[str, tuple[int, dict[str, Any]]] = {}
-    for number, passage in _lines(data["passages.jsonl"], "passages.jsonl", result):
+    for number, passage in _lines(data, "passages.jsonl", result):
         malformed = shape_problems(passage, _PASSAGE_SHAPE, "passage")
         result.problems += [f"passages.jsonl line {number}: malformed: {problem}" for problem in malformed]
         if malformed:
@@ -722,131 +774,169 @@ def _check_record(
             )
             continue
         passages[passage["row"]] = (number, passage)
-    entries_of: dict[str, list[dict[str, Any]]] = {}
-    for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result):
-        entries_of.setdefault(str(entry.get("message")), []).append(entry)
-    # Turns, in chain order; and the report rendered from them (lqai_verify.report), to compare with report.html.
-    report_parts = _ReportParts(manifest)
-    seen: dict[str, int] = {}  # each turn's line
-    last_sequence = 0
-    unsealed = 0
-    # The latest seals of turns sealed in the first facts format (a turn resumed since has a later one, of /2).
-    first_format: list[int] = []
-    quoted: set[str] = set()  # the quotes whose passages were checked
-    for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
-        found_turn = line.get("turn")
-        turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
-        message = str(turn.get("message"))
-        where = f"turns.jsonl line {number} (turn {message})"
-        if message in seen:
-            result.problems.append(f"{where}: the turn again (first at line {seen[message]})")
-            continue
-        seen[message] = number
-        try:
-            result.turns += 1
-            if record.text_sha256(str(line.get("answer", ""))) != turn.get("answer_sha256"):
-                result.problems.append(f"{where}: its answer differs from the answer's sealed digest")
-            turn_seals = seals_of.get(message, [])
-            latest = (
-                turn_seals[-1] if turn_seals and turn_seals[-1]["finalized_at"] == turn.get("finalized_at") else None
-            )
-            rows = rows_of.get(message, [])
-            result.rows += len(rows)
-            if line.get("sealed") != (latest is not None) or line.get("sequence") != (latest or {}).get("sequence"):
-                result.problems.append(
-                    f"{where}: it says {'sealed #' + str(line.get('sequence')) if line.get('sealed') else 'not sealed'}"
-                    f", its seals say {'#' + str(latest['sequence']) if latest else 'not sealed'}"
-                )
-            sealed_at, late = (latest["sealed_at"], latest["late"]) if latest else (None, False)
-            if line.get("sealed_at") != sealed_at or line.get("late") is not late:
-                result.problems.append(
-                    f"{where}: it says sealed at {line.get('sealed_at')} (late: {line.get('late')}), its seals say "
-                    f"{f'sealed at {sealed_at} (late: {late})' if latest else 'not sealed'}"
-                )
-            if latest is None:
-                unsealed += 1
-                result.problems.append(f"{where}: the turn is not sealed (its facts are not authenticated)")
-            else:
-                result.late += bool(latest["late"])
-                if record.sealed_format(latest["row_digests"]) == record.FACTS_FORMAT_1:
-                    first_format.append(latest["sequence"])
-                if latest["sequence"] < last_sequence:
-                    result.problems.append(
-                        f"{where}: out of chain order (its seal #{latest['sequence']} comes after #{last_sequence}: "
-                        "turns swapped or moved)"
-                    )
-                last_sequence = max(last_sequence, latest["sequence"])
-            # An earlier seal is checked against the rows it sealed only (the rest are the latest's): each seal
-            # costs its own rows, never all of its turn's, which a bundle of many seals of one turn made quadratic.
-            rows_by_key = {record.row_key(row): row for row in rows}
-            for seal in turn_seals:
-                is_latest = seal is latest
-                sealed = (
-                    rows if is_latest else [rows_by_key[k] for k in seal["row_digests"]["rows"] if k in rows_by_key]
-                )
-                result.problems += [
-                    f"{where}: {p} (seal #{seal['sequence']})"
-                    for p in record.facts_differences(seal=seal, turn=turn, rows=sealed, latest=is_latest)
-                ]
-            if latest is not None:
-                entries = entries_of.get(message, [])
-                result.entries += len(entries)
-                result.problems += [
-                    f"ledger.jsonl (turn {message}): {p}"
-                    for p in record.ledger_problems(
-                        entries=entries, turn=turn, rows=rows, sealed_rows=latest["row_digests"].get("rows", {})
-                    )
-                ]
-            passages_of_turn: dict[str, dict[str, Any]] = {}
-            for row in rows:
-                if row["table"] == record.CASE:
-                    result.case_citations += 1
-                if row["table"] not in record.QUOTE_TABLES or row.get("offset_start") is None:
-                    continue
-                key = record.row_key(row)
-                found = passages.get(key)
-                if found is None:
-                    result.problems.append(f"passages.jsonl (turn {message}): no passage for the quote {key}")
-                    continue
-                passage_line, passage = found
-                passages_of_turn[key] = passage
-                quoted.add(key)
-                result.quotes += 1
-                _check_quote(
-                    result,
-                    row,
-                    passage["excerpt"],
-                    passage["excerpt_start"],
-                    where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
-                    seal=latest,
-                )
-            report_parts.turn(line, seal=latest, rows=rows, passages=passages_of_turn)
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-            result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
-            report_parts.broken = True
+    return passages
 
-    if first_format:
-        result.warnings.append(
-            f"turns.jsonl: {len(first_format)} of {result.turns} turns are sealed in {record.FACTS_FORMAT_1} (their "
-            f"seals #{min(first_format)} to #{max(first_format)}), which did not seal a quote's place in the answer "
-            "and context flags or a case citation's pin cite: in those turns, those fields are vouched for by the "
-            "export's signature only"
-        )
-    for message in sorted(seals_of.keys() - seen):
+
+@dataclass(slots=True)
+class _TurnWalk:
+    """The walk of ``turns.jsonl`` in chain order: what it checks each turn against (the other files, by turn),
+    the report it renders from them, and what it has found so far."""
+
+    seals_of: dict[str, list[dict[str, Any]]]
+    rows_of: dict[str, list[dict[str, Any]]]
+    passages: dict[str, tuple[int, dict[str, Any]]]
+    entries_of: dict[str, list[dict[str, Any]]]
+    report: _ReportParts
+    seen: dict[str, int] = field(default_factory=dict)  # each turn's line
+    last_sequence: int = 0
+    unsealed: int = 0
+    # The latest seals of turns sealed in the first facts format (a turn resumed since has a later one, of /2).
+    first_format: list[int] = field(default_factory=list)
+    quoted: set[str] = field(default_factory=set)  # the quotes whose passages were checked
+
+
+def _check_turn(number: int, line: dict[str, Any], walk: _TurnWalk, result: Verification) -> None:
+    """The turn of ``turns.jsonl`` line ``number``: its answer, what it says of its seals, its facts against each
+    seal, its ledger entries and its quotes; then its part of the report. Malformed data is a problem, and no
+    report is compared."""
+    found_turn = line.get("turn")
+    turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
+    message = str(turn.get("message"))
+    where = f"turns.jsonl line {number} (turn {message})"
+    if message in walk.seen:
+        result.problems.append(f"{where}: the turn again (first at line {walk.seen[message]})")
+        return
+    walk.seen[message] = number
+    try:
+        result.turns += 1
+        if record.text_sha256(str(line.get("answer", ""))) != turn.get("answer_sha256"):
+            result.problems.append(f"{where}: its answer differs from the answer's sealed digest")
+        turn_seals = walk.seals_of.get(message, [])
+        latest = turn_seals[-1] if turn_seals and turn_seals[-1]["finalized_at"] == turn.get("finalized_at") else None
+        rows = walk.rows_of.get(message, [])
+        result.rows += len(rows)
+        _check_sealing(line, latest, where=where, walk=walk, result=result)
+        _check_facts(turn, rows, turn_seals, latest, where=where, result=result)
+        if latest is not None:
+            entries = walk.entries_of.get(message, [])
+            result.entries += len(entries)
+            sealed_rows = latest["row_digests"].get("rows", {})
+            result.problems += [
+                f"ledger.jsonl (turn {message}): {p}"
+                for p in record.ledger_problems(entries=entries, turn=turn, rows=rows, sealed_rows=sealed_rows)
+            ]
+        passages = _check_quotes(message, rows, latest, walk=walk, result=result)
+        walk.report.turn(line, seal=latest, rows=rows, passages=passages)
+    except _MALFORMED as exc:
+        result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
+        walk.report.broken = True
+
+
+def _check_sealing(
+    line: dict[str, Any], latest: dict[str, Any] | None, *, where: str, walk: _TurnWalk, result: Verification
+) -> None:
+    """What the turn's line says of its sealing (sealed, its number, time and lateness) against its ``latest``
+    seal (``None``: it is not sealed, a problem), and that it comes in chain order."""
+    if line.get("sealed") != (latest is not None) or line.get("sequence") != (latest or {}).get("sequence"):
         result.problems.append(
-            f"seals.jsonl (seal #{seals_of[message][-1]['sequence']}): its turn {message} is not in turns.jsonl "
+            f"{where}: it says {'sealed #' + str(line.get('sequence')) if line.get('sealed') else 'not sealed'}"
+            f", its seals say {'#' + str(latest['sequence']) if latest else 'not sealed'}"
+        )
+    sealed_at, late = (latest["sealed_at"], latest["late"]) if latest else (None, False)
+    if line.get("sealed_at") != sealed_at or line.get("late") is not late:
+        result.problems.append(
+            f"{where}: it says sealed at {line.get('sealed_at')} (late: {line.get('late')}), its seals say "
+            f"{f'sealed at {sealed_at} (late: {late})' if latest else 'not sealed'}"
+        )
+    if latest is None:
+        walk.unsealed += 1
+        result.problems.append(f"{where}: the turn is not sealed (its facts are not authenticated)")
+        return
+    result.late += bool(latest["late"])
+    if record.sealed_format(latest["row_digests"]) == record.FACTS_FORMAT_1:
+        walk.first_format.append(latest["sequence"])
+    if latest["sequence"] < walk.last_sequence:
+        result.problems.append(
+            f"{where}: out of chain order (its seal #{latest['sequence']} comes after #{walk.last_sequence}: "
+            "turns swapped or moved)"
+        )
+    walk.last_sequence = max(walk.last_sequence, latest["sequence"])
+
+
+def _check_facts(
+    turn: dict[str, Any],
+    rows: list[dict[str, Any]],
+    turn_seals: list[dict[str, Any]],
+    latest: dict[str, Any] | None,
+    *,
+    where: str,
+    result: Verification,
+) -> None:
+    """The turn and its rows against each of its seals: the ``latest`` against all of them, an earlier one against
+    the rows it sealed only (the rest are the latest's). Each seal costs its own rows, never all of its turn's,
+    which a bundle of many seals of one turn would make quadratic."""
+    rows_by_key = {record.row_key(row): row for row in rows}
+    for seal in turn_seals:
+        is_latest = seal is latest
+        sealed = rows if is_latest else [rows_by_key[k] for k in seal["row_digests"]["rows"] if k in rows_by_key]
+        result.problems += [
+            f"{where}: {p} (seal #{seal['sequence']})"
+            for p in record.facts_differences(seal=seal, turn=turn, rows=sealed, latest=is_latest)
+        ]
+
+
+def _check_quotes(
+    message: str, rows: list[dict[str, Any]], latest: dict[str, Any] | None, *, walk: _TurnWalk, result: Verification
+) -> dict[str, dict[str, Any]]:
+    """Each verified quote of the turn ``message`` against its passage (:func:`_check_quote`); counts its case
+    citations. Returns the turn's passages by quote, for its report."""
+    passages_of_turn: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["table"] == record.CASE:
+            result.case_citations += 1
+        if row["table"] not in record.QUOTE_TABLES or row.get("offset_start") is None:
+            continue
+        key = record.row_key(row)
+        found = walk.passages.get(key)
+        if found is None:
+            result.problems.append(f"passages.jsonl (turn {message}): no passage for the quote {key}")
+            continue
+        passage_line, passage = found
+        passages_of_turn[key] = passage
+        walk.quoted.add(key)
+        result.quotes += 1
+        _check_quote(
+            result,
+            row,
+            passage["excerpt"],
+            passage["excerpt_start"],
+            where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
+            seal=latest,
+        )
+    return passages_of_turn
+
+
+def _check_leftovers(walk: _TurnWalk, result: Verification) -> None:
+    """After the walk: the turns sealed in the first facts format, said once, and what belongs to no turn of
+    ``turns.jsonl`` (a seal, rows, ledger entries, a passage of no verified quote)."""
+    if walk.first_format:
+        result.warnings.append(
+            f"turns.jsonl: {len(walk.first_format)} of {result.turns} turns are sealed in {record.FACTS_FORMAT_1} "
+            f"(their seals #{min(walk.first_format)} to #{max(walk.first_format)}), which did not seal a quote's "
+            "place in the answer and context flags or a case citation's pin cite: in those turns, those fields are "
+            "vouched for by the export's signature only"
+        )
+    for message in sorted(walk.seals_of.keys() - walk.seen):
+        result.problems.append(
+            f"seals.jsonl (seal #{walk.seals_of[message][-1]['sequence']}): its turn {message} is not in turns.jsonl "
             "(removed)"
         )
-    for message in sorted(rows_of.keys() - seen):
+    for message in sorted(walk.rows_of.keys() - walk.seen):
         result.problems.append(f"rows.jsonl: rows of turn {message}, which is not in turns.jsonl")
-    for message in sorted(entries_of.keys() - seen):
+    for message in sorted(walk.entries_of.keys() - walk.seen):
         result.problems.append(f"ledger.jsonl: entries of turn {message}, which is not in turns.jsonl")
     result.problems += [
         f"passages.jsonl line {number}: a passage of {key}, which is no verified quote of a turn"
-        for key, (number, _) in passages.items()
-        if key not in quoted
+        for key, (number, _) in walk.passages.items()
+        if key not in walk.quoted
     ]
-    # The page is compared once the data verifies: a report of data found wrong could only differ from it more.
-    if manifest["format"] in record.RENDERED_REPORT_FORMATS and not result.problems:
-        report_parts.end(turns=result.turns, rows=result.rows, late=result.late, unsealed=unsealed)
-        result.problems += report_parts.problems(members.get("report.html", b""))
