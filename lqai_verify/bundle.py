@@ -1,29 +1,16 @@
 """Checking a matter export (``lqai-export/3``, or ``/2`` or ``/1`` before it, written by ``citations.export``), or a
-matter-less chat's, with nothing but the bundle:
+matter-less chat's, with nothing but the bundle (docs/export.md, "Verifying an export"):
 
-1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
-2. every file against its SHA-256 in the manifest, and no file the manifest does not list; the zip exactly its
-   listed files end to end (no file outside its central directory, nothing between them, each file's data
-   ending exactly where its compressed size says), with no comment;
-3. the chain, the one of the matter (or chat) the manifest names: every seal's digest recomputed, each linked to
-   the one before, numbered from 1 without a gap, ending at the manifest's chain head, each signed by a key of
-   ``public_key.json``;
-4. every turn and row against its seal (turns in chain order; the answer against its digest);
-5. every ledger entry against its sealed row;
-6. every verified quote re-verified against its bundled passage with the server's own code
-   (``lqai_verify.verification``); a quote stored before passage digests were recorded is re-verified with a
-   warning that no digest from its time vouches for the passage, and in a turn sealed late (verified before
-   its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem;
-7. once all of that holds, ``report.html`` against the report rendered again from the checked data
-   (:mod:`lqai_verify.report`), byte for byte (``lqai-export/2`` and ``/3``; a ``/1`` bundle's report is not
-   checked).
+1. the zip: exactly its listed files end to end, no comment, no name twice, no path out of its folder;
+2. the manifest's signature, by the expected key, and every file against its digest in the manifest;
+3. the chain the manifest names: each seal's digest, link, number and signature, ending at the chain head;
+4. every turn and row against its seal, every ledger entry against its sealed row;
+5. every verified quote re-verified against its bundled passage (``lqai_verify.verification``);
+6. once all of that holds, ``report.html`` against the report rendered again from the checked data.
 
-Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
-sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON (or that Python will not
-read: nested too deeply, an integer too long) are problems like any other, named with their file and field;
-a zip that would unpack to more than ``max_bytes`` is refused unread. Checks 3 to 7 read the data files only
-under a valid signature of the manifest, and a changed file only within :data:`CHANGED_FILE_SLACK` times its
-signed size: what the verifier holds is bounded by what the key's holder signed.
+A bundle is input from whoever sent it: whatever is malformed is a problem naming its file, line and turn, never
+a crash; a zip that would unpack to more than ``max_bytes`` is refused unread, and checks 3 to 6 read the data
+files only under a valid signature, each within :data:`CHANGED_FILE_SLACK` times its signed size.
 """
 
 from __future__ import annotations
@@ -507,14 +494,32 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     if manifest is None or keys is None:
         return result
     signing_key = _public_key(keys["signing_key"]["public_key"], "public_key.json: signing_key", result)
-    if signing_key is None:
-        return result
-    subject = _subject(manifest, result)
-    if subject is None:
+    if signing_key is None or _subject(manifest, result) is None:
         return result
     result.chain = manifest["chain"]
     result.exported_at = manifest["exported_at"]
     result.fingerprint = record.fingerprint(signing_key)
+    _check_signing_key(manifest, public_key, result)
+    signature = members["manifest.sig"].decode("ascii", errors="replace").strip()
+    signed = record.signature_valid(signing_key, signature, members["manifest.json"])
+    if not signed:
+        result.problems.append(
+            "manifest.sig: the signature of manifest.json is not valid (manifest or signature changed)"
+        )
+    _check_manifest(manifest, members, result)
+    seal_keys = _seal_keys(keys["seal_keys"], result)
+    if not signed:
+        result.problems.append(
+            "the data files are not read: nothing vouches for them without a valid signature of the manifest"
+        )
+        return result
+    _check_record(_signed_sizes(members, manifest["files"], result), manifest, seal_keys, result)
+    return result
+
+
+def _check_signing_key(manifest: dict[str, Any], public_key: str | None, result: Verification) -> None:
+    """The bundle's signing key (``result.fingerprint``) is the one expected (``public_key``; with none, a
+    warning says to compare it with the published one) and the one its manifest names."""
     if public_key is not None:
         expected = expected_fingerprint(public_key)
         if not hmac.compare_digest(expected, result.fingerprint):
@@ -528,14 +533,13 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
         )
     if manifest["signing_key"] != result.fingerprint:
         result.problems.append("manifest.json: its signing_key is not the fingerprint of public_key.json's key")
-    signature = members["manifest.sig"].decode("ascii", errors="replace").strip()
-    signed = record.signature_valid(signing_key, signature, members["manifest.json"])
-    if not signed:
-        result.problems.append(
-            "manifest.sig: the signature of manifest.json is not valid (manifest or signature changed)"
-        )
     if manifest.get("development_key"):
         result.warnings.append("signed with a DEVELOPMENT key derived from the server's SECRET_KEY: proves nothing")
+
+
+def _check_manifest(manifest: dict[str, Any], members: dict[str, bytes], result: Verification) -> None:
+    """The manifest's format is one this verifier reads, and the bundle holds exactly the files it lists, each
+    with its digest."""
     if manifest["format"] not in record.EXPORT_FORMATS:
         result.problems.append(
             f"manifest.json: format {manifest['format']!r}, expected one of {', '.join(record.EXPORT_FORMATS)}"
@@ -553,8 +557,13 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
             result.problems.append(f"{name}: listed in the manifest, missing from the bundle")
         elif type(entry) is not dict or hashlib.sha256(members[name]).hexdigest() != entry.get("sha256"):
             result.problems.append(f"{name}: its SHA-256 differs from the manifest's (the file was changed)")
+
+
+def _seal_keys(listed: list[dict[str, str]], result: Verification) -> dict[str, Any]:
+    """The keys of ``public_key.json``'s ``seal_keys`` by fingerprint; one whose fingerprint is not its own, or
+    that is not a key, is a problem."""
     seal_keys = {}
-    for i, entry in enumerate(keys["seal_keys"]):
+    for i, entry in enumerate(listed):
         key = _public_key(entry["public_key"], f"public_key.json: seal_keys[{i}]", result)
         if key is None:
             continue
@@ -563,13 +572,7 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
                 f"public_key.json: the seal key listed as {entry['fingerprint'][:16]}... has another fingerprint"
             )
         seal_keys[entry["fingerprint"]] = key
-    if not signed:
-        result.problems.append(
-            "the data files are not read: nothing vouches for them without a valid signature of the manifest"
-        )
-        return result
-    _check_record(_signed_sizes(members, listed, result), manifest, seal_keys, result)
-    return result
+    return seal_keys
 
 
 def _signed_sizes(members: dict[str, bytes], listed: dict[str, Any], result: Verification) -> dict[str, bytes]:
@@ -645,7 +648,7 @@ class _ReportParts:
 def _check_record(
     members: dict[str, bytes], manifest: dict[str, Any], seal_keys: dict[str, Any], result: Verification
 ) -> None:
-    """Checks 3 to 7 of the module docstring, on the data files of a bundle whose manifest's signature holds: the
+    """Checks 3 to 6 of the module docstring, on the data files of a bundle whose manifest's signature holds: the
     chain, then each turn in chain order with its rows, ledger entries and passages, then what belongs to no turn,
     and last the report."""
     data = {name: members.get(name, b"") for name in JSONL}
