@@ -191,12 +191,15 @@ class PreviousRuns:
     kept: list[KeptMatter]
 
 
-def record_made(*, project: Project, chats: list[Chat]) -> None:
-    """Record ``chats``, which this run made in the demo matter ``project``, and every message in them now, as
-    the demo's (:class:`demo.models.DemoMade`). Call it once the run's turns are in: a run that stopped before
-    leaves its matter to be kept by the next run, never purged."""
-    made = [chat.pk for chat in chats] + list(Message.objects.filter(chat__in=chats).values_list("pk", flat=True))
-    DemoMade.objects.bulk_create([DemoMade(project_id=project.pk, object_id=pk) for pk in made], ignore_conflicts=True)
+def record_made(*, project: Project) -> None:
+    """Record every chat and message now in the demo matter ``project`` as the demo's (:class:`DemoMade`), for
+    the next run's :func:`purge_previous_run`. Call it when the run that seeded ``project`` ends or stops: the
+    matter is that run's own (seeded by it, or an empty one reused), so all it holds then is the run's."""
+    chats = list(Chat.objects.filter(project=project).values_list("pk", flat=True))
+    messages = list(Message.objects.filter(chat__project=project).values_list("pk", flat=True))
+    DemoMade.objects.bulk_create(
+        [DemoMade(project_id=project.pk, object_id=pk) for pk in chats + messages], ignore_conflicts=True
+    )
 
 
 def purge_previous_run() -> PreviousRuns:

@@ -32,9 +32,16 @@ class Command(BaseCommand):
                 "The demo creates a superuser with a published password, so it runs only with DEBUG on "
                 "(a development database). Run it with `make demo`, or set DEBUG=1. Nothing was created."
             )
-        out = self.stdout
         previous = demo.purge_previous_run()
         matter = demo.seed()
+        try:
+            self._run(matter, previous)
+        finally:
+            # Whether the run ended or stopped half-way, all its matter holds so far is the demo's.
+            demo.record_made(project=matter.project)
+
+    def _run(self, matter: demo.DemoMatter, previous: demo.PreviousRuns) -> None:
+        out = self.stdout
         out.write(self.style.MIGRATE_HEADING("Demo matter"))
         out.write(f"  project: {matter.project.name} ({matter.project.pk})")
         out.write(
@@ -66,7 +73,6 @@ class Command(BaseCommand):
         out.write("")
         out.write(self.style.MIGRATE_HEADING("Older turns without ledger entries, repaired by backfill_ledger"))
         older = demo.create_turns_without_ledger(matter)
-        demo.record_made(project=matter.project, chats=[chat, older])
         missing = CitationLedgerEntry.objects.filter(chat=older).count()
         older_turns = older.messages.filter(role=Message.Role.ASSISTANT).count()
         out.write(f"  {older_turns} older turns; ledger entries before: {missing}")
@@ -100,14 +106,14 @@ class Command(BaseCommand):
     def _kept(self, kept: demo.KeptMatter, *, fresh: UUID) -> Iterator[str]:
         """What the rerun kept of a previous demo matter, and where this run's demo went."""
         yield self.style.WARNING(
-            f"  kept the previous demo matter {kept.project.pk} whole, renamed {kept.project.name!r}: it holds work "
-            "the demo did not make, so it was not purged"
+            f"  kept the previous demo matter {kept.project.pk} whole (renamed {kept.project.name!r}), as it holds "
+            "what the demo has no record of making:"
         )
         for chat, messages in kept.chats:
-            held = f"{messages} message(s) the demo did not make" if messages else "a chat the demo did not make"
+            held = f"{messages} message(s)" if messages else "the chat itself"
             yield f"    chat {chat.title or chat.pk!s}: {held}: {demo.page_url(chat)}"
         if kept.documents:
-            yield f"    {kept.documents} document(s) the demo did not add"
+            yield f"    {kept.documents} document(s) besides the demo's own"
         if kept.legal_hold:
             yield "    it is on legal hold"
         yield f"  this run's demo is in a fresh matter, {demo.DEMO_PROJECT} ({fresh})"
