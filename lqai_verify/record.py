@@ -29,6 +29,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from lqai_verify.verification import NormalizedSource, alterations_record, context_flags_record
+
 # The facts format new seals are made in; /1 (before it) sealed fewer fields of a row (:data:`UNSEALED_FIELDS`).
 FACTS_FORMAT = "lqai-turn-facts/2"
 FACTS_FORMAT_1 = "lqai-turn-facts/1"
@@ -394,8 +396,6 @@ def reverification_differences(
     format /1, not), must be what the row records, that is what the rules that verified it said (this version's,
     for a turn sealed on time). ``facts_format``: that of the turn's seal (``None``: the turn is not sealed), so
     that a difference calls the row's value sealed only where it is."""
-    from lqai_verify.verification import NormalizedSource, alterations_record, context_flags_record
-
     match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
     if match is None:
         return [f"the quote no longer verifies against its passage ({why or 'not found'})"]

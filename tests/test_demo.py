@@ -26,6 +26,7 @@ from chats.models import (
 )
 from citations import keys
 from citations.models import CitationLedgerEntry, MatterPurge
+from demo import seed as demo_seed
 
 
 @pytest.fixture(autouse=True)
@@ -191,3 +192,68 @@ def test_a_rerun_keeps_a_demo_matter_where_chats_were_made_by_hand(settings: Laz
     assert fresh.pk != project.pk
     assert fresh.chats.count() == 2
     assert "Demo done" in second
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_asked_by_hand_in_a_demo_chat_survives_two_reruns(settings: LazySettings) -> None:
+    settings.DEBUG = True
+    _run_demo()
+    demo_user = User.objects.get(username="demo")
+    project = Project.objects.get(name="Election law research (demo)")
+    demo_chat = Chat.objects.get(project=project, title="Demo: ballots and candidates")
+    demo_messages = demo_chat.messages.count()
+    # Given a question asked by hand in the demo's own chat, through the API, as the README's tour invites
+    client = APIClient()
+    client.force_authenticate(demo_user)
+    asked = client.post(
+        f"/api/chats/{demo_chat.pk}/messages/", {"content": "Who certifies write-in candidates?"}, format="json"
+    )
+    assert asked.status_code == 201, asked.content
+    by_hand = set(demo_chat.messages.values_list("pk", flat=True))
+    assert len(by_hand) == demo_messages + 2  # the question and its answer
+
+    second = _run_demo()
+    third = _run_demo()
+
+    # Then the turn, its chat and its matter are all still there, whole, under a name that says why
+    kept = Project.objects.get(pk=project.pk)
+    assert kept.name.startswith("Election law research (demo), kept ")
+    assert set(Chat.objects.get(pk=demo_chat.pk).messages.values_list("pk", flat=True)) == by_hand
+    assert Chat.objects.get(pk=demo_chat.pk).project_id == project.pk
+    assert kept.chats.count() == 2
+    # ... the first rerun said what it kept, where, and where its fresh demo went
+    assert f"kept the previous demo matter {project.pk} whole" in second
+    assert "chat Demo: ballots and candidates: 2 message(s): " in second
+    assert f"/chats/{demo_chat.pk}/" in second
+    fresh = MatterPurge.objects.get().project_id  # the second rerun purged the first rerun's matter, all the demo's
+    assert f"this run's demo is in a fresh matter, Election law research (demo) ({fresh})" in second
+    assert f"matter {fresh} purged with its 2 chats" in third
+    assert "kept the previous demo matter" not in third
+    # ... and the third run's demo matter is one of its own
+    assert Project.objects.filter(name="Election law research (demo)").count() == 1
+    assert Project.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_stops_half_way_is_replaced_by_the_next_not_kept(
+    settings: LazySettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.DEBUG = True
+    # Given a run that stops after its turns through the API (an error, ^C, a closed pipe)
+    monkeypatch.setattr(demo_seed, "create_turns_without_ledger", _stops)
+    with pytest.raises(RuntimeError, match="stopped"):
+        _run_demo()
+    stopped = Project.objects.get(name="Election law research (demo)")
+    assert stopped.chats.count() == 1
+    monkeypatch.undo()
+
+    again = _run_demo()
+
+    # Then what it made is known as the demo's: its matter is purged, not kept as if someone's work
+    assert MatterPurge.objects.get().project_id == stopped.pk
+    assert "kept the previous demo matter" not in again
+    assert Project.objects.get().name == "Election law research (demo)"
+
+
+def _stops(matter: demo_seed.DemoMatter, *, count: int = 3) -> Chat:
+    raise RuntimeError("stopped")

@@ -50,6 +50,7 @@ from tests.test_seals import (
     seal_as_the_earlier_release,
 )
 from tests.test_seals import verify as verify_ledger
+from tests.test_verifier_install import unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -1072,7 +1073,7 @@ def cryptography_only_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("verifier-venv") / "venv"
     made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)  # noqa: S603
     if made.returncode != 0:
-        pytest.skip(f"a venv cannot be made here (python -m venv failed: {made.stderr.strip()[-300:]})")
+        unavailable(f"a venv cannot be made here (python -m venv failed: {made.stderr.strip()[-300:]})")
     python = venv / "bin" / "python"
     installed = subprocess.run(  # noqa: S603
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", _pinned_cryptography()],
@@ -1081,7 +1082,7 @@ def cryptography_only_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=300,
     )
     if installed.returncode != 0:
-        pytest.skip(f"the pinned cryptography cannot be installed into a fresh venv: {installed.stderr.strip()[-300:]}")
+        unavailable(f"the pinned cryptography cannot be installed into a fresh venv: {installed.stderr.strip()[-300:]}")
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True)  # noqa: S603
     names = {line.split("==")[0].lower() for line in listed.stdout.splitlines()}
     assert "django" not in names
@@ -1096,9 +1097,10 @@ def test_an_exported_matter_verifies_offline_in_a_venv_with_only_cryptography(
 ) -> None:
     chat, _ = exported_matter
     path = export(chat, tmp_path / "matter.zip")
-    # The verifier as a recipient gets it: the lqai_verify folder alone (its quote rules included), nothing else.
+    # The verifier as a recipient gets it: the lqai_verify folder (with lqai_verify/verification), nothing else.
     checkout = tmp_path / "verifier"
     shutil.copytree(ROOT / "lqai_verify", checkout / "lqai_verify")
+    assert sorted(path.name for path in checkout.iterdir()) == ["lqai_verify"]
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONNOUSERSITE": "1"}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
