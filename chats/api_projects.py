@@ -29,6 +29,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from chats.api_fields import StrictCharField
 from chats.documents import DocumentTooLarge, UnreadableDocument, add_document, text_of_upload
 from chats.errors import PayloadTooLarge
 from chats.matters import NoSuchMember, NotTheOwner, add_member, create_project, remove_member
@@ -43,6 +44,7 @@ NOT_OWNER = OpenApiResponse(description="You are a member, not the owner: only t
 class ProjectSerializer(serializers.ModelSerializer[Project]):
     """A matter: its owner and current members (usernames)."""
 
+    name = StrictCharField(max_length=200, help_text="The matter's name.")
     owner = serializers.CharField(source="owner.username", read_only=True)
     members = serializers.SerializerMethodField()
     documents_url = serializers.SerializerMethodField()
@@ -67,7 +69,7 @@ class ProjectSerializer(serializers.ModelSerializer[Project]):
 
 
 class MemberSerializer(serializers.Serializer[dict[str, Any]]):
-    username = serializers.CharField(max_length=150)
+    username = StrictCharField(max_length=150)
 
     def validate_username(self, value: str) -> User:
         user = User.objects.filter(username=value, is_active=True).first()
@@ -95,12 +97,12 @@ class DocumentSerializer(serializers.ModelSerializer[Document]):
 
 
 class TextDocumentSerializer(serializers.Serializer[dict[str, Any]]):
-    title = serializers.CharField(max_length=300)
-    content = serializers.CharField(trim_whitespace=False, help_text="At most LQAI_MAX_DOCUMENT_CHARS characters.")
+    title = StrictCharField(max_length=300)
+    content = StrictCharField(trim_whitespace=False, help_text="At most LQAI_MAX_DOCUMENT_CHARS characters.")
 
 
 class UploadedDocumentSerializer(serializers.Serializer[dict[str, Any]]):
-    title = serializers.CharField(max_length=300)
+    title = StrictCharField(max_length=300)
     file = serializers.FileField(help_text="A PDF with a text layer, or UTF-8 text; at most LQAI_MAX_UPLOAD_BYTES.")
 
 

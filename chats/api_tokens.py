@@ -33,6 +33,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
+from chats.api_fields import StrictCharField
 from chats.authentication import BearerTokenAuthentication
 from chats.client_address import client_address
 
@@ -78,8 +79,8 @@ class TokenRequestThrottle(AnonRateThrottle):
 
 
 class TokenRequestSerializer(serializers.Serializer[dict[str, Any]]):
-    username = serializers.CharField(max_length=150)
-    password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
+    username = StrictCharField(max_length=150)
+    password = StrictCharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
 
 
 class IssuedTokenSerializer(serializers.Serializer[dict[str, Any]]):

@@ -11,6 +11,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from chats.api_fields import StrictCharField
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
@@ -43,6 +44,7 @@ class VisibleProjectField(serializers.PrimaryKeyRelatedField):
 
 
 class ChatSerializer(serializers.ModelSerializer[Chat]):
+    title = StrictCharField(max_length=200, allow_blank=True, required=False, help_text="The chat's title.")
     project = VisibleProjectField(
         pk_field=serializers.UUIDField(), allow_null=True, required=False, help_text="A matter you belong to."
     )
@@ -317,7 +319,7 @@ class ChatDetailSerializer(ChatSerializer):
 
 
 class MessageCreateSerializer(serializers.Serializer[dict[str, Any]]):
-    content = serializers.CharField(
+    content = StrictCharField(
         trim_whitespace=True, help_text="The question; at most LQAI_MAX_MESSAGE_CHARS characters."
     )
 
