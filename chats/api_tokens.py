@@ -12,6 +12,8 @@ so a listing reveals nothing that authenticates).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -20,7 +22,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.cache import BaseCache, caches
 from django.db import transaction
 from django.db.models import QuerySet
-from django.http import Http404
+from django.http import Http404, HttpRequest
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -116,6 +118,20 @@ def live_tokens_of(user: AbstractBaseUser) -> QuerySet[AuthToken]:
     return AuthToken.objects.filter(user=user, expiry__gt=timezone.now()).order_by("-created", "digest")
 
 
+@contextmanager
+def without_session(request: HttpRequest) -> Iterator[None]:
+    """The request without its session while the block runs: a token request is not a browser login, so it
+    sets no session cookie and writes no session row. knox announces the login (``user_logged_in``), and
+    django-axes' receiver, which resets the username's failed attempts, would otherwise create a session to
+    record a digest of its key; without one it records none. The session is put back, untouched, after."""
+    session = request.session
+    del request.session
+    try:
+        yield
+    finally:
+        request.session = session
+
+
 class TokenView(LoginView):
     """``POST``: a new token for a username and password. ``DELETE``: revoke the token of this request."""
 
@@ -153,7 +169,7 @@ class TokenView(LoginView):
         request.user = user
         # knox counts the user's live tokens, then creates one: with the user's row locked, concurrent requests
         # take turns, so the cap holds (one consistent lock, the user's, so no deadlock).
-        with transaction.atomic():
+        with transaction.atomic(), without_session(request._request):
             get_user_model().objects.select_for_update().filter(pk=user.pk).first()
             response: Response = super().post(request, format=format)
         if response.status_code == status.HTTP_403_FORBIDDEN:
