@@ -21,7 +21,7 @@ from django.db.models.functions import Length
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -35,9 +35,10 @@ from chats.errors import PayloadTooLarge
 from chats.matters import NoSuchMember, NotTheOwner, add_member, create_project, remove_member
 from chats.models import Document, Project
 from chats.parsers import JSONParser
-from chats.selectors import projects_visible_to
+from chats.selectors import documents_of, projects_visible_to
 
 NOT_FOUND = OpenApiResponse(description="No such matter visible to you.")
+DOCUMENT_NOT_FOUND = OpenApiResponse(description="No such matter visible to you, or no such document in it.")
 NOT_OWNER = OpenApiResponse(description="You are a member, not the owner: only the owner changes the members.")
 
 
@@ -78,6 +79,11 @@ class MemberSerializer(serializers.Serializer[dict[str, Any]]):
         return user
 
 
+class DocumentPageSerializer(serializers.Serializer[dict[str, Any]]):
+    label = serializers.CharField(help_text="The page's label: a PDF's page number (\"3\").")
+    start = serializers.IntegerField(help_text="Where the page begins in the document's `content`.")
+
+
 class DocumentSerializer(serializers.ModelSerializer[Document]):
     """A KB document, without its text: ``length`` characters, ``page_count`` pages (0: no pages)."""
 
@@ -94,6 +100,31 @@ class DocumentSerializer(serializers.ModelSerializer[Document]):
 
     def get_page_count(self, document: Document) -> int:
         return len(document.pages)
+
+
+class DocumentDetailSerializer(DocumentSerializer):
+    """A KB document with its text, its pages (where each begins in ``content``) and whether answers cite it."""
+
+    content = serializers.CharField(read_only=True, help_text="The text quotes are verified against.")
+    pages = serializers.SerializerMethodField(
+        help_text="Each page's `label` and the offset in `content` where it begins (`start`), in order; empty "
+        "for a text without pages. A quote at `start`..`end` of this text is on the pages it spans."
+    )
+    cited = serializers.SerializerMethodField(
+        help_text="Whether a verified quote of an answer cites it (then its text, title and pages never change)."
+    )
+    citation_count = serializers.IntegerField(read_only=True, help_text="How many verified quotes cite it.")
+
+    class Meta(DocumentSerializer.Meta):
+        fields = [*DocumentSerializer.Meta.fields, "cited", "citation_count", "pages", "content"]
+        read_only_fields = fields
+
+    @extend_schema_field(DocumentPageSerializer(many=True))
+    def get_pages(self, document: Document) -> list[dict[str, Any]]:
+        return [{"label": str(label), "start": start} for start, label in document.pages]
+
+    def get_cited(self, document: Document) -> bool:
+        return bool(document.citation_count)  # type: ignore[attr-defined]  # annotated by documents_of()
 
 
 class TextDocumentSerializer(serializers.Serializer[dict[str, Any]]):
@@ -236,3 +267,22 @@ class ProjectDocumentsView(generics.ListAPIView[Document]):
         except DocumentTooLarge as exc:
             raise PayloadTooLarge(str(exc)) from None
         return Response(DocumentSerializer(document).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="A KB document of a matter: its text, its pages and whether answers cite it",
+        responses={200: DocumentDetailSerializer, 404: DOCUMENT_NOT_FOUND},
+    )
+)
+class ProjectDocumentView(generics.RetrieveAPIView[Document]):
+    """One document of a matter you belong to; another matter's document, or one of a matter you are not a
+    member of, is a 404."""
+
+    serializer_class = DocumentDetailSerializer
+    lookup_url_kwarg = "document_id"
+
+    def get_queryset(self) -> QuerySet[Document]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request user, no matter
+            return Document.objects.none()
+        return documents_of(visible_project(self.request, self.kwargs["project_id"]))

@@ -55,6 +55,16 @@ class ChatSerializer(serializers.ModelSerializer[Chat]):
         read_only_fields = ["id", "created_at"]
 
 
+class ChatListQuerySerializer(serializers.Serializer[None]):
+    """The query string of ``GET /api/chats/``."""
+
+    project = serializers.UUIDField(
+        required=False,
+        help_text="Only the chats of this matter. A matter you do not belong to yields an empty list, as one "
+        "that does not exist.",
+    )
+
+
 PAGES_HELP = (
     "The pages of the source that the quote spans (a PDF's page numbers, or an opinion's reporter pages from its "
     "star paging), in order; null when the source has no known pages."

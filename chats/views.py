@@ -61,6 +61,7 @@ from chats.selectors import chats_visible_to, projects_visible_to
 from chats.serializers import (
     CaselawCitationSerializer,
     ChatDetailSerializer,
+    ChatListQuerySerializer,
     ChatSerializer,
     KBCitationSerializer,
     LegalHoldSerializer,
@@ -101,6 +102,7 @@ THROTTLED = OpenApiResponse(
 )
 KEEPALIVE = b": keepalive\n\n"
 NOT_FOUND = OpenApiResponse(description="No such chat or message visible to you.")
+MATTER_NOT_FOUND = OpenApiResponse(description="No such matter visible to you.")
 BAD_INPUT = OpenApiResponse(description="Invalid input: field errors keyed by field name.")
 
 
@@ -235,14 +237,24 @@ def _validated_content(request: Request) -> str:
 
 
 @extend_schema_view(
-    get=extend_schema(summary="List the chats you can see (yours, and your matters')"),
+    get=extend_schema(
+        summary="List the chats you can see (yours, and your matters'), newest first; `project` keeps one matter's",
+        parameters=[ChatListQuerySerializer],
+        responses={200: ChatSerializer(many=True), 400: BAD_INPUT},
+    ),
     post=extend_schema(summary="Create a chat, optionally in a matter you belong to", responses={201: ChatSerializer}),
 )
 class ChatListCreateView(generics.ListCreateAPIView[Chat]):
     serializer_class = ChatSerializer
 
     def get_queryset(self) -> QuerySet[Chat]:
-        return chats_visible_to(self.request.user).order_by("-created_at", "-id")
+        chats = chats_visible_to(self.request.user).order_by("-created_at", "-id")
+        if self.request.method != "GET":
+            return chats
+        query = ChatListQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        project = query.validated_data.get("project")
+        return chats if project is None else chats.filter(project_id=project)
 
     def perform_create(self, serializer: BaseSerializer[Chat]) -> None:
         data = serializer.validated_data
@@ -424,7 +436,7 @@ SET_LEGAL_HOLD_SCHEMA = extend_schema(
         200: LegalHoldSerializer,
         400: BAD_INPUT,
         403: OpenApiResponse(description="Only the matter's owner sets or lifts its hold."),
-        404: NOT_FOUND,
+        404: MATTER_NOT_FOUND,
     },
 )
 
@@ -435,7 +447,9 @@ class LegalHoldView(APIView):
     def _project(self, request: Request, project_id: UUID) -> Any:
         return get_object_or_404(projects_visible_to(request.user), pk=project_id)
 
-    @extend_schema(summary="Whether a matter is on legal hold", responses={200: LegalHoldSerializer, 404: NOT_FOUND})
+    @extend_schema(
+        summary="Whether a matter is on legal hold", responses={200: LegalHoldSerializer, 404: MATTER_NOT_FOUND}
+    )
     def get(self, request: Request, project_id: UUID) -> Response:
         project = self._project(request, project_id)
         return Response(LegalHoldSerializer({"project_id": project.pk, "legal_hold": project.legal_hold}).data)
