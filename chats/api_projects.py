@@ -34,6 +34,7 @@ from chats.documents import DocumentTooLarge, UnreadableDocument, add_document, 
 from chats.errors import PayloadTooLarge
 from chats.matters import NoSuchMember, NotTheOwner, add_member, create_project, remove_member
 from chats.models import Document, Project
+from chats.pagination import ApiPagination
 from chats.parsers import JSONParser
 from chats.selectors import documents_of, projects_visible_to
 
@@ -80,7 +81,10 @@ class MemberSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class DocumentPageSerializer(serializers.Serializer[dict[str, Any]]):
-    label = serializers.CharField(help_text="The page's label: a PDF's page number (\"3\").")
+    # A field named "label", as the API names it (DRF takes declared fields off the class: no clash at run time).
+    label = serializers.CharField(  # type: ignore[assignment]
+        help_text="The page's label: a PDF's page number (\"3\")."
+    )
     start = serializers.IntegerField(help_text="Where the page begins in the document's `content`.")
 
 
@@ -137,6 +141,14 @@ class UploadedDocumentSerializer(serializers.Serializer[dict[str, Any]]):
     file = serializers.FileField(help_text="A PDF with a text layer, or UTF-8 text; at most LQAI_MAX_UPLOAD_BYTES.")
 
 
+class ByName(ApiPagination):
+    ordering = ("name", "id")
+
+
+class ByTitle(ApiPagination):
+    ordering = ("title", "id")
+
+
 def visible_project(request: Request, project_id: UUID) -> Project:
     return get_object_or_404(projects_visible_to(request.user), pk=project_id)
 
@@ -156,6 +168,7 @@ def _with_people(projects: QuerySet[Project]) -> QuerySet[Project]:
 )
 class ProjectListCreateView(generics.ListCreateAPIView[Project]):
     serializer_class = ProjectSerializer
+    pagination_class = ByName
 
     def get_queryset(self) -> QuerySet[Project]:
         return _with_people(projects_visible_to(self.request.user)).order_by("name", "id")
@@ -226,6 +239,7 @@ class ProjectDocumentsView(generics.ListAPIView[Document]):
 
     serializer_class = DocumentSerializer
     parser_classes = [JSONParser, MultiPartParser, FormParser]
+    pagination_class = ByTitle
 
     def get_queryset(self) -> QuerySet[Document]:
         project = visible_project(self.request, self.kwargs["project_id"])

@@ -25,10 +25,10 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from knox.models import AuthToken
 from knox.views import LoginView
-from rest_framework import serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,6 +38,7 @@ from rest_framework.views import APIView
 from chats.api_fields import StrictCharField
 from chats.authentication import BearerTokenAuthentication
 from chats.client_address import client_address
+from chats.pagination import ApiPagination
 
 TOKEN_ID_LENGTH = 16
 
@@ -194,15 +195,22 @@ class TokenView(LoginView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class TokenListView(APIView):
-    """The requesting user's live tokens (``GET``); revoke them all (``DELETE``)."""
+class NewestFirst(ApiPagination):
+    ordering = ("-created", "digest")
+
+
+@extend_schema_view(get=extend_schema(summary="List your live tokens, newest first (never the tokens themselves)"))
+class TokenListView(generics.ListAPIView[AuthToken]):
+    """The requesting user's live tokens, page by page (``GET``); revoke them all (``DELETE``)."""
 
     permission_classes = [IsAuthenticated]
+    serializer_class = TokenSerializer
+    pagination_class = NewestFirst
 
-    @extend_schema(summary="List your live tokens (never the tokens themselves)", responses=TokenSerializer(many=True))
-    def get(self, request: Request) -> Response:
-        tokens = live_tokens_of(request.user)  # type: ignore[arg-type]  # IsAuthenticated
-        return Response(TokenSerializer(tokens, many=True, context={"request": request}).data)
+    def get_queryset(self) -> QuerySet[AuthToken]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
+            return AuthToken.objects.none()
+        return live_tokens_of(self.request.user)  # type: ignore[arg-type]  # IsAuthenticated
 
     @extend_schema(
         summary="Revoke all your tokens", request=None, responses={204: None}, operation_id="auth_tokens_destroy_all"

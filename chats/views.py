@@ -15,7 +15,7 @@ quote and ``done`` (status and unverified quotes), each quote with its span in t
 assistant is silent, a ``: keepalive`` comment every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
 
 Turns are bounded per user: :class:`chats.throttles.TurnRateThrottle` (429 with ``Retry-After``) and
-``LQAI_MAX_CONCURRENT_STREAMS`` (429). A chat's messages are read page by page (cursor pagination).
+``LQAI_MAX_CONCURRENT_STREAMS`` (429). A chat's messages are read page by page (``chats.pagination``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from chats.assistant import (
 )
 from chats.assistant.runner import RunEvent, TurnNotSaved
 from chats.models import CaseCitation, Chat, DocumentQuote, Message, OpinionQuote
-from chats.pagination import StrictCursorPagination
+from chats.pagination import ApiPagination
 from chats.selectors import chats_visible_to, projects_visible_to
 from chats.serializers import (
     CaselawCitationSerializer,
@@ -274,21 +274,14 @@ class ChatDetailView(generics.RetrieveAPIView[Chat]):
         return chats_visible_to(self.request.user)
 
 
-class MessagePagination(StrictCursorPagination):
-    """A chat's messages oldest first, ``LQAI_MESSAGES_PAGE_SIZE`` a page; ``next``/``previous`` are cursor
-    links, stable while new turns are added."""
+class MessagePagination(ApiPagination):
+    """A chat's messages oldest first (chats/pagination.py): pages stay put while new turns are added."""
 
     ordering = ("created_at", "id")
 
-    def get_page_size(self, request: Request) -> int:
-        page_size: int = settings.LQAI_MESSAGES_PAGE_SIZE
-        return page_size
-
 
 @extend_schema_view(
-    get=extend_schema(
-        summary="A chat's messages, oldest first, each with its citations and tool sources (cursor-paginated)"
-    )
+    get=extend_schema(summary="A chat's messages, oldest first, each with its citations and tool sources (paginated)")
 )
 class MessageCreateView(generics.ListAPIView[Message]):
     """A chat's messages, page by page (GET); single-shot turns: the whole turn, without tools, in one

@@ -37,6 +37,8 @@ def _cursor(query: str) -> str:
         _cursor("p=2026-01-01 00:00:00"),  # naive: not made by the server
         _cursor("o=-1"),
         _cursor("r=x"),
+        _cursor("o=999999999999999999"),  # a well-formed cursor of DRF's, but not one this server made
+        _cursor("o=1"),
         "w6k=",  # base64 of non-ASCII
     ],
 )
@@ -47,7 +49,7 @@ def test_a_crafted_messages_cursor_is_a_400(api_client: APIClient, matter_chat: 
 
 
 def test_a_real_cursor_still_pages(api_client: APIClient, matter_chat: Chat, settings: LazySettings) -> None:
-    settings.LQAI_MESSAGES_PAGE_SIZE = 1
+    settings.LQAI_PAGE_SIZE = 1
     factories.UserMessageFactory.create_batch(2, chat=matter_chat)
     first = api_client.get(f"/api/chats/{matter_chat.pk}/messages/").json()
     second = api_client.get(first["next"])

@@ -212,8 +212,9 @@ def test_chat_messages_run_a_constant_number_of_queries(
         factories.OpinionQuoteFactory.create(message=answer)
         factories.MessageToolSourceFactory.create(message=answer)
 
-    # chat, messages, KB citations + documents, caselaw citations + opinions, tool sources, case citations
-    with django_assert_num_queries(6):
+    # chat, the count, messages, KB citations + documents, caselaw citations + opinions, tool sources, case
+    # citations
+    with django_assert_num_queries(7):
         response = api_client.get(f"/api/chats/{matter_chat.pk}/messages/")
 
     assert len(response.json()["results"]) == messages
