@@ -25,7 +25,6 @@ from chats.models import (
 )
 from chats.pages import pages_of_span
 from chats.selectors import projects_visible_to
-from chats.services import UnverifiedQuote
 
 QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
@@ -305,13 +304,21 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
 
     @extend_schema_field(FailedClaimSerializer(many=True))
     def get_unverified_citations(self, obj: Message) -> Any:
-        failed: Any = [
-            row
-            for rows in (obj.citations.all(), obj.caselaw_citations.all())
-            for row in rows
-            if row.verification_method == UNVERIFIED
-        ]
-        return FailedClaimSerializer(failed, many=True).data
+        return FailedClaimSerializer(_failed_claims(obj.citations.all(), obj.caselaw_citations.all()), many=True).data
+
+
+def _failed_claims(kb_rows: Iterable[DocumentQuote], caselaw_rows: Iterable[OpinionQuote]) -> Any:
+    return [row for rows in (kb_rows, caselaw_rows) for row in rows if row.verification_method == UNVERIFIED]
+
+
+def failed_claims_of(message: Message) -> list[DocumentQuote | OpinionQuote]:
+    """The claims of ``message`` that did not verify, in the order of its ``unverified_citations`` (two
+    queries); serialized by :class:`FailedClaimSerializer`."""
+    rows: list[DocumentQuote | OpinionQuote] = _failed_claims(
+        DocumentQuote.objects.filter(message=message, verification_method=UNVERIFIED),
+        OpinionQuote.objects.filter(message=message, verification_method=UNVERIFIED),
+    )
+    return rows
 
 
 class ChatDetailSerializer(ChatSerializer):
@@ -340,34 +347,12 @@ class MessageCreateSerializer(serializers.Serializer[dict[str, Any]]):
         return value
 
 
-class UnverifiedQuoteSerializer(serializers.Serializer[UnverifiedQuote]):
-    """A quote the assistant claimed that did not verify against its claimed source, as recorded."""
-
-    id = serializers.UUIDField(help_text="The row recording the failed claim.")
-    kind = serializers.CharField(help_text="kb_document or caselaw: the table that records it.")
-    quote = serializers.CharField()
-    reason = serializers.CharField()
-    answer_start = serializers.IntegerField(allow_null=True, help_text=ANSWER_START_HELP)
-    answer_end = serializers.IntegerField(allow_null=True)
-    answer_unplaced_reason = serializers.SerializerMethodField(help_text=ANSWER_UNPLACED_HELP)
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_answer_unplaced_reason(self, obj: UnverifiedQuote | dict[str, Any]) -> str | None:
-        fields = (
-            obj if isinstance(obj, dict) else {"answer_start": obj.answer_start, "reason": obj.answer_unplaced_reason}
-        )
-        if fields.get("answer_start") is not None:
-            return None
-        return fields.get("answer_unplaced_reason", fields.get("reason")) or PLACED_BEFORE_POSITIONS
-
-
 class TurnSerializer(serializers.Serializer[dict[str, Any]]):
-    """The result of a single-shot turn."""
+    """The result of a single-shot turn: the answer (its claims that did not verify are its
+    ``unverified_citations``) and the id of the question."""
 
     message = MessageSerializer()
     user_message_id = serializers.UUIDField()
-    unverified_count = serializers.IntegerField()
-    unverified = UnverifiedQuoteSerializer(many=True)
 
 
 class TurnErrorSerializer(serializers.Serializer[dict[str, Any]]):
@@ -385,9 +370,10 @@ class TurnDoneSerializer(serializers.Serializer[dict[str, Any]]):
     status = serializers.CharField()
     verdict = serializers.CharField(help_text="pass, supported, fail or none: the gate over the turn's claims.")
     case_citations = CaseCitationSerializer(many=True, help_text="The case citations of the answer, as checked.")
-    citation_count = serializers.IntegerField()
-    unverified_count = serializers.IntegerField()
-    unverified = UnverifiedQuoteSerializer(many=True)
+    citation_count = serializers.IntegerField(help_text="The verified quotes, each sent as a `citation` event.")
+    unverified_citations = FailedClaimSerializer(
+        many=True, help_text="The claims that did not verify, as the message lists them."
+    )
 
 
 class ResumeConflictSerializer(serializers.Serializer[dict[str, Any]]):

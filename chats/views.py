@@ -11,7 +11,7 @@ The streamed views answer with server-sent events (``text/event-stream``), one f
 
 ``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend or finalize
 failed, or the stream reached ``LQAI_MAX_STREAM_SECONDS``), then after finalize one ``citation`` per verified
-quote and ``done`` (status and unverified quotes), each quote with its span in the answer. While the
+quote and ``done`` (status and the claims that did not verify), each quote with its span in the answer. While the
 assistant is silent, a ``: keepalive`` comment every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
 
 Turns are bounded per user: :class:`chats.throttles.TurnRateThrottle` (429 with ``Retry-After``) and
@@ -71,9 +71,9 @@ from chats.serializers import (
     TurnDoneSerializer,
     TurnErrorSerializer,
     TurnSerializer,
+    failed_claims_of,
 )
 from chats.services import (
-    FinalizedTurn,
     TooManyStreams,
     TurnSuperseded,
     create_chat,
@@ -91,7 +91,8 @@ STREAM_DESCRIPTION = (
     "(or `turn_superseded` if a resume took the turn over meanwhile: nothing of this stream was saved), "
     "then one `citation` per verified quote (a KB or caselaw quote, with its span in the answer: "
     "`answer_start`, `answer_end`) and `done` "
-    "{message_id, status, verdict, case_citations, citation_count, unverified_count, unverified}. "
+    "{message_id, status, verdict, case_citations, citation_count, unverified_citations} (the claims that did not "
+    "verify, as a message lists them). "
     "If the client disconnects, "
     "the turn is saved as `interrupted` with what was produced so far; resume it with `.../resume/`. "
     "While the assistant is silent, a `: keepalive` comment line every LQAI_SSE_HEARTBEAT_SECONDS; a stream "
@@ -118,10 +119,6 @@ def _message_rows() -> tuple[Any, ...]:  # Prefetch | str (of querysets of sever
 
 def _message_with_rows(message: Message) -> Message:
     return Message.objects.prefetch_related(*_message_rows()).get(pk=message.pk)
-
-
-def _unverified(result: FinalizedTurn) -> list[dict[str, Any]]:
-    return [asdict(quote) for quote in result.unverified]
 
 
 def sse_frame(event: str, data: Any) -> bytes:
@@ -159,8 +156,7 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
             "verdict": result.message.verdict,
             "case_citations": result.case_citations,
             "citation_count": len(result.citations) + len(result.caselaw_citations),
-            "unverified_count": len(result.unverified),
-            "unverified": _unverified(result),
+            "unverified_citations": failed_claims_of(result.message),
         }
         yield sse_frame("done", TurnDoneSerializer(done).data)
 
@@ -325,7 +321,7 @@ class MessageCreateView(generics.ListAPIView[Message]):
         user_message, assistant_message = start_turn(chat=chat, content=content, author=_author(request))
         run = paced_run(message=assistant_message, backend=backend, tools={})
         try:
-            result = run.run_to_end()
+            run.run_to_end()
         except TurnNotSaved as exc:
             error = {"detail": str(exc), "code": "not_saved", "message_id": assistant_message.pk}
             return Response(TurnErrorSerializer(error).data, status=status.HTTP_503_SERVICE_UNAVAILABLE)
@@ -339,12 +335,7 @@ class MessageCreateView(generics.ListAPIView[Message]):
         if run.timed_out:
             timeout = {"detail": run.timeout_detail, "code": "turn_timeout", "message_id": assistant_message.pk}
             return Response(TurnErrorSerializer(timeout).data, status=status.HTTP_504_GATEWAY_TIMEOUT)
-        body = {
-            "message": _message_with_rows(assistant_message),
-            "user_message_id": user_message.pk,
-            "unverified_count": len(result.unverified),
-            "unverified": _unverified(result),
-        }
+        body = {"message": _message_with_rows(assistant_message), "user_message_id": user_message.pk}
         return Response(TurnSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
