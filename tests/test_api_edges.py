@@ -13,6 +13,7 @@ from unittest import mock
 
 import pytest
 from django.conf import LazySettings
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
@@ -105,8 +106,10 @@ def test_api_responses_are_never_cached(api_client: APIClient, matter_chat: Chat
         assert "no-store" in response["Cache-Control"]
 
 
-def test_every_response_carries_a_content_security_policy(api_client: APIClient, db: None) -> None:
-    for response in (api_client.get("/api/chats/"), Client().get("/admin/login/"), Client().get("/api/docs/")):
+def test_every_response_carries_a_content_security_policy(api_client: APIClient, user: User) -> None:
+    docs = Client()
+    docs.force_login(user)
+    for response in (api_client.get("/api/chats/"), Client().get("/admin/login/"), docs.get("/api/docs/")):
         policy = response["Content-Security-Policy"]
         assert "default-src 'self'" in policy
         assert "script-src 'self'" in policy
@@ -114,8 +117,9 @@ def test_every_response_carries_a_content_security_policy(api_client: APIClient,
         assert "frame-ancestors 'none'" in policy
 
 
-def test_the_interactive_docs_are_served_from_this_server_under_the_csp(db: None) -> None:
+def test_the_interactive_docs_are_served_from_this_server_under_the_csp(user: User) -> None:
     client = Client()
+    client.force_login(user)
     page = client.get("/api/docs/")
 
     assert page.status_code == 200
@@ -131,8 +135,8 @@ def test_the_interactive_docs_are_served_from_this_server_under_the_csp(db: None
     assert any("swagger-ui-bundle.js" in path for path in static_paths)
 
 
-def test_the_schema_describes_the_bearer_scheme(db: None) -> None:
-    schema = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+def test_the_schema_describes_the_bearer_scheme(api_client: APIClient) -> None:
+    schema = api_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     assert schema["components"]["securitySchemes"]["bearerAuth"] == {
         "type": "http",
         "scheme": "bearer",
@@ -145,6 +149,27 @@ def test_the_schema_describes_the_bearer_scheme(db: None) -> None:
 
 
 # --- health ------------------------------------------------------------------------------------------------------
+
+
+def test_the_schema_requires_a_token_or_a_session(user: User) -> None:
+    # Without credentials: 401 with the bearer challenge, as everywhere in the API
+    anonymous = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert anonymous.status_code == 401
+    assert anonymous["WWW-Authenticate"].startswith("Bearer")
+    # A token or a signed-in session reads it
+    token = APIClient(HTTP_AUTHORIZATION=f"Bearer {factories.api_token(user)}")
+    assert token.get("/api/schema/", HTTP_ACCEPT="application/json").json()["info"]["title"] == "lqai API"
+    session = Client()
+    session.force_login(user)
+    assert session.get("/api/schema/", HTTP_ACCEPT="application/json").status_code == 200
+
+
+def test_the_docs_page_sends_a_visitor_to_the_login_and_back(db: None) -> None:
+    for path in ("/api/docs/", "/api/docs/?script="):
+        response = Client().get(path)
+        assert response.status_code == 302
+        assert response["Location"].startswith("/accounts/login/?next=/api/docs/")
+        assert "swagger" not in response.content.decode().lower()
 
 
 def test_healthz_answers_without_credentials_or_database(db: None, django_assert_num_queries: Any) -> None:
