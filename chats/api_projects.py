@@ -34,7 +34,7 @@ from chats.documents import DocumentTooLarge, UnreadableDocument, add_document, 
 from chats.errors import PayloadTooLarge
 from chats.matters import NoSuchMember, NotTheOwner, add_member, create_project, remove_member
 from chats.models import Document, Project
-from chats.pagination import ApiPagination
+from chats.pagination import LIST_BAD_INPUT, ApiPagination
 from chats.parsers import JSONParser
 from chats.selectors import documents_of, projects_visible_to
 
@@ -163,8 +163,17 @@ def _with_people(projects: QuerySet[Project]) -> QuerySet[Project]:
 
 
 @extend_schema_view(
-    get=extend_schema(summary="List the matters you own or are a member of"),
-    post=extend_schema(summary="Create a matter (you are its owner)", responses={201: ProjectSerializer}),
+    get=extend_schema(
+        summary="List the matters you own or are a member of, by name",
+        responses={200: ProjectSerializer(many=True), 400: OpenApiResponse(description=LIST_BAD_INPUT)},
+    ),
+    post=extend_schema(
+        summary="Create a matter (you are its owner)",
+        responses={
+            201: ProjectSerializer,
+            400: OpenApiResponse(description="Field errors: a `name` that is empty, not a string or too long."),
+        },
+    ),
 )
 class ProjectListCreateView(generics.ListCreateAPIView[Project]):
     serializer_class = ProjectSerializer
@@ -194,7 +203,9 @@ class ProjectMembersView(APIView):
         responses={
             201: ProjectSerializer,
             200: OpenApiResponse(ProjectSerializer, description="She was a member already."),
-            400: OpenApiResponse(description="No active user has this username."),
+            400: OpenApiResponse(
+                description="Field errors: no active user has this `username`, or it is not a string."
+            ),
             403: NOT_OWNER,
             404: NOT_FOUND,
         },
@@ -233,7 +244,17 @@ class ProjectMemberView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-@extend_schema_view(get=extend_schema(summary="List a matter's KB documents (without their text)"))
+@extend_schema_view(
+    get=extend_schema(
+        summary="List a matter's KB documents, by title (without their text: GET .../documents/{id}/ gives it)",
+        description="A matter's documents, page by page.",
+        responses={
+            200: DocumentSerializer(many=True),
+            400: OpenApiResponse(description=LIST_BAD_INPUT),
+            404: NOT_FOUND,
+        },
+    )
+)
 class ProjectDocumentsView(generics.ListAPIView[Document]):
     """A matter's documents, page by page (GET); add one (POST)."""
 
@@ -248,13 +269,17 @@ class ProjectDocumentsView(generics.ListAPIView[Document]):
 
     @extend_schema(
         summary="Add a KB document: JSON {title, content}, or a multipart upload {title, file} of a PDF or text",
+        description="Add a document to a matter you belong to; its text is what quotes of it are verified against.",
         request={
             "application/json": TextDocumentSerializer,
             "multipart/form-data": UploadedDocumentSerializer,
         },
         responses={
             201: DocumentSerializer,
-            400: OpenApiResponse(description="Field errors, or a file that is not readable text or PDF."),
+            400: OpenApiResponse(
+                description="Field errors (a `title` or `content` that is not a string), or a file that is not "
+                "readable text or PDF."
+            ),
             404: NOT_FOUND,
             413: OpenApiResponse(description="The file or its text is too large."),
         },

@@ -38,7 +38,7 @@ from rest_framework.views import APIView
 from chats.api_fields import StrictCharField
 from chats.authentication import BearerTokenAuthentication
 from chats.client_address import client_address
-from chats.pagination import ApiPagination
+from chats.pagination import LIST_BAD_INPUT, ApiPagination
 
 TOKEN_ID_LENGTH = 16
 
@@ -145,10 +145,13 @@ class TokenView(LoginView):
 
     @extend_schema(
         summary="Get a token for a username and password",
+        description="A new token, shown once; the request needs no credentials and starts no session (no cookie).",
         request=TokenRequestSerializer,
         responses={
             200: IssuedTokenSerializer,
-            400: OpenApiResponse(description="Missing fields, or a wrong username or password."),
+            400: OpenApiResponse(
+                description="Missing fields, a field that is not a string, or a wrong username or password."
+            ),
             403: OpenApiResponse(description="The user already holds LQAI_TOKENS_PER_USER live tokens."),
             429: OpenApiResponse(
                 description="Too many token requests from this address, or too many failed passwords for "
@@ -183,6 +186,7 @@ class TokenView(LoginView):
 
     @extend_schema(
         summary="Revoke the token this request is authenticated with",
+        description="It stops working at once.",
         request=None,
         responses={204: None, 401: OpenApiResponse(description="Not authenticated with a token.")},
     )
@@ -199,7 +203,13 @@ class NewestFirst(ApiPagination):
     ordering = ("-created", "digest")
 
 
-@extend_schema_view(get=extend_schema(summary="List your live tokens, newest first (never the tokens themselves)"))
+@extend_schema_view(
+    get=extend_schema(
+        summary="List your live tokens, newest first (never the tokens themselves)",
+        description="Your tokens that have not expired, page by page.",
+        responses={200: TokenSerializer(many=True), 400: OpenApiResponse(description=LIST_BAD_INPUT)},
+    )
+)
 class TokenListView(generics.ListAPIView[AuthToken]):
     """The requesting user's live tokens, page by page (``GET``); revoke them all (``DELETE``)."""
 
@@ -213,7 +223,11 @@ class TokenListView(generics.ListAPIView[AuthToken]):
         return live_tokens_of(self.request.user)  # type: ignore[arg-type]  # IsAuthenticated
 
     @extend_schema(
-        summary="Revoke all your tokens", request=None, responses={204: None}, operation_id="auth_tokens_destroy_all"
+        summary="Revoke all your tokens",
+        description="Every token of yours stops working at once, this request's too.",
+        request=None,
+        responses={204: None},
+        operation_id="auth_tokens_destroy_all",
     )
     def delete(self, request: Request) -> Response:
         AuthToken.objects.filter(user=request.user).delete()

@@ -26,6 +26,8 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 INVALID_CURSOR = "Invalid cursor."
+# What a list's 400 means, for its OpenAPI description.
+LIST_BAD_INPUT = "A cursor the server did not make, or a `page_size` that is not a whole number from 1."
 CURSOR_SALT = "lqai.pagination.cursor"
 
 

@@ -112,14 +112,20 @@ def answer_unplaced_reason(row: DocumentQuote | OpinionQuote) -> str | None:
 ANSWER_SPAN_FIELDS = ["answer_start", "answer_end", "answer_unplaced_reason"]
 
 
+METHOD_HELP = (
+    "How the quote was found in its source: exact_match, tolerant_match (formatting differences only), or altered "
+    "(found, but an alteration, an omission or its edges may change what the source says: a person must check it)."
+)
+
+
 class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[DocumentQuote]):
-    """A verified quote from a matter document."""
+    """A quote from a matter document, found in it (see ``method``: an altered one needs a person's check)."""
 
     kind = serializers.SerializerMethodField()
     document_title = serializers.CharField(source="document.title", read_only=True)
     start = serializers.IntegerField(source="source_offset_start", read_only=True)
     end = serializers.IntegerField(source="source_offset_end", read_only=True)
-    method = serializers.CharField(source="verification_method", read_only=True)
+    method = serializers.CharField(source="verification_method", read_only=True, help_text=METHOD_HELP)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
@@ -151,7 +157,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Documen
 
 
 class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[OpinionQuote]):
-    """A verified quote from a court opinion."""
+    """A quote from a court opinion, found in it (see ``method``: an altered one needs a person's check)."""
 
     kind = serializers.SerializerMethodField()
     case_name = serializers.CharField(source="opinion.case_name", read_only=True)
@@ -161,7 +167,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
     url = serializers.CharField(source="opinion.absolute_url", read_only=True)
     start = serializers.IntegerField(source="source_offset_start", read_only=True)
     end = serializers.IntegerField(source="source_offset_end", read_only=True)
-    method = serializers.CharField(source="verification_method", read_only=True)
+    method = serializers.CharField(source="verification_method", read_only=True, help_text=METHOD_HELP)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
@@ -228,9 +234,9 @@ class FailedClaimSerializer(AnswerSpanFields):
 
 class CaseCitationSerializer(serializers.ModelSerializer[CaseCitation]):
     """A case citation written in the answer, as checked at finalize: its span in the answer, the citation
-    and the case name as written, the check's ``status`` (verified, name_mismatch, not_found, ambiguous,
-    unchecked) with its ``detail``, and the case the citation really is (``opinion``, ``opinion_case_name``;
-    set for verified and name_mismatch)."""
+    and the case name as written, the check's ``status`` (verified, name_mismatch, pin_mismatch, not_found,
+    ambiguous, unchecked) with its ``detail``, and the case the citation really is (``opinion``,
+    ``opinion_case_name``; set for verified, name_mismatch and pin_mismatch)."""
 
     answer_start = serializers.IntegerField(source="answer_offset_start", read_only=True)
     answer_end = serializers.IntegerField(source="answer_offset_end", read_only=True)
@@ -260,10 +266,10 @@ def _verified(rows: Iterable[QuoteRow]) -> list[QuoteRow]:
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
     """A message; an assistant message carries the id of the question it answers (``reply_to``; null for a
-    user message and for answers stored before it was recorded), its verdict, its verified citations, the
-    claims that did not verify (apart), the sources its tools consulted and, when a model answered it, the
-    model's usage (``model_name``, tokens, ``latency_ms``; else empty). Reads the prefetched rows: no query
-    per message."""
+    user message and for answers stored before it was recorded), its verdict, its quotes found in their sources
+    (``citations``, ``caselaw_citations``), the claims that did not verify (``unverified_citations``), the
+    sources its tools consulted and, when a model answered it, the model's usage (``model_name``, tokens,
+    ``latency_ms``; else empty). Reads the prefetched rows: no query per message."""
 
     citations = serializers.SerializerMethodField()
     caselaw_citations = serializers.SerializerMethodField()
@@ -356,7 +362,8 @@ class TurnSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class TurnErrorSerializer(serializers.Serializer[dict[str, Any]]):
-    """The assistant failed: the turn is saved as ``failed`` under ``message_id``."""
+    """A turn that did not answer: why (``detail``), ``code`` (backend_error: saved as failed; turn_timeout: saved
+    as interrupted, resumable; turn_superseded: a resume took it over; not_saved) and the turn's ``message_id``."""
 
     detail = serializers.CharField()
     code = serializers.CharField()

@@ -56,7 +56,7 @@ from chats.assistant import (
 )
 from chats.assistant.runner import RunEvent, TurnNotSaved
 from chats.models import CaseCitation, Chat, DocumentQuote, Message, OpinionQuote
-from chats.pagination import ApiPagination
+from chats.pagination import LIST_BAD_INPUT, ApiPagination
 from chats.selectors import chats_visible_to, projects_visible_to
 from chats.serializers import (
     CaselawCitationSerializer,
@@ -103,6 +103,7 @@ THROTTLED = OpenApiResponse(
 )
 KEEPALIVE = b": keepalive\n\n"
 NOT_FOUND = OpenApiResponse(description="No such chat or message visible to you.")
+CHAT_NOT_FOUND = OpenApiResponse(description="No such chat visible to you.")
 MATTER_NOT_FOUND = OpenApiResponse(description="No such matter visible to you.")
 BAD_INPUT = OpenApiResponse(description="Invalid input: field errors keyed by field name.")
 
@@ -236,9 +237,21 @@ def _validated_content(request: Request) -> str:
     get=extend_schema(
         summary="List the chats you can see (yours, and your matters'), newest first; `project` keeps one matter's",
         parameters=[ChatListQuerySerializer],
-        responses={200: ChatSerializer(many=True), 400: BAD_INPUT},
+        responses={
+            200: ChatSerializer(many=True),
+            400: OpenApiResponse(description=f"`project` is not a UUID. {LIST_BAD_INPUT}"),
+        },
     ),
-    post=extend_schema(summary="Create a chat, optionally in a matter you belong to", responses={201: ChatSerializer}),
+    post=extend_schema(
+        summary="Create a chat, optionally in a matter you belong to",
+        responses={
+            201: ChatSerializer,
+            400: OpenApiResponse(
+                description="Field errors: a `title` that is not a string or too long, or `project` a matter you "
+                'do not belong to ("unknown project", whether or not it exists).'
+            ),
+        },
+    ),
 )
 class ChatListCreateView(generics.ListCreateAPIView[Chat]):
     serializer_class = ChatSerializer
@@ -261,7 +274,12 @@ class ChatListCreateView(generics.ListCreateAPIView[Chat]):
         )
 
 
-@extend_schema_view(get=extend_schema(summary="A chat (its messages: GET /api/chats/{id}/messages/, paginated)"))
+@extend_schema_view(
+    get=extend_schema(
+        summary="A chat (its messages: GET /api/chats/{id}/messages/, paginated)",
+        responses={200: ChatDetailSerializer, 404: CHAT_NOT_FOUND},
+    )
+)
 class ChatDetailView(generics.RetrieveAPIView[Chat]):
     serializer_class = ChatDetailSerializer
     lookup_url_kwarg = "chat_id"
@@ -277,7 +295,16 @@ class MessagePagination(ApiPagination):
 
 
 @extend_schema_view(
-    get=extend_schema(summary="A chat's messages, oldest first, each with its citations and tool sources (paginated)")
+    get=extend_schema(
+        summary="A chat's messages, oldest first, each with its citations and tool sources (paginated)",
+        description="A chat's messages, page by page; an answer lists its claims that did not verify once, in "
+        "`unverified_citations`.",
+        responses={
+            200: MessageSerializer(many=True),
+            400: OpenApiResponse(description=LIST_BAD_INPUT),
+            404: CHAT_NOT_FOUND,
+        },
+    )
 )
 class MessageCreateView(generics.ListAPIView[Message]):
     """A chat's messages, page by page (GET); single-shot turns: the whole turn, without tools, in one
@@ -293,11 +320,12 @@ class MessageCreateView(generics.ListAPIView[Message]):
 
     @extend_schema(
         summary="Ask a question and get the whole answer (no tools)",
+        description="A single-shot turn: the whole answer, without tools, in one response.",
         request=MessageCreateSerializer,
         responses={
             201: TurnSerializer,
             400: BAD_INPUT,
-            404: NOT_FOUND,
+            404: CHAT_NOT_FOUND,
             429: THROTTLED,
             409: OpenApiResponse(
                 TurnErrorSerializer,
@@ -351,7 +379,7 @@ class MessageStreamView(APIView):
     @extend_schema(
         summary="Ask a question and stream the answer, with tools (server-sent events)",
         request=MessageCreateSerializer,
-        responses={(200, "text/event-stream"): STREAM_RESPONSE, 400: BAD_INPUT, 404: NOT_FOUND, 429: THROTTLED},
+        responses={(200, "text/event-stream"): STREAM_RESPONSE, 400: BAD_INPUT, 404: CHAT_NOT_FOUND, 429: THROTTLED},
     )
     def post(self, request: Request, chat_id: UUID) -> StreamingHttpResponse | Response:
         chat = visible_chat(request, chat_id)

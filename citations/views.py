@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chats.models import Chat, Project
-from chats.pagination import PositionPagination
+from chats.pagination import LIST_BAD_INPUT, PositionPagination
 from chats.selectors import chats_visible_to, projects_visible_to
 from citations import export, selectors
 from citations.models import CitationLedgerEntry
@@ -44,7 +44,7 @@ class ChatLedgerView(generics.ListAPIView[CitationLedgerEntry]):
         parameters=[ChatLedgerQuerySerializer],
         responses={
             200: LedgerEntrySerializer(many=True),
-            400: OpenApiResponse(description="`message` is not a UUID."),
+            400: OpenApiResponse(description=f"`message` is not a UUID. {LIST_BAD_INPUT}"),
             404: OpenApiResponse(description="No such chat, or the caller cannot see it."),
         },
         tags=["ledger"],

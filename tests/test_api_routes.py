@@ -135,3 +135,28 @@ def test_the_legal_hold_route_describes_its_404_as_a_matter(api_client: APIClien
 def _pdf() -> SimpleUploadedFile:
     pages = [["Memorandum on ballot access."], ["The reviewing court must be satisfied."]]
     return SimpleUploadedFile("memo.pdf", make_pdf(pages), content_type="application/pdf")
+
+
+def test_the_schema_describes_every_operation_on_its_own(api_client: APIClient) -> None:
+    schema = api_client.get("/api/schema/", {"format": "json"}).json()
+    operations = [
+        (path, method, operation)
+        for path, methods in schema["paths"].items()
+        for method, operation in methods.items()
+        if method in {"get", "post", "put", "patch", "delete"}
+    ]
+
+    assert all(operation.get("summary") for _, _, operation in operations)
+    # A list says that a cursor it did not make, or a bad page_size, is a 400
+    for path, _, operation in operations:
+        ok = operation["responses"].get("200", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        if ok.get("$ref", "").split("/")[-1].startswith("Paginated"):
+            assert "cursor the server did not make" in operation["responses"]["400"]["description"], path
+    # The token route's two methods are each described as what they do, not by one shared text
+    token = schema["paths"]["/api/auth/token/"]
+    assert token["post"]["description"] != token["delete"]["description"]
+    assert "no session" in token["post"]["description"]
+    # A chat route's 404 names a chat; a matter route's, a matter
+    assert schema["paths"]["/api/chats/{chat_id}/messages/"]["post"]["responses"]["404"]["description"] == (
+        "No such chat visible to you."
+    )
