@@ -23,10 +23,7 @@ def test_the_readme_names_the_default_assistant_and_shows_a_model_server_in_thre
     assert "The default assistant is not a model." in README
     assert "offline and deterministic" in README
     block = next(b for b in re.findall(r"```sh\n(.*?)```", README, flags=re.DOTALL) if "LQAI_OPENAI" in b)
-    exports = dict(
-        re.match(r"export (\w+)=(\S+)", line).groups()  # type: ignore[union-attr]
-        for line in block.splitlines()
-    )
+    exports = dict(re.findall(r"^export (\w+)=(\S+)", block, flags=re.MULTILINE))
     assert len(block.splitlines()) == 3
     # Each variable is a documented setting, and the backend named is one the server can load
     assert all(f"`{name}`" in CONFIGURATION for name in exports)
