@@ -4,10 +4,10 @@ Every list answers ``{"count", "page_size", "next", "previous", "results"}``: ``
 whole list, ``page_size`` the size of this page's request (``?page_size=``, from 1 to ``LQAI_MAX_PAGE_SIZE``;
 more is taken as that maximum; ``LQAI_PAGE_SIZE`` by default), ``next`` and ``previous`` the links to the
 neighbouring pages (null at either end). A link carries an opaque ``cursor``, signed with the server's key for
-that list: a cursor the server did not make, or made for another list, is a 400 (``{"detail": "Invalid
-cursor."}``). Pages are keyed by the list's order (:class:`ApiPagination`), so that rows added meanwhile neither
-repeat nor skip a row; a list whose order is not a column (the trace) is paged by position
-(:class:`PositionPagination`), stable because its rows are only ever added at its end.
+that list: a cursor the server did not make, or made for another list (or before ``SECRET_KEY`` changed), is a
+400 (``{"detail": "Invalid cursor."}``). Pages are keyed by the list's order (:class:`ApiPagination`), so that
+rows added meanwhile neither repeat nor skip a row; a list whose order is not a column (the trace) is paged by
+position (:class:`PositionPagination`), stable because its rows are only ever added at its end.
 """
 
 from __future__ import annotations

@@ -20,11 +20,12 @@ def matter(user: User) -> Project:
     return factories.ProjectFactory.create(owner=user, name="Typed matter")
 
 
+@pytest.mark.parametrize("route", ["messages/", "messages/stream/"])
 @pytest.mark.parametrize("value", NOT_TEXT)
 def test_a_question_that_is_not_a_string_is_a_400_naming_the_field(
-    api_client: APIClient, matter_chat: Chat, value: Any
+    api_client: APIClient, matter_chat: Chat, value: Any, route: str
 ) -> None:
-    response = api_client.post(f"/api/chats/{matter_chat.pk}/messages/", {"content": value}, format="json")
+    response = api_client.post(f"/api/chats/{matter_chat.pk}/{route}", {"content": value}, format="json")
 
     assert response.status_code == 400
     assert list(response.json()) == ["content"]
