@@ -7,7 +7,8 @@ neighbouring pages (null at either end). A link carries an opaque ``cursor``, si
 that list: a cursor the server did not make, or made for another list (or before ``SECRET_KEY`` changed), is a
 400 (``{"detail": "Invalid cursor."}``). Pages are keyed by the list's order (:class:`ApiPagination`), so that
 rows added meanwhile neither repeat nor skip a row; a list whose order is not a column (the trace) is paged by
-position (:class:`PositionPagination`), stable because its rows are only ever added at its end.
+position (:class:`PositionPagination`): a new turn's rows come after every earlier turn's, so its pages stay put
+while turns are added (only a backfill of an earlier turn's entries, a repair, shifts them).
 """
 
 from __future__ import annotations
