@@ -13,6 +13,7 @@ while turns are added (only a backfill of an earlier turn's entries, a repair, s
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import Any
 
@@ -38,9 +39,12 @@ def page_size_of(request: Request) -> int:
     raw = request.query_params.get("page_size", "")
     if raw == "":
         return int(settings.LQAI_PAGE_SIZE)
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValidationError({"page_size": [f"A whole number from 1 to {settings.LQAI_MAX_PAGE_SIZE}."]})
-    return min(int(raw), int(settings.LQAI_MAX_PAGE_SIZE))
+    maximum = int(settings.LQAI_MAX_PAGE_SIZE)
+    # ASCII digits only (str.isdigit() takes "²", which int() refuses); a long number is over the maximum anyway.
+    digits = raw.lstrip("0")
+    if not re.fullmatch(r"[0-9]+", digits):
+        raise ValidationError({"page_size": [f"A whole number from 1 to {maximum}."]})
+    return maximum if len(digits) > 9 else min(int(digits), maximum)
 
 
 class ApiPagination(CursorPagination):

@@ -94,12 +94,12 @@ def test_a_page_size_above_the_maximum_is_the_maximum(
 ) -> None:
     settings.LQAI_MAX_PAGE_SIZE = 3
 
-    page = api_client.get("/api/projects/", {"page_size": 1000}).json()
+    for asked in ("1000", "9" * 5000):
+        page = api_client.get("/api/projects/", {"page_size": asked}).json()
+        assert (page["page_size"], len(page["results"]), page["count"]) == (3, 3, 5)
 
-    assert (page["page_size"], len(page["results"]), page["count"]) == (3, 3, 5)
 
-
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "²", "000", " 5"])
 def test_a_page_size_that_is_not_a_positive_whole_number_is_a_400(
     api_client: APIClient, lists: dict[str, str], value: str
 ) -> None:
