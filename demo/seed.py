@@ -438,7 +438,8 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
     turns: list[DemoTurn] = []
 
     single = post_json(client, base, {"content": SINGLE_SHOT_QUESTION})
-    turns.append(DemoTurn("single-shot", SINGLE_SHOT_QUESTION, single["message"]["id"], [], single["unverified_count"]))
+    failed = len(single["message"]["unverified_citations"])
+    turns.append(DemoTurn("single-shot", SINGLE_SHOT_QUESTION, single["message"]["id"], [], failed))
 
     streamed = stream(client, f"{base}stream/", {"content": STREAMED_QUESTION})
     done = _event_data(streamed, "done")
@@ -448,7 +449,7 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             STREAMED_QUESTION,
             done["message_id"],
             [e for e, _ in streamed],
-            done["unverified_count"],
+            len(done["unverified_citations"]),
         )
     )
 
@@ -464,7 +465,7 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             INTERRUPTED_QUESTION,
             message_id,
             [e for e, _ in interrupted] + ["| resume:"] + [e for e, _ in resumed],
-            resumed_done["unverified_count"],
+            len(resumed_done["unverified_citations"]),
         )
     )
 
@@ -481,7 +482,7 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             WRONG_NAME_QUESTION,
             wrong["message"]["id"],
             [],
-            wrong["unverified_count"],
+            len(wrong["message"]["unverified_citations"]),
         )
     )
 
@@ -499,7 +500,7 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             ALTERED_QUESTION,
             altered["message"]["id"],
             [],
-            altered["unverified_count"],
+            len(altered["message"]["unverified_citations"]),
         )
     )
     return turns, Chat.objects.get(pk=chat["id"])

@@ -143,8 +143,7 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
         "status": "complete",
         "verdict": "pass",
         "citation_count": len(citations),
-        "unverified_count": 0,
-        "unverified": [],
+        "unverified_citations": [],
     }
     kb_count = len(citations) - 1
     # the quotes, the opinion consulted, and the case the answer cites (Fisher, 570 U.S. 297), checked
@@ -179,13 +178,15 @@ def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_veri
     assert answer[citation["answer_start"] : citation["answer_end"]] == "strict scrutiny"
     assert citation["answer_unplaced_reason"] is None
     done = events[-1][1]
-    assert (done["citation_count"], done["unverified_count"], done["verdict"]) == (1, 1, "fail")
-    (failed,) = done["unverified"]
+    assert (done["citation_count"], done["verdict"]) == (1, "fail")
+    (failed,) = done["unverified_citations"]
     assert failed == {
         "id": str(DocumentQuote.objects.get(verification_method="unverified").pk),
         "kind": "kb_document",
+        "position": 1,
         "quote": "words the memo never used",
         "reason": "not found in the document",
+        "source_id": str(document.pk),
         "answer_start": None,
         "answer_end": None,
         "answer_unplaced_reason": "the quote is not in the answer text",
