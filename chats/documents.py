@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from django.conf import settings
 
-from chats import archives
+from chats import archives, pdf_text
 from chats.models import Document, Project
 from chats.pages import Pages, join_pages
 
@@ -58,8 +58,13 @@ def _clean(text: str) -> str:
 def text_of_pdf(stream: IO[bytes]) -> ExtractedText:
     """The text of each page of a PDF, joined, with where each page starts, read by ``chats/pdf_text.py`` in a
     process of its own: refused (:class:`DocumentTooLarge`, naming the limit) past ``LQAI_MAX_PDF_PAGES`` pages
-    (counted before any page is read), past ``LQAI_MAX_DOCUMENT_CHARS`` characters (as soon as the text read
-    passes it), or when reading takes longer than ``LQAI_MAX_PDF_SECONDS`` (the process is stopped)."""
+    (counted here, from the page tree, before any process is started or any page read), past
+    ``LQAI_MAX_DOCUMENT_CHARS`` characters (as soon as the text read passes it), or when reading takes longer
+    than ``LQAI_MAX_PDF_SECONDS`` (the process is stopped)."""
+    data = stream.read()
+    refusal = pdf_text.refusal_before_reading(data, max_pages=settings.LQAI_MAX_PDF_PAGES)
+    if refusal is not None:
+        raise _pdf_refusal({"refused": refusal, "error": "the structure could not be parsed"})
     seconds = settings.LQAI_MAX_PDF_SECONDS
     command = [
         sys.executable,
@@ -70,7 +75,7 @@ def text_of_pdf(stream: IO[bytes]) -> ExtractedText:
         *("--seconds", str(seconds)),
     ]
     try:
-        done = subprocess.run(command, input=stream.read(), capture_output=True, timeout=seconds, check=False)  # noqa: S603 - our own script, no shell
+        done = subprocess.run(command, input=data, capture_output=True, timeout=seconds, check=False)  # noqa: S603 - our own script, no shell
     except subprocess.TimeoutExpired:
         raise _pdf_refusal({"refused": "stopped"}) from None
     outcome = _pdf_outcome(done)

@@ -6,7 +6,8 @@ stdin, writes one JSON object on stdout, ``{"pages": [<text of each page>]}`` or
 ``encrypted`` or ``unreadable``. Its CPU time is limited to ``--seconds`` (the kernel stops it past that) and
 it runs at a lower priority than the server's workers, so a PDF that is costly to read slows the server's
 turns as little as possible; the caller bounds its wall time too. Imports only the standard library and
-pypdf: no Django, so that it starts quickly.
+pypdf: no Django, so that it starts quickly. ``-I`` keeps this directory off ``sys.path`` (``chats/selectors.py``
+would shadow the standard library's ``selectors``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,19 @@ def page_count_within(reader: PdfReader, limit: int) -> bool:
         else:
             stack.extend(kids.get_object())
     return True
+
+
+def refusal_before_reading(data: bytes, *, max_pages: int) -> str | None:
+    """Why the PDF ``data`` is refused before any page is read (``encrypted``, ``pages``; ``unreadable`` if
+    pypdf cannot parse it), or None. Costs the parse of the file's structure and at most ``2 * max_pages + 1``
+    steps of the page tree: the server runs it itself, before it starts a process to read the pages."""
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            return "encrypted"
+        return None if page_count_within(reader, max_pages) else "pages"
+    except Exception:  # whatever the file breaks in pypdf is the file's fault
+        return "unreadable"
 
 
 def page_texts(data: bytes, *, max_pages: int, max_chars: int) -> dict[str, Any]:
