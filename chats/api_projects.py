@@ -4,8 +4,8 @@ Access is the chat API's: a matter is visible to its current owner and members o
 (:func:`chats.selectors.projects_visible_to`); any other id is a 404. Only the owner adds and removes members
 (403 for a member). Any member adds documents: JSON ``{"title", "content"}`` for a text, or a multipart upload
 (``title``, ``file``) of a text or PDF file, whose pages are kept so that every quote from it reports its pages.
-A file over ``LQAI_MAX_UPLOAD_BYTES`` or a text over ``LQAI_MAX_DOCUMENT_CHARS`` is a 413; a PDF without
-extractable text a 400.
+A file over ``LQAI_MAX_UPLOAD_BYTES``, a text over ``LQAI_MAX_DOCUMENT_CHARS`` or a file over the bounds of
+``chats.documents`` (a PDF's pages and reading time, a zip's files) is a 413; a PDF without extractable text a 400.
 """
 
 from __future__ import annotations
@@ -281,7 +281,10 @@ class ProjectDocumentsView(generics.ListAPIView[Document]):
                 "readable text or PDF."
             ),
             404: NOT_FOUND,
-            413: OpenApiResponse(description="The file or its text is too large."),
+            413: OpenApiResponse(
+                description="Over a limit, named in the detail: the file's bytes, its text, a PDF's pages or reading "
+                "time, a zip's files."
+            ),
         },
     )
     def post(self, request: Request, project_id: UUID) -> Response:

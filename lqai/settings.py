@@ -38,7 +38,9 @@ Environment variables:
 - ``LOG_LEVEL``: the root log level (default ``INFO``), in any case; anything else is refused at start-up.
 - API tokens and logins (see docs/api.md): ``LQAI_TOKEN_TTL_HOURS``, ``LQAI_TOKENS_PER_USER``,
   ``LQAI_THROTTLE_TOKEN_REQUESTS``, ``AXES_FAILURE_LIMIT``, ``AXES_COOLOFF_MINUTES``, ``LQAI_PROXY_COUNT``.
-- Documents uploaded through the API: ``LQAI_MAX_UPLOAD_BYTES``, ``LQAI_MAX_DOCUMENT_CHARS``.
+- Documents uploaded through the API: ``LQAI_MAX_UPLOAD_BYTES``, ``LQAI_MAX_DOCUMENT_CHARS``,
+  ``LQAI_MAX_PDF_PAGES``, ``LQAI_MAX_PDF_SECONDS``, ``LQAI_MAX_ZIP_MEMBERS``, ``LQAI_MAX_ZIP_BYTES``,
+  ``LQAI_MAX_ZIP_RATIO``.
 - The API's lists: ``LQAI_PAGE_SIZE`` (items per page) and ``LQAI_MAX_PAGE_SIZE`` (the most ``?page_size=`` gets).
 
 Every value is checked here, when the settings load: a wrong one stops ``manage.py`` and the server at start-up
@@ -167,8 +169,25 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_6
 # the file's limit plus a little for the form; a PDF is read from a temporary file, not from memory.
 LQAI_MAX_UPLOAD_BYTES = env_int("LQAI_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
 LQAI_MAX_DOCUMENT_CHARS = env_int("LQAI_MAX_DOCUMENT_CHARS", default=2_000_000)
+# Bounds on the work of reading an upload, not only its bytes (a 4 KB PDF can list 10,000 pages): a PDF's
+# pages, counted before any is read, and the seconds its reading may take, in a process of its own (else 413);
+# a zip's (a DOCX's) members, their uncompressed bytes and their compression ratio (chats.archives).
+LQAI_MAX_PDF_PAGES = env_int("LQAI_MAX_PDF_PAGES", default=2_000)
+LQAI_MAX_PDF_SECONDS = env_int("LQAI_MAX_PDF_SECONDS", default=60)
+LQAI_MAX_ZIP_MEMBERS = env_int("LQAI_MAX_ZIP_MEMBERS", default=1_000)
+LQAI_MAX_ZIP_BYTES = env_int("LQAI_MAX_ZIP_BYTES", default=100 * 1024 * 1024)
+LQAI_MAX_ZIP_RATIO = env_int("LQAI_MAX_ZIP_RATIO", default=100)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
-for _name in ("DATA_UPLOAD_MAX_MEMORY_SIZE", "LQAI_MAX_UPLOAD_BYTES", "LQAI_MAX_DOCUMENT_CHARS"):
+for _name in (
+    "DATA_UPLOAD_MAX_MEMORY_SIZE",
+    "LQAI_MAX_UPLOAD_BYTES",
+    "LQAI_MAX_DOCUMENT_CHARS",
+    "LQAI_MAX_PDF_PAGES",
+    "LQAI_MAX_PDF_SECONDS",
+    "LQAI_MAX_ZIP_MEMBERS",
+    "LQAI_MAX_ZIP_BYTES",
+    "LQAI_MAX_ZIP_RATIO",
+):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be a positive number.")
 
