@@ -27,7 +27,7 @@ from citations import export, ledger, seals
 from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
-from citations.statuses import status_in_words, verdict_in_words
+from lqai_verify.statuses import status_in_words, verdict_in_words
 from lqai_verify.bundle import verify_bundle
 from lqai_verify.verification.page_cites import page_cite
 from pages import answer, selectors
