@@ -12,7 +12,7 @@ words, so that a status is never told by colour alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,12 @@ def status_in_words(code: str, *, alterations: Sequence[Any] = ()) -> StatusInWo
 def needs_review(code: str) -> bool:
     """Whether a claim with status ``code`` is one a reviewer must look at ("only what needs review")."""
     return status_in_words(code).needs_review
+
+
+def review_count(codes: Iterable[str]) -> int:
+    """How many of the claims whose statuses are ``codes`` (one per claim) a person must look at: the count of
+    claims to review the trace pages, the report and the API give."""
+    return sum(needs_review(code) for code in codes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from chats.selectors import chats_visible_to, projects_visible_to
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
 from lqai_verify.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
+from lqai_verify.verdict import verdict_of
 from lqai_verify.verification.page_cites import page_cite
 from pages import answer as answer_text
 
@@ -228,7 +229,14 @@ def _turn(message: Message, question: Message | None, *, seal: TurnSealState | N
     return Turn(
         answer=message,
         question=question,
-        verdict=verdict_in_words(message.verdict, status=message.status),
+        verdict=verdict_in_words(
+            message.verdict,
+            status=message.status,
+            claims=verdict_of(
+                methods={row.verification_method for row in quotes},
+                case_statuses={case.status for case in message.case_citations.all()},
+            ),
+        ),
         seal=seal,
         claims=claims,
         parts=answer_text.with_markers(content, placed),

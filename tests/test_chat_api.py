@@ -324,6 +324,7 @@ def test_single_shot_turn_reports_and_records_unverified_and_malformed_claims_ap
     message_id = body["message"]["id"]
     assert body["message"]["verdict"] == "fail"
     failed = body["message"]["unverified_citations"]
+    assert body["message"]["review_count"] == len(failed)  # each failed claim is one a person must check
     assert sorted(f["id"] for f in failed) == sorted(u["id"] for u in body["unverified"])
     assert {(f["kind"], f["reason"], f["source_id"]) for f in failed if f["quote"] == "a sentence nobody wrote"} == {
         ("kb_document", "not found in the document", str(document.pk))

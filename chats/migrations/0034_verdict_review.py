@@ -5,6 +5,8 @@ earlier rules gave, which the turns sealed with it keep (their seals cover it). 
 trigger of ``0014`` is replaced by the same function with two changes: a verdict that only gets worse orders
 ``none < pass < supported < review < fail``, and no update writes ``supported`` on a row that did not hold it
 already (a finalize writes the new vocabulary; ``chats.record.message_change_refusal`` says the same).
+SQLite rebuilds ``messages`` to change its CHECK: the triggers of ``0032`` that name it are dropped first and
+written again after.
 """
 
 import importlib
@@ -12,7 +14,29 @@ import importlib
 from django.conf import settings
 from django.db import migrations, models
 
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
+
 PostgresOnlyRunSQL = importlib.import_module("chats.migrations.0007_cited_text_immutable").PostgresOnlyRunSQL
+TURN_ROWS_GUARD = importlib.import_module("chats.migrations.0032_turn_rows_added_only_by_their_finalize")
+
+
+def _sqlite(statements: list[str]):  # type: ignore[no-untyped-def]
+    def run(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+        if schema_editor.connection.vendor == "sqlite":
+            for statement in statements:
+                schema_editor.execute(statement, params=None)
+
+    return run
+
+
+# On SQLite, the triggers naming messages, out of the way of its rebuild and back after it.
+SQLITE_TRIGGERS_OFF = migrations.RunPython(
+    _sqlite(TURN_ROWS_GUARD.SQLITE_REVERSE), _sqlite(TURN_ROWS_GUARD.SQLITE), elidable=False
+)
+SQLITE_TRIGGERS_ON = migrations.RunPython(
+    _sqlite(TURN_ROWS_GUARD.SQLITE), _sqlite(TURN_ROWS_GUARD.SQLITE_REVERSE), elidable=False
+)
 
 MESSAGES_FUNCTION = """
 CREATE OR REPLACE FUNCTION lqai_messages_permanent() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -154,6 +178,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        SQLITE_TRIGGERS_OFF,
         migrations.RemoveConstraint(
             model_name='message',
             name='messages_verdict_valid',
@@ -167,5 +192,6 @@ class Migration(migrations.Migration):
             model_name='message',
             constraint=models.CheckConstraint(condition=models.Q(('verdict__isnull', True), models.Q(('finalized_at__isnull', False), ('role', 'assistant'), ('verdict__in', ['none', 'pass', 'review', 'fail', 'supported'])), _connector='OR'), name='messages_verdict_valid', violation_error_message='A verdict is one of pass, review, fail, none (or supported, of earlier rules), on a finalized turn.'),
         ),
+        SQLITE_TRIGGERS_ON,
         PostgresOnlyRunSQL(sql=[MESSAGES_FUNCTION], reverse_sql=[EARLIER_MESSAGES_FUNCTION]),
     ]
