@@ -145,6 +145,9 @@ class Verification:
     late: int = 0
     exported_at: str = ""
     chain: str = ""
+    signature_valid: bool = False  # manifest.sig is a valid signature of manifest.json by the bundle's key
+    development_key: bool = False  # signed with a key derived from a server's SECRET_KEY
+    key_expected: bool = False  # the signing key was checked against the one --public-key named
     # Each valid seal's digest by its number, for :func:`extension_problems`; and the manifest's chain head.
     seal_digests: dict[int, str] = field(default_factory=dict)
     head: tuple[int, str] | None = None
@@ -158,7 +161,23 @@ class Verification:
         return (
             f"{subject}: {self.turns} turns ({self.late} sealed late), {self.rows} rows, "
             f"{self.quotes} quotes re-verified, {self.case_citations} case citations, {self.entries} ledger entries, "
-            f"a chain of {self.seals} seals; signed by {self.fingerprint}"
+            f"a chain of {self.seals} seals; {self._signed()}"
+        )
+
+    def _signed(self) -> str:
+        """Who signed, in words a non-specialist reads right: only a key the sender published names them."""
+        if not self.signature_valid:
+            return f"signature NOT valid (the bundle's key {self.fingerprint})"
+        if self.development_key:
+            return (
+                f"signature valid, made with a development key ({self.fingerprint}): it does not show who made "
+                "this bundle"
+            )
+        if self.key_expected:
+            return f"signature valid, made with the key expected ({self.fingerprint})"
+        return (
+            f"signature valid, made with the key the bundle carries ({self.fingerprint}): it shows who made this "
+            "bundle only once that fingerprint is compared with the one its sender published"
         )
 
 
@@ -544,9 +563,11 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     result.chain = manifest["chain"]
     result.exported_at = manifest["exported_at"]
     result.fingerprint = record.fingerprint(signing_key)
+    result.development_key = bool(manifest.get("development_key"))
     if public_key is not None:
         expected = expected_fingerprint(public_key)
-        if not hmac.compare_digest(expected, result.fingerprint):
+        result.key_expected = hmac.compare_digest(expected, result.fingerprint)
+        if not result.key_expected:
             result.problems.append(
                 f"public_key.json: the bundle is signed by the key {result.fingerprint}, not by the expected {expected}"
             )
@@ -559,12 +580,16 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
         result.problems.append("manifest.json: its signing_key is not the fingerprint of public_key.json's key")
     signature = members["manifest.sig"].decode("ascii", errors="replace").strip()
     signed = record.signature_valid(signing_key, signature, members["manifest.json"])
+    result.signature_valid = signed
     if not signed:
         result.problems.append(
             "manifest.sig: the signature of manifest.json is not valid (manifest or signature changed)"
         )
     if manifest.get("development_key"):
-        result.warnings.append("signed with a DEVELOPMENT key derived from the server's SECRET_KEY: proves nothing")
+        result.warnings.append(
+            "signed with a DEVELOPMENT key derived from the server's SECRET_KEY: the files are as signed, but the "
+            "signature does not show who made this bundle"
+        )
     if manifest["format"] not in record.EXPORT_FORMATS:
         result.problems.append(
             f"manifest.json: format {manifest['format']!r}, expected one of {', '.join(record.EXPORT_FORMATS)}"
