@@ -1,4 +1,4 @@
-"""Checking a matter export (``lqai-export/3``, or ``/2`` or ``/1`` before it, written by ``citations.export``), or a
+"""Checking a matter export (``lqai-export/4``, or ``/3`` to ``/1`` before it, written by ``citations.export``), or a
 matter-less chat's, with nothing but the bundle:
 
 1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
@@ -15,8 +15,8 @@ matter-less chat's, with nothing but the bundle:
    warning that no digest from its time vouches for the passage, and in a turn sealed late (verified before
    its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem;
 7. once all of that holds, ``report.html`` against the report rendered again from the checked data
-   (:mod:`lqai_verify.report`), byte for byte (``lqai-export/2`` and ``/3``; a ``/1`` bundle's report is not
-   checked).
+   (:mod:`lqai_verify.report`), byte for byte (``lqai-export/4``; the report of a ``/1`` bundle, not rendered
+   from its data, and of a ``/2`` or ``/3``, rendered by the report's earlier layout, is not checked).
 
 Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
 sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON (or that Python will not
@@ -597,7 +597,8 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     elif manifest["format"] not in record.RENDERED_REPORT_FORMATS:
         result.warnings.append(
             f"report.html is not checked: an {manifest['format']} bundle's report was not rendered from its data "
-            "files; read what this verifier checked (its summary and problems) rather than the page"
+            "files by this verifier's layout; read what this verifier checked (its summary and problems) rather "
+            "than the page"
         )
     listed: dict[str, Any] = manifest["files"]
     for name in sorted(members.keys() - {"manifest.json", "manifest.sig"} - listed.keys()):
