@@ -306,6 +306,29 @@ def test_the_development_key_says_so(
     assert "development key" in members(path)["report.html"].decode()
     result = verify_bundle(path)
     assert any("DEVELOPMENT key" in w for w in result.warnings)
+    assert not any("proves nothing" in w for w in result.warnings)  # the files are as signed: say what it lacks
+    # The summary reads right to a non-specialist: valid, but it does not show who made the bundle
+    assert result.summary().endswith(
+        f"signature valid, made with a development key ({result.fingerprint}): it does not show who made this bundle"
+    )
+
+
+@pytest.mark.django_db
+def test_the_summary_says_what_the_signature_shows(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+
+    expected = verify_bundle(path, public_key=fingerprint())
+    unnamed = verify_bundle(path)
+    files = members(path)
+    forged = verify_bundle(rewrite(tmp_path / "f.zip", {**files, "manifest.sig": b"AAAA"}), public_key=fingerprint())
+
+    assert expected.summary().endswith(f"signature valid, made with the key expected ({fingerprint()})")
+    assert unnamed.summary().endswith(
+        f"signature valid, made with the key the bundle carries ({fingerprint()}): it shows who made this bundle "
+        "only once that fingerprint is compared with the one its sender published"
+    )
+    assert forged.summary().endswith(f"signature NOT valid (the bundle's key {fingerprint()})")
 
 
 # --- Tampering ---------------------------------------------------------------------------------------------------
