@@ -185,6 +185,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "csp",
+    "authorities.apps.AuthoritiesConfig",
     "chats.apps.ChatsConfig",
     "citations.apps.CitationsConfig",
     "pages.apps.PagesConfig",

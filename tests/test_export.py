@@ -1122,11 +1122,9 @@ def test_an_exported_matter_verifies_offline_in_a_venv_with_only_cryptography(
 ) -> None:
     chat, _ = exported_matter
     path = export(chat, tmp_path / "matter.zip")
-    # The verifier as a recipient gets it: the lqai_verify package and lqai_verify/verification, nothing else.
+    # The verifier as a recipient gets it: the lqai_verify folder alone (its quote rules included), nothing else.
     checkout = tmp_path / "verifier"
     shutil.copytree(ROOT / "lqai_verify", checkout / "lqai_verify")
-    shutil.copytree(ROOT / "chats" / "verification", checkout / "chats" / "verification")
-    shutil.copy(ROOT / "chats" / "__init__.py", checkout / "chats" / "__init__.py")
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONNOUSERSITE": "1"}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
