@@ -25,6 +25,7 @@ from chats.models import (
 )
 from chats.pages import pages_of_span
 from chats.selectors import projects_visible_to
+from lqai_verify.statuses import review_count
 
 QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
@@ -276,6 +277,9 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
     unverified_citations = serializers.SerializerMethodField()
     tool_sources = ToolSourceSerializer(many=True, read_only=True)
     case_citations = CaseCitationSerializer(many=True, read_only=True)
+    review_count = serializers.SerializerMethodField(
+        help_text="How many of its claims (quotes, failed or not, and case citations) a person must check."
+    )
 
     class Meta:
         model = Message
@@ -288,6 +292,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "created_at",
             "finalized_at",
             "verdict",
+            "review_count",
             "model_name",
             "prompt_tokens",
             "completion_tokens",
@@ -299,6 +304,12 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "case_citations",
         ]
         read_only_fields = fields
+
+    def get_review_count(self, obj: Message) -> int:
+        quotes = (
+            row.verification_method for rows in (obj.citations.all(), obj.caselaw_citations.all()) for row in rows
+        )
+        return review_count([*quotes, *(case.status for case in obj.case_citations.all())])
 
     @extend_schema_field(KBCitationSerializer(many=True))
     def get_citations(self, obj: Message) -> Any:
@@ -375,7 +386,11 @@ class TurnDoneSerializer(serializers.Serializer[dict[str, Any]]):
 
     message_id = serializers.UUIDField()
     status = serializers.CharField()
-    verdict = serializers.CharField(help_text="pass, supported, fail or none: the gate over the turn's claims.")
+    verdict = serializers.CharField(
+        help_text="pass, review, fail or none: the gate over the turn's claims (review: nothing failed, but a "
+        "claim needs a person; a turn finalized under earlier rules may read supported)."
+    )
+    review_count = serializers.IntegerField(help_text="How many claims of this run a person must check.")
     case_citations = CaseCitationSerializer(many=True, help_text="The case citations of the answer, as checked.")
     citation_count = serializers.IntegerField(help_text="The verified quotes, each sent as a `citation` event.")
     unverified_citations = FailedClaimSerializer(

@@ -55,7 +55,7 @@ from chats.assistant import (
     load_backend,
 )
 from chats.assistant.runner import RunEvent, TurnNotSaved
-from chats.models import CaseCitation, Chat, DocumentQuote, Message, OpinionQuote
+from chats.models import UNVERIFIED, CaseCitation, Chat, DocumentQuote, Message, OpinionQuote
 from chats.pagination import LIST_BAD_INPUT, ApiPagination
 from chats.selectors import chats_visible_to, projects_visible_to
 from chats.serializers import (
@@ -83,6 +83,7 @@ from chats.services import (
 )
 from chats.throttles import TurnRateThrottle
 from chats.tools import Tool, default_tools
+from lqai_verify.statuses import review_count
 
 STREAM_DESCRIPTION = (
     "A `text/event-stream` of server-sent events, each `event: <name>` and `data: <json>`: "
@@ -91,8 +92,8 @@ STREAM_DESCRIPTION = (
     "(or `turn_superseded` if a resume took the turn over meanwhile: nothing of this stream was saved), "
     "then one `citation` per verified quote (a KB or caselaw quote, with its span in the answer: "
     "`answer_start`, `answer_end`) and `done` "
-    "{message_id, status, verdict, case_citations, citation_count, unverified_citations} (the claims that did not "
-    "verify, as a message lists them). "
+    "{message_id, status, verdict, review_count, case_citations, citation_count, unverified_citations} (the claims "
+    "that did not verify, as a message lists them). "
     "If the client disconnects, "
     "the turn is saved as `interrupted` with what was produced so far; resume it with `.../resume/`. "
     "While the assistant is silent, a `: keepalive` comment line every LQAI_SSE_HEARTBEAT_SECONDS; a stream "
@@ -155,6 +156,13 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
             "message_id": result.message.pk,
             "status": result.message.status,
             "verdict": result.message.verdict,
+            "review_count": review_count(
+                [
+                    *(row.verification_method for row in [*result.citations, *result.caselaw_citations]),
+                    *(UNVERIFIED for _ in result.unverified),
+                    *(case.status for case in result.case_citations),
+                ]
+            ),
             "case_citations": result.case_citations,
             "citation_count": len(result.citations) + len(result.caselaw_citations),
             "unverified_citations": failed_claims_of(result.message),

@@ -1,7 +1,7 @@
 """The signed export of a matter (``manage.py export_matter``, ``GET /api/projects/{id}/export/``), or of a chat
 outside any matter, whose turns chain on their own (``export_matter --chat``, ``GET /api/chats/{id}/export/``).
 
-One zip (format ``lqai-export/3``, read by ``lqai_verify``; see docs/export.md):
+One zip (format ``lqai-export/4``, read by ``lqai_verify``; see docs/export.md):
 
 - ``turns.jsonl``: each finalized turn of the matter in chain order (its sealed turn object, its answer, its
   chat's title, whether and when it was sealed, late or not); unsealed turns last;

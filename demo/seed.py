@@ -486,7 +486,7 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
         )
     )
 
-    # An answer whose quote omits the limiting clause that follows it: altered, and the turn at best supported.
+    # An answer whose quote omits the limiting clause that follows it: altered, and the turn to review.
     alabama = Document.objects.get(project=matter.project, title__startswith="Alabama AGO 2018-046")
     claim = ClaimedCitation(quote=ALTERED_QUOTE, document_id=alabama.pk)
     with (

@@ -1,4 +1,4 @@
-"""Checking a matter export (``lqai-export/3``, or ``/2`` or ``/1`` before it, written by ``citations.export``), or a
+"""Checking a matter export (``lqai-export/4``, or ``/3`` to ``/1`` before it, written by ``citations.export``), or a
 matter-less chat's, with nothing but the bundle (docs/export.md, "Verifying an export"):
 
 1. the zip: exactly its listed files end to end, no comment, no name twice, no path out of its folder;
@@ -134,6 +134,9 @@ class Verification:
     exported_at: str = ""
     chain: str = ""
     # Each valid seal's digest by its number, for :func:`extension_problems`; and the manifest's chain head.
+    signature_valid: bool = False  # manifest.sig is a valid signature of manifest.json by the bundle's key
+    development_key: bool = False  # signed with a key derived from a server's SECRET_KEY
+    key_expected: bool = False  # the signing key was checked against the one --public-key named
     seal_digests: dict[int, str] = field(default_factory=dict)
     head: tuple[int, str] | None = None
 
@@ -146,7 +149,23 @@ class Verification:
         return (
             f"{subject}: {self.turns} turns ({self.late} sealed late), {self.rows} rows, "
             f"{self.quotes} quotes re-verified, {self.case_citations} case citations, {self.entries} ledger entries, "
-            f"a chain of {self.seals} seals; signed by {self.fingerprint}"
+            f"a chain of {self.seals} seals; {self._signed()}"
+        )
+
+    def _signed(self) -> str:
+        """Who signed, in words a non-specialist reads right: only a key the sender published names them."""
+        if not self.signature_valid:
+            return f"signature NOT valid (the bundle's key {self.fingerprint})"
+        if self.development_key:
+            return (
+                f"signature valid, made with a development key ({self.fingerprint}): it does not show who made "
+                "this bundle"
+            )
+        if self.key_expected:
+            return f"signature valid, made with the key expected ({self.fingerprint})"
+        return (
+            f"signature valid, made with the key the bundle carries ({self.fingerprint}): it shows who made this "
+            "bundle only once that fingerprint is compared with the one its sender published"
         )
 
 
@@ -503,9 +522,11 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     result.chain = manifest["chain"]
     result.exported_at = manifest["exported_at"]
     result.fingerprint = record.fingerprint(signing_key)
+    result.development_key = bool(manifest.get("development_key"))
     _check_signing_key(manifest, public_key, result)
     signature = members["manifest.sig"].decode("ascii", errors="replace").strip()
     signed = record.signature_valid(signing_key, signature, members["manifest.json"])
+    result.signature_valid = signed
     if not signed:
         result.problems.append(
             "manifest.sig: the signature of manifest.json is not valid (manifest or signature changed)"
@@ -526,7 +547,8 @@ def _check_signing_key(manifest: dict[str, Any], public_key: str | None, result:
     warning says to compare it with the published one) and the one its manifest names."""
     if public_key is not None:
         expected = expected_fingerprint(public_key)
-        if not hmac.compare_digest(expected, result.fingerprint):
+        result.key_expected = hmac.compare_digest(expected, result.fingerprint)
+        if not result.key_expected:
             result.problems.append(
                 f"public_key.json: the bundle is signed by the key {result.fingerprint}, not by the expected {expected}"
             )
@@ -538,7 +560,10 @@ def _check_signing_key(manifest: dict[str, Any], public_key: str | None, result:
     if manifest["signing_key"] != result.fingerprint:
         result.problems.append("manifest.json: its signing_key is not the fingerprint of public_key.json's key")
     if manifest.get("development_key"):
-        result.warnings.append("signed with a DEVELOPMENT key derived from the server's SECRET_KEY: proves nothing")
+        result.warnings.append(
+            "signed with a DEVELOPMENT key derived from the server's SECRET_KEY: the files are as signed, but the "
+            "signature does not show who made this bundle"
+        )
 
 
 def _check_manifest(manifest: dict[str, Any], members: dict[str, bytes], result: Verification) -> None:
@@ -551,7 +576,8 @@ def _check_manifest(manifest: dict[str, Any], members: dict[str, bytes], result:
     elif manifest["format"] not in record.RENDERED_REPORT_FORMATS:
         result.warnings.append(
             f"report.html is not checked: an {manifest['format']} bundle's report was not rendered from its data "
-            "files; read what this verifier checked (its summary and problems) rather than the page"
+            "files by this verifier's layout; read what this verifier checked (its summary and problems) rather "
+            "than the page"
         )
     listed: dict[str, Any] = manifest["files"]
     for name in sorted(members.keys() - {"manifest.json", "manifest.sig"} - listed.keys()):

@@ -2,7 +2,7 @@
 
 A claim is a quote the answer claimed from a KB document or an opinion (verified or failed) or a case
 citation the answer wrote (as checked). Each gets a card: its source, page cites, its status in words
-(:mod:`citations.statuses`), the passage in context with its alterations (:mod:`citations.passages`), and a
+(:mod:`lqai_verify.statuses`), the passage in context with its alterations (:mod:`citations.passages`), and a
 numbered marker at its place in the answer (:mod:`pages.answer`). Each turn says whether its record is sealed
 (and if late, since when).
 
@@ -36,7 +36,8 @@ from chats.pages import pages_of_span
 from chats.selectors import chats_visible_to, projects_visible_to
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
-from citations.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
+from lqai_verify.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
+from lqai_verify.verdict import verdict_of
 from lqai_verify.verification.page_cites import page_cite
 from pages import answer as answer_text
 
@@ -228,7 +229,14 @@ def _turn(message: Message, question: Message | None, *, seal: TurnSealState | N
     return Turn(
         answer=message,
         question=question,
-        verdict=verdict_in_words(message.verdict, status=message.status),
+        verdict=verdict_in_words(
+            message.verdict,
+            status=message.status,
+            claims=verdict_of(
+                methods={row.verification_method for row in quotes},
+                case_statuses={case.status for case in message.case_citations.all()},
+            ),
+        ),
         seal=seal,
         claims=claims,
         parts=answer_text.with_markers(content, placed),

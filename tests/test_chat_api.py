@@ -328,6 +328,7 @@ def test_single_shot_turn_reports_and_records_unverified_and_malformed_claims_ap
     assert body["message"]["verdict"] == "fail"
     failed = body["message"]["unverified_citations"]
     assert len({f["id"] for f in failed}) == 6
+    assert body["message"]["review_count"] == len(failed)  # each failed claim is one a person must check
     assert {(f["kind"], f["reason"], f["source_id"]) for f in failed if f["quote"] == "a sentence nobody wrote"} == {
         ("kb_document", "not found in the document", str(document.pk))
     }

@@ -142,6 +142,7 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
         "message_id": str(message.pk),
         "status": "complete",
         "verdict": "pass",
+        "review_count": 0,
         "citation_count": len(citations),
         "unverified_citations": [],
     }
@@ -178,7 +179,7 @@ def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_veri
     assert answer[citation["answer_start"] : citation["answer_end"]] == "strict scrutiny"
     assert citation["answer_unplaced_reason"] is None
     done = events[-1][1]
-    assert (done["citation_count"], done["verdict"]) == (1, "fail")
+    assert (done["citation_count"], done["verdict"], done["review_count"]) == (1, "fail", 1)
     (failed,) = done["unverified_citations"]
     assert failed == {
         "id": str(DocumentQuote.objects.get(verification_method="unverified").pk),
