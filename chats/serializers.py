@@ -23,8 +23,9 @@ from chats.models import (
     Project,
     SourceKind,
 )
-from chats.pages import pages_of_span
+from chats.pages import pages_of_span, span_pin_cite
 from chats.selectors import projects_visible_to
+from lqai_verify.verification.page_cites import page_cite
 
 QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
@@ -75,6 +76,24 @@ def quote_pages(row: DocumentQuote | OpinionQuote) -> list[str] | None:
     """The pages a quote row spans in its source (``chats.pages``)."""
     source = row.opinion if isinstance(row, OpinionQuote) else row.document
     return None if source is None else pages_of_span(source.pages, row.source_offset_start, row.source_offset_end)
+
+
+PIN_CITE_HELP = (
+    "Where the quote is in its source, as a lawyer cites it: an opinion's Bluebook pin cite in the reporter of its "
+    "citation (590 F. Supp. 3d at 870, 134 S.W.3d at 676\u201377) or its slip opinion's pages (slip op. at 5); a "
+    "document's own pages (p. 4, pp. 4\u20135); null when no page is known."
+)
+PIN_CITE_FIELD = serializers.CharField(allow_null=True, help_text=PIN_CITE_HELP)
+
+
+def quote_pin_cite(row: DocumentQuote | OpinionQuote) -> str | None:
+    """The pin cite of a quote row (``page_cites``): an opinion's Bluebook pin cite, a document's ``p. N``."""
+    if isinstance(row, OpinionQuote):
+        if row.opinion is None:
+            return None
+        opinion = row.opinion
+        return span_pin_cite(opinion.pages, row.source_offset_start, row.source_offset_end, citation=opinion.citation)
+    return page_cite(quote_pages(row)) or None
 
 
 CLAIM_POSITION_HELP = (
@@ -129,6 +148,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Documen
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
+    pin_cite = serializers.SerializerMethodField(help_text=PIN_CITE_HELP)
 
     class Meta:
         model = DocumentQuote
@@ -142,6 +162,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Documen
             "start",
             "end",
             "pages",
+            "pin_cite",
             "method",
             "confidence",
             *ANSWER_SPAN_FIELDS,
@@ -154,6 +175,10 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Documen
     @extend_schema_field(PAGES_FIELD)
     def get_pages(self, obj: DocumentQuote) -> list[str] | None:
         return quote_pages(obj)
+
+    @extend_schema_field(PIN_CITE_FIELD)
+    def get_pin_cite(self, obj: DocumentQuote) -> str | None:
+        return quote_pin_cite(obj)
 
 
 class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[OpinionQuote]):
@@ -171,6 +196,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
+    pin_cite = serializers.SerializerMethodField(help_text=PIN_CITE_HELP)
 
     class Meta:
         model = OpinionQuote
@@ -188,6 +214,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
             "start",
             "end",
             "pages",
+            "pin_cite",
             "method",
             "confidence",
             *ANSWER_SPAN_FIELDS,
@@ -200,6 +227,10 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
     @extend_schema_field(PAGES_FIELD)
     def get_pages(self, obj: OpinionQuote) -> list[str] | None:
         return quote_pages(obj)
+
+    @extend_schema_field(PIN_CITE_FIELD)
+    def get_pin_cite(self, obj: OpinionQuote) -> str | None:
+        return quote_pin_cite(obj)
 
 
 class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):

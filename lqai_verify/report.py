@@ -191,7 +191,8 @@ def _source(row: Mapping[str, Any], passages: Mapping[str, Mapping[str, Any]]) -
     passage = passages.get(record.row_key(row)) if row.get("offset_start") is not None else None
     if passage is None:
         return "(no source of this matter)"
-    cite = page_cite(passage.get("pages"))
+    # Its pin cite, as the export wrote it; a bundle written before pin cites cites its pages.
+    cite = (passage["pin_cite"] or "") if "pin_cite" in passage else page_cite(passage.get("pages"))
     span = f"characters {row['offset_start']}\u2013{row['offset_end']}"
     return f"{_e(passage['source_title'])}{', ' + _e(cite) if cite else ''}{_small(span)}"
 

@@ -32,7 +32,7 @@ from chats.models import (
     OpinionQuote,
     Project,
 )
-from chats.pages import pages_of_span
+from chats.pages import pages_of_span, span_pin_cite
 from chats.selectors import chats_visible_to, projects_visible_to
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
@@ -275,9 +275,11 @@ def _quote_claim(row: DocumentQuote | OpinionQuote) -> Claim:
         offsets=False,
         context_flags=row.context_flags,
     )
-    source = row.document if isinstance(row, DocumentQuote) else row.opinion
-    if source is not None:
-        claim.pages = page_cite(pages_of_span(source.pages, start, end))
+    # A document's own pages ("p. 4"); an opinion's Bluebook pin cite ("590 F. Supp. 3d at 870", "slip op. at 5").
+    if isinstance(row, DocumentQuote) and row.document is not None:
+        claim.pages = page_cite(pages_of_span(row.document.pages, start, end))
+    elif isinstance(row, OpinionQuote) and row.opinion is not None:
+        claim.pages = span_pin_cite(row.opinion.pages, start, end, citation=row.opinion.citation) or ""
     return claim
 
 

@@ -1,0 +1,223 @@
+"""Pin cites of opinion quotes: page breaks read from every form real opinion text carries (inline star paging,
+bracketed reporter markers, CourtListener's star-pagination markup, a slip opinion's own pages), written in the
+Bluebook short form in the API, the trace pages, the export and its report; a document keeps ``p. N``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from chats import courtlistener
+from chats.assistant import FinalAnswer, Script, TextDelta
+from chats.models import CaselawOpinion, Chat
+from chats.pages import opinion_pages, span_pin_cite
+from chats.services import ClaimedCitation
+from lqai_verify.verification.page_breaks import reporter_pages, slip_pages, star_paged_markup
+from lqai_verify.verification.page_cites import bluebook_reporter, page_range, pin_cite
+from tests import factories
+from tests.test_export import export, lines, members
+
+TESTS = Path(__file__).resolve().parent
+CORPUS = TESTS.parent / "chats" / "data" / "opinions"
+SJS = (TESTS / "fixtures" / "in-re-sjs-134-sw3d-673-mo-ct-app-2004.txt").read_text(encoding="utf-8")
+SJS_CITATION = "134 S.W.3d 673 (Mo. Ct. App. 2004)"
+DEMOCRACY = (CORPUS / "democracy-nc-v-nc-board-of-elections-mdnc-2022.txt").read_text(encoding="utf-8")
+DEMOCRACY_CITATION = "590 F. Supp. 3d 850 (M.D.N.C. 2022)"
+FISHER = (CORPUS / "fisher-v-university-of-texas-2013-slip.txt").read_text(encoding="utf-8")
+FISHER_CITATION = "570 U.S. 297 (2013)"
+# A CourtListener opinion whose html_with_citations carries star-pagination markup (In re S.J.S.).
+CL_STAR_PAGINATION = TESTS / "fixtures" / "courtlistener" / "opinion_930010_star_pagination.json"
+
+
+def pin_of(text: str, citation: str, first: str, last: str | None = None) -> str | None:
+    """The pin cite of the passage of ``text`` from ``first`` through ``last`` (or ``first`` alone)."""
+    start = text.index(first)
+    end = text.index(last, start) + len(last) if last else start + len(first)
+    return span_pin_cite(opinion_pages(text, citation=citation), start, end, citation=citation)
+
+
+# --- Bluebook forms ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "expected"),
+    [
+        ("676", "677", "676\u201377"),
+        ("1099", "1101", "1099\u2013101"),
+        ("99", "100", "99\u2013100"),
+        ("5", "6", "5\u20136"),
+    ],
+)
+def test_a_page_range_drops_repeated_leading_digits_but_keeps_two(first: str, last: str, expected: str) -> None:
+    assert page_range(first, last) == expected
+
+
+@pytest.mark.parametrize(
+    ("written", "bluebook"),
+    [
+        ("F.Supp.3d", "F. Supp. 3d"),
+        ("S. W. 3d", "S.W.3d"),
+        ("S.Ct.", "S. Ct."),
+        ("U.S.", "U.S."),
+        ("L. Ed. 2d", "L. Ed. 2d"),
+    ],
+)
+def test_a_reporter_is_spaced_as_the_bluebook_spaces_it(written: str, bluebook: str) -> None:
+    assert bluebook_reporter(written) == bluebook
+
+
+@pytest.mark.parametrize(
+    ("labels", "citation", "expected"),
+    [
+        (["870"], "590 F.Supp.3d 850", "590 F. Supp. 3d at 870"),
+        (["676", "677"], "134 S.W.3d 673", "134 S.W.3d at 676\u201377"),
+        (["slip 5"], "570 U.S. ___ (2013)", "slip op. at 5"),
+        (["slip 3 (Thomas, J., concurring)"], "570 U.S. 297", "slip op. at 3 (Thomas, J., concurring)"),
+        (["slip 13", "slip 1 (Scalia, J., concurring)"], "", "slip op. at 13, 1 (Scalia, J., concurring)"),
+        # Never a bare page for an opinion: a form-feed count stored before (below the reporter's first page),
+        # a page only known to lie somewhere in a range, a citation naming no reporter page, no page at all.
+        (["18"], "570 U.S. 297 (2013)", None),
+        (["673-674"], "134 S.W.3d 673", None),
+        (["3"], "No. 5:24-CV-481-FL (E.D.N.C. 2025)", None),
+        (None, "134 S.W.3d 673", None),
+    ],
+)
+def test_pin_cite(labels: list[str] | None, citation: str, expected: str | None) -> None:
+    assert pin_cite(labels, citation=citation) == expected
+
+
+# --- Page breaks of real opinions --------------------------------------------------------------------------------
+
+
+def test_inline_star_paging_of_in_re_sjs_gives_reporter_pin_cites() -> None:
+    assert pin_of(SJS, SJS_CITATION, "Father was married to mother in 1992") == "134 S.W.3d at 675"
+    # Across "*676in": the marker glued to the next word
+    assert pin_of(SJS, SJS_CITATION, "was born of the marriage", "In 1995") == "134 S.W.3d at 675\u201376"
+    assert pin_of(SJS, SJS_CITATION, "approving such a transfer") == "134 S.W.3d at 677"
+    # Before the first marker the page is one of 673-674: no pin cite rather than a guess
+    assert pin_of(SJS, SJS_CITATION, "In the matter of S.J.S.") is None
+
+
+def test_bracketed_reporter_markers_of_democracy_nc_give_reporter_pin_cites() -> None:
+    assert pin_of(DEMOCRACY, DEMOCRACY_CITATION, "Under Section 208 of the Voting Rights Act") == (
+        "590 F. Supp. 3d at 870"
+    )
+    assert (
+        pin_of(DEMOCRACY, DEMOCRACY_CITATION, "thus finds Plaintiff Hutchins has standing", "163-230.2")
+        == "590 F. Supp. 3d at 869\u201370"
+    )
+    assert [label for _, label in opinion_pages(DEMOCRACY, citation=DEMOCRACY_CITATION)][-1] == "872"
+
+
+def test_bracketed_star_markers_count_and_a_parallel_reporters_do_not() -> None:
+    text = "opening [*851] one [2022 WL 123456 *2] two [590 F.Supp.3d 852] three"
+    pages = reporter_pages(text, citation="590 F. Supp. 3d 850")
+    assert [label for _, label in pages] == ["850", "851", "852"]
+    assert span_pin_cite(pages, text.index("two"), text.index("three"), citation="590 F. Supp. 3d 850") == (
+        "590 F. Supp. 3d at 851\u201352"
+    )
+
+
+def test_a_slip_opinion_is_cited_by_its_own_printed_pages_never_by_form_feeds() -> None:
+    # Fisher's opinion of the Court, page 11 of the slip (the 14th page of the PDF)
+    assert pin_of(FISHER, FISHER_CITATION, "The reviewing court must ultimately be satisfied") == "slip op. at 11"
+    assert pin_of(FISHER, FISHER_CITATION, "it is not sufficient to satisfy strict scrutiny", "The reviewing") == (
+        "slip op. at 10\u201311"
+    )
+    assert pin_of(FISHER, FISHER_CITATION, "tionship to the prevention of espionage") == (
+        "slip op. at 3 (Thomas, J., concurring)"
+    )
+    assert pin_of(FISHER, FISHER_CITATION, "consideration of race in admis-") == "slip op. at 1 (syllabus)"
+
+
+def test_a_slip_opinion_without_form_feeds_is_paged_by_its_running_heads() -> None:
+    patel = (CORPUS / "los-angeles-v-patel-2015-slip.txt").read_text(encoding="utf-8")
+    labels = [label for _, label in slip_pages(patel)]
+    assert labels[:4] == ["slip 1 (syllabus)", "slip 2 (syllabus)", "slip 3 (syllabus)", "slip 1"]
+
+
+def test_courtlistener_star_pagination_markup_is_read_when_the_opinion_is_materialized(db: None) -> None:
+    detail = json.loads(CL_STAR_PAGINATION.read_text(encoding="utf-8"))
+
+    opinion = courtlistener.save_opinion(
+        opinion_id="930010",
+        metadata={"case_name": "In re S.J.S.", "citation": "134 S.W.3d 673"},
+        text=courtlistener.opinion_text(detail),
+    )
+
+    stored = CaselawOpinion.objects.get(pk=opinion.pk)
+    assert [label for _, label in stored.pages] == ["673-674", "675", "676", "677", "678"]
+    assert "star-pagination" not in stored.text
+    assert "<span" not in stored.text
+    start = stored.text.index("was born of the marriage")
+    end = stored.text.index("In 1995", start)
+    assert span_pin_cite(stored.pages, start, end, citation=stored.citation) == "134 S.W.3d at 675\u201376"
+
+
+def test_another_reporters_star_pagination_markup_is_dropped() -> None:
+    markup = (
+        '<p>one <span citation-index="1" class="star-pagination" label="298"> *298 </span>two'
+        '<span citation-index="2" class="star-pagination" label="2412"> **2412 </span> three'
+        '<span class="star-pagination">*Page 299</span> four</p>'
+    )
+    assert star_paged_markup(markup) == "<p>one *298two three*299 four</p>"
+
+
+# --- Everywhere a quote is shown ---------------------------------------------------------------------------------
+
+
+def test_every_opinion_quote_carries_its_pin_cite_in_the_api_the_trace_pages_and_the_export(
+    api_client: APIClient,
+    client: Any,
+    user: Any,
+    matter_chat: Chat,
+    scripted_backend: Callable[..., Script],
+    django_capture_on_commit_callbacks: Callable[..., Any],
+    tmp_path: Path,
+) -> None:
+    democracy = factories.CaselawOpinionFactory.create(
+        provider="local",
+        case_name="Democracy N.C. v. N.C. State Bd. of Elections",
+        citation=DEMOCRACY_CITATION,
+        text=DEMOCRACY,
+    )
+    fisher = factories.CaselawOpinionFactory.create(
+        provider="local", case_name="Fisher v. University of Texas at Austin", citation=FISHER_CITATION, text=FISHER
+    )
+    document = matter_chat.project.documents.get()  # type: ignore[union-attr]
+    claims = (
+        ClaimedCitation("Under Section 208 of the Voting Rights Act", opinion_id=democracy.pk),
+        ClaimedCitation("The reviewing court must ultimately be satisfied", opinion_id=fisher.pk),
+        ClaimedCitation(document.content.split(".")[0], document_id=document.pk),
+    )
+    scripted_backend(TextDelta("An answer."), FinalAnswer(claims))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_client.post(f"/api/chats/{matter_chat.pk}/messages/", {"content": "q"}, format="json")
+
+    assert response.status_code == 201
+    message = response.json()["message"]
+    expected = {claims[0].quote: "590 F. Supp. 3d at 870", claims[1].quote: "slip op. at 11"}
+    assert {c["quote"]: c["pin_cite"] for c in message["caselaw_citations"]} == expected
+    assert [c["pin_cite"] for c in message["citations"]] == [None]  # a document without PDF pages
+    trace = api_client.get(f"/api/chats/{matter_chat.pk}/ledger/").json()
+    entries = trace["results"] if isinstance(trace, dict) else trace
+    assert {e["passage"]["text"]: e["pin_cite"] for e in entries if e["source_kind"] == "caselaw"} == expected
+    client.force_login(user)
+    html = client.get(f"/chats/{matter_chat.pk}/").content.decode()
+    assert '<span class="claim-pages">590 F. Supp. 3d at 870</span>' in html
+    assert '<span class="claim-pages">slip op. at 11</span>' in html
+
+    files = members(export(matter_chat, tmp_path / "matter.zip"))
+    passages = lines(files["passages.jsonl"])
+    assert sorted(p["pin_cite"] for p in passages if p["source_table"] == "caselaw_opinions") == sorted(
+        expected.values()
+    )
+    report = files["report.html"].decode()
+    assert f"{DEMOCRACY_CITATION}, 590 F. Supp. 3d at 870" in report
+    assert f"{FISHER_CITATION}, slip op. at 11" in report
