@@ -14,9 +14,10 @@ from rest_framework.test import APIClient
 
 from chats import courtlistener
 from chats.assistant import FinalAnswer, Script, TextDelta
-from chats.models import CaselawOpinion, Chat
+from chats.case_citations.extraction import extract_citations
+from chats.models import CaseCitation, CaselawOpinion, Chat, Message
 from chats.pages import opinion_pages, span_pin_cite
-from chats.services import ClaimedCitation
+from chats.services import ClaimedCitation, finalize_turn, start_turn
 from lqai_verify.verification.page_breaks import reporter_pages, slip_pages, star_paged_markup
 from lqai_verify.verification.page_cites import bluebook_reporter, page_range, pin_cite
 from tests import factories
@@ -221,3 +222,86 @@ def test_every_opinion_quote_carries_its_pin_cite_in_the_api_the_trace_pages_and
     report = files["report.html"].decode()
     assert f"{DEMOCRACY_CITATION}, 590 F. Supp. 3d at 870" in report
     assert f"{FISHER_CITATION}, slip op. at 11" in report
+
+
+# --- A pin cite written in the answer, against the passage quoted with it ----------------------------------------
+
+DEMOCRACY_NAME = "Democracy North Carolina v. North Carolina State Board of Elections"
+ON_870 = "Under Section 208 of the Voting Rights Act"
+
+
+@pytest.fixture
+def democracy(db: None) -> CaselawOpinion:
+    return factories.CaselawOpinionFactory.create(
+        provider="local",
+        opinion_id="democracy-nc-2022",
+        case_name=DEMOCRACY_NAME,
+        citation=DEMOCRACY_CITATION,
+        court="U.S. District Court, Middle District of North Carolina",
+        text=DEMOCRACY,
+    )
+
+
+def finalized(chat: Chat, user: Any, content: str, *claims: ClaimedCitation) -> list[CaseCitation]:
+    _, answer = start_turn(chat=chat, content="q", author=user)
+    finalize_turn(message=answer, content=content, status=Message.Status.COMPLETE, claimed_citations=claims)
+    return list(CaseCitation.objects.filter(message=answer).order_by("answer_offset_start"))
+
+
+@pytest.fixture
+def no_courtlistener(settings: Any) -> None:
+    settings.COURTLISTENER_API_TOKEN = ""
+
+
+@pytest.mark.usefixtures("no_courtlistener")
+def test_a_pin_on_the_quoted_passages_page_is_within(matter_chat: Chat, user: Any, democracy: CaselawOpinion) -> None:
+    [case] = finalized(
+        matter_chat,
+        user,
+        f"\u201c{ON_870}\u201d applies. {DEMOCRACY_NAME}, 590 F. Supp. 3d 850, 870 (M.D.N.C. 2022).",
+        ClaimedCitation(ON_870, opinion_id=democracy.pk),
+    )
+    assert (case.status, case.pin, case.pin_status) == ("verified", "870", "within")
+    assert "the page of the passage quoted with it (590 F. Supp. 3d at 870)" in case.detail
+
+
+@pytest.mark.usefixtures("no_courtlistener")
+def test_a_pin_off_the_quoted_passages_page_fails_naming_both_pages(
+    matter_chat: Chat, user: Any, democracy: CaselawOpinion
+) -> None:
+    [case] = finalized(
+        matter_chat,
+        user,
+        f"\u201c{ON_870}\u201d applies. {DEMOCRACY_NAME}, 590 F. Supp. 3d 850, 866 (M.D.N.C. 2022).",
+        ClaimedCitation(ON_870, opinion_id=democracy.pk),
+    )
+    assert (case.status, case.pin_status) == ("pin_mismatch", "outside")
+    assert "the passage is at 590 F. Supp. 3d at 870, the pin cite names page 866" in case.detail
+    assert Message.objects.get(pk=case.message_id).verdict == "fail"
+
+
+@pytest.mark.usefixtures("no_courtlistener")
+def test_a_pin_nothing_can_check_is_never_within(
+    matter_chat: Chat, user: Any, democracy: CaselawOpinion, local_opinion: CaselawOpinion
+) -> None:
+    # Within the case's pages, but no passage is quoted with it
+    [alone] = finalized(matter_chat, user, f"See {DEMOCRACY_NAME}, 590 F. Supp. 3d 850, 866 (M.D.N.C. 2022).")
+    assert (alone.status, alone.pin_status) == ("verified", "unchecked")
+    assert "no passage quoted with it" in alone.detail
+    # A passage of a slip opinion: its U.S. Reports page is not known
+    quote = "The reviewing court must ultimately be satisfied"
+    [slip] = finalized(
+        matter_chat,
+        user,
+        f"\u201c{quote}\u201d. Fisher v. University of Texas at Austin, 570 U.S. 297, 312 (2013).",
+        ClaimedCitation(quote, opinion_id=local_opinion.pk),
+    )
+    assert (slip.status, slip.pin_status) == ("verified", "unchecked")
+    assert "(slip op. at 11)" in slip.detail
+
+
+def test_the_volume_of_a_parallel_citation_is_not_a_pin() -> None:
+    found = extract_citations("Fisher v. University of Texas at Austin, 570 U.S. 297, 133 S. Ct. 2411 (2013).")
+    assert [(f.citation, f.pin) for f in found] == [("570 U.S. 297", ""), ("133 S. Ct. 2411", "")]
+    with_pins = extract_citations("Fisher v. Univ. of Tex., 570 U.S. 297, 311, 133 S. Ct. 2411, 2420 (2013).")
+    assert [f.pin for f in with_pins] == ["311", "2420"]

@@ -127,7 +127,11 @@ _EMPHASIS = re.compile(r"(?<![\w*_])[*_]+(?=[^\s*_])|(?<=[^\s*_])[*_]+(?![\w*_])
 _PIN_AND_PARENTHETICAL = re.compile(r"(?:,\s*(?:at\s+)?[\d\u2013\u2014\-, n.]*\d)?(?:\s*\([^()]*\))*")
 # A full citation's pin cite and first parenthetical, read from the text right after it (eyecite's own misses an
 # en-dash range, `311\u201312`, and then reads a later parenthetical).
-_PIN = re.compile(r",\s*(?:at\s+)?(?P<pin>\*?\d+(?:\s*[-\u2010\u2013\u2014]\s*\d+)?)(?:\s*(?:&|and)?\s*nn?\.\s*\d+)?")
+# A number followed by a reporter's name is the volume of a parallel citation (`297, 133 S. Ct. 2411`), not a pin.
+_PIN = re.compile(
+    r",\s*(?:at\s+)?(?P<pin>\*?\d+(?:\s*[-\u2010\u2013\u2014]\s*\d+)?)(?![\d\u2010\u2013\u2014-])(?!\s+[A-Z])"
+    r"(?:\s*(?:&|and)?\s*nn?\.\s*\d+)?"
+)
 _PARENTHETICAL = re.compile(r"\s*\((?P<paren>[^()]{1,120})\)")
 _YEAR = re.compile(r"\b(1[6-9]\d\d|20\d\d)\)?$")
 _DATE_WORDS = re.compile(
