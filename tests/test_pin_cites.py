@@ -4,6 +4,7 @@ Bluebook short form in the API, the trace pages, the export and its report; a do
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -305,3 +306,38 @@ def test_the_volume_of_a_parallel_citation_is_not_a_pin() -> None:
     assert [(f.citation, f.pin) for f in found] == [("570 U.S. 297", ""), ("133 S. Ct. 2411", "")]
     with_pins = extract_citations("Fisher v. Univ. of Tex., 570 U.S. 297, 311, 133 S. Ct. 2411, 2420 (2013).")
     assert [f.pin for f in with_pins] == ["311", "2420"]
+
+
+# --- Opinions stored before ---------------------------------------------------------------------------------------
+
+
+def test_stored_uncited_opinions_get_their_pages_read_again_and_cited_ones_keep_theirs(db: None) -> None:
+    from django.apps import apps
+
+    reread = importlib.import_module("chats.migrations.0034_pincites_opinion_pages").reread_pages_of_uncited_opinions
+    stale = [[0, "1"], [10, "2"]]  # form feeds counted, as stored before slip pages were read
+    uncited = factories.CaselawOpinionFactory.create(citation=FISHER_CITATION, text=FISHER)
+    cited = factories.CaselawOpinionFactory.create(citation=FISHER_CITATION, text=FISHER)
+    CaselawOpinion.objects.filter(pk__in=[uncited.pk, cited.pk]).update(pages=stale)
+    factories.OpinionQuoteFactory.create(opinion=cited, quote="The reviewing court must ultimately be satisfied")
+
+    reread(apps, None)
+
+    assert CaselawOpinion.objects.get(pk=uncited.pk).pages == opinion_pages(FISHER, citation=FISHER_CITATION)
+    assert CaselawOpinion.objects.get(pk=cited.pk).pages == stale
+    # ... whose page map gives no pin cite rather than a form-feed count taken for a U.S. Reports page
+    assert span_pin_cite(stale, 12, 20, citation=FISHER_CITATION) is None
+
+
+def test_the_demo_seed_leaves_a_cited_opinion_as_it_was_quoted(db: None) -> None:
+    from demo.seed import seed
+
+    seed()
+    fisher = CaselawOpinion.objects.get(provider="local", opinion_id="fisher-2013")
+    stale = [[0, "1"], [10, "2"]]
+    CaselawOpinion.objects.filter(pk=fisher.pk).update(pages=stale)
+    factories.OpinionQuoteFactory.create(opinion=fisher, quote="The reviewing court must ultimately be satisfied")
+
+    seed()  # refused a change of the cited opinion's pages before
+
+    assert CaselawOpinion.objects.get(pk=fisher.pk).pages == stale
