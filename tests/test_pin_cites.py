@@ -341,3 +341,22 @@ def test_the_demo_seed_leaves_a_cited_opinion_as_it_was_quoted(db: None) -> None
     seed()  # refused a change of the cited opinion's pages before
 
     assert CaselawOpinion.objects.get(pk=fisher.pk).pages == stale
+
+
+def test_a_short_forms_page_range_is_read_whole_and_checked_against_a_passage_over_two_pages(
+    matter_chat: Chat, user: Any, no_courtlistener: None
+) -> None:
+    sjs = factories.CaselawOpinionFactory.create(
+        provider="local", opinion_id="sjs-2004", case_name="In re S.J.S.", citation="134 S.W.3d 673", text=SJS
+    )
+    quote = "was born of the marriage *676in 1993"
+    content = (
+        "In re S.J.S., 134 S.W.3d 673 (Mo. Ct. App. 2004), is an adoption case. "
+        f"The son \u201c{quote}\u201d. S.J.S., 134 S.W.3d, at 675\u201376."
+    )
+    assert [f.pin for f in extract_citations(content)] == ["", "675-76"]
+
+    _, short = finalized(matter_chat, user, content, ClaimedCitation(quote, opinion_id=sjs.pk))
+
+    assert (short.pin, short.status, short.pin_status) == ("675-76", "verified", "within")
+    assert "(134 S.W.3d at 675\u201376)" in short.detail
