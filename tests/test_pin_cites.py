@@ -315,7 +315,10 @@ def test_stored_uncited_opinions_get_their_pages_read_again_and_cited_ones_keep_
     from django.apps import apps
 
     reread = importlib.import_module("chats.migrations.0034_pincites_opinion_pages").reread_pages_of_uncited_opinions
-    stale = [[0, "1"], [10, "2"]]  # form feeds counted, as stored before slip pages were read
+    stale: list[list[int | str | None]] = [
+        [0, "1"],
+        [10, "2"],
+    ]  # form feeds counted, as stored before slip pages were read
     uncited = factories.CaselawOpinionFactory.create(citation=FISHER_CITATION, text=FISHER)
     cited = factories.CaselawOpinionFactory.create(citation=FISHER_CITATION, text=FISHER)
     CaselawOpinion.objects.filter(pk__in=[uncited.pk, cited.pk]).update(pages=stale)
@@ -334,7 +337,7 @@ def test_the_demo_seed_leaves_a_cited_opinion_as_it_was_quoted(db: None) -> None
 
     seed()
     fisher = CaselawOpinion.objects.get(provider="local", opinion_id="fisher-2013")
-    stale = [[0, "1"], [10, "2"]]
+    stale: list[list[int | str | None]] = [[0, "1"], [10, "2"]]
     CaselawOpinion.objects.filter(pk=fisher.pk).update(pages=stale)
     factories.OpinionQuoteFactory.create(opinion=fisher, quote="The reviewing court must ultimately be satisfied")
 
