@@ -419,6 +419,8 @@ def _export_batch(
                 # pin cite: an opinion's Bluebook pin cite ("590 F. Supp. 3d at 870"), a document's "p. 4".
                 "pages": pages,
                 "pin_cite": _pin_cite(source, pages, row),
+                # The citation whose reporter an opinion's pin cite names (the verifier reads it as its pages say).
+                **({} if isinstance(source, Document) else {"citation": source.citation}),
                 "excerpt_start": excerpt_start,
                 "excerpt": excerpt,
             }

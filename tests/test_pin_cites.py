@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rest_framework.test import APIClient
 
 from chats import courtlistener
@@ -19,10 +20,13 @@ from chats.case_citations.extraction import extract_citations
 from chats.models import CaseCitation, CaselawOpinion, Chat, Message
 from chats.pages import opinion_pages, span_pin_cite
 from chats.services import ClaimedCitation, finalize_turn, start_turn
+from citations import keys
+from lqai_verify import record
+from lqai_verify.bundle import verify_bundle
 from lqai_verify.verification.page_breaks import reporter_pages, slip_pages, star_paged_markup
 from lqai_verify.verification.page_cites import bluebook_reporter, page_range, pin_cite
 from tests import factories
-from tests.test_export import export, lines, members
+from tests.test_export import export, jsonl, lines, members, rewrite
 
 TESTS = Path(__file__).resolve().parent
 CORPUS = TESTS.parent / "chats" / "data" / "opinions"
@@ -363,3 +367,29 @@ def test_a_short_forms_page_range_is_read_whole_and_checked_against_a_passage_ov
 
     assert (short.pin, short.status, short.pin_status) == ("675-76", "verified", "within")
     assert "(134 S.W.3d at 675\u201376)" in short.detail
+
+
+def test_the_offline_verifier_reads_each_pin_cite_as_its_pages_say(
+    api_client: APIClient,
+    matter_chat: Chat,
+    scripted_backend: Callable[..., Script],
+    django_capture_on_commit_callbacks: Callable[..., Any],
+    tmp_path: Path,
+) -> None:
+    democracy = factories.CaselawOpinionFactory.create(provider="local", citation=DEMOCRACY_CITATION, text=DEMOCRACY)
+    scripted_backend(TextDelta("An answer."), FinalAnswer((ClaimedCitation(ON_870, opinion_id=democracy.pk),)))
+    with django_capture_on_commit_callbacks(execute=True):
+        api_client.post(f"/api/chats/{matter_chat.pk}/messages/", {"content": "q"}, format="json")
+    files = members(export(matter_chat, tmp_path / "matter.zip"))
+    assert verify_bundle(tmp_path / "matter.zip", public_key=keys.current_fingerprint()).problems == []
+
+    # Given a pin cite that says another page than the passage's (the bundle signed again, as its signer could)
+    passages = [
+        {**p, "pin_cite": "590 F. Supp. 3d at 871"} if p.get("pin_cite") else p for p in lines(files["passages.jsonl"])
+    ]
+    key = Ed25519PrivateKey.generate()
+    rewrite(tmp_path / "changed.zip", {**files, "passages.jsonl": jsonl(passages)}, resign=key)
+
+    problems = verify_bundle(tmp_path / "changed.zip", public_key=record.fingerprint(key.public_key())).problems
+
+    assert any("its pin cite '590 F. Supp. 3d at 871' does not read as its pages ['870'] say" in p for p in problems)
