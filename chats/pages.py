@@ -18,7 +18,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 
 from lqai_verify.verification import page_breaks
-from lqai_verify.verification.page_cites import pin_cite
+from lqai_verify.verification.page_cites import page_cite, pin_cite
 
 Pages = list[list[int | str | None]]
 
@@ -79,8 +79,12 @@ def opinion_pages(text: str, *, citation: str = "") -> Pages:
 
 
 def span_pin_cite(
-    pages: Sequence[Sequence[int | str | None]], start: int | None, end: int | None, *, citation: str
+    pages: Sequence[Sequence[int | str | None]], start: int | None, end: int | None, *, citation: str | None
 ) -> str | None:
-    """The Bluebook pin cite of an opinion's ``text[start:end]`` (``page_cites.pin_cite``), or None when no page
-    of it is known."""
-    return pin_cite(pages_of_span(pages, start, end), citation=citation)
+    """Where ``text[start:end]`` is, as a lawyer cites it: in an opinion (``citation``: the case's) its Bluebook
+    pin cite (``page_cites.pin_cite``), in a document (``citation`` None) its own pages, ``p. 4``; None when no
+    page of it is known. The API, the trace pages and the export all cite through it."""
+    labels = pages_of_span(pages, start, end)
+    if citation is None:
+        return page_cite(labels) or None
+    return pin_cite(labels, citation=citation)

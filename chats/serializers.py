@@ -15,6 +15,7 @@ from chats.api_fields import StrictCharField
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
+    CaselawOpinion,
     Chat,
     DocumentQuote,
     Message,
@@ -25,7 +26,6 @@ from chats.models import (
 )
 from chats.pages import pages_of_span, span_pin_cite
 from chats.selectors import projects_visible_to
-from lqai_verify.verification.page_cites import page_cite
 
 QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
@@ -88,12 +88,11 @@ PIN_CITE_FIELD = serializers.CharField(allow_null=True, help_text=PIN_CITE_HELP)
 
 def quote_pin_cite(row: DocumentQuote | OpinionQuote) -> str | None:
     """The pin cite of a quote row (``page_cites``): an opinion's Bluebook pin cite, a document's ``p. N``."""
-    if isinstance(row, OpinionQuote):
-        if row.opinion is None:
-            return None
-        opinion = row.opinion
-        return span_pin_cite(opinion.pages, row.source_offset_start, row.source_offset_end, citation=opinion.citation)
-    return page_cite(quote_pages(row)) or None
+    source = row.opinion if isinstance(row, OpinionQuote) else row.document
+    if source is None:
+        return None
+    citation = source.citation if isinstance(source, CaselawOpinion) else None
+    return span_pin_cite(source.pages, row.source_offset_start, row.source_offset_end, citation=citation)
 
 
 CLAIM_POSITION_HELP = (

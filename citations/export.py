@@ -48,7 +48,6 @@ from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
 from lqai_verify import record, report
 from lqai_verify.verification import VERIFIER_VERSION
-from lqai_verify.verification.page_cites import page_cite
 
 logger = logging.getLogger(__name__)
 
@@ -410,6 +409,7 @@ def _export_batch(
             excerpt_start, excerpt = excerpt_for(row, text)
             key = record.row_key(row)
             pages = pages_of_span(source.pages, row["offset_start"], row["offset_end"])
+            citation = None if isinstance(source, Document) else source.citation
             passage = {
                 "row": key,
                 "source_table": source._meta.db_table,
@@ -418,9 +418,9 @@ def _export_batch(
                 # The pages the passage spans (chats.pages, as the API and the trace pages give them), and its
                 # pin cite: an opinion's Bluebook pin cite ("590 F. Supp. 3d at 870"), a document's "p. 4".
                 "pages": pages,
-                "pin_cite": _pin_cite(source, pages, row),
+                "pin_cite": span_pin_cite(source.pages, row["offset_start"], row["offset_end"], citation=citation),
                 # The citation whose reporter an opinion's pin cite names (the verifier reads it as its pages say).
-                **({} if isinstance(source, Document) else {"citation": source.citation}),
+                **({} if citation is None else {"citation": citation}),
                 "excerpt_start": excerpt_start,
                 "excerpt": excerpt,
             }
@@ -433,12 +433,6 @@ def _export_batch(
         files["report.html"].write(
             report.turn(line, seal=seal if sealed else None, rows=turn_facts.rows, passages=passages).encode()
         )
-
-
-def _pin_cite(source: Document | CaselawOpinion, pages: list[str] | None, row: dict[str, Any]) -> str | None:
-    if isinstance(source, Document):
-        return page_cite(pages) or None
-    return span_pin_cite(source.pages, row["offset_start"], row["offset_end"], citation=source.citation)
 
 
 def _title(source: Document | CaselawOpinion) -> str:
