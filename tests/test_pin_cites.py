@@ -302,7 +302,7 @@ def test_a_pin_nothing_can_check_is_never_within(
         ClaimedCitation(quote, opinion_id=local_opinion.pk),
     )
     assert (slip.status, slip.pin_status) == ("verified", "unchecked")
-    assert "(slip op. at 11)" in slip.detail
+    assert "(it is at slip op. at 11)" in slip.detail
 
 
 def test_the_volume_of_a_parallel_citation_is_not_a_pin() -> None:
@@ -393,3 +393,25 @@ def test_the_offline_verifier_reads_each_pin_cite_as_its_pages_say(
     problems = verify_bundle(tmp_path / "changed.zip", public_key=record.fingerprint(key.public_key())).problems
 
     assert any("its pin cite '590 F. Supp. 3d at 871' does not read as its pages ['870'] say" in p for p in problems)
+
+
+@pytest.mark.usefixtures("no_courtlistener")
+def test_a_page_map_stored_before_reporter_pages_were_read_fails_no_pin(
+    matter_chat: Chat, user: Any, local_opinion: CaselawOpinion
+) -> None:
+    # Given Fisher's page map as stored before: its form feeds counted, "14" where the slip's page 11 is
+    form_feeds: list[list[int | str | None]] = [[0, "1"]] + [
+        [at + 1, str(n)] for n, at in enumerate((i for i, c in enumerate(FISHER) if c == "\f"), start=2)
+    ]
+    CaselawOpinion.objects.filter(pk=local_opinion.pk).update(pages=form_feeds)
+    quote = "The reviewing court must ultimately be satisfied"
+
+    [case] = finalized(
+        matter_chat,
+        user,
+        f"\u201c{quote}\u201d. Fisher v. University of Texas at Austin, 570 U.S. 297, 312 (2013).",
+        ClaimedCitation(quote, opinion_id=local_opinion.pk),
+    )
+
+    assert (case.status, case.pin_status) == ("verified", "unchecked")
+    assert "the page in 570 U.S. of the passage quoted with it is not known (it is at page 14 of" in case.detail

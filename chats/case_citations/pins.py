@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chats.case_citations.checker import PIN_OUTSIDE, PIN_UNCHECKED, PIN_WITHIN, pin_pages
-from chats.models import UNVERIFIED, CaseCitation, CaseCitationStatus, OpinionQuote, fit
+from chats.models import UNVERIFIED, CaseCitation, CaseCitationStatus, CaselawOpinion, OpinionQuote, fit
 from chats.pages import pages_of_span
 from lqai_verify.verification.page_breaks import SLIP, reporter_citation
 from lqai_verify.verification.page_cites import pin_cite
@@ -41,13 +41,14 @@ def check_pins_against_quoted_passages(
     case's pages keeps its status; one with no passage quoted with it keeps its ``unchecked``."""
     placed = sorted(citations, key=lambda row: row.answer_offset_start)
     for index, citation in enumerate(placed):
-        if not citation.pin or citation.opinion is None or citation.pin_status == PIN_OUTSIDE:
+        opinion = citation.opinion
+        if not citation.pin or opinion is None or citation.pin_status == PIN_OUTSIDE:
             continue
         previous_end = placed[index - 1].answer_offset_end if index else 0
         next_start = placed[index + 1].answer_offset_start if index + 1 < len(placed) else len(answer)
         quoted = _quoted_with(citation, quotes, answer=answer, window=(previous_end, next_start))
         if quoted:
-            _decide(citation, quoted)
+            _decide(citation, opinion, quoted)
 
 
 def _quoted_with(
@@ -75,10 +76,9 @@ def _quoted_with(
     ]
 
 
-def _decide(citation: CaseCitation, quoted: list[OpinionQuote]) -> None:
+def _decide(citation: CaseCitation, opinion: CaselawOpinion, quoted: list[OpinionQuote]) -> None:
+    """Set the citation's pin status from the pages of the passages ``quoted`` with it (see the module)."""
     pin = pin_pages(citation.pin)
-    opinion = citation.opinion
-    assert opinion is not None  # noqa: S101 - checked by the caller
     if pin is None:
         return
     written, held = reporter_citation(citation.citation), reporter_citation(opinion.citation)
@@ -107,8 +107,8 @@ def _decide(citation: CaseCitation, quoted: list[OpinionQuote]) -> None:
             citation,
             status=citation.status,
             pin_status=PIN_UNCHECKED,
-            why=f"pin cite {citation.pin} not checked against the passage quoted with it: its page in "
-            f"{written[1] if written else 'this reporter'} is not known ({where})",
+            why=f"pin cite {citation.pin} not checked: the page in {_reporter_written(written)} of the passage quoted "
+            f"with it is not known (it is at {where})",
         )
 
 
@@ -121,8 +121,14 @@ def _passage_pages(pages: list[list[int | str | None]], quote: OpinionQuote, *, 
             certain.add(int(label))
         elif (found := re.fullmatch(r"(\d+)-(\d+)", label)) is not None:
             possible.update(range(int(found.group(1)), int(found.group(2)) + 1))
-    if any(label.startswith(SLIP) for label in labels):
-        certain, possible = set(), set()  # a slip opinion's own pages are no reporter's
+    held = reporter_citation(citation)
+    if (
+        held is None
+        or any(label.startswith(SLIP) for label in labels)
+        or min(certain | possible, default=held[2]) < held[2]
+    ):
+        # No reporter's pages: a slip opinion's own, or a map stored before reporter pages were read.
+        certain, possible = set(), set()
     span = "\u2013".join(dict.fromkeys((labels[0], labels[-1]))) if labels else ""
     cite = pin_cite(labels, citation=citation) or (f"page {span} of the opinion's text" if span else "a page not known")
     return _PassagePages(certain=frozenset(certain), possible=frozenset(possible), cite=cite)
@@ -130,6 +136,10 @@ def _passage_pages(pages: list[list[int | str | None]], quote: OpinionQuote, *, 
 
 def _squeezed(parts: tuple[str, str] | tuple[str, str, int]) -> str:
     return re.sub(r"[\s.]", "", " ".join(str(part) for part in parts[:2])).lower()
+
+
+def _reporter_written(written: tuple[str, str, int] | None) -> str:
+    return f"{written[0]} {written[1]}" if written else "the reporter cited"
 
 
 def _pages_written(pin: tuple[int, int]) -> str:
