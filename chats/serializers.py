@@ -66,8 +66,9 @@ class ChatListQuerySerializer(serializers.Serializer[None]):
 
 
 PAGES_HELP = (
-    "The pages of the source that the quote spans (a PDF's page numbers, or an opinion's reporter pages from its "
-    "star paging), in order; null when the source has no known pages."
+    "The pages of the source that the quote spans (a PDF's page numbers, an opinion's reporter pages from its star "
+    "paging or bracketed markers, or a slip opinion's own pages, 'slip 5'), in order; null when the source has no "
+    "known pages. pin_cite writes them as a lawyer cites them."
 )
 PAGES_FIELD = serializers.ListField(child=serializers.CharField(), allow_null=True, help_text=PAGES_HELP)
 
