@@ -400,8 +400,9 @@ def test_a_page_map_stored_before_reporter_pages_were_read_fails_no_pin(
     matter_chat: Chat, user: Any, local_opinion: CaselawOpinion
 ) -> None:
     # Given Fisher's page map as stored before: its form feeds counted, "14" where the slip's page 11 is
-    breaks = [i + 1 for i, c in enumerate(FISHER) if c == "\f"]
-    form_feeds: list[list[int | str | None]] = [[0, "1"], *([at, str(n)] for n, at in enumerate(breaks, start=2))]
+    form_feeds: list[list[int | str | None]] = [[0, "1"]]
+    for n, at in enumerate((i + 1 for i, c in enumerate(FISHER) if c == "\f"), start=2):
+        form_feeds.append([at, str(n)])
     CaselawOpinion.objects.filter(pk=local_opinion.pk).update(pages=form_feeds)
     quote = "The reviewing court must ultimately be satisfied"
 
