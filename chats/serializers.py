@@ -15,6 +15,7 @@ from chats.api_fields import StrictCharField
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
+    CaselawOpinion,
     Chat,
     DocumentQuote,
     Message,
@@ -23,7 +24,7 @@ from chats.models import (
     Project,
     SourceKind,
 )
-from chats.pages import pages_of_span
+from chats.pages import pages_of_span, span_pin_cite
 from chats.selectors import projects_visible_to
 from lqai_verify.statuses import review_count
 
@@ -66,8 +67,9 @@ class ChatListQuerySerializer(serializers.Serializer[None]):
 
 
 PAGES_HELP = (
-    "The pages of the source that the quote spans (a PDF's page numbers, or an opinion's reporter pages from its "
-    "star paging), in order; null when the source has no known pages."
+    "The pages of the source that the quote spans (a PDF's page numbers, an opinion's reporter pages from its star "
+    "paging or bracketed markers, or a slip opinion's own pages, 'slip 5'), in order; null when the source has no "
+    "known pages. pin_cite writes them as a lawyer cites them."
 )
 PAGES_FIELD = serializers.ListField(child=serializers.CharField(), allow_null=True, help_text=PAGES_HELP)
 
@@ -76,6 +78,23 @@ def quote_pages(row: DocumentQuote | OpinionQuote) -> list[str] | None:
     """The pages a quote row spans in its source (``chats.pages``)."""
     source = row.opinion if isinstance(row, OpinionQuote) else row.document
     return None if source is None else pages_of_span(source.pages, row.source_offset_start, row.source_offset_end)
+
+
+PIN_CITE_HELP = (
+    "Where the quote is in its source, as a lawyer cites it: an opinion's Bluebook pin cite in the reporter of its "
+    "citation (590 F. Supp. 3d at 870, 134 S.W.3d at 676\u201377) or its slip opinion's pages (slip op. at 5); a "
+    "document's own pages (p. 4, pp. 4\u20135); null when no page is known."
+)
+PIN_CITE_FIELD = serializers.CharField(allow_null=True, help_text=PIN_CITE_HELP)
+
+
+def quote_pin_cite(row: DocumentQuote | OpinionQuote) -> str | None:
+    """The pin cite of a quote row (``page_cites``): an opinion's Bluebook pin cite, a document's ``p. N``."""
+    source = row.opinion if isinstance(row, OpinionQuote) else row.document
+    if source is None:
+        return None
+    citation = source.citation if isinstance(source, CaselawOpinion) else None
+    return span_pin_cite(source.pages, row.source_offset_start, row.source_offset_end, citation=citation)
 
 
 CLAIM_POSITION_HELP = (
@@ -130,6 +149,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Documen
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
+    pin_cite = serializers.SerializerMethodField(help_text=PIN_CITE_HELP)
 
     class Meta:
         model = DocumentQuote
@@ -143,6 +163,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Documen
             "start",
             "end",
             "pages",
+            "pin_cite",
             "method",
             "confidence",
             *ANSWER_SPAN_FIELDS,
@@ -155,6 +176,10 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Documen
     @extend_schema_field(PAGES_FIELD)
     def get_pages(self, obj: DocumentQuote) -> list[str] | None:
         return quote_pages(obj)
+
+    @extend_schema_field(PIN_CITE_FIELD)
+    def get_pin_cite(self, obj: DocumentQuote) -> str | None:
+        return quote_pin_cite(obj)
 
 
 class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[OpinionQuote]):
@@ -172,6 +197,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
+    pin_cite = serializers.SerializerMethodField(help_text=PIN_CITE_HELP)
 
     class Meta:
         model = OpinionQuote
@@ -189,6 +215,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
             "start",
             "end",
             "pages",
+            "pin_cite",
             "method",
             "confidence",
             *ANSWER_SPAN_FIELDS,
@@ -201,6 +228,10 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
     @extend_schema_field(PAGES_FIELD)
     def get_pages(self, obj: OpinionQuote) -> list[str] | None:
         return quote_pages(obj)
+
+    @extend_schema_field(PIN_CITE_FIELD)
+    def get_pin_cite(self, obj: OpinionQuote) -> str | None:
+        return quote_pin_cite(obj)
 
 
 class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):

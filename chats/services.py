@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from chats.answer_positions import place_claims
 from chats.case_citations import CheckedCitation, StreamedCitations, check_case_citations
+from chats.case_citations.pins import check_pins_against_quoted_passages
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
@@ -620,6 +621,8 @@ def finalize_turn(
         first_claim = message.citations.count() + message.caselaw_citations.count() if resumed else 0
         kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now, first_position=first_claim)
         place_claims([*kb, *caselaw], content)
+        # A pin cite is checked against the page of the passage quoted with it, now that both are placed.
+        check_pins_against_quoted_passages(citations=case_citations, quotes=caselaw, answer=content)
         message.content = content
         message.status = status
         message.finalized_at = message.updated_at = now

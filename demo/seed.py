@@ -156,6 +156,9 @@ def seed() -> DemoMatter:
                 project=project, title=title, defaults={"content": (OPINIONS_DIR / file).read_text(encoding="utf-8")}
             )
         for opinion in OPINIONS:
+            stored = CaselawOpinion.objects.filter(provider="local", opinion_id=opinion.opinion_id).first()
+            if stored is not None and stored.is_cited():
+                continue  # what the record shows of a cited opinion (its text, citation, pages) stays as quoted
             CaselawOpinion.objects.update_or_create(
                 provider="local",
                 opinion_id=opinion.opinion_id,

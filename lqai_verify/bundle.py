@@ -5,7 +5,8 @@ matter-less chat's, with nothing but the bundle (docs/export.md, "Verifying an e
 2. the manifest's signature, by the expected key, and every file against its digest in the manifest;
 3. the chain the manifest names: each seal's digest, link, number and signature, ending at the chain head;
 4. every turn and row against its seal, every ledger entry against its sealed row;
-5. every verified quote re-verified against its bundled passage (``lqai_verify.verification``);
+5. every verified quote re-verified against its bundled passage (``lqai_verify.verification``), its pin cite
+   read as its pages say;
 6. once all of that holds, ``report.html`` against the report rendered again from the checked data.
 
 A bundle is input from whoever sent it: whatever is malformed is a problem naming its file, line and turn, never
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lqai_verify import record, report
-from lqai_verify.verification import VERIFIER_VERSION
+from lqai_verify.verification import VERIFIER_VERSION, page_cites
 
 REQUIRED = ("manifest.json", "manifest.sig", "public_key.json")
 JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl")
@@ -224,6 +225,21 @@ def _json_value(text: str | bytes, where: str, result: Verification) -> Any:
     except ValueError as exc:  # UnicodeDecodeError, an integer of too many digits, a key twice
         result.problems.append(f"{where}: not readable JSON ({exc})")
     return _UNREADABLE
+
+
+def _pin_cite_problems(row: dict[str, Any], passage: dict[str, Any], *, where: str) -> list[str]:
+    """A passage's pin cite, which the report shows, must read as its pages say: an opinion's in the reporter of
+    its citation (``page_cites.pin_cite``), a document's ``p. N``. A bundle written before pin cites has none."""
+    if "pin_cite" not in passage:
+        return []
+    pages = passage.get("pages")
+    if row["table"] == record.CASELAW:
+        expected = page_cites.pin_cite(pages, citation=str(passage.get("citation") or ""))
+    else:
+        expected = page_cites.page_cite(pages) or None
+    if passage["pin_cite"] == expected:
+        return []
+    return [f"{where}: its pin cite {passage['pin_cite']!r} does not read as its pages {pages!r} say ({expected!r})"]
 
 
 def _check_quote(
@@ -945,6 +961,9 @@ def _check_quotes(
             passage["excerpt_start"],
             where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
             seal=latest,
+        )
+        result.problems += _pin_cite_problems(
+            row, passage, where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})"
         )
     return passages_of_turn
 

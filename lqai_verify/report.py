@@ -237,12 +237,10 @@ def _quote_card(number: int, row: Mapping[str, Any], passages: Mapping[str, Mapp
 
 
 def _where(row: Mapping[str, Any], passage: Mapping[str, Any]) -> str:
-    """Where the quote is in its source: the row's pin cite, else the page cite of the pages its passage spans,
-    and character offsets only when the source has no pages."""
-    if row.get("pin_cite"):
-        return str(row["pin_cite"])
-    cite = page_cite(passage.get("pages"))
-    return cite or f"characters {row['offset_start']}\u2013{row['offset_end']} (the source has no pages)"
+    """Where the quote is in its source: its pin cite as the export wrote it (a bundle written before pin cites:
+    the page cite of the pages its passage spans), and character offsets only when no page is known."""
+    cite = passage["pin_cite"] if "pin_cite" in passage else page_cite(passage.get("pages"))
+    return cite or f"characters {row['offset_start']}\u2013{row['offset_end']} (no page of the source is known)"
 
 
 def _in_context(row: Mapping[str, Any], passage: Mapping[str, Any]) -> str:

@@ -178,6 +178,7 @@ def test_chat_messages_have_their_citations_and_tool_sources(api_client: APIClie
             "start": kb.source_offset_start,
             "end": kb.source_offset_end,
             "pages": None,
+            "pin_cite": None,
             "method": "exact_match",
             "confidence": 1.0,
             # A row made without a place in the answer reads as one stored before positions were recorded.
@@ -252,6 +253,7 @@ def test_single_shot_turn_with_the_default_backend(
             "start": c.source_offset_start,
             "end": c.source_offset_end,
             "pages": None,
+            "pin_cite": None,
             "method": EXACT_MATCH,
             "confidence": 1.0,
             "answer_start": c.answer_offset_start,

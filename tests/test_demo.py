@@ -96,13 +96,14 @@ def _the_altered_turn_reads_review_and_its_report_spells_out_omissions(export: P
     assert "only if the candidate is legally qualified for the office" in " ".join(omitted)
     for words in omitted:
         assert f"omits \u201c{html_escape(words)}\u201d" in report
-    paged = [row for row in rows if record.row_key(row) in passages and passages[record.row_key(row)]["pages"]]
+    paged = [row for row in rows if record.row_key(row) in passages and passages[record.row_key(row)]["pin_cite"]]
     assert paged
     for row in paged:
+        assert passages[record.row_key(row)]["pin_cite"] in report
         assert f"{row['offset_start']}\u2013{row['offset_end']}" not in report
-    unpaged = [row for row in rows if record.row_key(row) in passages and not passages[record.row_key(row)]["pages"]]
+    unpaged = [row for row in rows if record.row_key(row) in passages and not passages[record.row_key(row)]["pin_cite"]]
     assert all(
-        f"characters {row['offset_start']}\u2013{row['offset_end']} (the source has no pages)" in report
+        f"characters {row['offset_start']}\u2013{row['offset_end']} (no page of the source is known)" in report
         for row in unpaged
     )
     assert "(no question recorded)" not in report
