@@ -338,7 +338,7 @@ def turn_share(*, turns: int) -> list[TurnShare]:
             assert response.status_code == 201, response.content
             body = response.json()
             cited = len(body["message"]["citations"])
-            assert body["unverified_count"] == 0, body["unverified"]
+            assert body["message"]["unverified_citations"] == [], body["message"]["unverified_citations"]
             rows = cited + len(body["message"]["case_citations"])  # the quotes, and the cases their text cites
             entries = CitationLedgerEntry.objects.filter(message_id=body["message"]["id"]).count()
             assert entries == (rows if connected else 0), (entries, rows, connected)

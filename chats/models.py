@@ -31,6 +31,7 @@ from chats.record import (
     message_change_refusal,
     purge_in_progress,
 )
+from lqai_verify import verdict as verdict_rule
 from lqai_verify.verification import results as verification_results
 
 
@@ -264,18 +265,19 @@ class Chat(models.Model):
 
 
 class Verdict(models.TextChoices):
-    """A finalized turn's gate verdict over the quotes it claimed, from best to worst; a turn resumed after
-    an interruption keeps the worse of its verdicts (``Verdict.worst``)."""
+    """A finalized turn's verdict over its claims (the rule: ``lqai_verify.verdict``), one meaning per colour. A
+    turn resumed after an interruption keeps the worse of its verdicts (``Verdict.worst``). ``supported`` is the
+    verdict earlier rules gave: valid on the turns sealed with it, never written by a finalize today."""
 
-    NONE = "none", "none (no quote claimed)"
-    PASS = "pass", "pass (every quote exact)"
-    SUPPORTED = "supported", "supported (all verified, some tolerant or altered)"
-    FAIL = "fail", "fail (a claim did not verify, or a cited case does not exist or has another name)"
+    NONE = verdict_rule.NONE, "none (no claim)"
+    PASS = verdict_rule.PASS, "pass (every quote and case cited verified)"
+    REVIEW = verdict_rule.REVIEW, "review (nothing failed, but a claim needs a person)"
+    FAIL = verdict_rule.FAIL, "fail (a claim failed: not in its source, or a case cited wrong)"
+    SUPPORTED = verdict_rule.SUPPORTED, "supported (earlier rules: all verified, some tolerant or altered)"
 
     @classmethod
     def worst(cls, *verdicts: str | None) -> str:
-        order = [cls.NONE, cls.PASS, cls.SUPPORTED, cls.FAIL]
-        return str(max((cls(v) for v in verdicts if v), key=order.index, default=cls.NONE))
+        return verdict_rule.worst(*verdicts)
 
 
 def _stored_messages(queryset: models.QuerySet[Message]) -> list[dict[str, Any]]:
@@ -403,12 +405,14 @@ class Message(models.Model):
                 name="messages_status_valid",
                 violation_error_message=f"Status must be one of {', '.join(MessageStatus.values)}.",
             ),
-            # A verdict is one of the four, and only a finalized assistant turn has one.
+            # A verdict is one the rule gives (or ``supported``, of earlier rules), and only a finalized assistant
+            # turn has one.
             models.CheckConstraint(
                 condition=Q(verdict__isnull=True)
                 | Q(verdict__in=Verdict.values, role=MessageRole.ASSISTANT, finalized_at__isnull=False),
                 name="messages_verdict_valid",
-                violation_error_message="A verdict is one of pass, supported, fail, none, on a finalized turn.",
+                violation_error_message="A verdict is one of pass, review, fail, none (or supported, of earlier "
+                "rules), on a finalized turn.",
             ),
             # Only an answer answers something: a user message replying to another would be a second question.
             models.CheckConstraint(
@@ -656,7 +660,7 @@ class VerificationMethod(models.TextChoices):
     ledger copies it as the entry's status. ``exact_match``: the characters match and nothing next to the
     passage limits it; ``tolerant_match``: formatting only, and alterations that cannot change the meaning;
     ``altered``: found, but an alteration, an omission or the quote's edges may change what the source says
-    (confidence at most ``ALTERED_MAX_CONFIDENCE``, the turn at best ``supported``); ``unverified``: the
+    (confidence at most ``ALTERED_MAX_CONFIDENCE``, the turn at best ``review``); ``unverified``: the
     claim did not hold (or named no source this turn may quote)."""
 
     EXACT_MATCH = verification_results.EXACT_MATCH

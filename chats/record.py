@@ -40,6 +40,8 @@ from uuid import UUID
 
 from django.db import IntegrityError, connection, models, transaction
 
+from lqai_verify import verdict as verdict_rule
+
 APPEND_ONLY = "lqai_append_only"
 LEGAL_HOLD = "lqai_legal_hold"
 # The transaction-local PostgreSQL setting a purge sets to its matter's id (see the triggers).
@@ -240,7 +242,7 @@ FINAL_FIELDS = (
 )
 IDENTITY_FIELDS = ("chat_id", "role", "author_id", "reply_to_id")
 USAGE_COUNTERS = ("prompt_tokens", "completion_tokens", "latency_ms")
-VERDICT_ORDER = ("none", "pass", "supported", "fail")
+VERDICT_ORDER = verdict_rule.ORDER
 FINAL_STATUSES = ("complete", "failed")
 
 
@@ -252,6 +254,8 @@ def message_change_refusal(old: Mapping[str, Any], new: Mapping[str, Any]) -> st
     def changed(name: str) -> bool:
         return name in new and new[name] != old[name]
 
+    if changed("verdict") and new["verdict"] == verdict_rule.SUPPORTED:
+        return f"message {old['id']}: 'supported' is a verdict of earlier rules, kept by the turns sealed with it"
     if old["status"] in FINAL_STATUSES:
         frozen = [name for name in FINAL_FIELDS if changed(name)]
         if frozen:

@@ -66,7 +66,7 @@ from citations.models import (
     SourceKind,
     TurnSeal,
 )
-from citations.statuses import StatusInWords, status_in_words
+from lqai_verify.statuses import StatusInWords, status_in_words
 from lqai_verify.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).

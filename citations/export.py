@@ -1,7 +1,7 @@
 """The signed export of a matter (``manage.py export_matter``, ``GET /api/projects/{id}/export/``), or of a chat
 outside any matter, whose turns chain on their own (``export_matter --chat``, ``GET /api/chats/{id}/export/``).
 
-One zip (format ``lqai-export/3``, read by ``lqai_verify``; see docs/export.md):
+One zip (format ``lqai-export/4``, read by ``lqai_verify``; see docs/export.md):
 
 - ``turns.jsonl``: each finalized turn of the matter in chain order (its sealed turn object, its answer, its
   chat's title, whether and when it was sealed, late or not); unsealed turns last;
@@ -10,7 +10,8 @@ One zip (format ``lqai-export/3``, read by ``lqai_verify``; see docs/export.md):
 - ``ledger.jsonl``: the ledger entries of those turns;
 - ``seals.jsonl``: every seal of the matter's chain, in order;
 - ``passages.jsonl``: for each verified quote, the source text around its passage (the whole text when the
-  surrounding text alone would not verify the quote the same way), with the source's title and the pages it spans;
+  surrounding text alone would not verify the quote the same way), with the source's title, the pages it spans
+  and its pin cite;
 - ``report.html``: a self-contained page that prints to PDF, rendered from the data files' values by
   ``lqai_verify.report``, which the verifier renders again from the data it checked;
 - ``public_key.json``: the signing key and every key the seals were signed by, with fingerprints;
@@ -41,7 +42,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from chats.models import CaselawOpinion, Chat, Document, Message, Project
-from chats.pages import pages_of_span
+from chats.pages import pages_of_span, span_pin_cite
 from citations import keys, seals
 from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
@@ -407,13 +408,19 @@ def _export_batch(
             text = source.content if isinstance(source, Document) else source.text
             excerpt_start, excerpt = excerpt_for(row, text)
             key = record.row_key(row)
+            pages = pages_of_span(source.pages, row["offset_start"], row["offset_end"])
+            citation = None if isinstance(source, Document) else source.citation
             passage = {
                 "row": key,
                 "source_table": source._meta.db_table,
                 "source_id": str(source.pk),
                 "source_title": _title(source),
-                # The pages the passage spans (chats.pages, as the API and the trace pages give them).
-                "pages": pages_of_span(source.pages, row["offset_start"], row["offset_end"]),
+                # The pages the passage spans (chats.pages, as the API and the trace pages give them), and its
+                # pin cite: an opinion's Bluebook pin cite ("590 F. Supp. 3d at 870"), a document's "p. 4".
+                "pages": pages,
+                "pin_cite": span_pin_cite(source.pages, row["offset_start"], row["offset_end"], citation=citation),
+                # The citation whose reporter an opinion's pin cite names (the verifier reads it as its pages say).
+                **({} if citation is None else {"citation": citation}),
                 "excerpt_start": excerpt_start,
                 "excerpt": excerpt,
             }

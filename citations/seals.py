@@ -325,17 +325,19 @@ _MOVE_HEADS_SQL = (
     f"UPDATE {HEADS_TABLE} SET sequence = moved.column2, seal_sha256 = moved.column3 "  # noqa: S608
     f"FROM (VALUES {{values}}) AS moved WHERE {HEADS_TABLE}.chain = moved.column1"
 )
-# PostgreSQL: the seals' insert and the move of their heads (:data:`_MOVE_HEADS_SQL`) in one statement, which
-# also puts the lock bound set by :data:`_BOUND_LOCK_HEADS_SQL` back; returns each seal's id.
-_WRITE_SEALS_SQL = f"""
-WITH sealed AS (
-    INSERT INTO {TurnSeal._meta.db_table} ({{columns}}) VALUES {{seals}}
-    RETURNING id, CAST(message_id AS text) AS message_id, finalize_number
-), moved AS (
-    {{move}} RETURNING 1
-)
-SELECT id, message_id, finalize_number, set_config('lock_timeout', %s, true) FROM sealed
+# PostgreSQL: the seals' insert, returning each seal's id. Then, in a statement of its own, the move of their
+# heads (:data:`_MOVE_HEADS_SQL`), which also puts the lock bound set by :data:`_BOUND_LOCK_HEADS_SQL` back: the
+# triggers of ``citations.0020`` take each seal after its chain's head, then the head to its chain's last seal.
+_INSERT_SEALS_SQL = f"""
+INSERT INTO {TurnSeal._meta.db_table} ({{columns}}) VALUES {{seals}}
+RETURNING id, CAST(message_id AS text), finalize_number
 """  # noqa: S608 - table and column names from the model's _meta, values as parameters
+_MOVE_HEADS_AND_UNBOUND_SQL = """
+WITH moved AS (
+    {move} RETURNING 1
+)
+SELECT set_config('lock_timeout', %s, true)
+"""
 # PostgreSQL: the lock of the head rows in one round trip with what sealing needs before it. ``bound`` bounds
 # the wait for the head rows for the rest of the (sub)transaction (``set_config(..., true)`` is ``SET LOCAL``)
 # and keeps the bound before, to put back; the upsert (as above, sorted) reads from ``bound``, so the bound is
@@ -492,18 +494,14 @@ def _write_seals(turns: Sequence[TurnFacts], *, late: bool) -> list[TurnSeal]:
             return created
         columns = [f for f in TurnSeal._meta.concrete_fields if not f.primary_key]
         cursor.execute(
-            _WRITE_SEALS_SQL.format(
+            _INSERT_SEALS_SQL.format(
                 columns=", ".join(f.column for f in columns),
                 seals=", ".join([f"({', '.join(['%s'] * len(columns))})"] * len(created)),
-                move=move,
             ),
-            [
-                *(f.get_db_prep_save(getattr(seal, f.attname), connection) for seal in created for f in columns),
-                *moved,
-                old_lock_timeout,
-            ],
+            [f.get_db_prep_save(getattr(seal, f.attname), connection) for seal in created for f in columns],
         )
-        ids = {(message_id, number): pk for pk, message_id, number, _ in cursor.fetchall()}
+        ids = {(message_id, number): pk for pk, message_id, number in cursor.fetchall()}
+        cursor.execute(_MOVE_HEADS_AND_UNBOUND_SQL.format(move=move), [*moved, old_lock_timeout])
         for seal in created:
             seal.pk = ids[(str(seal.message_id), seal.finalize_number)]
             seal._state.adding = False

@@ -29,6 +29,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from lqai_verify.verification import CURRENT_RULES, NormalizedSource, alterations_record, context_flags_record
+
 # The facts format new seals are made in; /1 (before it) sealed fewer fields of a row (:data:`UNSEALED_FIELDS`).
 FACTS_FORMAT = "lqai-turn-facts/2"
 FACTS_FORMAT_1 = "lqai-turn-facts/1"
@@ -36,10 +38,13 @@ SEAL_FORMAT = "lqai-seal/1"
 # An export's format: /3 carries every field of :data:`ROW_FIELDS` in its rows (and seals of either facts
 # format); /2 rendered report.html from the data files (lqai_verify.report), which the verifier checks, with the
 # rows of facts format /1; /1 (before that) is still read, its report unchecked.
-EXPORT_FORMAT = "lqai-export/3"
-EXPORT_FORMATS = ("lqai-export/1", "lqai-export/2", EXPORT_FORMAT)
-# The formats whose report.html is rendered by lqai_verify.report, and so checked.
-RENDERED_REPORT_FORMATS = ("lqai-export/2", EXPORT_FORMAT)
+# /4: the data of /3, with report.html laid out as the trace pages read (each quote's passage in context, verdicts
+# and statuses in words).
+EXPORT_FORMAT = "lqai-export/4"
+EXPORT_FORMATS = ("lqai-export/1", "lqai-export/2", "lqai-export/3", EXPORT_FORMAT)
+# The formats whose report.html this version of lqai_verify.report renders, and so checks (/2 and /3 were
+# rendered by its earlier layout).
+RENDERED_REPORT_FORMATS = (EXPORT_FORMAT,)
 
 KB = "message_citations"
 CASELAW = "message_caselaw_citations"
@@ -395,13 +400,11 @@ def reverification_differences(
 ) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
     code (``lqai_verify.verification``): the match's method, span, confidence and alterations, and its context flags
-    where the row records them (every row of an ``lqai-export/3`` bundle, sealed or, in a turn sealed in facts
+    where the row records them (every row of an ``lqai-export/3`` or later bundle, sealed or, in a turn sealed in facts
     format /1, not), must be what the row records, that is what the rules that verified it said (this version's,
     for a turn sealed on time). ``facts_format``: that of the turn's seal (``None``: the turn is not sealed), so
     that a difference calls the row's value sealed only where it is. ``rules``: the version of the rules to
     re-run (one this verifier has, ``lqai_verify.verification.RULES``; ``None``: today's)."""
-    from lqai_verify.verification import CURRENT_RULES, NormalizedSource, alterations_record, context_flags_record
-
     match, why = NormalizedSource.build(excerpt).verify_detailed(
         row["quote"], rules=CURRENT_RULES if rules is None else rules
     )

@@ -466,6 +466,38 @@ def test_the_orm_refuses_to_undo_an_interrupted_message(change: dict[str, Any], 
     assert stored.finalized_at is not None
 
 
+@pytest.mark.postgres
+def test_the_trigger_orders_review_between_supported_and_fail_and_writes_no_new_supported(matter_chat: Chat) -> None:
+    # Given an interrupted turn to review, and one still pending
+    review = factories.MessageFactory.create(chat=matter_chat, status="interrupted", content="Half", verdict="review")
+    pending = factories.MessageFactory.create(chat=matter_chat, status="pending", finalized_at=None, verdict=None)
+    # Then its verdict cannot get better (pass, or supported of the earlier rules) ...
+    for better in ("pass", "supported"):
+        with pytest.raises(IntegrityError, match=f"lqai_append_only: message {review.pk}"):
+            _raw("UPDATE messages SET verdict = %s WHERE id = %s", [better, review.pk])
+    # ... nor does a finalize write "supported" any more; it may get worse
+    with pytest.raises(IntegrityError, match="'supported' is a verdict of earlier rules"):
+        _raw(
+            "UPDATE messages SET status = 'complete', finalized_at = now(), verdict = 'supported' WHERE id = %s",
+            [pending.pk],
+        )
+    _raw("UPDATE messages SET verdict = 'fail' WHERE id = %s", [review.pk])
+    review.refresh_from_db()
+    assert review.verdict == "fail"
+
+
+def test_the_orm_writes_no_new_supported_verdict_and_keeps_review_from_getting_better(matter_chat: Chat) -> None:
+    review = factories.MessageFactory.create(chat=matter_chat, status="interrupted", content="Half", verdict="review")
+
+    with pytest.raises(AppendOnlyError, match="'supported' is a verdict of earlier rules"):
+        Message.objects.filter(pk=review.pk).update(verdict="supported")
+    with pytest.raises(AppendOnlyError, match="its verdict can only get worse"):
+        Message.objects.filter(pk=review.pk).update(verdict="pass")
+    Message.objects.filter(pk=review.pk).update(verdict="fail")
+
+    assert Message.objects.get(pk=review.pk).verdict == "fail"
+
+
 def test_a_finalized_message_saved_unchanged_is_not_refused(matter_chat: Chat) -> None:
     answer = factories.MessageFactory.create(chat=matter_chat, author=matter_chat.owner, verdict="fail")
 

@@ -260,7 +260,7 @@ def _squeezed(reporter: str) -> str:
 _PIN_PAGES = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
-def _pin_pages(pin: str) -> tuple[int, int] | None:
+def pin_pages(pin: str) -> tuple[int, int] | None:
     """The first and last page of a pin cite (`311-12` -> 311, 312), or None (`*3`: a database's screen)."""
     m = _PIN_PAGES.match(pin)
     if m is None:
@@ -277,10 +277,11 @@ def _pin_pages(pin: str) -> tuple[int, int] | None:
 def _pin_checked(checked: CheckedCitation, first_page: str) -> CheckedCitation:
     """``checked`` with its pin cite compared with the cited opinion's pages: the first from the citation, the
     last from the opinion's star paging (:func:`last_page`). A pin outside them is a ``pin_mismatch`` (unless
-    the name already failed); a pin past the first page when the last is unknown is ``unchecked``."""
+    the name already failed); any other is ``unchecked`` here: ``pins`` compares it with the page of the passage
+    quoted with it once the answer's quotes are verified."""
     if not checked.pin or checked.opinion is None or not first_page.isdigit():
         return checked
-    pages = _pin_pages(checked.pin)
+    pages = pin_pages(checked.pin)
     if pages is None:
         return replace(
             checked, pin_status=PIN_UNCHECKED, detail=f"{checked.detail}; pin cite {checked.pin} not checked"
@@ -301,7 +302,14 @@ def _pin_checked(checked: CheckedCitation, first_page: str) -> CheckedCitation:
             pin_status=PIN_UNCHECKED,
             detail=f"{checked.detail}; pin cite {checked.pin} not checked: the opinion's last page is unknown",
         )
-    return replace(checked, pin_status=PIN_WITHIN, detail=f"{checked.detail}; pin cite within pages {first}-{last}")
+    # Within the case, but only the page of a passage quoted with it can confirm it (``pins``): until then,
+    # not checked.
+    return replace(
+        checked,
+        pin_status=PIN_UNCHECKED,
+        detail=f"{checked.detail}; pin cite within pages {first}-{last}, with no passage quoted with it to show "
+        "its page",
+    )
 
 
 # Star paging in an opinion's text: `*676`, glued or not, and `[590 F.Supp.3d 861]` (volume, reporter, page).

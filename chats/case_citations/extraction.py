@@ -127,7 +127,11 @@ _EMPHASIS = re.compile(r"(?<![\w*_])[*_]+(?=[^\s*_])|(?<=[^\s*_])[*_]+(?![\w*_])
 _PIN_AND_PARENTHETICAL = re.compile(r"(?:,\s*(?:at\s+)?[\d\u2013\u2014\-, n.]*\d)?(?:\s*\([^()]*\))*")
 # A full citation's pin cite and first parenthetical, read from the text right after it (eyecite's own misses an
 # en-dash range, `311\u201312`, and then reads a later parenthetical).
-_PIN = re.compile(r",\s*(?:at\s+)?(?P<pin>\*?\d+(?:\s*[-\u2010\u2013\u2014]\s*\d+)?)(?:\s*(?:&|and)?\s*nn?\.\s*\d+)?")
+# A number followed by a reporter's name is the volume of a parallel citation (`297, 133 S. Ct. 2411`), not a pin.
+_PIN = re.compile(
+    r",\s*(?:at\s+)?(?P<pin>\*?\d+(?:\s*[-\u2010\u2013\u2014]\s*\d+)?)(?![\d\u2010\u2013\u2014-])(?!\s+[A-Z])"
+    r"(?:\s*(?:&|and)?\s*nn?\.\s*\d+)?"
+)
 _PARENTHETICAL = re.compile(r"\s*\((?P<paren>[^()]{1,120})\)")
 _YEAR = re.compile(r"\b(1[6-9]\d\d|20\d\d)\)?$")
 _DATE_WORDS = re.compile(
@@ -289,8 +293,7 @@ def _found_citations(original: str, text: str, placed: list[tuple[Any, int]]) ->
                     kind=Kind.SHORT if short else Kind.SUPRA,
                     case_name=name,
                     antecedent=_latest_same_case(found, antecedent),
-                    # A short form's "page" is its pin cite (`412 F.3d at 880`).
-                    pin=str(citation.groups.get("page") or citation.metadata.pin_cite or "") if short else "",
+                    pin=_short_form_pin(citation, text, end) if short else "",
                     written_volume=str(citation.groups.get("volume") or "") if short else "",
                     written_reporter=reporter,
                     **common,
@@ -317,6 +320,22 @@ def _found_citations(original: str, text: str, placed: list[tuple[Any, int]]) ->
         else:
             found.append(FoundCitation(kind=Kind.OTHER, **common))
     return _with_dockets(original, found)
+
+
+# A short form's page and the rest of its range, read from the text (eyecite's span may stop before the page,
+# `570 U.S., at `, and it misses an en-dash range, `311\u2013312`).
+_SHORT_FORM_PAGES = re.compile(r"(?P<page>\d+)?\s*(?:[-\u2010\u2013\u2014]\s*(?P<last>\d+)\b)?")
+
+
+def _short_form_pin(citation: Any, text: str, end: int) -> str:
+    """A short form's pin cite: its "page" (`412 F.3d at 880`) with the range written after it (`880\u201381`)."""
+    page = str(citation.groups.get("page") or "")
+    if written := citation.metadata.pin_cite:
+        return re.sub(r"\s*[\u2010\u2013\u2014]\s*", "-", re.sub(r"^at\s+", "", str(written)).strip())
+    found = _SHORT_FORM_PAGES.match(text, end)
+    if not page or found is None or found.group("page") not in (None, page) or not found.group("last"):
+        return page
+    return f"{page}-{found.group('last')}"
 
 
 def _pin_and_parenthetical(text: str, end: int, metadata: Any) -> tuple[str, str, str]:
