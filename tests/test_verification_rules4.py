@@ -7,10 +7,16 @@ no database.
 
 from __future__ import annotations
 
+import functools
+import re
+
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from lqai_verify.verification import ALTERED, ALTERED_MAX_CONFIDENCE, TOLERANT_MATCH, QuoteMatch
-from tests.conftest import corpus_text, normalized
+from tests.conftest import corpus, corpus_text, normalized
+from tests.test_verification_properties import vocabulary
 
 ALABAMA = "opinions/alabama-ago-2018-046.txt"
 DEGRAFF = "opinions/degraff-v-burnett-2007-vt-95.txt"
@@ -243,3 +249,27 @@ def test_an_omission_after_a_limiting_word_that_keeps_what_is_said_of_it_verifie
     for rules in (3, 4):
         match = tolerant(verify(CIVIL_RIGHTS, quote, rules))
         assert omitted(CIVIL_RIGHTS, match) == ["and Territory"]
+
+
+@functools.cache
+def _opening_pronouns() -> list[tuple[str, int, str]]:
+    """Every sentence of the corpus that opens with `It`, `He` or `She` and goes on with five plain words: the
+    opinion, the pronoun's offset, and the quote's words after the pronoun."""
+    found = []
+    for name, text in corpus().items():
+        for m in re.finditer(r"(?<=[.?!] )(?:It|He|She)( [a-z]+(?: [a-z]+){4})", text):
+            found.append((name, m.start(), m.group(1)))
+    return found
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_name_the_paragraph_does_not_give_never_resolves_a_pronoun(data: st.DataObject) -> None:
+    """A bracket that puts a name the source does not write before the pronoun (a word of the corpus, capitalized)
+    is never vouched for: no referent rule lets a name change through."""
+    name, at, rest = data.draw(st.sampled_from(_opening_pronouns()))
+    text = corpus()[name]
+    word = data.draw(st.sampled_from(vocabulary())).capitalize()
+    assume(word.lower() not in text[max(0, at - 3000) : at].lower())
+    match = normalized(name).verify(f"[The {word}]{rest}")
+    assert match is None or match.method == ALTERED, (f"[The {word}]{rest}", match)
