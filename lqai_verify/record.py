@@ -433,6 +433,11 @@ def reverification_differences(
     ]
 
 
-def quote_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
-    """:func:`passage_differences`, then (if the passage is there) :func:`reverification_differences`."""
-    return passage_differences(row, excerpt, excerpt_start) or reverification_differences(row, excerpt, excerpt_start)
+def quote_differences(
+    row: Mapping[str, Any], excerpt: str, excerpt_start: int, *, rules: int | None = None
+) -> list[str]:
+    """:func:`passage_differences`, then (if the passage is there) :func:`reverification_differences` (under
+    ``rules``, today's if ``None``)."""
+    return passage_differences(row, excerpt, excerpt_start) or reverification_differences(
+        row, excerpt, excerpt_start, rules=rules
+    )
