@@ -84,6 +84,7 @@ from chats.services import (
 from chats.throttles import TurnRateThrottle
 from chats.tools import Tool, default_tools
 from lqai_verify.statuses import review_count
+from lqai_verify.verdict import case_claim_status
 
 STREAM_DESCRIPTION = (
     "A `text/event-stream` of server-sent events, each `event: <name>` and `data: <json>`: "
@@ -160,7 +161,7 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
                 [
                     *(row.verification_method for row in [*result.citations, *result.caselaw_citations]),
                     *(UNVERIFIED for _ in result.unverified),
-                    *(case.status for case in result.case_citations),
+                    *(case_claim_status(case.status, case.pin_status) for case in result.case_citations),
                 ]
             ),
             "case_citations": result.case_citations,
