@@ -42,6 +42,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from chats.documents import save_document
 from chats.models import (
     CaseCitation,
     CaselawOpinion,
@@ -282,6 +283,9 @@ class DocumentAdmin(MatterScopedAdmin, CitedTextAdmin):
     raw_id_fields = ("project",)
     # pages: where the uploaded PDF's pages start in the content (chats.pages); set by the upload, not by hand.
     readonly_fields = ("id", "created_at", "pages")
+
+    def save_model(self, request: HttpRequest, obj: Document, form: Any, change: bool) -> None:
+        save_document(document=obj)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
         # A document can be 100KB: the changelist never shows it, and the change page loads it on demand.

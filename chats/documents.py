@@ -1,8 +1,10 @@
-"""Knowledge-base documents uploaded through the API: text from a plain-text or PDF file, with its pages.
+"""Knowledge-base documents: the services that store them, and the text of an uploaded file.
 
-:func:`text_of_upload` turns an uploaded file into the document's text and pages (``chats.pages``); a file
-it cannot read raises :class:`UnreadableDocument` with a sentence for the client. :func:`add_document` is the
-service that stores a document in a matter.
+:func:`add_document` stores a document in a matter and :func:`save_document` saves one built or changed
+elsewhere (the admin, the demo); both make its passages (``chats.passages``) in the same transaction, so that
+every document the application stores is searchable at once. :func:`text_of_upload` turns an uploaded file
+into the document's text and pages (``chats.pages``); a file it cannot read raises
+:class:`UnreadableDocument` with a sentence for the client.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from django.conf import settings
+from django.db import transaction
 from pypdf import PdfReader
 
 from chats.models import Document, Project
 from chats.pages import PAGE_SEPARATOR, Pages, join_pages
+from chats.passages import make_passages
 
 logger = logging.getLogger(__name__)
 
@@ -92,4 +96,15 @@ def add_document(*, project: Project, title: str, text: str, pages: Pages | None
         raise UnreadableDocument("The document has no text.")
     if len(text) > settings.LQAI_MAX_DOCUMENT_CHARS:
         raise DocumentTooLarge(f"The document's text is longer than {settings.LQAI_MAX_DOCUMENT_CHARS} characters.")
-    return Document.objects.create(project=project, title=title, content=text, pages=pages or [])
+    return save_document(document=Document(project=project, title=title, content=text, pages=pages or []))
+
+
+def save_document(*, document: Document) -> Document:
+    """Save ``document`` (new, or with fields changed) and make the passages of its content in its matter, in
+    one transaction; returns it. The passages are made again only when they are stale: the database's trigger
+    (chats.0030) marks them so when the content or the matter changes; other changes keep them."""
+    with transaction.atomic():
+        document.save()
+        make_passages(document_ids=[document.pk])
+        document.refresh_from_db(fields=["passages_sha256"])
+    return document

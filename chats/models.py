@@ -13,7 +13,7 @@ import uuid
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import IntegrityError, connection, models, transaction
+from django.db import IntegrityError, connection, models
 from django.db.models import F, Q, Value
 from django.db.models.lookups import Exact
 from django.utils import timezone
@@ -477,9 +477,9 @@ class Document(CitedTextGuard):
     pages = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     # Hex SHA-256 of the content its passages (DocumentPassage) were made from; empty while they are to be
-    # made: a document inserted in bulk or in SQL, or one whose content or matter changed below save() (a
-    # trigger of migrations chats.0020 and 0030 empties it then). Retrieval makes them on first use
-    # (chats.passages).
+    # made: a document inserted in bulk or in SQL, or one whose content or matter changed outside the document
+    # services (chats.documents; a trigger of migrations chats.0020 and 0030 empties it then). Retrieval makes
+    # them on first use (chats.passages).
     passages_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
 
     objects = CitedSourceQuerySet.as_manager()
@@ -503,26 +503,6 @@ class Document(CitedTextGuard):
 
     def __str__(self) -> str:
         return self.title
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        """Saves, then makes the passages of a new or changed content, or of a document moved to another
-        matter (chats.passages), in one transaction: every way of adding or moving a document through the
-        ORM (the pages, the API, the admin, the demo) goes through here; bulk inserts and updates get theirs
-        on first use. Whether they are stale is the database's say: its trigger (chats.0030) empties
-        ``passages_sha256`` when the content or the matter changes."""
-        from chats.passages import content_sha256, make_passages
-
-        update_fields = kwargs.get("update_fields")
-        content_saved = "content" not in self.get_deferred_fields() and (
-            update_fields is None or "content" in update_fields
-        )
-        matter_saved = update_fields is None or not {"project", "project_id"}.isdisjoint(update_fields)
-        with transaction.atomic(using=kwargs.get("using") or self._state.db):
-            super().save(*args, **kwargs)
-            if matter_saved or (content_saved and self.passages_sha256 != content_sha256(self.content)):
-                make_passages(document_ids=[self.pk])
-            if content_saved:
-                self.passages_sha256 = content_sha256(self.content)
 
 
 class DocumentPassage(models.Model):

@@ -1,25 +1,13 @@
 """The passages of KB documents: made once per content, searched per turn.
 
-A document's quotable passages (:func:`chats.retrieval.passages`) are stored in ``document_passages``
-(:class:`chats.models.DocumentPassage`) when the document is saved (``Document.save()``, the one hook every
-ORM creator goes through: pages, API, admin, demo), or on first use for documents inserted in bulk or in
-SQL and for those whose content changed below ``save()`` (a trigger empties ``passages_sha256`` then).
-A turn's retrieval then searches the matter's stored passages instead of reading and splitting its
-documents:
-
-- on PostgreSQL through the GIN index on ``document_passages (project_id, search_vector)`` (``btree_gin``;
-  ``search_vector`` is ``to_tsvector('english', text)``, a stored generated column: migrations chats.0020
-  and chats.0027), which finds the matter's passages holding a word without reading other matters'
-  passages that hold it, ranked by ``ts_rank``, the same ranking
-  :func:`chats.retrieval.rank_passages` gives. The candidates ranked are the passages holding any of the
-  question's words when those hold at most :data:`CANDIDATE_PASSAGES` passages of the matter in all (then
-  the result is exactly the exhaustive ranking's); past that, the passages holding its rarer words (by
-  ``matter_terms``, the matter's count of passages per word), rarest first, until the next word would
-  bring the total past it; the ranking still scores every word of the question. A question whose every
-  word is common in a large matter is searched among the first ``2 * CANDIDATE_PASSAGES`` passages
-  holding its rarest word. So a turn ranks a bounded number of passages whatever the matter's size, as a
-  search engine's rare terms carry the ranking (a word in most passages tells little);
-- elsewhere (SQLite) by a plain scan of the matter's stored passages with the same term-overlap scorer.
+:func:`make_passages` stores a document's quotable passages (:func:`chats.retrieval.passages`) in
+``document_passages``; the document services (``chats.documents``) call it when they store a document, and
+:func:`ensure_passages` makes those of documents inserted in bulk or in SQL (or changed below the services)
+on first use. :func:`search_matter_passages` answers a turn's question from the matter's stored passages:
+on PostgreSQL through the full-text index, choosing the candidates by the question's rarer words
+(``matter_terms``) so that a turn ranks a bounded number of passages whatever the matter's size; on SQLite
+by a plain scan with the same term-overlap scorer. The design and its measurements: docs/scale.md,
+"Retrieval at matter scale".
 """
 
 from __future__ import annotations

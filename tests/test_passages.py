@@ -1,6 +1,6 @@
-"""KB passages made once per document and searched per turn (chats.passages): made on save and on first
-use, kept in step with the content, scoped to the matter, the same answers as splitting the documents on
-every turn, and a constant number of queries whatever the matter's size."""
+"""KB passages made once per document and searched per turn (chats.passages): made by the document services
+(chats.documents) and on first use, kept in step with the content, scoped to the matter, the same answers as
+splitting the documents on every turn, and a constant number of queries whatever the matter's size."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 import chats.passages
+from chats.documents import save_document
 from chats.models import Document, DocumentPassage, MatterTerm, Project
 from chats.passages import content_sha256, ensure_passages, make_passages, search_matter_passages
 from chats.retrieval import Passage, passages, rank_passages, rank_sources
@@ -46,7 +47,7 @@ def split_every_turn(project: Project, question: str, *, documents: int, limit: 
     return [(ranked[p.source], p.text) for p in rank_passages(candidates, question, limit=limit)]
 
 
-def test_saving_a_document_makes_its_passages() -> None:
+def test_adding_a_document_makes_its_passages() -> None:
     document = factories.DocumentFactory.create(content=OPINIONS[0].read_text(encoding="utf-8"))
     assert stored(document) == expected(document.content)
     assert len(stored(document)) > 10
@@ -60,7 +61,7 @@ def test_saving_a_document_makes_its_passages() -> None:
 def test_saving_a_new_content_remakes_the_passages() -> None:
     document = factories.DocumentFactory.create()
     document.content = OPINIONS[1].read_text(encoding="utf-8")
-    document.save()
+    save_document(document=document)
     assert stored(document) == expected(document.content)
 
 
@@ -68,7 +69,7 @@ def test_saving_other_fields_keeps_the_passages() -> None:
     document = factories.DocumentFactory.create()
     ids = list(document.passages.values_list("id", flat=True))
     document.title = "Renamed memo"
-    document.save()
+    save_document(document=document)
     assert list(document.passages.values_list("id", flat=True)) == ids
 
 
@@ -77,12 +78,12 @@ def test_saving_a_document_loaded_without_its_content_keeps_the_passages() -> No
     ids = list(document.passages.values_list("id", flat=True))
     partial = Document.objects.only("id", "title", "project_id").get(pk=document.pk)
     partial.title = "Renamed"
-    partial.save(update_fields=["title"])
+    save_document(document=partial)
     assert list(document.passages.values_list("id", flat=True)) == ids
 
 
 def test_a_content_changed_below_save_gets_new_passages_on_first_use() -> None:
-    # Given a document whose content is changed by an UPDATE that save() never sees
+    # Given a document whose content is changed by an UPDATE that the document services never see
     document = factories.DocumentFactory.create()
     new_content = OPINIONS[2].read_text(encoding="utf-8")
     Document.objects.filter(pk=document.pk).update(content=new_content)
@@ -254,7 +255,7 @@ def test_the_matters_word_counts_follow_its_passages() -> None:
     assert kept == _counted_words(project)
     # A new content: the old passages' words are counted off, the new ones' on.
     document.content = OPINIONS[2].read_text(encoding="utf-8")
-    document.save()
+    save_document(document=document)
     kept = {w: n for w, n in MatterTerm.objects.filter(project=project).values_list("lexeme", "passages") if n}
     assert kept == _counted_words(project)
 
@@ -319,15 +320,15 @@ def _counted_in(project: Project) -> dict[str, int]:
     return {w: n for w, n in MatterTerm.objects.filter(project=project).values_list("lexeme", "passages") if n}
 
 
-def test_a_document_moved_by_save_has_its_passages_in_its_new_matter_only() -> None:
+def test_a_document_moved_by_the_service_has_its_passages_in_its_new_matter_only() -> None:
     # Given a document filed in matter A, beside another of A's
     old, new = factories.ProjectFactory.create(), factories.ProjectFactory.create()
     moved = factories.DocumentFactory.create(project=old, content=OPINIONS[0].read_text(encoding="utf-8"))
     stays = factories.DocumentFactory.create(project=old, content=OPINIONS[1].read_text(encoding="utf-8"))
 
-    # When it is moved to matter B by a save (the admin's form, the demo)
+    # When it is moved to matter B by the document service (the admin's form)
     moved.project = new
-    moved.save()
+    save_document(document=moved)
 
     # Then its passages are B's, made again from the same content, and A's search no longer finds them
     assert set(moved.passages.values_list("project_id", flat=True)) == {new.pk}
@@ -347,7 +348,7 @@ def test_a_document_moved_below_save_is_quoted_in_neither_matter_but_its_new_one
     moved = factories.DocumentFactory.create(project=old, content=OPINIONS[0].read_text(encoding="utf-8"))
     stays = factories.DocumentFactory.create(project=old, content=OPINIONS[0].read_text(encoding="utf-8"))
 
-    # When an UPDATE that save() never sees moves it to matter B
+    # When an UPDATE that the document services never see moves it to matter B
     Document.objects.filter(pk=moved.pk).update(project=new)
 
     # Then the database's trigger marked its passages as to be made again
