@@ -189,7 +189,8 @@ def run(*, repeats: int = 50, turns: int = 20) -> dict[str, float]:
 
     from chats.case_citations import Status, check_case_citations
     from chats.case_citations.extraction import extract_citations
-    from chats.models import CaselawOpinion, Chat, Document, Project
+    from chats.documents import add_document
+    from chats.models import CaselawOpinion, Chat, Project
     from chats.services import ClaimedCitation, finalize_turn, start_turn
 
     cited = cases()
@@ -209,7 +210,7 @@ def run(*, repeats: int = 50, turns: int = 20) -> dict[str, float]:
         project = Project.objects.create(name="Case-citation benchmark", owner=owner)
         chat = Chat.objects.create(project=project, owner=owner, title="case citations")
         text = PER_TURN_DOCUMENT.read_text(encoding="utf-8")
-        document = Document.objects.create(project=project, title="memo", content=text)
+        document = add_document(project=project, title="memo", text=text)
         words = text.split()
         step = max(1, (len(words) - 12) // 50)
         claims = [
