@@ -1,29 +1,9 @@
-"""Checking a matter export (``lqai-export/3``, or ``/2`` or ``/1`` before it, written by ``citations.export``), or a
-matter-less chat's, with nothing but the bundle:
-
-1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
-2. every file against its SHA-256 in the manifest, and no file the manifest does not list; the zip exactly its
-   listed files end to end (no file outside its central directory, nothing between them, each file's data
-   ending exactly where its compressed size says), with no comment;
-3. the chain, the one of the matter (or chat) the manifest names: every seal's digest recomputed, each linked to
-   the one before, numbered from 1 without a gap, ending at the manifest's chain head, each signed by a key of
-   ``public_key.json``;
-4. every turn and row against its seal (turns in chain order; the answer against its digest);
-5. every ledger entry against its sealed row;
-6. every verified quote re-verified against its bundled passage with the server's own code
-   (``lqai_verify.verification``); a quote stored before passage digests were recorded is re-verified with a
-   warning that no digest from its time vouches for the passage, and in a turn sealed late (verified before
-   its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem;
-7. once all of that holds, ``report.html`` against the report rendered again from the checked data
-   (:mod:`lqai_verify.report`), byte for byte (``lqai-export/2`` and ``/3``; a ``/1`` bundle's report is not
-   checked).
-
-Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
-sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON (or that Python will not
-read: nested too deeply, an integer too long) are problems like any other, named with their file and field;
-a zip that would unpack to more than ``max_bytes`` is refused unread. Checks 3 to 7 read the data files only
-under a valid signature of the manifest, and a changed file only within :data:`CHANGED_FILE_SLACK` times its
-signed size: what the verifier holds is bounded by what the key's holder signed.
+"""Checking a matter export (``lqai-export/3``, ``/2`` or ``/1``, written by ``citations.export``), or a
+matter-less chat's, with nothing but the bundle: the manifest's signature, every file against its digest, the
+chain, every turn, row and ledger entry against its seal, every verified quote re-verified against its
+bundled passage (``lqai_verify.verification``), and ``report.html`` against the report rendered again from the
+checked data. Every problem is reported with its file, line and turn; a bundle is input from whoever sent it,
+bounded by what the key's holder signed. The checks in order: docs/export.md.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ class DocumentFactory(factory.django.DjangoModelFactory[models.Document]):
     @classmethod
     def _create(cls, model_class: type[models.Document], *args: Any, **kwargs: Any) -> models.Document:
         # Through the service every creation path takes: the document and its passages.
-        return save_document(document=model_class(*args, **kwargs))
+        return save_document(document=model_class(**kwargs))
 
 
 class CaselawOpinionFactory(factory.django.DjangoModelFactory[models.CaselawOpinion]):
