@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import IO
 
 from django.conf import settings
@@ -19,7 +20,7 @@ from pypdf import PdfReader
 
 from chats.models import Document, Project
 from chats.pages import PAGE_SEPARATOR, Pages, join_pages
-from chats.passages import make_passages
+from chats.passages import count_terms, make_passages
 
 logger = logging.getLogger(__name__)
 
@@ -99,12 +100,32 @@ def add_document(*, project: Project, title: str, text: str, pages: Pages | None
     return save_document(document=Document(project=project, title=title, content=text, pages=pages or []))
 
 
+# The columns chats.passages keeps (whether the passages are made, and counted).
+_KEPT_BY_PASSAGES = frozenset({"passages_sha256", "terms_counted"})
+
+
 def save_document(*, document: Document) -> Document:
     """Save ``document`` (new, or with fields changed) and make the passages of its content in its matter, in
     one transaction; returns it. The passages are made again only when they are stale: the database's trigger
-    (chats.0030) marks them so when the content or the matter changes; other changes keep them."""
+    (chats.0030) marks them so when the content or the matter changes; other changes keep them. The words of
+    new passages join the matter's counts after the commit, once for all the documents the transaction added
+    (:func:`chats.passages.count_terms`)."""
     with transaction.atomic():
-        document.save()
+        if document._state.adding:
+            document.save()
+        else:  # what the passages' maker keeps is never written back from a copy loaded before it ran
+            deferred = document.get_deferred_fields()
+            document.save(
+                update_fields=[
+                    f.name
+                    for f in Document._meta.concrete_fields
+                    if not f.primary_key and f.attname not in deferred and f.name not in _KEPT_BY_PASSAGES
+                ]
+            )
         make_passages(document_ids=[document.pk])
-        document.refresh_from_db(fields=["passages_sha256"])
+        document.refresh_from_db(fields=["passages_sha256", "terms_counted"])
+    # After commit, so that a transaction adding many documents counts their words once, not once per document
+    # (each count would update the rows the previous ones left); if this process stops first, the matter's
+    # next turn counts them (chats.passages.ensure_passages).
+    transaction.on_commit(partial(count_terms, project_id=document.project_id), robust=True)
     return document

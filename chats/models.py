@@ -472,6 +472,10 @@ class Document(CitedTextGuard):
     # services (chats.documents; a trigger of migrations chats.0020 and 0030 empties it then). Retrieval makes
     # them on first use (chats.passages).
     passages_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
+    # Whether the words of its passages are in its matter's counts (MatterTerm): false from when its passages
+    # are made until the matter's words are next counted, once for every document added since
+    # (chats.passages.count_terms), so that adding a document never updates counts others just updated.
+    terms_counted = models.BooleanField(default=False, db_default=False, editable=False)
 
     objects = CitedSourceQuerySet.as_manager()
 
@@ -487,9 +491,14 @@ class Document(CitedTextGuard):
             ),
         ]
         indexes = [
-            # Retrieval looks for a matter's documents without passages on every turn: this partial index
-            # holds only those, so the look-up costs nothing once they are made.
-            models.Index(fields=["project"], condition=Q(passages_sha256=""), name="documents_passages_missing_idx"),
+            # Retrieval looks for a matter's documents without passages or whose words are not counted yet on
+            # every turn (chats.passages.ensure_passages): this partial index holds only those, so the look-up
+            # costs nothing once they are made and counted.
+            models.Index(
+                fields=["project"],
+                condition=Q(passages_sha256="") | Q(terms_counted=False),
+                name="documents_passages_pending_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -544,9 +553,10 @@ class DocumentPassage(models.Model):
 class MatterTerm(models.Model):
     """How many of a matter's passages hold a word (a lexeme of PostgreSQL's ``english`` configuration):
     the search picks a question's rarer words to choose its candidate passages from, so that a common
-    word in a large matter does not make it rank every passage (``chats.passages``). Kept by
-    ``make_passages`` on PostgreSQL (counts of a deleted document's passages stay: an over-count, which
-    only makes a word look commoner); unused elsewhere."""
+    word in a large matter does not make it rank every passage (``chats.passages``). Kept on PostgreSQL by
+    ``count_terms`` (the words of the documents added since it last ran) and ``make_passages`` (those of a
+    replaced content counted off); counts of a deleted document's passages stay: an over-count, which only
+    makes a word look commoner. Unused elsewhere."""
 
     id = models.BigAutoField(primary_key=True)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)

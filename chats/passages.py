@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 from chats.models import Document, DocumentPassage, MatterTerm
 from chats.retrieval import Passage, passages, query_terms, rank_by_overlap, tsquery, without_overlaps
@@ -49,9 +50,10 @@ FROM (
 ORDER BY ts_rank(p.search_vector, q) DESC, p.id
 LIMIT %(margin)s
 """
-# The matter's count of passages per word, by the passages of the given documents: +1 each (made) or -1
-# (about to be replaced). Sorted, so that two makers in one matter lock the rows of shared words in one
-# order (no deadlock).
+# The matter's count of passages per word, by the passages of the given documents: +1 each (counted) or -1
+# (about to be replaced). Sorted, so that two writers in one matter lock the rows of shared words in one
+# order (no deadlock). Each count row is written once per statement: run once per batch of documents, never
+# once per document of a transaction, whose updates of one row would each walk the versions left before.
 COUNT_WORDS_SQL = """
 INSERT INTO {terms} (project_id, lexeme, passages)
 SELECT p.project_id, w.lexeme, %(sign)s * count(*)
@@ -70,7 +72,8 @@ def content_sha256(content: str) -> str:
 def make_passages(*, document_ids: Sequence[UUID]) -> int:
     """Stores the passages of each document's current content (as the database holds it), replacing those
     of an earlier content; nothing for a document whose passages are already made from it. Returns how
-    many documents it made them for.
+    many documents it made them for. Their words are counted later, with the matter's other new documents
+    (:func:`count_terms`); the words of replaced passages that were counted are counted off here.
 
     One transaction; the documents' rows are locked first, in primary-key order (one lock order, so two
     makers never deadlock), so that two turns making the passages of one document at once make them once:
@@ -81,15 +84,17 @@ def make_passages(*, document_ids: Sequence[UUID]) -> int:
             Document.objects.select_for_update()
             .filter(pk__in=document_ids)
             .order_by("pk")
-            .values_list("pk", "content", "passages_sha256", "project_id")
+            .values_list("pk", "content", "passages_sha256", "project_id", "terms_counted")
         )
         stale = {
             pk: (content, project_id)
-            for pk, content, made_from, project_id in rows
+            for pk, content, made_from, project_id, _ in rows
             if made_from != content_sha256(content)
         }
+        counted = [pk for pk, _, made_from, _, terms_counted in rows if pk in stale and terms_counted]
         if stale:
-            _count_words(list(stale), sign=-1)
+            if counted:
+                _count_words(counted, sign=-1)
             DocumentPassage.objects.filter(document_id__in=stale).delete()
             DocumentPassage.objects.bulk_create(
                 [
@@ -106,14 +111,35 @@ def make_passages(*, document_ids: Sequence[UUID]) -> int:
                 ],
                 batch_size=1000,
             )
-            _count_words(list(stale), sign=1)
             Document.objects.bulk_update(
-                [Document(pk=pk, passages_sha256=content_sha256(content)) for pk, (content, _) in stale.items()],
-                ["passages_sha256"],
+                [
+                    Document(pk=pk, passages_sha256=content_sha256(content), terms_counted=False)
+                    for pk, (content, _) in stale.items()
+                ],
+                ["passages_sha256", "terms_counted"],
                 batch_size=1000,
             )
             made = len(stale)
     return made
+
+
+def count_terms(*, project_id: UUID) -> int:
+    """Adds the words of the matter's documents whose passages are made but not counted yet to its counts
+    (``matter_terms``, PostgreSQL; elsewhere only marks them counted), in one statement whatever their
+    number; returns how many documents it counted. One transaction; the documents are locked first, in
+    primary-key order, so that two counters count each document once."""
+    with transaction.atomic():
+        pending = list(
+            Document.objects.select_for_update()
+            .filter(project_id=project_id, terms_counted=False)
+            .exclude(passages_sha256="")
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        if pending:
+            _count_words(pending, sign=1)
+            Document.objects.filter(pk__in=pending).update(terms_counted=True)
+    return len(pending)
 
 
 def _count_words(document_ids: list[UUID], *, sign: int) -> None:
@@ -146,11 +172,20 @@ def _candidate_words(*, project_id: UUID, terms: Sequence[str]) -> list[str]:
 
 def ensure_passages(*, project_id: UUID) -> int:
     """Makes the passages of the matter's documents that have none for their content (inserted in bulk or
-    SQL, or changed below ``save()``), :data:`BATCH` documents per transaction; the number of documents it
-    made them for. One indexed look-up (``documents_passages_missing_idx``) when there are none, as on
-    nearly every turn."""
-    missing = list(Document.objects.filter(project_id=project_id, passages_sha256="").values_list("pk", flat=True))
-    return sum(make_passages(document_ids=missing[i : i + BATCH]) for i in range(0, len(missing), BATCH))
+    SQL, or changed outside the document services), :data:`BATCH` documents per transaction, then counts
+    the words of those not counted yet (:func:`count_terms`); the number of documents it made passages for.
+    One indexed look-up (``documents_passages_pending_idx``) when there are none, as on nearly every turn."""
+    pending = list(
+        Document.objects.filter(Q(passages_sha256="") | Q(terms_counted=False), project_id=project_id).values_list(
+            "pk", "passages_sha256"
+        )
+    )
+    if not pending:
+        return 0
+    missing = [pk for pk, made_from in pending if not made_from]
+    made = sum(make_passages(document_ids=missing[i : i + BATCH]) for i in range(0, len(missing), BATCH))
+    count_terms(project_id=project_id)
+    return made
 
 
 def search_matter_passages(

@@ -14,7 +14,7 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 import chats.passages
-from chats.documents import save_document
+from chats.documents import add_document, save_document
 from chats.models import Document, DocumentPassage, MatterTerm, Project
 from chats.passages import content_sha256, ensure_passages, make_passages, search_matter_passages
 from chats.retrieval import Passage, passages, rank_passages, rank_sources
@@ -153,10 +153,13 @@ def test_a_question_without_terms_finds_nothing() -> None:
 
 
 @pytest.mark.parametrize("documents", [3, 30])
-def test_the_search_takes_the_same_queries_whatever_the_matter_size(documents: int) -> None:
+def test_the_search_takes_the_same_queries_whatever_the_matter_size(
+    documents: int, django_capture_on_commit_callbacks: Any
+) -> None:
     project = factories.ProjectFactory.create()
-    for n in range(documents):
-        factories.DocumentFactory.create(project=project, title=f"Memo {n}")
+    with django_capture_on_commit_callbacks(execute=True):
+        for n in range(documents):
+            factories.DocumentFactory.create(project=project, title=f"Memo {n}")
     with CaptureQueriesContext(connection) as queries:
         found = search_matter_passages(project_id=project.pk, question=QUESTIONS[0], limit=2, documents=5)
     assert found
@@ -247,25 +250,61 @@ def _counted_words(project: Project) -> dict[str, int]:
 
 
 @pytest.mark.postgres
-def test_the_matters_word_counts_follow_its_passages() -> None:
+def test_the_matters_word_counts_follow_its_passages(django_capture_on_commit_callbacks: Any) -> None:
     project = factories.ProjectFactory.create()
-    document = factories.DocumentFactory.create(project=project, content=OPINIONS[0].read_text(encoding="utf-8"))
-    factories.DocumentFactory.create(project=project, content=OPINIONS[1].read_text(encoding="utf-8"))
+    with django_capture_on_commit_callbacks(execute=True):
+        document = factories.DocumentFactory.create(project=project, content=OPINIONS[0].read_text(encoding="utf-8"))
+        factories.DocumentFactory.create(project=project, content=OPINIONS[1].read_text(encoding="utf-8"))
     kept = dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages"))
     assert kept == _counted_words(project)
     # A new content: the old passages' words are counted off, the new ones' on.
     document.content = OPINIONS[2].read_text(encoding="utf-8")
-    save_document(document=document)
+    with django_capture_on_commit_callbacks(execute=True):
+        save_document(document=document)
     kept = {w: n for w, n in MatterTerm.objects.filter(project=project).values_list("lexeme", "passages") if n}
     assert kept == _counted_words(project)
 
 
 @pytest.mark.postgres
-def test_a_large_matter_ranks_the_passages_of_the_questions_rarer_words(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_documents_added_in_one_transaction_are_counted_once_after_it(django_capture_on_commit_callbacks: Any) -> None:
+    # Given documents added to a matter in one transaction, as a bulk import adds them
+    project = factories.ProjectFactory.create()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        with CaptureQueriesContext(connection) as adding:
+            for path in OPINIONS[:3]:
+                add_document(project=project, title=path.stem, text=path.read_text(encoding="utf-8"))
+        # Then no document's addition wrote the matter's counts: each would rewrite the rows the others wrote
+        assert not [q["sql"] for q in adding.captured_queries if "matter_terms" in q["sql"]]
+        assert not MatterTerm.objects.filter(project=project).exists()
+    # And after the commit the counts hold every document's words, counted in one statement
+    assert callbacks
+    assert dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages")) == _counted_words(project)
+    assert not Document.objects.filter(project=project, terms_counted=False).exists()
+
+
+@pytest.mark.postgres
+def test_the_words_of_documents_never_counted_are_counted_by_the_next_search() -> None:
+    # Given documents whose transaction's counting never ran (the process stopped after the commit)
+    project = factories.ProjectFactory.create()
+    for path in OPINIONS[:2]:
+        factories.DocumentFactory.create(project=project, content=path.read_text(encoding="utf-8"))
+    assert not MatterTerm.objects.filter(project=project).exists()
+    # When the matter is next searched
+    found = search_matter_passages(project_id=project.pk, question=QUESTIONS[3], limit=2, documents=5)
+    # Then it counted them first
+    assert found
+    assert dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages")) == _counted_words(project)
+
+
+@pytest.mark.postgres
+def test_a_large_matter_ranks_the_passages_of_the_questions_rarer_words(
+    monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
     # Given a matter whose passages hold "court" far more often than "scrutiny", and a cap below their total
     project = factories.ProjectFactory.create()
-    for path in OPINIONS:
-        factories.DocumentFactory.create(project=project, content=path.read_text(encoding="utf-8"))
+    with django_capture_on_commit_callbacks(execute=True):
+        for path in OPINIONS:
+            factories.DocumentFactory.create(project=project, content=path.read_text(encoding="utf-8"))
     counts = dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages"))
     assert counts["scrutini"] < counts["court"]
     monkeypatch.setattr(chats.passages, "CANDIDATE_PASSAGES", counts["scrutini"])
