@@ -110,7 +110,9 @@ def save_document(*, document: Document) -> Document:
     (chats.0030) marks them so when the content or the matter changes; other changes keep them. The words of
     new passages join the matter's counts after the commit, once for all the documents the transaction added
     (:func:`chats.passages.count_terms`)."""
-    with transaction.atomic():
+    # No savepoint inside a caller's transaction: a bulk import's thousands of savepoints would each be a
+    # subtransaction PostgreSQL checks every row it wrote against; an error fails the caller's transaction.
+    with transaction.atomic(savepoint=False):
         if document._state.adding:
             document.save()
         else:  # what the passages' maker keeps is never written back from a copy loaded before it ran

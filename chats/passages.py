@@ -79,7 +79,7 @@ def make_passages(*, document_ids: Sequence[UUID]) -> int:
     makers never deadlock), so that two turns making the passages of one document at once make them once:
     the second finds them made."""
     made = 0
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # inside a caller's: its transaction (see chats.documents)
         rows = list(
             Document.objects.select_for_update()
             .filter(pk__in=document_ids)
