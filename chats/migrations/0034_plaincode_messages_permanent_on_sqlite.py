@@ -4,7 +4,8 @@ PostgreSQL's ``messages_permanent_record`` trigger (``0014``) refuses rewriting 
 only the model layer did, by reading the row again before every ``Message.save()``. A ``BEFORE UPDATE``
 trigger now holds the same rule there: it asks ``lqai_message_refusal(old, new)`` (registered on each
 connection by ``chats.record.register_sqlite_record_functions``, the rule ``chats.record.message_change_refusal``
-states) and raises its constant text (SQLite's ``RAISE``); the model layer names the message and the reason.
+states) about a finalized row only (a turn's run updates its message freely until it is finalized), and raises
+its constant text (SQLite's ``RAISE``); the model layer names the message and the reason.
 As with ``0032``'s triggers, a later migration that makes SQLite rebuild ``messages`` must create it again.
 """
 
@@ -37,7 +38,8 @@ def _row(prefix: str) -> str:
 
 SQLITE = f"""
 CREATE TRIGGER messages_permanent_record BEFORE UPDATE ON messages
-    FOR EACH ROW WHEN lqai_message_refusal({_row("OLD")}, {_row("NEW")}) IS NOT NULL
+    FOR EACH ROW WHEN (OLD.finalized_at IS NOT NULL OR OLD.status IN ('complete', 'failed'))
+        AND lqai_message_refusal({_row("OLD")}, {_row("NEW")}) IS NOT NULL
 BEGIN
     SELECT RAISE(ABORT, 'lqai_append_only: a finalized message cannot be rewritten');
 END
