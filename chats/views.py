@@ -1,21 +1,11 @@
 """The chat API: chats, and the three ways a turn runs (single-shot, streamed tool loop, resume).
 
-Every turn ends in :func:`chats.services.finalize_turn` through :class:`chats.assistant.TurnRun`,
-so the ledger sees each one. Every object is looked up through :func:`chats.selectors.chats_visible_to`:
-anything else is a 404.
-
-The streamed views answer with server-sent events (``text/event-stream``), one frame per event::
-
-    event: <name>
-    data: <json>
-
-``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend or finalize
-failed, or the stream reached ``LQAI_MAX_STREAM_SECONDS``), then after finalize one ``citation`` per verified
-quote and ``done`` (status and the claims that did not verify), each quote with its span in the answer. While the
-assistant is silent, a ``: keepalive`` comment every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
-
-Turns are bounded per user: :class:`chats.throttles.TurnRateThrottle` (429 with ``Retry-After``) and
-``LQAI_MAX_CONCURRENT_STREAMS`` (429). A chat's messages are read page by page (``chats.pagination``).
+Every turn ends in :func:`chats.services.finalize_turn` through :class:`chats.assistant.TurnRun`, so the
+ledger sees each one. Every object is looked up through :func:`chats.selectors.chats_visible_to`: anything
+else is a 404. The streamed views answer with server-sent events (``start``, ``delta``, ``tool_call``,
+``tool_result``, ``error``, ``citation``, ``done``, and ``: keepalive`` comments); turns are bounded per user
+(:class:`chats.throttles.TurnRateThrottle`, ``LQAI_MAX_CONCURRENT_STREAMS``: 429). The events and their
+order: docs/api.md.
 """
 
 from __future__ import annotations
