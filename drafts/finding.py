@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from authorities.selectors import FoundStatute, find_statutes
@@ -21,6 +22,8 @@ from chats.case_citations.extraction import FoundCitation, Kind, extract_citatio
 from drafts.quotations import Quotation, find_quotations
 from drafts.text import Block, DraftText
 
+# The steps of find_in_draft, in order, as its on_step names them.
+STEPS = ("case citations", "statute and regulation citations", "quotations")
 FindingKind = Literal["case_citation", "statute_citation", "quote"]
 AuthorityKind = Literal["case", "statute", "regulation", "other"]
 
@@ -68,10 +71,28 @@ class Authority:
     pages: list[str] = field(default_factory=list)
 
 
+# Until the checks exist (issue 51, item 3), every finding is reported unchecked and for a person to review.
+UNCHECKED = "unchecked"
+_NOT_CHECKED_YET = "Found in the draft; not checked yet."
+
+
 @dataclass(frozen=True, slots=True)
 class DraftFindings:
     findings: list[Finding]
     authorities: list[Authority]
+
+    def record(self) -> dict[str, object]:
+        """The findings and the table of authorities as JSON-ready data, in the shape of docs/drafts.md:
+        nothing is checked yet, so each finding is ``unchecked`` and needs review, and the verdict is
+        ``review`` (``none`` for a draft that cites and quotes nothing)."""
+        findings = [
+            asdict(f) | {"status": UNCHECKED, "needs_review": True, "detail": _NOT_CHECKED_YET} for f in self.findings
+        ]
+        return {
+            "verdict": "review" if findings else "none",
+            "findings": findings,
+            "authorities": [asdict(a) for a in self.authorities],
+        }
 
 
 class _Table:
@@ -262,11 +283,16 @@ def _in_footnote(draft: DraftText, quote: Quotation, citations: list[Finding], s
     return None
 
 
-def find_in_draft(draft: DraftText) -> DraftFindings:
-    """The findings of ``draft`` in text order and its table of authorities (see the module)."""
+def find_in_draft(draft: DraftText, *, on_step: Callable[[str], None] | None = None) -> DraftFindings:
+    """The findings of ``draft`` in text order and its table of authorities (see the module). ``on_step`` is
+    called with the name of each of the three steps (:data:`STEPS`) as it ends: a caller's progress."""
+    done = on_step or (lambda step: None)
     table = _Table()
     statutes = sorted(find_statutes(draft.text), key=lambda s: (s.start, s.end))
-    citations = _case_findings(draft, table, statutes) + _statute_findings(draft, table, statutes)
+    citations = _case_findings(draft, table, statutes)
+    done(STEPS[0])
+    citations += _statute_findings(draft, table, statutes)
+    done(STEPS[1])
     citations.sort(key=lambda f: (f.start, f.end))
     citations = _ids_to_the_one_before(citations)
     quotes = find_quotations(draft)
@@ -295,6 +321,7 @@ def find_in_draft(draft: DraftText) -> DraftFindings:
             table.cited_on(finding.authority, finding.page)
     for entry in table.entries:
         entry.pages.sort(key=_page_order)
+    done(STEPS[2])
     return DraftFindings(findings=findings, authorities=table.entries)
 
 
