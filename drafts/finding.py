@@ -29,6 +29,7 @@ AuthorityKind = Literal["case", "statute", "regulation", "other"]
 
 # The pin cite written after a citation (`, 311`, `, at 311-12`, `, 311 n.4`), then its parentheticals.
 _PIN = re.compile(r",\s*(?:at\s+)?\*?\d+(?:\s*[-\u2010\u2013\u2014]\s*\d+)?(?:\s*(?:&|and)?\s*nn?\.\s*\d+)?")
+_SUPRA_PIN = re.compile(r"supra,?\s*(?:note\s+\d+,\s*)?at\s+(?P<pin>\*?\d+(?:\s*[-\u2010\u2013\u2014]\s*\d+)?)")
 _PARENTHETICAL_GAP = re.compile(r"\s*\(")
 _MAX_PARENTHETICAL = 1200
 # A sentence ends at . ? or ! after a lowercase word of three letters or more, a number or a parenthesis,
@@ -117,11 +118,14 @@ def _page_order(label: str) -> tuple[int, str]:
     return (int(label), "") if label.isdigit() else (10**9, label)
 
 
-def _tail(text: str, end: int) -> tuple[int, tuple[str, ...]]:
-    """Where a citation ending at ``end`` ends with its pin cite and parentheticals, and the parentheticals."""
+def _tail(text: str, end: int) -> tuple[int, str, tuple[str, ...]]:
+    """Where a citation ending at ``end`` ends with its pin cite and parentheticals, the pin cite as written
+    (``311-12``, empty without one) and the parentheticals."""
     at = end
+    pin_cite = ""
     if (pin := _PIN.match(text, at)) is not None:
         at = pin.end()
+        pin_cite = pin.group().lstrip(", ").removeprefix("at").strip()
     parentheticals: list[str] = []
     while (gap := _PARENTHETICAL_GAP.match(text, at)) is not None:
         depth, cursor = 1, gap.end()
@@ -133,7 +137,7 @@ def _tail(text: str, end: int) -> tuple[int, tuple[str, ...]]:
             break
         parentheticals.append(text[gap.end() : cursor - 1])
         at = cursor
-    return at, tuple(parentheticals)
+    return at, pin_cite, tuple(parentheticals)
 
 
 def _name_start(text: str, citation: FoundCitation) -> int:
@@ -169,9 +173,12 @@ def _case_findings(draft: DraftText, table: _Table, statutes: list[FoundStatute]
             authority = authority_of.get(citation.antecedent) if citation.antecedent is not None else None
         authority_of[index] = authority
         start = _name_start(text, citation) if citation.kind is not Kind.ID else citation.start
-        end, parentheticals = _tail(text, citation.end)
+        end, pin, parentheticals = _tail(text, citation.end)
         form = "full" if docket else _CASE_FORMS[citation.kind]
-        findings.append(_finding(draft, "case_citation", start, end, authority, form, citation.pin, parentheticals))
+        if citation.kind is Kind.SUPRA and (supra_pin := _SUPRA_PIN.search(text, citation.start, end)):
+            pin = supra_pin.group("pin")  # eyecite's result keeps no pin of a supra (`Patel, supra, at 416`)
+        pin = citation.pin or pin
+        findings.append(_finding(draft, "case_citation", start, end, authority, form, pin, parentheticals))
     return findings
 
 
@@ -191,7 +198,7 @@ def _statute_findings(draft: DraftText, table: _Table, statutes: list[FoundStatu
     for statute in statutes:
         key, kind, cite = _statute_cite(statute)
         authority = table.entry(key, kind=kind, cite=cite)
-        end, parentheticals = _tail(draft.text, statute.end)
+        end, _, parentheticals = _tail(draft.text, statute.end)
         findings.append(
             _finding(
                 draft, "statute_citation", statute.start, end, authority, statute.form, statute.pin, parentheticals

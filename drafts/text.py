@@ -39,11 +39,17 @@ class DraftText:
     kind: str
     pages: Pages = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
+    _block_starts: list[int] = field(init=False, repr=False, compare=False)
+    _page_starts: list[int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Looked up once per finding: searched, not rebuilt (a long brief has thousands of blocks).
+        object.__setattr__(self, "_block_starts", [block.start for block in self.blocks])
+        object.__setattr__(self, "_page_starts", [int(start or 0) for start, _ in self.pages])
 
     def block_at(self, offset: int) -> Block | None:
         """The block holding ``offset``, or ``None`` (between blocks)."""
-        starts = [block.start for block in self.blocks]
-        index = bisect.bisect_right(starts, offset) - 1
+        index = bisect.bisect_right(self._block_starts, offset) - 1
         if index >= 0 and offset < self.blocks[index].end:
             return self.blocks[index]
         return None
@@ -56,8 +62,7 @@ class DraftText:
         block = self.block_at(offset)
         if block is not None and block.anchor is not None:
             offset = block.anchor
-        starts = [int(start or 0) for start, _ in self.pages]
-        index = max(bisect.bisect_right(starts, offset) - 1, 0)
+        index = max(bisect.bisect_right(self._page_starts, offset) - 1, 0)
         label = self.pages[index][1]
         return None if label is None else str(label)
 

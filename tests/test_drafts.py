@@ -58,8 +58,12 @@ def _docx_brief() -> bytes:
             # page 3
             f'\fThe statute says what a patent must hold: "{SPECIFICATION}." 35 U.S.C. § 112(a). Id.',
             'Counsel also wrote that "the answer is plain from the record."',
+            'Searches of hotel registries are "subject only to a few specifically established" exceptions.[^2]',
         ],
-        {1: [f'See {PATEL} (holding that "facial challenges" under the Fourth Amendment are not barred).']},
+        {
+            1: [f'See {PATEL} (holding that "facial challenges" under the Fourth Amendment are not barred).'],
+            2: ["Patel, 576 U.S. at 419."],
+        },
     )
 
 
@@ -98,10 +102,14 @@ def test_a_docx_brief_every_kind_found_paired_and_paged() -> None:
     # A quotation with no citation is a finding of its own
     uncited = _one(result, "quote", "the answer is plain from the record.")
     assert (uncited.authority, uncited.cited_by, uncited.page) == (None, None, "3")
+    # A quotation whose citation is in the footnote its sentence's mark calls
+    in_note = _one(result, "quote", "subject only to a few specifically established")
+    assert result.findings[in_note.cited_by or 0].text == "Patel, 576 U.S. at 419"
+    assert result.findings[in_note.cited_by or 0].footnote == "2"
     # The table of authorities: every page citing each
     assert _toa(result) == {
         "570 U.S. 297": ["1", "2"],
-        "576 U.S. 409": ["1"],
+        "576 U.S. 409": ["1", "3"],
         "9 U.S.C. § 2": ["2"],
         "35 U.S.C. § 112": ["3"],
     }
@@ -163,7 +171,8 @@ def test_a_text_brief_short_forms_and_citation_sentences() -> None:
 
     assert all(f.page is None for f in result.findings)
     assert _authority(result, _one(result, "case_citation", "Id. at 311")) == "570 U.S. 297"
-    assert _authority(result, _one(result, "case_citation", "Patel, supra, at 416")) == "576 U.S. 409"
+    supra = _one(result, "case_citation", "Patel, supra, at 416")
+    assert (supra.form, supra.pin, _authority(result, supra)) == ("supra", "416", "576 U.S. 409")
     # A curly quotation with the source's own single quotes inside, whose citation comes in the next sentence
     nested = _one(
         result,
