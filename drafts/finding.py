@@ -260,6 +260,8 @@ def _supporting(
     if quote.block:
         following = [b for b in draft.blocks if b.start >= quote.end and b.kind != "footnote"][:1]
         window_start = following[0].start if following else len(draft.text)
+        while window_start < len(draft.text) and draft.text[window_start].isspace():
+            window_start += 1  # the sentence starts at its first word: the end found is the sentence's own
         window_end = min(sentences.end_after(window_start), following[0].end) if following else window_start
     else:
         window_start = quote.end

@@ -2,8 +2,9 @@
 
 Inline: straight ``"..."`` or curly ``“...”`` marks, paired within one paragraph (single quotation marks inside
 are the quoted source's own, part of the words). A term a draft defines in parentheses (``(the "Act")``) is
-not a quotation. A block quote is a whole block (:class:`~drafts.text.Block` of kind ``block_quote``), its
-quotation marks, if it has any, left out; quotation marks inside it are the source's and are not found again.
+not a quotation. A block quote is a whole block (:class:`~drafts.text.Block` of kind ``block_quote``), without
+its quotation marks, if it has any, or a Markdown ``>`` before it; marks inside it are the source's, not found
+again.
 Pure: no database.
 """
 
@@ -46,7 +47,7 @@ def find_quotations(draft: DraftText) -> list[Quotation]:
     for block in draft.blocks:
         if block.kind == "block_quote":
             start, end = block.start, block.end
-            while start < end and (text[start].isspace() or text[start] in _MARKS):
+            while start < end and (text[start].isspace() or text[start] in _MARKS or text[start] == ">"):
                 start += 1
             while end > start and (text[end - 1].isspace() or text[end - 1] in _MARKS):
                 end -= 1

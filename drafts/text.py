@@ -8,6 +8,7 @@ a footnote is on the page of its mark.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -15,6 +16,7 @@ from chats.pages import Pages
 
 BlockKind = Literal["paragraph", "block_quote", "footnote"]
 PARAGRAPH_SEPARATOR = "\n\n"
+BLOCK_QUOTE_INDENT_COLUMNS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,25 +69,40 @@ class DraftText:
         return None if label is None else str(label)
 
 
-def paragraph_blocks(text: str, *, offset: int = 0, end: int | None = None) -> list[Block]:
-    """The paragraphs of ``text[offset:end]`` (split at blank lines, whitespace-only ones skipped), as blocks;
-    a paragraph whose every line is indented (four spaces or a tab) or starts with ``>`` is a block quote."""
-    end = len(text) if end is None else end
-    blocks: list[Block] = []
-    at = offset
-    while at < end:
-        cut = text.find(PARAGRAPH_SEPARATOR, at, end)
-        stop = end if cut < 0 else cut
+def paragraph_blocks(text: str) -> list[Block]:
+    """The paragraphs of ``text`` (split at blank lines, whitespace-only ones skipped), as blocks. A paragraph
+    is a block quote when its lines start with ``>``, or when every line is indented at least four columns more
+    than the draft's body text (the indent most of its text has: a draft whose paragraphs all start with a tab
+    has no block quote for that)."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    while at < len(text):
+        cut = text.find(PARAGRAPH_SEPARATOR, at)
+        stop = len(text) if cut < 0 else cut
         chunk = text[at:stop]
         if chunk.strip():
             lead = len(chunk) - len(chunk.lstrip("\n"))
-            body = chunk.strip("\n")
-            kind: BlockKind = "block_quote" if _indented(body) else "paragraph"
-            blocks.append(Block(start=at + lead, end=at + lead + len(body), kind=kind))
-        at = stop + len(PARAGRAPH_SEPARATOR) if cut >= 0 else end
-    return blocks
+            spans.append((at + lead, at + lead + len(chunk.strip("\n"))))
+        at = stop + len(PARAGRAPH_SEPARATOR) if cut >= 0 else len(text)
+    indents = [_indent(text[start:end]) for start, end in spans]
+    by_indent = Counter[int]()
+    for indent, (start, end) in zip(indents, spans, strict=True):
+        by_indent[indent] += end - start
+    body = by_indent.most_common(1)[0][0] if by_indent else 0
+    return [
+        Block(start=start, end=end, kind=_quoted(text[start:end], indent - body))
+        for indent, (start, end) in zip(indents, spans, strict=True)
+    ]
 
 
-def _indented(paragraph: str) -> bool:
-    lines = [line for line in paragraph.split("\n") if line.strip()]
-    return bool(lines) and all(line.startswith(("    ", "\t", ">")) for line in lines)
+def _indent(paragraph: str) -> int:
+    """The least indent of the paragraph's lines, in columns (a tab is four)."""
+    lines = [line.expandtabs(4) for line in paragraph.split("\n") if line.strip()]
+    return min((len(line) - len(line.lstrip(" ")) for line in lines), default=0)
+
+
+def _quoted(paragraph: str, extra_indent: int) -> BlockKind:
+    lines = [line.lstrip() for line in paragraph.split("\n") if line.strip()]
+    if all(line.startswith(">") for line in lines) or extra_indent >= BLOCK_QUOTE_INDENT_COLUMNS:
+        return "block_quote"
+    return "paragraph"

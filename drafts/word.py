@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,11 +30,19 @@ logger = logging.getLogger(__name__)
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
-_SKIPPED = {f"{{{_W}}}txbxContent", f"{{{_MC}}}Fallback", f"{{{_W}}}pPr", f"{{{_W}}}rPr", f"{{{_W}}}instrText"}
+_SKIPPED = {
+    f"{{{_W}}}moveFrom",
+    f"{{{_W}}}del",
+    f"{{{_W}}}txbxContent",
+    f"{{{_MC}}}Fallback",
+    f"{{{_W}}}pPr",
+    f"{{{_W}}}rPr",
+    f"{{{_W}}}instrText",
+}
 _FOOTNOTE_KINDS_SKIPPED = {"separator", "continuationSeparator", "continuationNotice"}
 # A block quote's style is named so (Word's "Quote", "Intense Quote", "Block Text"; "Block Quote" in templates).
 _QUOTE_STYLE = re.compile(r"quot|block text", re.IGNORECASE)
-# Or it is indented at least half an inch on the left (twips), with no hanging indent (a list item's).
+# Or it is indented at least half an inch (twips) more than the body text, and is not a list item.
 BLOCK_QUOTE_INDENT_TWIPS = 720
 _TWIPS_PER_EMU = 1 / 635
 
@@ -114,20 +123,41 @@ class _Styles:
         return 0
 
 
-def _block_kind(p: Any, styles: _Styles) -> BlockKind:
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """How a body paragraph is set: styled as a quotation, a list item, and its left indent in twips."""
+
+    quote_style: bool
+    list_item: bool
+    left_twips: int
+
+
+def _layout(p: Any, styles: _Styles) -> _Layout:
     properties = p.find(_w("pPr"))
     style = properties.find(_w("pStyle")) if properties is not None else None
     style_id = style.get(_w("val")) if style is not None else None
-    if styles.quote_style(style_id):
-        return "block_quote"
     indent = properties.find(_w("ind")) if properties is not None else None
-    if properties is not None and properties.find(_w("numPr")) is not None:
-        return "paragraph"
-    if indent is not None and indent.get(_w("hanging")):
-        return "paragraph"
-    written = indent.get(_w("left")) or indent.get(_w("start")) if indent is not None else None
+    list_item = properties is not None and properties.find(_w("numPr")) is not None
+    list_item = list_item or (indent is not None and bool(indent.get(_w("hanging"))))
+    written = (indent.get(_w("left")) or indent.get(_w("start"))) if indent is not None else None
     left = int(written) if written and written.lstrip("-").isdigit() else styles.left_indent_twips(style_id)
-    return "block_quote" if left >= BLOCK_QUOTE_INDENT_TWIPS else "paragraph"
+    return _Layout(quote_style=styles.quote_style(style_id), list_item=list_item, left_twips=left)
+
+
+def _kinds(layouts: list[_Layout], lengths: list[int]) -> list[BlockKind]:
+    """Each body paragraph's kind: a block quote if styled as one, or if it is not a list item and is indented
+    :data:`BLOCK_QUOTE_INDENT_TWIPS` more than the draft's body text (the indent most of its text has: a brief
+    set wholly indented has no block quote for that)."""
+    by_indent = Counter[int]()
+    for layout, length in zip(layouts, lengths, strict=True):
+        by_indent[layout.left_twips] += length
+    body = by_indent.most_common(1)[0][0] if by_indent else 0
+    return [
+        "block_quote"
+        if layout.quote_style or (not layout.list_item and layout.left_twips - body >= BLOCK_QUOTE_INDENT_TWIPS)
+        else "paragraph"
+        for layout in layouts
+    ]
 
 
 class _Builder:
@@ -212,8 +242,10 @@ def read_docx(data: bytes) -> DraftText:
         styles = _Styles(document)
         footnotes = _footnotes(document)
         builder = _Builder()
-        for p in _body_paragraphs(document):
-            builder.add(_read_paragraph(p), kind=_block_kind(p, styles))
+        body = [(_read_paragraph(p), _layout(p, styles)) for p in _body_paragraphs(document)]
+        kinds = _kinds([layout for _, layout in body], [len(paragraph.text.strip()) for paragraph, _ in body])
+        for (paragraph, _), kind in zip(body, kinds, strict=True):
+            builder.add(paragraph, kind=kind)
         body_pages, rendered = list(builder.page_starts), builder.rendered
         for number, (footnote_id, anchor) in enumerate(sorted(builder.marks.items(), key=lambda i: i[1]), 1):
             for p in footnotes.get(footnote_id, []):

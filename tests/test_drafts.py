@@ -188,6 +188,32 @@ def test_a_text_brief_short_forms_and_citation_sentences() -> None:
     assert _toa(result)["27 C.F.R. § 478.11"] == []  # a text draft has no pages
 
 
+def test_block_quotes_are_indented_beyond_the_body_text() -> None:
+    # Given a DOCX whose body is all indented half an inch, and one paragraph indented an inch more
+    docx = make_docx(
+        [
+            Para(f"The Court was explicit. {FISHER}.", indent_twips=720),
+            Para(f"{SCRUTINY}, and it is not satisfied by good faith.", indent_twips=2160),
+            Para("Fisher, 570 U.S. at 310.", indent_twips=720),
+            Para("The University did not meet it.", indent_twips=720),
+        ]
+    )
+    # And a text draft whose paragraphs start with a tab, with a block quote indented further and a Markdown one
+    text = (
+        f"\tThe Court was explicit. {FISHER}.\n\n\t\t{SCRUTINY}, and it is not satisfied by good faith.\n\n"
+        f"\tFisher, 570 U.S. at 310.\n\n> {ARBITRATION}.\n\n\t9 U.S.C. § 2.\n\n\tThe University did not meet it."
+    )
+
+    for result in (_found(docx, "brief.docx"), _found(text.encode(), "brief.md")):
+        quotes = [(f.form, f.text) for f in result.findings if f.kind == "quote"]
+        assert quotes[0] == ("block", f"{SCRUTINY}, and it is not satisfied by good faith.")
+        assert _authority(result, result.findings[result.findings.index(_one(result, "quote", quotes[0][1]))]) == (
+            "570 U.S. 297"
+        )
+    markdown = _one(_found(text.encode(), "brief.md"), "quote", f"{ARBITRATION}.")
+    assert (markdown.form, _authority(_found(text.encode(), "brief.md"), markdown)) == ("block", "9 U.S.C. § 2")
+
+
 def test_a_quotation_tied_to_the_citation_before_it_in_its_sentence() -> None:
     result = _found(f'Under 9 U.S.C. § 2, an arbitration clause "{ARBITRATION}."'.encode(), "brief.txt")
 
