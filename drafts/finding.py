@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
 from authorities.selectors import FoundStatute, find_statutes
@@ -324,7 +324,7 @@ def find_in_draft(draft: DraftText, *, on_step: Callable[[str], None] | None = N
     findings.sort(key=lambda f: (f.start, f.end))
     # cited_by indexed the citations; renumber it into the final list
     position = {id(c): i for i, c in enumerate(findings)}
-    findings = [f if f.cited_by is None else _with(f, cited_by=position[id(citations[f.cited_by])]) for f in findings]
+    findings = [f if f.cited_by is None else replace(f, cited_by=position[id(citations[f.cited_by])]) for f in findings]
     for finding in findings:
         if finding.kind != "quote":
             table.cited_on(finding.authority, finding.page)
@@ -334,17 +334,12 @@ def find_in_draft(draft: DraftText, *, on_step: Callable[[str], None] | None = N
     return DraftFindings(findings=findings, authorities=table.entries)
 
 
-def _with(finding: Finding, **changes: object) -> Finding:
-    from dataclasses import replace
-
-    return replace(finding, **changes)  # type: ignore[arg-type]
-
-
 def _ids_to_the_one_before(citations: list[Finding]) -> list[Finding]:
-    """An ``id.`` eyecite could not tie (after a statute, or a docket number) refers to the citation before."""
+    """A case ``id.`` refers to the citation right before it, whatever it cites (a statute eyecite does not read,
+    such as ``50 U.S.C. 1701``, or a docket number, comes between eyecite's own citations); none before: none."""
     tied: list[Finding] = []
     for citation in citations:
-        if citation.form == "id" and citation.authority is None and tied:
-            citation = _with(citation, authority=tied[-1].authority)
+        if citation.kind == "case_citation" and citation.form == "id":
+            citation = replace(citation, authority=tied[-1].authority if tied else None)
         tied.append(citation)
     return tied

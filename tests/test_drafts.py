@@ -214,6 +214,16 @@ def test_block_quotes_are_indented_beyond_the_body_text() -> None:
     assert (markdown.form, _authority(_found(text.encode(), "brief.md"), markdown)) == ("block", "9 U.S.C. § 2")
 
 
+def test_id_refers_to_the_citation_right_before_it_even_one_eyecite_does_not_read() -> None:
+    # Given a statute cited without a section sign (the authority library's finder reads it, eyecite does not)
+    result = _found(
+        f"{FISHER}. The President may act. 50 U.S.C. 1701. Id. See Fisher, 570 U.S. at 311.".encode(), "b.txt"
+    )
+
+    assert _authority(result, _one(result, "case_citation", "Id.")) == "50 U.S.C. § 1701"
+    assert _authority(result, _one(result, "case_citation", "Fisher, 570 U.S. at 311")) == "570 U.S. 297"
+
+
 def test_a_quotation_tied_to_the_citation_before_it_in_its_sentence() -> None:
     result = _found(f'Under 9 U.S.C. § 2, an arbitration clause "{ARBITRATION}."'.encode(), "brief.txt")
 
