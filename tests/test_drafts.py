@@ -19,9 +19,12 @@ from tests.pdf_fixture import make_pdf
 
 FISHER = "Fisher v. University of Texas at Austin, 570 U.S. 297, 310 (2013)"
 PATEL = "City of Los Angeles v. Patel, 576 U.S. 409, 415 (2015)"
-# Fisher, slip op. at 10, and 9 U.S.C. § 2 and 35 U.S.C. § 112(a) as their publishers print them.
+# Fisher and Patel (their slip opinions in chats/data/opinions, Patel with an omission and an alteration), and
+# 9 U.S.C. § 2 and 35 U.S.C. § 112(a) as their publishers print them (tests/fixtures/authorities).
 SCRUTINY = "Strict scrutiny is a searching examination"
 ARBITRATION = "shall be valid, irrevocable, and enforceable"
+PER_SE = "per se unreasonable under the Fourth Amendment\u2014subject only to a few . . . exceptions"
+FACIAL = "[f]acial challenges under the Fourth Amendment are not categorically barred"
 SPECIFICATION = "The specification shall contain a written description of the invention"
 
 
@@ -51,17 +54,17 @@ def _docx_brief() -> bytes:
             f'The Court requires more than good faith. "{SCRUTINY}." {FISHER}. Hotel registries are no different.[^1]',
             # page 2: Word recorded a page break here
             "\fThe University must still prove it. Id. at 311. The same holds for any plan. Fisher, 570 U.S. at 312.",
-            Para(f"{SCRUTINY}, and the University receives no deference on that question.", style="Quote"),
+            Para(f"{SCRUTINY}, and it is the government that bears the burden to prove", style="Quote"),
             "Fisher, 570 U.S. at 311-12.",
             Para(f"A written provision in any contract {ARBITRATION}.", style="BlockCitation"),
             "9 U.S.C. § 2.",
             # page 3
             f'\fThe statute says what a patent must hold: "{SPECIFICATION}." 35 U.S.C. § 112(a). Id.',
             'Counsel also wrote that "the answer is plain from the record."',
-            'Searches of hotel registries are "subject only to a few specifically established" exceptions.[^2]',
+            f'Searches of hotel registries are "{PER_SE}."[^2]',
         ],
         {
-            1: [f'See {PATEL} (holding that "facial challenges" under the Fourth Amendment are not barred).'],
+            1: [f'See {PATEL} (holding that "{FACIAL}").'],
             2: ["Patel, 576 U.S. at 419."],
         },
     )
@@ -80,18 +83,16 @@ def test_a_docx_brief_every_kind_found_paired_and_paged() -> None:
     scrutiny = _one(result, "quote", f"{SCRUTINY}.")
     assert (scrutiny.form, scrutiny.page, scrutiny.cited_by) == ("inline", "1", result.findings.index(fisher))
     # The footnote's citation is on the page of its mark, its parenthetical's quotation tied to it
-    patel = _one(
-        result, "case_citation", f'{PATEL} (holding that "facial challenges" under the Fourth Amendment are not barred)'
-    )
+    patel = _one(result, "case_citation", f'{PATEL} (holding that "{FACIAL}")')
     assert (patel.footnote, patel.page, _authority(result, patel)) == ("1", "1", "576 U.S. 409")
-    assert _authority(result, _one(result, "quote", "facial challenges")) == "576 U.S. 409"
+    assert _authority(result, _one(result, "quote", FACIAL)) == "576 U.S. 409"
     # id. and a short form on page 2 are Fisher's
     id_cite = _one(result, "case_citation", "Id. at 311")
     short = _one(result, "case_citation", "Fisher, 570 U.S. at 312")
     assert (id_cite.form, id_cite.page, _authority(result, id_cite)) == ("id", "2", "570 U.S. 297")
     assert (short.form, short.pin, short.page, _authority(result, short)) == ("short", "312", "2", "570 U.S. 297")
     # A block quote by style, and one by its style's indentation, each tied to the citation after it
-    by_style = _one(result, "quote", f"{SCRUTINY}, and the University receives no deference on that question.")
+    by_style = _one(result, "quote", f"{SCRUTINY}, and it is the government that bears the burden to prove")
     assert (by_style.form, by_style.page, _authority(result, by_style)) == ("block", "2", "570 U.S. 297")
     by_indent = _one(result, "quote", f"A written provision in any contract {ARBITRATION}.")
     assert (by_indent.form, _authority(result, by_indent)) == ("block", "9 U.S.C. § 2")
@@ -103,7 +104,7 @@ def test_a_docx_brief_every_kind_found_paired_and_paged() -> None:
     uncited = _one(result, "quote", "the answer is plain from the record.")
     assert (uncited.authority, uncited.cited_by, uncited.page) == (None, None, "3")
     # A quotation whose citation is in the footnote its sentence's mark calls
-    in_note = _one(result, "quote", "subject only to a few specifically established")
+    in_note = _one(result, "quote", f"{PER_SE}.")
     assert result.findings[in_note.cited_by or 0].text == "Patel, 576 U.S. at 419"
     assert result.findings[in_note.cited_by or 0].footnote == "2"
     # The table of authorities: every page citing each
