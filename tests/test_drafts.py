@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from pathlib import Path
 
 import pytest
 from django.conf import LazySettings
@@ -300,3 +301,11 @@ def test_a_draft_text_too_long_is_refused(settings: LazySettings) -> None:
 
     with pytest.raises(UnreadableDraft, match="longer than 100 characters"):
         read_draft(data=make_docx([FISHER, FISHER]), name="brief.docx")
+
+
+def test_the_docs_state_the_zip_bounds_in_force() -> None:
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "drafts.md").read_text(encoding="utf-8")
+
+    assert f"more than {archives.MAX_MEMBERS:,} files inside it" in docs
+    assert f"more than {archives.MAX_UNCOMPRESSED_BYTES // (1024 * 1024)} MB" in docs
+    assert f"compressed more than {archives.MAX_RATIO} to 1" in docs
