@@ -169,6 +169,7 @@ INSTALLED_APPS = [
     "chats.apps.ChatsConfig",
     "citations.apps.CitationsConfig",
     "pages.apps.PagesConfig",
+    "drafts.apps.DraftsConfig",
     "demo.apps.DemoConfig",
 ]
 
