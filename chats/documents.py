@@ -1,11 +1,12 @@
-"""Knowledge-base documents uploaded through the API: text from a plain-text or PDF file, with its pages.
+"""Knowledge-base documents: the services that store them, and the text of an uploaded file.
 
-:func:`text_of_upload` turns an uploaded file into the document's text and pages (``chats.pages``); a file
-it cannot read raises :class:`UnreadableDocument` with a sentence for the client, one over a limit
-:class:`DocumentTooLarge` naming the limit. A PDF is read in a process of its own (``chats/pdf_text.py``),
-bounded in pages, characters and time, so that a small file that is costly to read holds no worker. A zip
-(a DOCX) is checked by ``chats.archives`` before anything of it is read. :func:`add_document` is the service
-that stores a document in a matter.
+:func:`add_document` stores a document in a matter and :func:`save_document` saves one built or changed
+elsewhere (the admin, the demo); both make its passages (``chats.passages``) in the same transaction, so that
+every document the application stores is searchable at once. :func:`text_of_upload` turns an uploaded file
+into the document's text and pages (``chats.pages``); a file it cannot read raises :class:`UnreadableDocument`
+with a sentence for the client, one over a limit :class:`DocumentTooLarge` naming the limit. A PDF is read in
+a process of its own (``chats/pdf_text.py``), bounded in pages, characters and time; a zip (a DOCX) is checked
+by ``chats.archives`` before anything of it is read.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
+from django.db import transaction
 
 from chats import archives, pdf_text
 from chats.models import Document, Project
 from chats.pages import Pages, join_pages
+from chats.passages import count_terms, make_passages
 
 logger = logging.getLogger(__name__)
 
@@ -151,4 +155,37 @@ def add_document(*, project: Project, title: str, text: str, pages: Pages | None
         raise UnreadableDocument("The document has no text.")
     if len(text) > settings.LQAI_MAX_DOCUMENT_CHARS:
         raise DocumentTooLarge(f"The document's text is longer than {settings.LQAI_MAX_DOCUMENT_CHARS} characters.")
-    return Document.objects.create(project=project, title=title, content=text, pages=pages or [])
+    return save_document(document=Document(project=project, title=title, content=text, pages=pages or []))
+
+
+# The columns chats.passages keeps (whether the passages are made, and counted).
+_KEPT_BY_PASSAGES = frozenset({"passages_sha256", "terms_counted"})
+
+
+def save_document(*, document: Document) -> Document:
+    """Save ``document`` (new, or with fields changed) and make the passages of its content in its matter, in
+    one transaction; returns it. The passages are made again only when they are stale: the database's trigger
+    (chats.0030) marks them so when the content or the matter changes; other changes keep them. The words of
+    new passages join the matter's counts after the commit, once for all the documents the transaction added
+    (:func:`chats.passages.count_terms`)."""
+    # No savepoint inside a caller's transaction: a bulk import's thousands of savepoints would each be a
+    # subtransaction PostgreSQL checks every row it wrote against; an error fails the caller's transaction.
+    with transaction.atomic(savepoint=False):
+        if document._state.adding:
+            document.save()
+        else:  # what the passages' maker keeps is never written back from a copy loaded before it ran
+            deferred = document.get_deferred_fields()
+            document.save(
+                update_fields=[
+                    f.name
+                    for f in Document._meta.concrete_fields
+                    if not f.primary_key and f.attname not in deferred and f.name not in _KEPT_BY_PASSAGES
+                ]
+            )
+        make_passages(document_ids=[document.pk])
+        document.refresh_from_db(fields=["passages_sha256", "terms_counted"])
+    # After commit, so that a transaction adding many documents counts their words once, not once per document
+    # (each count would update the rows the previous ones left); if this process stops first, the matter's
+    # next turn counts them (chats.passages.ensure_passages).
+    transaction.on_commit(partial(count_terms, project_id=document.project_id), robust=True)
+    return document

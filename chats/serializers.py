@@ -27,6 +27,7 @@ from chats.models import (
 from chats.pages import pages_of_span, span_pin_cite
 from chats.selectors import projects_visible_to
 from lqai_verify.statuses import review_count
+from lqai_verify.verdict import case_claim_status
 
 QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
@@ -340,7 +341,8 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
         quotes = (
             row.verification_method for rows in (obj.citations.all(), obj.caselaw_citations.all()) for row in rows
         )
-        return review_count([*quotes, *(case.status for case in obj.case_citations.all())])
+        cases = (case_claim_status(case.status, case.pin_status) for case in obj.case_citations.all())
+        return review_count([*quotes, *cases])
 
     @extend_schema_field(KBCitationSerializer(many=True))
     def get_citations(self, obj: Message) -> Any:

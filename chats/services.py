@@ -628,7 +628,7 @@ def finalize_turn(
         message.finalized_at = message.updated_at = now
         verdict = turn_verdict(
             methods={row.verification_method for row in [*kb, *caselaw]},
-            case_statuses={case.status for case in case_citations},
+            case_statuses={verdict_rule.case_claim_status(case.status, case.pin_status) for case in case_citations},
         )
         message.verdict = Verdict.worst(stored.verdict, verdict)
         update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]

@@ -1,21 +1,11 @@
 """The chat API: chats, and the three ways a turn runs (single-shot, streamed tool loop, resume).
 
-Every turn ends in :func:`chats.services.finalize_turn` through :class:`chats.assistant.TurnRun`,
-so the ledger sees each one. Every object is looked up through :func:`chats.selectors.chats_visible_to`:
-anything else is a 404.
-
-The streamed views answer with server-sent events (``text/event-stream``), one frame per event::
-
-    event: <name>
-    data: <json>
-
-``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend or finalize
-failed, or the stream reached ``LQAI_MAX_STREAM_SECONDS``), then after finalize one ``citation`` per verified
-quote and ``done`` (status and the claims that did not verify), each quote with its span in the answer. While the
-assistant is silent, a ``: keepalive`` comment every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
-
-Turns are bounded per user: :class:`chats.throttles.TurnRateThrottle` (429 with ``Retry-After``) and
-``LQAI_MAX_CONCURRENT_STREAMS`` (429). A chat's messages are read page by page (``chats.pagination``).
+Every turn ends in :func:`chats.services.finalize_turn` through :class:`chats.assistant.TurnRun`, so the
+ledger sees each one. Every object is looked up through :func:`chats.selectors.chats_visible_to`: anything
+else is a 404. The streamed views answer with server-sent events (``start``, ``delta``, ``tool_call``,
+``tool_result``, ``error``, ``citation``, ``done``, and ``: keepalive`` comments); turns are bounded per user
+(:class:`chats.throttles.TurnRateThrottle`, ``LQAI_MAX_CONCURRENT_STREAMS``: 429). The events and their
+order: docs/api.md.
 """
 
 from __future__ import annotations
@@ -84,6 +74,7 @@ from chats.services import (
 from chats.throttles import TurnRateThrottle
 from chats.tools import Tool, default_tools
 from lqai_verify.statuses import review_count
+from lqai_verify.verdict import case_claim_status
 
 STREAM_DESCRIPTION = (
     "A `text/event-stream` of server-sent events, each `event: <name>` and `data: <json>`: "
@@ -160,7 +151,7 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
                 [
                     *(row.verification_method for row in [*result.citations, *result.caselaw_citations]),
                     *(UNVERIFIED for _ in result.unverified),
-                    *(case.status for case in result.case_citations),
+                    *(case_claim_status(case.status, case.pin_status) for case in result.case_citations),
                 ]
             ),
             "case_citations": result.case_citations,

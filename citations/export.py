@@ -1,25 +1,11 @@
 """The signed export of a matter (``manage.py export_matter``, ``GET /api/projects/{id}/export/``), or of a chat
 outside any matter, whose turns chain on their own (``export_matter --chat``, ``GET /api/chats/{id}/export/``).
 
-One zip (format ``lqai-export/4``, read by ``lqai_verify``; see docs/export.md):
-
-- ``turns.jsonl``: each finalized turn of the matter in chain order (its sealed turn object, its answer, its
-  chat's title, whether and when it was sealed, late or not); unsealed turns last;
-- ``rows.jsonl``: every row of those turns (quotes, failed claims, tool sources, case citations), with every
-  field of ``lqai_verify.record.ROW_FIELDS``: those its seal's facts format covers are sealed;
-- ``ledger.jsonl``: the ledger entries of those turns;
-- ``seals.jsonl``: every seal of the matter's chain, in order;
-- ``passages.jsonl``: for each verified quote, the source text around its passage (the whole text when the
-  surrounding text alone would not verify the quote the same way), with the source's title, the pages it spans
-  and its pin cite;
-- ``report.html``: a self-contained page that prints to PDF, rendered from the data files' values by
-  ``lqai_verify.report``, which the verifier renders again from the data it checked;
-- ``public_key.json``: the signing key and every key the seals were signed by, with fingerprints;
-- ``manifest.json``: the matter, the chain's head, the key's fingerprint, whether it is the development key,
-  and the SHA-256 of every other file; ``manifest.sig``: the Ed25519 signature of ``manifest.json``'s bytes.
-
-Each file is written to a temporary file batch by batch of turns (one query per table per batch, and one for
-the batch's seals), so memory stays flat; the zip is then assembled from them.
+One zip (format ``lqai-export/4``, read by ``lqai_verify``): the turns, their rows, ledger entries and seals,
+the passages of the verified quotes (with their pin cites), ``report.html``, the public keys, and
+``manifest.json`` with the SHA-256 of every other file, signed (``manifest.sig``). Each file is written to a
+temporary file batch by batch of turns (one query per table per batch), so memory stays flat. Each file's
+contents: docs/export.md.
 """
 
 from __future__ import annotations

@@ -1,40 +1,11 @@
 """Checking the sealed record (``manage.py verify_ledger``): every seal recomputed, every chain link
 followed, every turn's current facts compared with its seal, and every ledger entry with its sealed row.
 
-Two passes, set-based and batched, then one query:
-
-1. **chains**: the seals' links alone, in chain order (keyset-paginated on ``(chain, sequence)``): each chain
-   starts at #1, has no gap, links each seal to the digest of the one before, and ends where its head says
-   (a chain with seals but no head is broken: its next seal could not be numbered);
-2. **turns**: the whole seals, in the order they were written (keyset-paginated on their id: a turn's seal is
-   written in its finalize's transaction, and ``seal_turns`` seals late turns in finalize order), each batch
-   with its turns, rows and ledger entries read with one query per table (``seals.turn_facts``): each seal's
-   own digests, each chain's last signature, each turn's facts against its seal, each ledger entry against
-   its sealed row. A batch's turns are neighbours in time, so their rows are neighbours on disk (each turn's
-   rows are written together): in chain order a batch's turns are spread over the whole record, and the
-   same reads took 1.5 times as long on a million rows (``benchmarks/RESULTS.md``, 2026-12-03). Over the
-   whole record a batch's entries are read where the ledger files them, at their rows' times (on
-   PostgreSQL, in those months' partitions only);
-3. **filing**: every ledger entry at its row's time, under its row's turn (:data:`_MISFILED_SQL`): the only
-   entries the turns pass could not have read.
-
-With ``held`` (``--extends``, the last seals of earlier exports), one more query: the record must still hold
-each with its digest. A chain cut back below the application (its last turns deleted, its head moved back)
-is a whole chain on its own, which only a copy kept outside the database shows.
-
-One matter's check reads its chain in chain order in both passes (its time order too), its entries by its
-turns wherever they are filed, and its own entries' filing.
-
-Memory stays flat however large the record: two batches at most, since the next is read while one is checked
-in a second thread (the reads are mostly a wait on the database, the checks pure Python, in order), and the
-first ``limit`` problems in chain order.
-
-On PostgreSQL the whole check reads one snapshot (:func:`one_snapshot`): the record as it stood when the check
-began, whatever turns commit while it runs.
-
-Signatures: the last seal of each chain is checked (each seal's digest covers its predecessor's, so the
-chain's last signature authenticates every seal before it once every digest and link is recomputed);
-``all_signatures`` checks every one.
+Batched passes over the chains' links, then over the seals with their turns, rows and ledger entries, then one
+query for entries filed under the wrong turn; ``held`` (``--extends``) also checks the last seals of earlier
+exports. Memory stays flat however large the record; the first ``limit`` problems are listed in chain order.
+The last signature of each chain is checked (``all_signatures``: every one). The passes, their order and
+why: docs/export.md.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from django.utils import timezone
 from knox.models import AuthToken
 
 from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
+from chats.documents import save_document
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
@@ -152,9 +153,10 @@ def seed() -> DemoMatter:
         token_row, token = AuthToken.objects.create(user=user)
         project, _ = Project.objects.get_or_create(name=DEMO_PROJECT, owner=user)
         for title, file in KB_DOCUMENTS.items():
-            Document.objects.update_or_create(
-                project=project, title=title, defaults={"content": (OPINIONS_DIR / file).read_text(encoding="utf-8")}
-            )
+            document = Document.objects.filter(project=project, title=title).first()
+            document = document or Document(project=project, title=title)
+            document.content = (OPINIONS_DIR / file).read_text(encoding="utf-8")
+            save_document(document=document)
         for opinion in OPINIONS:
             stored = CaselawOpinion.objects.filter(provider="local", opinion_id=opinion.opinion_id).first()
             if stored is not None and stored.is_cited():

@@ -1,50 +1,10 @@
-"""Settings for the lqai project, twelve-factor style: everything that differs
-between deployments comes from the environment.
-
-Environment variables:
-
-- ``DEBUG``: ``1``/``true`` turns debug mode on (off by default).
-- ``SECRET_KEY``: required unless ``DEBUG`` is on.
-- ``ALLOWED_HOSTS``: comma-separated host names (default: localhost only).
-- ``DATABASE_URL``: e.g. ``postgres://user@127.0.0.1:5432/lqai``; unset means an
-  embedded SQLite file under ``var/``.
-- ``LQAI_ASSISTANT_BACKEND``: dotted path of the assistant backend class.
-- ``LQAI_MAX_MESSAGE_CHARS``: the longest user message accepted.
-- ``LQAI_LEDGER_TIMEOUT``: seconds the ledger write of a turn may wait on locks and
-  run before it is given up as a ledger failure (the turn still commits; default 2).
-- ``LQAI_OPENAI_*``: the OpenAI-compatible model backend
-  (``chats.assistant.OpenAICompatibleBackend``): ``BASE_URL``, ``API_KEY``, ``MODEL``,
-  ``TIMEOUT`` (seconds), ``MAX_TOKENS``, ``TEMPERATURE``, ``MAX_TOOL_ROUNDS``,
-  ``MAX_RETRIES`` (the ``openai`` package's own retries) and ``STREAM`` (``false`` for a server that
-  does not stream); checked at start-up when that backend is selected.
-- Turns that always end (docs/architecture-turns.md): ``LQAI_HISTORY_MAX_CHARS`` (the chat history sent
-  to the model), ``LQAI_MAX_ANSWER_CHARS`` (the longest stored answer), ``LQAI_BACKEND_STOP_SECONDS``
-  (how long a run waits for its backend's thread to end).
-- ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
-- Production security (see docs/configuration.md): with ``DEBUG`` off, HTTPS is required
-  by default (``SECURE_SSL_REDIRECT``, ``SECURE_HSTS_SECONDS``, ``SECURE_HSTS_INCLUDE_SUBDOMAINS``,
-  ``SECURE_HSTS_PRELOAD``, ``SESSION_COOKIE_SECURE``, ``CSRF_COOKIE_SECURE``), each relaxable;
-  ``SECURE_PROXY_SSL_HEADER`` (e.g. ``X-Forwarded-Proto``) behind a TLS-terminating proxy;
-  ``CSRF_TRUSTED_ORIGINS`` (comma-separated origins).
-- ``DATA_UPLOAD_MAX_MEMORY_SIZE``: the largest request body, in bytes.
-- Bounded use of the turn endpoints: ``LQAI_THROTTLE_TURNS`` (e.g. ``30/min``, ``off``),
-  ``LQAI_MAX_CONCURRENT_STREAMS``, ``LQAI_MAX_STREAM_SECONDS``, ``LQAI_SSE_HEARTBEAT_SECONDS``,
-  and ``LQAI_STALE_TURN_SECONDS`` (see below); of the matter export:
-  ``LQAI_MAX_CONCURRENT_EXPORTS``.
-- ``LQAI_LEDGER_KEY``: the base64 of the 32-byte Ed25519 private key that signs turn seals and matter exports
-  (``manage.py ledger_key`` makes one); required unless ``DEBUG`` is on (then a development key derived
-  from ``SECRET_KEY`` is used, and every export says so). ``LQAI_LEDGER_RETIRED_PUBLIC_KEYS``: the base64
-  public keys of earlier ledger keys (comma-separated), whose seals still verify (see docs/export.md).
-- ``LOG_LEVEL``: the root log level (default ``INFO``), in any case; anything else is refused at start-up.
-- API tokens and logins (see docs/api.md): ``LQAI_TOKEN_TTL_HOURS``, ``LQAI_TOKENS_PER_USER``,
-  ``LQAI_THROTTLE_TOKEN_REQUESTS``, ``AXES_FAILURE_LIMIT``, ``AXES_COOLOFF_MINUTES``, ``LQAI_PROXY_COUNT``.
-- Documents uploaded through the API: ``LQAI_MAX_UPLOAD_BYTES``, ``LQAI_MAX_DOCUMENT_CHARS``,
-  ``LQAI_MAX_PDF_PAGES``, ``LQAI_MAX_PDF_SECONDS``, ``LQAI_MAX_ZIP_MEMBERS``, ``LQAI_MAX_ZIP_BYTES``,
-  ``LQAI_MAX_ZIP_RATIO``.
-- The API's lists: ``LQAI_PAGE_SIZE`` (items per page) and ``LQAI_MAX_PAGE_SIZE`` (the most ``?page_size=`` gets).
+"""Settings for the lqai project, twelve-factor style: everything that differs between deployments comes from
+the environment (``DATABASE_URL``, ``SECRET_KEY``, ``LQAI_*``, ...; unset ``DATABASE_URL`` means an embedded
+SQLite file under ``var/``).
 
 Every value is checked here, when the settings load: a wrong one stops ``manage.py`` and the server at start-up
-with ``ImproperlyConfigured`` and a sentence naming the variable, never a worker later.
+with ``ImproperlyConfigured`` and a sentence naming the variable, never a worker later. Each variable, its
+meaning and its default: docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -209,6 +169,7 @@ INSTALLED_APPS = [
     "chats.apps.ChatsConfig",
     "citations.apps.CitationsConfig",
     "pages.apps.PagesConfig",
+    "drafts.apps.DraftsConfig",
     "demo.apps.DemoConfig",
 ]
 

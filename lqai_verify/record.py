@@ -1,19 +1,11 @@
 """The sealed record's byte formats, shared by the server (``citations.seals``) and the offline verifier.
 
-Canonical JSON (:func:`canonical_json`): ``json.dumps`` with sorted keys, no whitespace, UTF-8, no NaN.
-
-A turn's facts are one *turn* object (:data:`TURN_FIELDS`) and one object per row it recorded (a KB quote,
-a caselaw quote, a tool source, a case citation: :data:`ROW_FIELDS`). Each is digested on its own
-(hex SHA-256 of the canonical JSON of the fields its seal's facts format covers: :func:`row_sha256`), so
-that a mismatch names the row that differs; the turn's ``facts_sha256`` is the digest of ``{"format",
-"verifier_version", "turn": <turn digest>, "rows": [[row key, row digest], ...] sorted}``
-(:func:`facts_sha256`). A seal names its facts format in its ``row_digests`` (``"format"``; absent in a seal
-of ``lqai-turn-facts/1``, which had no such key), and that name is inside the digest it signs. A seal
-(:func:`seal_payload`) binds the facts digest to its place in a chain (``chain``, ``sequence``, the previous
-seal's ``seal_sha256``); its ``seal_sha256`` is the digest of the payload and its signature an Ed25519
-signature of the payload bytes.
-
-Everything here is pure: no Django, no database.
+:func:`canonical_json` (sorted keys, no whitespace, UTF-8, no NaN); a turn's facts are one turn object
+(:data:`TURN_FIELDS`) and one object per row (:data:`ROW_FIELDS`), each digested on its own
+(:func:`row_sha256`) so that a mismatch names the row; :func:`facts_sha256` digests them together under the
+seal's facts format; :func:`seal_payload` binds that digest to its place in a chain, and the seal's digest
+and Ed25519 signature cover the payload. Pure: no Django, no database. The formats byte by byte:
+docs/export.md.
 """
 
 from __future__ import annotations

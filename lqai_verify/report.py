@@ -19,7 +19,7 @@ from typing import Any
 from lqai_verify import record
 from lqai_verify.passage_html import excerpt_around, passage_in_context_html
 from lqai_verify.statuses import StatusInWords, review_count, status_in_words, verdict_in_words
-from lqai_verify.verdict import verdict_of
+from lqai_verify.verdict import case_claim_status, verdict_of
 from lqai_verify.verification.page_cites import page_cite
 
 #: Characters of the source shown on each side of a quoted passage (as on the trace pages' cards).
@@ -132,7 +132,7 @@ def turn(
     title = line.get("chat_title") or ""
     quotes = sorted((r for r in rows if r["table"] in record.QUOTE_TABLES), key=lambda r: r["position"])
     cases = sorted((r for r in rows if r["table"] == record.CASE), key=lambda r: r["answer_offset_start"])
-    codes = [*(str(r["method"]) for r in quotes), *(str(r["status"]) for r in cases)]
+    codes = [*(str(r["method"]) for r in quotes), *(_case_status(r) for r in cases)]
     question = facts.get("question")
     parts = [
         f'<section class="turn" id="turn-{_e(facts["message"])}">\n'
@@ -160,7 +160,7 @@ def turn(
                 (
                     f"{_e(r['citation'])}{_pin(r)}",
                     _e(r.get("case_name") or "—"),
-                    _words(status_in_words(str(r["status"]))),
+                    _words(status_in_words(_case_status(r))),
                     _e(r.get("detail") or "—"),
                 )
                 for r in cases
@@ -186,7 +186,7 @@ def _verdict(
     facts: Mapping[str, Any], *, quotes: Sequence[Mapping[str, Any]], cases: Sequence[Mapping[str, Any]], to_review: int
 ) -> str:
     """The verdict in words, as the trace pages say it, with the count of claims to review."""
-    claims = verdict_of(methods={str(r["method"]) for r in quotes}, case_statuses={str(r["status"]) for r in cases})
+    claims = verdict_of(methods={str(r["method"]) for r in quotes}, case_statuses={_case_status(r) for r in cases})
     words = verdict_in_words(facts.get("verdict"), status=str(facts.get("status")), claims=claims)
     earlier = f" ({_e(words.earlier)}.)" if words.earlier else ""
     count = f" {_plural(to_review, 'claim')} to review." if to_review else ""
@@ -304,3 +304,8 @@ def differences(report: bytes, parts: Sequence[tuple[str, str]]) -> list[str]:
     if offset != len(report):
         return ["report.html: it goes on past the end of the report of the data files"]
     return []
+
+
+def _case_status(row: Mapping[str, Any]) -> str:
+    """A case citation row's status as the verdict counts it (a row of a bundle before pin statuses has none)."""
+    return case_claim_status(str(row["status"]), str(row.get("pin_status") or ""))

@@ -43,6 +43,7 @@ _STATUSES: dict[str, tuple[str, str, str, bool]] = {
     "name_mismatch": ("cited under another case's name", "\u2717", FAIL, True),
     "pin_mismatch": ("the case has no such page (pin cite)", "\u2717", FAIL, True),
     "not_found": ("no case at this citation", "\u2717", FAIL, True),
+    verdict.PIN_UNCHECKED: ("case verified; its pin cite could not be checked: review", "?", REVIEW, True),
     "ambiguous": ("several cases at this citation: review", "?", REVIEW, True),
     "unchecked": ("not checked", "?", REVIEW, True),
     "provenance": ("consulted, not quoted", "\u00b7", INFO, False),

@@ -25,6 +25,8 @@ ORDER = (NONE, PASS, SUPPORTED, REVIEW, FAIL)
 
 #: A quote row's method for a claim that did not hold.
 UNVERIFIED = "unverified"
+#: How a case citation verified whose pin cite nothing could check counts: a person must look at the page.
+PIN_UNCHECKED = "pin_unchecked"
 _PASSING_METHODS = frozenset({EXACT_MATCH, TOLERANT_MATCH})
 _PASSING_CASE_STATUSES = frozenset({"verified"})
 _FAILING_CASE_STATUSES = frozenset({"not_found", "name_mismatch", "pin_mismatch"})
@@ -47,6 +49,13 @@ def verdict_of(*, methods: Collection[str], case_statuses: Collection[str] = (),
     if methods <= _PASSING_METHODS and statuses <= _PASSING_CASE_STATUSES:
         return PASS
     return REVIEW
+
+
+def case_claim_status(status: str, pin_status: str | None = "") -> str:
+    """The status a case citation counts with in the verdict, the review count and the words a reader sees: its
+    own, except that a verified case whose pin cite could not be checked (``pin_status`` ``unchecked``) is
+    :data:`PIN_UNCHECKED`, which needs review."""
+    return PIN_UNCHECKED if status == "verified" and pin_status == "unchecked" else status
 
 
 def worst(*verdicts: str | None) -> str:

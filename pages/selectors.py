@@ -38,7 +38,7 @@ from chats.selectors import chats_visible_to, projects_visible_to
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
 from lqai_verify.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
-from lqai_verify.verdict import verdict_of
+from lqai_verify.verdict import case_claim_status, verdict_of
 from pages import answer as answer_text
 
 QUOTE, CASE = "quote", "case"
@@ -234,7 +234,7 @@ def _turn(message: Message, question: Message | None, *, seal: TurnSealState | N
             status=message.status,
             claims=verdict_of(
                 methods={row.verification_method for row in quotes},
-                case_statuses={case.status for case in message.case_citations.all()},
+                case_statuses={case_claim_status(c.status, c.pin_status) for c in message.case_citations.all()},
             ),
         ),
         seal=seal,
@@ -304,7 +304,7 @@ def _case_claim(case: CaseCitation) -> Claim:
     return Claim(
         id=case.pk,
         kind=CASE,
-        status=status_in_words(case.status),
+        status=status_in_words(case_claim_status(case.status, case.pin_status)),
         source=", ".join(part for part in (case.case_name, case.citation) if part),
         name_written=case.case_name,
         name_found=found.case_name if found is not None else "",

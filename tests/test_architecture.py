@@ -1,6 +1,7 @@
 """Layering: ``citations`` is built on top of ``chats``, so ``chats`` never imports ``citations``; the authority
 library ``authorities`` sits below ``chats``, so it imports none of the apps above it, and ``chats`` uses it
-through ``authorities.selectors`` only.
+through ``authorities.selectors`` only. ``drafts`` (reading a brief) sits on top of ``chats``: it imports
+``chats`` and ``authorities.selectors``, and nothing but the project (``lqai``) imports it.
 
 ``chats`` reaches the ledger only through the ``post_finalize`` signal; an import the other way would make
 the chat domain depend on the layer above it (and invite import cycles).
@@ -131,6 +132,43 @@ def test_the_checker_flags_a_reach_into_the_authority_library(source: str, reach
     hits = [m for _, m in imported_modules(source, package="chats") if _reaches_past_the_selector(m)]
 
     assert (hits != []) is reaches_past
+
+
+# The apps the drafts app is built beside or below, which it never imports: the record of a checked draft is
+# made by chats' finalize service and the post_finalize receivers, like any turn's.
+NOT_FROM_DRAFTS = ("citations", "pages", "demo")
+# What may import the drafts app: the project's settings and URLs.
+ABOVE_DRAFTS = ("lqai",)
+
+
+def test_drafts_imports_chats_and_the_authority_library_only_through_its_selector() -> None:
+    assert _imports_in("drafts", _reaches_past_the_selector) == {}
+    assert _imports_in("drafts", lambda m: any(_is_within(m, app) for app in NOT_FROM_DRAFTS)) == {}
+
+
+def test_nothing_but_the_project_imports_drafts() -> None:
+    # Given every package of the project but drafts itself, the project's settings and URLs, and the tests
+    packages = sorted(
+        path
+        for path in ROOT.iterdir()
+        if (path / "__init__.py").is_file() and path.name not in ("drafts", "tests", *ABOVE_DRAFTS)
+    )
+    assert {"chats", "citations", "authorities", "pages", "demo", "lqai_verify"} <= {p.name for p in packages}
+
+    offending = {
+        str(path.relative_to(ROOT)): hits
+        for package in packages
+        for path in sorted(package.rglob("*.py"))
+        if (
+            hits := [
+                module
+                for _, module in imported_modules(path.read_text(encoding="utf-8"), package=_package_of(path))
+                if _is_within(module, "drafts")
+            ]
+        )
+    }
+
+    assert offending == {}
 
 
 def test_chats_never_imports_citations() -> None:

@@ -16,6 +16,7 @@ from chats.models import Message, Verdict
 from citations import ledger
 from citations.models import CitationLedgerEntry
 from tests import factories
+from tests.conftest import triggers_off
 
 pytestmark = pytest.mark.django_db
 
@@ -33,9 +34,7 @@ def check(*args: str) -> tuple[int, str]:
 def plant(sql: str, params: list[Any]) -> None:
     """Change rows below the application, as a superuser could: on PostgreSQL with the tables' triggers
     (append-only rules) off for this one statement's transaction."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET LOCAL session_replication_role = replica")
+    with transaction.atomic(), connection.cursor() as cursor, triggers_off(cursor):
         cursor.execute(sql, params)
 
 

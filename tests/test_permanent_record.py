@@ -409,7 +409,8 @@ def test_the_orm_refuses_to_rewrite_a_finalized_message(field: str, value: objec
     )
 
     setattr(answer, field, value)
-    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete"):
+    # The database refuses the save (its trigger); the error names the message and its state
+    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete"), transaction.atomic():
         answer.save()
     with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete"):
         Message.objects.filter(pk=answer.pk).update(**{field: value})
@@ -505,6 +506,28 @@ def test_a_finalized_message_saved_unchanged_is_not_refused(matter_chat: Chat) -
     Message.objects.filter(pk=answer.pk).update(content=answer.content, verdict="fail")
 
     assert Message.objects.get(pk=answer.pk).content == answer.content
+
+
+def test_saving_a_message_is_its_update_alone(matter_chat: Chat, django_assert_num_queries: Any) -> None:
+    # The database holds the rule: a save reads nothing first
+    answer = factories.MessageFactory.create(chat=matter_chat, author=matter_chat.owner, verdict="fail")
+
+    with django_assert_num_queries(1):
+        answer.save()
+
+
+@pytest.mark.parametrize(("field", "value"), [("content", "rewritten"), ("verdict", "pass")])
+def test_the_database_refuses_rewriting_a_finalized_message(field: str, value: str, matter_chat: Chat) -> None:
+    answer = factories.MessageFactory.create(chat=matter_chat, author=matter_chat.owner, verdict="fail")
+
+    # A raw UPDATE, below the model layer, is refused on either database (SQLite: chats.0034)
+    with pytest.raises(IntegrityError, match="lqai_append_only"):
+        _raw(f"UPDATE messages SET {field} = %s WHERE id = %s", [value, answer.pk.hex])
+    # and a save's refusal names the message, its state and what cannot change
+    setattr(answer, field, value)
+    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete: its .*{field}"), transaction.atomic():
+        answer.save()
+    assert getattr(Message.objects.get(pk=answer.pk), field) != value
 
 
 def test_the_rule_leaves_a_message_not_yet_finalized_to_its_run() -> None:

@@ -293,6 +293,8 @@ def test_a_pin_nothing_can_check_is_never_within(
     [alone] = finalized(matter_chat, user, f"See {DEMOCRACY_NAME}, 590 F. Supp. 3d 850, 866 (M.D.N.C. 2022).")
     assert (alone.status, alone.pin_status) == ("verified", "unchecked")
     assert "no passage quoted with it" in alone.detail
+    # Nothing green over it: the turn needs a person to look at the page
+    assert Message.objects.get(pk=alone.message_id).verdict == "review"
     # A passage of a slip opinion: its U.S. Reports page is not known
     quote = "The reviewing court must ultimately be satisfied"
     [slip] = finalized(

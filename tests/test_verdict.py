@@ -41,6 +41,17 @@ def test_a_claim_the_verdict_sends_to_review_is_one_the_pages_count_to_review() 
     assert review_count(["exact_match", "altered", "unverified", "verified", "unchecked"]) == 3
 
 
+def test_a_verified_case_whose_pin_cite_nothing_could_check_needs_review() -> None:
+    unchecked_pin = verdict.case_claim_status("verified", "unchecked")
+    assert verdict.verdict_of(methods=["exact_match"], case_statuses=[unchecked_pin]) == "review"
+    assert status_in_words(unchecked_pin).needs_review
+    assert "pin cite could not be checked" in status_in_words(unchecked_pin).words
+    assert verdict.case_claim_status("verified", "within") == "verified"
+    assert verdict.case_claim_status("verified", "") == "verified"
+    assert verdict.case_claim_status("pin_mismatch", "outside") == "pin_mismatch"
+    assert review_count([verdict.case_claim_status("verified", "unchecked"), "verified"]) == 1
+
+
 def test_a_review_is_never_green_and_the_vocabulary_is_the_model_s() -> None:
     assert verdict_in_words("review").tone == "review"
     assert verdict_in_words("pass").tone == "ok"

@@ -1,21 +1,12 @@
 """The case-citation check of an answer: does each cited case exist, and is it the case the answer names?
 
-:func:`check_case_citations` gives one :class:`CheckedCitation` per citation span eyecite finds in the
-answer (see :mod:`chats.case_citations.extraction`):
-
-- a full case citation is looked up by its normalized volume/reporter/page, first in the local opinion
-  store, then (when a CourtListener client is configured) in CourtListener's citation-lookup API; a case
-  found is compared with the name written in the answer (:func:`chats.case_citations.names.names_match`):
-  ``verified`` or ``name_mismatch`` (the detail gives both names); otherwise ``not_found`` (only
-  CourtListener, which covers all reported cases, can say so), ``ambiguous`` (with the candidate
-  opinions) or ``unchecked`` (with why: not in the local store and CourtListener not configured, no page
-  number, CourtListener rate-limiting or unreachable, ...);
-- a short form (``Fisher, 570 U.S., at 311``) takes the outcome of the full citation it resolves to, and
-  its own short name, when written, must match either party of that case;
-- ``id.``, ``supra`` and references by name take the outcome of the citation they resolve to;
-- statutes and other citation kinds are ``unchecked`` with why, never dropped.
-
-The check never raises for a lookup failure: the worst outcome is ``unchecked`` with the reason.
+:func:`check_case_citations` gives one :class:`CheckedCitation` per citation span found in the answer
+(:mod:`chats.case_citations.extraction`): a full case citation is looked up by volume/reporter/page in the
+local opinion store, then in CourtListener when configured, and compared with the name written
+(``verified``, ``name_mismatch``, ``not_found``, ``ambiguous`` or ``unchecked`` with why); short forms,
+``id.``, ``supra`` and references take the outcome of the citation they resolve to; statutes and other kinds
+are ``unchecked`` with why, never dropped. It never raises for a lookup failure: the worst outcome is
+``unchecked`` with the reason. Each outcome: docs/verification.md.
 """
 
 from __future__ import annotations

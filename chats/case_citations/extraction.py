@@ -6,8 +6,8 @@ of the text: full case citations with their normalized volume/reporter/page (``5
 ``supra`` and references by name linked to the full citation eyecite resolves them to; statutes and
 anything else as what they are, so that the caller can list them as unchecked.
 
-eyecite is imported on first use, not at start-up, and used through its public API as published: the only
-thing passed to it is a tokenizer (:func:`tokenizer`), which selects the same extractors as its default one.
+eyecite is imported on first use, not at start-up, and used through its public API as published:
+``get_citations`` with its default tokenizer.
 """
 
 from __future__ import annotations
@@ -80,26 +80,6 @@ def _eyecite() -> Any:
 
 def _not_an_overlap_warning(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Unknown overlap case")
-
-
-@functools.cache
-def tokenizer() -> Any:
-    """eyecite's default tokenizer (Aho-Corasick prefilter, then the regexes of the extractors it selects),
-    selecting the same extractors without hashing them: an extractor's hash is that of its ``repr``, which
-    spells out its whole regex, and hashing them took a quarter of the time of a 20 KB answer."""
-    from eyecite.tokenizers import AhocorasickTokenizer, _strip_ws
-
-    class Tokenizer(AhocorasickTokenizer):
-        def get_extractors(self, text: str) -> Any:
-            stripped = _strip_ws(text)
-            selected = {id(extractor): extractor for extractor in self.unfiltered_extractors}
-            for _, extractors in self.case_sensitive_filter.iter(stripped):
-                selected.update((id(extractor), extractor) for extractor in extractors)
-            for _, extractors in self.case_insensitive_filter.iter(stripped.lower()):
-                selected.update((id(extractor), extractor) for extractor in extractors)
-            return selected.values()
-
-    return Tokenizer()
 
 
 def _key(citation: Any) -> CitationKey | None:
@@ -228,7 +208,7 @@ def _blank_emphasis(text: str) -> str:
 def _eyecite_citations(text: str) -> list[Any]:
     """eyecite's citations of ``text`` (emphasis blanked), in text order (eyecite may return overlapping ones
     out of it; resolution assumes it)."""
-    return sorted(_eyecite().get_citations(text, tokenizer=tokenizer()), key=lambda c: c.span())
+    return sorted(_eyecite().get_citations(text), key=lambda c: c.span())
 
 
 def _found_citations(original: str, text: str, placed: list[tuple[Any, int]]) -> list[FoundCitation]:
