@@ -6,7 +6,7 @@ Not a test: run ``.venv/bin/python -m benchmarks.verification_bench`` to print a
 ``--against TREE`` compares this build with another checkout of the project (e.g. ``git worktree add /tmp/vold
 d5621fc``): rounds of one process per build, alternating, each running :func:`cpu_run` with that build's
 ``lqai_verify.verification`` on this build's corpus (the same source and the same quotes for both), then the medians and
-their ratios.
+their ratios. Both modes also run :func:`adversarial`: the misquotes of the project's tests, none of which may verify.
 """
 
 from __future__ import annotations
@@ -25,6 +25,90 @@ from pathlib import Path
 from lqai_verify.verification import EXACT_MATCH, TOLERANT_MATCH, NormalizedSource
 
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
+DATA_DIR = CORPUS_DIR.parent
+# Misquotes of the project's tests (tests/test_verification_altered.py, tests/test_verification_rules4.py), each on
+# the text it misquotes: none may verify as exact or tolerant. Then quotes written the way briefs write them, which
+# must verify without a flag.
+ADVERSARIAL = (
+    (
+        "opinions/hogarth-v-bell-edn-c-2025.txt",
+        "Freeman . . . no injury is traceable to her because of her declaration",
+    ),
+    ("opinions/hogarth-v-bell-edn-c-2025.txt", ". . . no injury is traceable to her because of her declaration"),
+    (
+        "opinions/hogarth-v-bell-edn-c-2025.txt",
+        "Freeman asserts that no injury is traceable to her because of her declaration. . . . As district attorney, "
+        "Freeman has the exclusive power to initiate criminal prosecutions",
+    ),
+    ("statutes/42-usc-1981-1988.txt", "All persons . . . shall have the same right"),
+    ("statutes/42-usc-1981-1988.txt", "Every person who . . . subjects, or causes to be subjected"),
+    ("opinions/alabama-ago-2018-046.txt", "only candidates . . . are to be placed on the primary"),
+    (
+        "opinions/democracy-nc-v-nc-board-of-elections-mdnc-2022.txt",
+        ". . . for any voter to permit another person to assist the voter in marking that voter's absentee ballot",
+    ),
+    (
+        "opinions/in-re-sjs-134-sw3d-673-mo-ct-app-2004.txt",
+        "Father admitted that from October 1996 on, he had no contact with S.J.S. and did not pay child "
+        "support . . . .",
+    ),
+    (
+        "opinions/hogarth-v-bell-edn-c-2025.txt",
+        "[The State Bureau of Investigation] also bears the duty, jointly with district attorneys",
+    ),
+    ("opinions/in-re-sjs-134-sw3d-673-mo-ct-app-2004.txt", "[Stepfather] did, however, provide medical insurance"),
+    (
+        "opinions/fisher-v-university-of-texas-2013-slip.txt",
+        "[The University] contends that the University\u2019s use of race in the admissions process violated",
+    ),
+    (
+        "opinions/hogarth-v-bell-edn-c-2025.txt",
+        "[The plaintiff] also seeks fees and costs under 42 U.S.C. \u00a7 1988",
+    ),
+    (
+        "opinions/fisher-v-university-of-texas-2013-slip.txt",
+        "[The University] considers race as one of various factors",
+    ),
+    (
+        "opinions/fisher-v-university-of-texas-2013-slip.txt",
+        "[The University], who is Caucasian, was rejected for admission",
+    ),
+    ("opinions/in-re-sjs-134-sw3d-673-mo-ct-app-2004.txt", "He . . . owed back child support of over $88,800.00"),
+    (
+        "opinions/in-re-sjs-134-sw3d-673-mo-ct-app-2004.txt",
+        "approving or ordering transfer of custody. . . . In enacting section 453.110.1, the purpose of the "
+        "legislature was to prohibit the indiscriminate transfer of children",
+    ),
+    (
+        "opinions/in-re-sjs-134-sw3d-673-mo-ct-app-2004.txt",
+        "the custody of a child could not be transferred at the whim of the individual in charge of the child . . . .",
+    ),
+    (
+        "opinions/in-re-sjs-134-sw3d-673-mo-ct-app-2004.txt",
+        "the policy considerations which prompt the application of section 453.110.1 do not arise in the situation",
+    ),
+)
+LEGITIMATE = (
+    (
+        "opinions/fisher-v-university-of-texas-2013-slip.txt",
+        "it asserts that it is a temporary necessity because of the enduring race consciousness of our society. . . . "
+        "Yet again, the University echoes the hollow justifications advanced by the segregationists.",
+    ),
+    (
+        "opinions/kentucky-oag-18-011-2018.txt",
+        "Electioneering shall include the displaying of signs, the distribution of campaign literature, . . . "
+        "but shall not include exit polling",
+    ),
+    (
+        "opinions/democracy-nc-v-nc-board-of-elections-mdnc-2022.txt",
+        "Plaintiff Hutchins also challenges Sections 163-231(b)(1) and 163-226.3(a)(5), . . . both of which concern",
+    ),
+    (
+        "opinions/hogarth-v-bell-edn-c-2025.txt",
+        "[The State Board] also bears the duty, jointly with district attorneys, to investigate violations",
+    ),
+    ("opinions/in-re-sjs-134-sw3d-673-mo-ct-app-2004.txt", "[Father] did, however, provide medical insurance"),
+)
 QUOTE_CHARS = (80, 400)  # quote lengths, like real quoted sentences or short passages
 _WORD = re.compile(r"\S+")
 _CURLY = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2014": "--", "\u2013": "-"})
@@ -69,6 +153,38 @@ def pick_quotes(source: str, count: int, rng: random.Random) -> tuple[list[str],
         if quote != passage and quote not in source:
             perturbed.append(quote)
     return verbatim, perturbed
+
+
+def adversarial() -> dict[str, float]:
+    """How many of :data:`ADVERSARIAL` verify as exact or tolerant (must be 0), and how many of :data:`LEGITIMATE`
+    do not (a false alarm), with this build's rules."""
+    sources: dict[str, NormalizedSource] = {}
+
+    def clean(name: str, quote: str) -> bool:
+        if name not in sources:
+            sources[name] = NormalizedSource.build((DATA_DIR / name).read_text(encoding="utf-8"))
+        match = sources[name].verify(quote)
+        return match is not None and match.method in (EXACT_MATCH, TOLERANT_MATCH)
+
+    return {
+        "misquotes": float(len(ADVERSARIAL)),
+        "misquotes_verified": float(sum(clean(name, quote) for name, quote in ADVERSARIAL)),
+        "legitimate": float(len(LEGITIMATE)),
+        "legitimate_flagged": float(sum(not clean(name, quote) for name, quote in LEGITIMATE)),
+    }
+
+
+def elide(passages: list[str], rng: random.Random) -> list[str]:
+    """Each passage with a few words of its middle omitted by an ellipsis (`. . .`), the way briefs shorten a
+    quote: the omission rules (and, from rules version 4, their reading of what was omitted) run on every one."""
+    quotes = []
+    for passage in passages:
+        words = passage.split()
+        if len(words) < 10:  # room for an omission between kept words
+            continue
+        i = rng.randint(3, len(words) - 6)
+        quotes.append(" ".join([*words[:i], ". . .", *words[i + rng.randint(1, 4) :]]))
+    return quotes
 
 
 def _linearity(full: str, half: str, repeats: int = 7) -> tuple[float, float]:
@@ -135,7 +251,14 @@ def cpu_run(quotes: int = 1000, source_bytes: int = 1_000_000, passes: int = 3) 
     rng = random.Random(20130624)
     source = build_source(source_bytes)
     verbatim, perturbed = pick_quotes(source, quotes, rng)
-    best = {"normalize_s": float("inf"), "exact_qps": 0.0, "tolerant_qps": 0.0, "tolerant_qps_warm": 0.0}
+    elided = elide(verbatim, rng)
+    best = {
+        "normalize_s": float("inf"),
+        "exact_qps": 0.0,
+        "tolerant_qps": 0.0,
+        "tolerant_qps_warm": 0.0,
+        "elided_qps": 0.0,
+    }
     for _ in range(passes):
         c0 = time.process_time()
         normalized = NormalizedSource.build(source)
@@ -149,7 +272,11 @@ def cpu_run(quotes: int = 1000, source_bytes: int = 1_000_000, passes: int = 3) 
         for q in perturbed:
             normalized.verify(q)
         c4 = time.process_time()
+        for q in elided:
+            normalized.verify(q)
+        c5 = time.process_time()
         best["normalize_s"] = min(best["normalize_s"], c1 - c0)
+        best["elided_qps"] = max(best["elided_qps"], len(elided) / (c5 - c4))
         best["exact_qps"] = max(best["exact_qps"], len(verbatim) / (c2 - c1))
         best["tolerant_qps"] = max(best["tolerant_qps"], len(perturbed) / (c3 - c2))
         best["tolerant_qps_warm"] = max(best["tolerant_qps_warm"], len(perturbed) / (c4 - c3))
@@ -191,6 +318,8 @@ def main() -> None:
         print(json.dumps(cpu_run(quotes=args.quotes, source_bytes=args.source_bytes)))
         return
     if args.against is not None:
+        checks = adversarial()
+        print("  ".join(f"{name}={value:.0f}" for name, value in checks.items()))
         table = compare(args.against.resolve(), args.rounds, args.quotes, args.source_bytes)
         print(f"{'metric':<18}  {'this':>12}  {'other':>12}  {'ratio':>6}")
         for name in table["this"]:
@@ -200,6 +329,7 @@ def main() -> None:
         return
     results = run()
     results.update({f"cpu_{name}": value for name, value in cpu_run().items()})
+    results.update(adversarial())
     width = max(len(name) for name in results)
     print(f"{'metric':<{width}}  value")
     print(f"{'-' * width}  {'-' * 14}")

@@ -33,7 +33,7 @@ from citations import keys, seals
 from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
 from lqai_verify import record, report
-from lqai_verify.verification import VERIFIER_VERSION
+from lqai_verify.verification import RULES, VERIFIER_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -162,17 +162,26 @@ def export_file(*, of: Project | Chat, user_id: int) -> IO[bytes]:
     return bundle
 
 
-def excerpt_for(row: dict[str, Any], text: str) -> tuple[int, str]:
+def excerpt_for(row: dict[str, Any], text: str, *, sealed_rules: str = VERIFIER_VERSION) -> tuple[int, str]:
     """The text a recipient needs to re-verify a quote row: its passage with :data:`CONTEXT_CHARS` on each
     side, or the whole text if the quote does not verify the same way against that excerpt alone as against
     the whole text (a quote verified under earlier rules, which today's rules judge otherwise, differs from
-    its row the same way against either: the excerpt is enough)."""
+    its row the same way against either: the excerpt is enough). ``sealed_rules``: the rules version its turn
+    was sealed under; the recipient re-runs those too where this verifier still has them, so the excerpt must
+    be enough under both."""
     start = max(0, row["offset_start"] - CONTEXT_CHARS)
     excerpt = text[start : row["offset_end"] + CONTEXT_CHARS]
-    differences = record.quote_differences(row, excerpt, start)
-    if differences and differences != record.quote_differences(row, text, 0):
-        return 0, text
+    versions: list[int | None] = [None]  # today's rules
+    if sealed_rules != VERIFIER_VERSION and sealed_rules in _KNOWN_RULES:
+        versions.append(int(sealed_rules))
+    for rules in versions:
+        differences = record.quote_differences(row, excerpt, start, rules=rules)
+        if differences and differences != record.quote_differences(row, text, 0, rules=rules):
+            return 0, text
     return start, excerpt
+
+
+_KNOWN_RULES = {str(version) for version in RULES}
 
 
 class ChatOfAMatter(ValueError):
@@ -392,7 +401,11 @@ def _export_batch(
             if source is None:
                 continue
             text = source.content if isinstance(source, Document) else source.text
-            excerpt_start, excerpt = excerpt_for(row, text)
+            # A turn sealed on time under earlier rules is re-verified under them too (lqai_verify.bundle).
+            on_time = sealed and seal is not None and not seal["late"]
+            excerpt_start, excerpt = excerpt_for(
+                row, text, sealed_rules=seal["verifier_version"] if on_time and seal else VERIFIER_VERSION
+            )
             key = record.row_key(row)
             pages = pages_of_span(source.pages, row["offset_start"], row["offset_end"])
             citation = None if isinstance(source, Document) else source.citation

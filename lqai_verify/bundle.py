@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lqai_verify import record, report
-from lqai_verify.verification import VERIFIER_VERSION, page_cites
+from lqai_verify.verification import RULES, VERIFIER_VERSION, page_cites
 
 REQUIRED = ("manifest.json", "manifest.sig", "public_key.json")
 JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl")
@@ -252,11 +252,12 @@ def _check_quote(
     seal: dict[str, Any] | None,
 ) -> None:
     """A verified quote against its bundled passage. The passage must be the one recorded. The quote is then
-    re-verified: a difference is a problem in a turn sealed on time under this verifier's rules. It is a warning
-    in a turn sealed late (verified before its seal, perhaps under earlier rules: the seal proves nothing of
-    before) and in one sealed under other rules (its seal names them; their verifier checks it strictly), so
-    that a matter sealed across an upgrade of the rules still verifies, and says where today's rules differ.
-    ``seal``: the turn's latest seal (``None``: the turn is not sealed)."""
+    re-verified: a difference is a problem in a turn sealed on time under this verifier's rules, or under earlier
+    rules it still has (re-run under those rules; where today's read it otherwise, a warning naming both). It is
+    a warning in a turn sealed late (verified before its seal, perhaps under earlier rules: the seal proves
+    nothing of before) and in one sealed under rules this verifier does not have (their verifier checks it
+    strictly), so that a matter sealed across an upgrade of the rules still verifies, and says where today's
+    rules differ. ``seal``: the turn's latest seal (``None``: the turn is not sealed)."""
     problems = record.passage_differences(row, excerpt, excerpt_start)
     result.problems += [f"{where}: {p}" for p in problems]
     if problems:
@@ -268,6 +269,21 @@ def _check_quote(
             "verified against"
         )
     facts_format = None if seal is None else record.sealed_format(seal["row_digests"])
+    sealed_rules = _earlier_rules(seal)
+    if sealed_rules is not None:
+        # Sealed on time under earlier rules this verifier still has: checked strictly under them, and where
+        # today's rules read the quote otherwise, that is a warning (not a change of the record).
+        strict = record.reverification_differences(
+            row, excerpt, excerpt_start, facts_format=facts_format, rules=sealed_rules
+        )
+        result.problems += [f"{where}: under the rules it was sealed by ({sealed_rules}): {d}" for d in strict]
+        if not strict:
+            today = record.reverification_differences(row, excerpt, excerpt_start, facts_format=facts_format)
+            result.warnings += [
+                f"{where}: under today's rules ({VERIFIER_VERSION}), not those it was sealed by ({sealed_rules}), {d}"
+                for d in today
+            ]
+        return
     differences = record.reverification_differences(row, excerpt, excerpt_start, facts_format=facts_format)
     # Why a difference is not this verifier's to judge, if it is not: then it is a warning, else a problem.
     not_judged = ""
@@ -286,6 +302,15 @@ def _check_quote(
         result.warnings += [f"{where}: {d} ({not_judged})" for d in differences]
     else:
         result.problems += [f"{where}: {d}" for d in differences]
+
+
+def _earlier_rules(seal: dict[str, Any] | None) -> int | None:
+    """The version of the rules a turn sealed on time under earlier rules than today's was sealed by, if this
+    verifier still has it (``lqai_verify.verification.RULES``); else None."""
+    if seal is None or seal["late"] or seal["verifier_version"] == VERIFIER_VERSION:
+        return None
+    version = seal["verifier_version"]
+    return int(version) if version.isdigit() and int(version) in RULES else None
 
 
 def read_members(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, bytes], list[str]]:
@@ -733,7 +758,7 @@ def _chain(data: bytes, chain: str, seal_keys: dict[str, Any], result: Verificat
         try:
             for problem in _seal_problems(seal, previous, chain=chain, seal_keys=seal_keys):
                 result.problems.append(f"{where}: {problem}")
-            if seal["verifier_version"] != VERIFIER_VERSION:
+            if seal["verifier_version"] != VERIFIER_VERSION and _earlier_rules(seal) is None:
                 result.warnings.append(
                     f"{where}: sealed under verification rules {seal['verifier_version']!r}, this verifier has "
                     f"{VERIFIER_VERSION!r}: use the verifier of that version if a quote does not re-verify"

@@ -120,8 +120,12 @@ class ListedAlteration:
 
 def describe(alteration: dict[str, Any], replaced: str) -> str:
     """An alteration in words: its kind (and detail), what the quote wrote, the source text ``replaced`` it
-    stands for or omits, and why it may change what the source says (an ``altered`` quote's)."""
+    stands for or omits, how the verifier read it (its ``note``: a bracket's resolved referent), and why it may
+    change what the source says (an ``altered`` quote's)."""
     described = _described(alteration, replaced)
+    note = alteration.get("note") or ""  # how the verifier read it (rules version 4: a resolved referent)
+    if note:
+        described = f"{described} ({note})"
     alters = alteration.get("alters") or ""  # rows stored before it was recorded have none
     return f"{described} \u2014 may change what the source says: {alters}" if alters else described
 

@@ -21,7 +21,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from lqai_verify.verification import NormalizedSource, alterations_record, context_flags_record
+from lqai_verify.verification import CURRENT_RULES, NormalizedSource, alterations_record, context_flags_record
 
 # The facts format new seals are made in; /1 (before it) sealed fewer fields of a row (:data:`UNSEALED_FIELDS`).
 FACTS_FORMAT = "lqai-turn-facts/2"
@@ -383,15 +383,23 @@ def passage_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int
 
 
 def reverification_differences(
-    row: Mapping[str, Any], excerpt: str, excerpt_start: int, *, facts_format: str | None = FACTS_FORMAT
+    row: Mapping[str, Any],
+    excerpt: str,
+    excerpt_start: int,
+    *,
+    facts_format: str | None = FACTS_FORMAT,
+    rules: int | None = None,
 ) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
     code (``lqai_verify.verification``): the match's method, span, confidence and alterations, and its context flags
     where the row records them (every row of an ``lqai-export/3`` or later bundle, sealed or, in a turn sealed in facts
     format /1, not), must be what the row records, that is what the rules that verified it said (this version's,
     for a turn sealed on time). ``facts_format``: that of the turn's seal (``None``: the turn is not sealed), so
-    that a difference calls the row's value sealed only where it is."""
-    match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
+    that a difference calls the row's value sealed only where it is. ``rules``: the version of the rules to
+    re-run (one this verifier has, ``lqai_verify.verification.RULES``; ``None``: today's)."""
+    match, why = NormalizedSource.build(excerpt).verify_detailed(
+        row["quote"], rules=CURRENT_RULES if rules is None else rules
+    )
     if match is None:
         return [f"the quote no longer verifies against its passage ({why or 'not found'})"]
     found = {
@@ -417,6 +425,11 @@ def reverification_differences(
     ]
 
 
-def quote_differences(row: Mapping[str, Any], excerpt: str, excerpt_start: int) -> list[str]:
-    """:func:`passage_differences`, then (if the passage is there) :func:`reverification_differences`."""
-    return passage_differences(row, excerpt, excerpt_start) or reverification_differences(row, excerpt, excerpt_start)
+def quote_differences(
+    row: Mapping[str, Any], excerpt: str, excerpt_start: int, *, rules: int | None = None
+) -> list[str]:
+    """:func:`passage_differences`, then (if the passage is there) :func:`reverification_differences` (under
+    ``rules``, today's if ``None``)."""
+    return passage_differences(row, excerpt, excerpt_start) or reverification_differences(
+        row, excerpt, excerpt_start, rules=rules
+    )

@@ -35,7 +35,7 @@ from citations.models import TurnSeal
 from lqai_verify import record
 from lqai_verify.__main__ import main as lqai_verify_main
 from lqai_verify.bundle import BundleError, verify_bundle
-from lqai_verify.verification import verify_quote
+from lqai_verify.verification import alterations_record, verify_quote
 from tests import factories
 from tests.test_backfill import _Terminal
 from tests.test_seals import (
@@ -255,6 +255,58 @@ def test_a_quote_todays_rules_judge_otherwise_warns_unless_its_turn_was_sealed_o
         assert "sealed under verification rules '2', not this verifier's" in named[0]
     else:
         assert result.problems == named
+
+
+# Hogarth v. Bell (E.D.N.C. 2025): the court reports Freeman's assertion, then rejects it.
+_HOGARTH = (
+    "First, Freeman asserts that no injury is traceable to her because of her declaration. This point is unavailing."
+)
+# Version 3 verified it as tolerant; version 4 reads it as altered (the omission drops who asserts it).
+_VOICE_QUOTE = "Freeman . . . no injury is traceable to her because of her declaration"
+
+
+@pytest.mark.parametrize("recorded", ["as rules 3 said", "otherwise"])
+@pytest.mark.django_db
+def test_a_quote_sealed_under_rules_3_is_checked_under_them_and_todays_difference_is_a_warning(
+    matter_chat: Chat, tmp_path: Path, recorded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn sealed on time under rules 3, which this verifier still has: its quote is re-verified under rules 3
+    (a difference from the row is a problem: the record is not what its rules said), and where today's rules read
+    it otherwise, that is a warning naming both versions."""
+    message = factories.MessageFactory.create(chat=matter_chat)
+    document = factories.DocumentFactory.create(project=matter_chat.project, content=_HOGARTH)
+    match = verify_quote(_VOICE_QUOTE, _HOGARTH, rules=3)
+    assert match is not None
+    assert match.method == "tolerant_match"
+    quote = factories.DocumentQuoteFactory.create(
+        message=message,
+        document=document,
+        quote=_VOICE_QUOTE,
+        source_offset_start=match.start,
+        source_offset_end=match.end,
+        verification_method=match.method,
+        verification_confidence=match.confidence if recorded == "as rules 3 said" else 0.5,
+        alterations=alterations_record(match),
+    )
+    ledger.assemble(message)
+    monkeypatch.setattr(seals, "VERIFIER_VERSION", "3")
+    seals.seal_turn(message_id=message.pk)
+
+    result = verify_bundle(export(matter_chat, tmp_path / "rules3.zip"), public_key=fingerprint())
+
+    where = f"(turn {message.pk}, quote message_citations:{quote.pk})"
+    if recorded == "otherwise":
+        assert [p for p in result.problems if where in p] == [
+            next(p for p in result.problems if where in p and "under the rules it was sealed by (3)" in p)
+        ]
+        assert "re-verified, its confidence is 0.87, the sealed row says 0.5" in result.problems[0]
+        return
+    assert result.problems == []
+    today = [w for w in result.warnings if where in w]
+    assert today, result.warnings
+    assert all("under today's rules (4), not those it was sealed by (3)" in w for w in today)
+    assert any("its method is 'altered', the sealed row says 'tolerant_match'" in w for w in today)
+    assert not any("use the verifier of that version" in w for w in result.warnings)
 
 
 def test_a_quote_todays_rules_judge_otherwise_is_bundled_in_context_not_with_its_whole_source() -> None:

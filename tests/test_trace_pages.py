@@ -568,3 +568,20 @@ def test_an_older_turn_without_reply_to_gets_the_question_asked_with_it(member_c
     questions = re.findall(r'<span class="label">Question</span> (Older question \d)', html)
     assert questions == ["Older question 0", "Older question 1", "Older question 2"]
     assert "(no question recorded)" not in html
+
+
+def test_a_resolved_referent_is_shown_with_its_bracket() -> None:
+    # Hogarth v. Bell: "The State Board has a statutorily imposed duty ... It also bears the duty, jointly ..."
+    from lqai_verify.passage_html import describe
+    from lqai_verify.verification import alterations_record
+    from tests.conftest import corpus_text, normalized
+
+    name = "opinions/hogarth-v-bell-edn-c-2025.txt"
+    match = normalized(name).verify("[The State Board] also bears the duty, jointly with district attorneys")
+    assert match is not None
+    [alteration] = alterations_record(match)
+    start, end = int(alteration["source_start"]), int(alteration["source_end"])
+    assert describe(alteration, corpus_text(name)[start:end]) == (
+        "bracket (reference): the quote's \u201c[The State Board]\u201d stands for \u201cIt\u201d "
+        "([The State Board] stands for \u201cIt\u201d; the sentence before names the State Board)"
+    )

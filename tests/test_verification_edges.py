@@ -34,6 +34,11 @@ _LIMITING_AFTER = re.compile(
     r"|without|barring|no|nothing|none|neither|nor)\b",
     re.IGNORECASE,
 )
+# Rules version 4 adds the concessions: `, although he was able to pay` limits a passage as much.
+_LIMITING_AFTER_4 = re.compile(
+    _LIMITING_AFTER.pattern.replace("|nor)", "|nor|although|though|even\\s+though|even\\s+if|despite|regardless)"),
+    re.IGNORECASE,
+)
 
 
 def reference_limits_before(source: str, start: int, window: int = 60) -> tuple[str, int, int] | None:
@@ -55,11 +60,11 @@ def reference_limits_before(source: str, start: int, window: int = 60) -> tuple[
     return found
 
 
-def reference_limits_after(source: str, end: int) -> tuple[int, int] | None:
+def reference_limits_after(source: str, end: int, rules: int = 4) -> tuple[int, int] | None:
     """A limiting phrase right after ``end``, unless the passage closed its sentence; `No.` is no negation."""
     if _SENTENCE_CLOSE.search(source[max(0, end - 4) : end]):
         return None
-    m = _LIMITING_AFTER.match(source, end, min(len(source), end + 80))
+    m = (_LIMITING_AFTER_4 if rules >= 4 else _LIMITING_AFTER).match(source, end, min(len(source), end + 80))
     if m is None or (m.group("words").lower() == "no" and source[m.end() : m.end() + 1] == "."):
         return None
     return m.span("words")
@@ -72,8 +77,9 @@ def assert_edges_agree(text: str) -> tuple[int, int]:
         expected = reference_limits_before(text, pos)
         assert limits_before(text, pos) == expected, (pos, text[max(0, pos - 60) : pos])
         before += expected is not None
-        expected_after = reference_limits_after(text, pos)
-        assert limits_after(text, pos) == expected_after, (pos, text[pos : pos + 80])
+        for rules in (3, 4):
+            expected_after = reference_limits_after(text, pos, rules)
+            assert limits_after(text, pos, rules=rules) == expected_after, (rules, pos, text[pos : pos + 80])
         after += expected_after is not None
     return before, after
 
@@ -90,7 +96,8 @@ def test_edge_reads_agree_with_the_plain_reading_on_every_position_of_the_opinio
 # `\u212a` (Kelvin sign), which case-insensitive matching folds to ASCII letters, and the marks of a clause's end.
 _NEAR_MISS_WORDS = """unless excepting but if in part so long as subject to extent until absent notwithstanding save
     however never other than without barring whenever where piano commonly governor honor knot Not NOT ONLY Unless
-    BUT If nothing nobody noted nonetheless norm North No. no."""
+    BUT If nothing nobody noted nonetheless norm North No. no. although though even though even if despite
+    regardless thought Although"""
 _PIECES = [
     *sorted(NEGATIONS | _LIMITING_BEFORE),
     *_NEAR_MISS_WORDS.split(),

@@ -8,10 +8,18 @@ A match runs from a token boundary to a token boundary of the source; tolerance 
 Bluebook alterations :mod:`.policy` allows, never for words; a per-quote search budget bounds pathological
 inputs (they fail closed). Pure Python (no Django): the server and the offline verifier import it alike.
 The tiers, the confidence scale and what each status promises: docs/verification.md.
+Each rule belongs to a version (``RULES``; version 4 adds :mod:`.omissions` and :mod:`.referents`), and
+``verify_quote(..., rules=3)`` still applies an earlier one.
 """
 
 from lqai_verify.verification.engine import NormalizedSource, verify_quote, verify_quote_detailed
-from lqai_verify.verification.policy import ALTERED_MAX_CONFIDENCE, MAX_BRACKET_WORDS, SUBSTITUTION_MAX_CONFIDENCE
+from lqai_verify.verification.policy import (
+    ALTERED_MAX_CONFIDENCE,
+    CURRENT_RULES,
+    MAX_BRACKET_WORDS,
+    RULES,
+    SUBSTITUTION_MAX_CONFIDENCE,
+)
 from lqai_verify.verification.results import (
     ALTERED,
     CONTEXT_FLAGS,
@@ -29,19 +37,23 @@ from lqai_verify.verification.results import (
 from lqai_verify.verification.search import MAX_ELLIPSIS_GAP
 
 # The version of these rules, sealed with every turn's facts: a change of what verifies, or of the offsets,
-# confidence or alterations a match reports, must change it, so that a seal says which rules it was made by.
-VERIFIER_VERSION = "3"
+# confidence or alterations a match reports, must change it, so that a seal says which rules it was made by. Every
+# version in ``RULES`` can still be applied (``verify_detailed(quote, rules=3)``): the offline verifier checks a quote
+# under the rules it was sealed by.
+VERIFIER_VERSION = str(CURRENT_RULES)
 
 __all__ = [
     "ALTERED",
     "ALTERED_MAX_CONFIDENCE",
     "CONTEXT_FLAGS",
+    "CURRENT_RULES",
     "EXACT_MATCH",
     "LIMITED_AFTER",
     "LIMITED_BEFORE",
     "MAX_BRACKET_WORDS",
     "MAX_ELLIPSIS_GAP",
     "NEGATED_BEFORE",
+    "RULES",
     "SUBSTITUTION_MAX_CONFIDENCE",
     "TOLERANT_MATCH",
     "VERIFIER_VERSION",

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 
-from lqai_verify.verification import policy
+from lqai_verify.verification import omissions, policy, referents
 from lqai_verify.verification.normalization import (
     _Canon,
     _normalize,
@@ -15,7 +15,7 @@ from lqai_verify.verification.normalization import (
     find_layout,
     is_token_boundary,
 )
-from lqai_verify.verification.policy import ALTERED_MAX_CONFIDENCE, SUBSTITUTION_MAX_CONFIDENCE
+from lqai_verify.verification.policy import ALTERED_MAX_CONFIDENCE, CURRENT_RULES, SUBSTITUTION_MAX_CONFIDENCE
 from lqai_verify.verification.results import (
     ALTERED,
     BRACKET,
@@ -124,17 +124,17 @@ def _sentence_start(source: str, pos: int) -> int:
     return start
 
 
-def _judged(source: str, match: QuoteMatch, layout: list[tuple[int, int]]) -> QuoteMatch:
+def _judged(source: str, match: QuoteMatch, layout: list[tuple[int, int]], rules: int) -> QuoteMatch:
     """``match`` with its context flags and its edge omissions' source text, ``altered`` (confidence capped at
     ``ALTERED_MAX_CONFIDENCE``) if an alteration, an omission or an edge may change what the source says.
     ``layout``: the source's layout (:func:`find_layout`); a page break between a passage and what limits it
-    hides nothing."""
+    hides nothing. ``rules``: the version of the rules to apply (:data:`policy.CURRENT_RULES` or an earlier one)."""
     flags: list[ContextFlag] = []
-    after = policy.limits_after(source, match.end, after_layout(source, match.end, layout))
+    after = policy.limits_after(source, match.end, after_layout(source, match.end, layout), rules=rules)
     if after is not None:
         flags.append(ContextFlag(LIMITED_AFTER, *after))
     resume = before_layout(source, match.start, layout)
-    before = policy.limits_before(source, resume) or policy.limits_opening(source, resume)
+    before = policy.limits_before(source, resume) or policy.limits_opening(source, resume, rules=rules)
     if before is not None:
         flags.append(ContextFlag(*before))
     if not match.alterations:  # a verbatim quote: no omission at its edges to fill in
@@ -160,7 +160,11 @@ def _judged(source: str, match: QuoteMatch, layout: list[tuple[int, int]]) -> Qu
             alterations[i] = replace(a, source_start=begin, source_end=end, alters=why)
         elif a.source_start <= match.start:
             why = "a leading omission drops a negation or a limiting word" if before is not None else ""
-            alterations[i] = replace(a, source_start=_sentence_start(source, match.start), alters=why)
+            begin = _sentence_start(source, match.start)
+            if rules >= 4:
+                begin = omissions.sentence_start(source, match.start)
+                why = omissions.leading_alters(source[begin : match.start]) or why
+            alterations[i] = replace(a, source_start=begin, alters=why)
     if not flags and not any(a.alters for a in alterations):
         return match if alterations == list(match.alterations) else replace(match, alterations=tuple(alterations))
     return replace(
@@ -253,19 +257,22 @@ class NormalizedSource:
         if self._fallback is not self._primary:
             yield self._fallback
 
-    def verify(self, quote: str) -> QuoteMatch | None:
+    def verify(self, quote: str, *, rules: int = CURRENT_RULES) -> QuoteMatch | None:
         """Find ``quote`` in the source: exact first, then tolerant tiers; ``None`` if it is not there."""
-        return self.verify_detailed(quote)[0]
+        return self.verify_detailed(quote, rules=rules)[0]
 
-    def verify_detailed(self, quote: str) -> tuple[QuoteMatch | None, str]:
+    def verify_detailed(self, quote: str, *, rules: int = CURRENT_RULES) -> tuple[QuoteMatch | None, str]:
         """``(match, "")`` if ``quote`` verifies, else ``(None, reason)`` with a short human reason, e.g. "not found
-        in the source" or "an omission drops a negation"."""
+        in the source" or "an omission drops a negation". ``rules``: the version of the rules (one of
+        :data:`policy.RULES`), so that a quote verified under earlier rules can be checked under them."""
+        if rules not in policy.RULES:
+            raise ValueError(f"unknown verification rules {rules!r}: this verifier has {policy.RULES}")
         needle = quote.strip()
         if not needle:
             return None, REASON_EMPTY
         match, cut = _exact(self.source, needle)
         if match is not None:
-            return _judged(self.source, match, self._layout), ""
+            return _judged(self.source, match, self._layout, rules), ""
         if not any(ch.isalnum() for ch in needle):
             return None, REASON_NO_WORDS  # `...` or `" "` would match punctuation anywhere
         cleaned, markup = _strip_markup(needle)
@@ -275,11 +282,10 @@ class NormalizedSource:
             match, _ = _exact(self.source, cleaned)
             if match is not None:
                 marks = tuple(Alteration(kind, text, match.start + s, match.start + e) for kind, text, s, e in markup)
-                return _judged(
-                    self.source, QuoteMatch(TOLERANT_MATCH, _CONF_TOLERANT, match.start, match.end, marks), self._layout
-                ), ""
+                found = QuoteMatch(TOLERANT_MATCH, _CONF_TOLERANT, match.start, match.end, marks)
+                return _judged(self.source, found, self._layout, rules), ""
             needle = cleaned
-        match, reason = self._tolerant(needle)
+        match, reason = self._tolerant(needle, rules)
         if match is None:
             return None, _pick_reason([reason] if reason else [], cut)
         if markup:
@@ -288,9 +294,9 @@ class NormalizedSource:
                 for kind, text, _, _ in markup
             )
             match = replace(match, alterations=tuple(sorted(match.alterations + marks, key=_by_source)))
-        return _judged(self.source, match, self._layout), ""
+        return _judged(self.source, match, self._layout, rules), ""
 
-    def _tolerant(self, needle: str) -> tuple[QuoteMatch | None, str]:
+    def _tolerant(self, needle: str, rules: int) -> tuple[QuoteMatch | None, str]:
         """The tolerant tiers: ``(match, "")`` or ``(None, reason)`` (the most specific reason, "" for none)."""
         q = _normalize(needle, [])
         plain = plain_pattern(q)
@@ -298,7 +304,7 @@ class NormalizedSource:
         reasons: list[str] = []
         # Tiers in decreasing confidence: plain before structured, case-sensitive before case-insensitive.
         for fold in (False, True):
-            if plain is not None and (match := self._search_variants([plain], fold, reasons)) is not None:
+            if plain is not None and (match := self._search_variants([plain], fold, reasons, rules)) is not None:
                 return match, ""
             if structured is None:
                 try:
@@ -306,20 +312,22 @@ class NormalizedSource:
                 except Refused as refused:
                     structured = []
                     reasons.append(str(refused))
-            if structured and (match := self._search_variants(structured, fold, reasons)) is not None:
+            if structured and (match := self._search_variants(structured, fold, reasons, rules)) is not None:
                 return match, ""
         return None, _pick_reason(reasons, False) if reasons else ""
 
-    def _search_variants(self, patterns: list[Pattern], fold: bool, reasons: list[str]) -> QuoteMatch | None:
+    def _search_variants(
+        self, patterns: list[Pattern], fold: bool, reasons: list[str], rules: int
+    ) -> QuoteMatch | None:
         for canon in self._variants():
             for pattern in patterns:
-                match = self._search(canon, pattern, fold, reasons)
+                match = self._search(canon, pattern, fold, reasons, rules)
                 if match is not None:
                     return match
         return None
 
-    def _search(self, canon: _Canon, pattern: Pattern, fold: bool, reasons: list[str]) -> QuoteMatch | None:
-        search = Search(canon, pattern, fold, self.parties if pattern.brackets else None)
+    def _search(self, canon: _Canon, pattern: Pattern, fold: bool, reasons: list[str], rules: int) -> QuoteMatch | None:
+        search = Search(canon, pattern, fold, self.parties if pattern.brackets else None, rules=rules)
         starts = search.run()
         if starts is None:
             if search.reason is not None:
@@ -356,7 +364,9 @@ class NormalizedSource:
         for finding in search.findings:
             kind = _GAP_KINDS.get(finding.gap.kind, BRACKET)
             s, e = self._orig_span(canon, finding.start, finding.end)
-            alterations.append(Alteration(kind, finding.gap.marker, s, e, finding.detail, finding.alters))
+            alterations.append(
+                self._reread(Alteration(kind, finding.gap.marker, s, e, finding.detail, finding.alters), rules)
+            )
             if finding.attached_edge and s < e:
                 # `provide[d]` at the quote's end: the word it alters is part of the passage.
                 start, end = min(start, s), max(end, e)
@@ -371,6 +381,22 @@ class NormalizedSource:
             alterations.append(Alteration(CASE, "", start, end, alters=_case_changes_a_word(canon, pattern, starts)))
         alterations.sort(key=_by_source)
         return QuoteMatch(TOLERANT_MATCH, round(confidence, 2), start, end, tuple(alterations))
+
+    def _reread(self, alteration: Alteration, rules: int) -> Alteration:
+        """``alteration`` as rules version 4 reads it on the original text (earlier rules: unchanged): an omission
+        by what it omits (:func:`omissions.inner_alters`), a bracket for a pronoun or a role noun by the referent
+        the paragraph gives it (:func:`referents.resolve`)."""
+        if rules < 4:
+            return alteration
+        if alteration.kind == ELLIPSIS and alteration.source_start < alteration.source_end:
+            why = omissions.inner_alters(self.source, alteration.source_start, alteration.source_end, alteration.alters)
+            return replace(alteration, alters=why)
+        if alteration.kind == BRACKET and alteration.alters == policy.REASON_UNSETTLED_REFERENT:
+            why, note = referents.resolve(
+                self.source, alteration.source_start, alteration.source_end, alteration.quote_text
+            )
+            return replace(alteration, alters=why, note=note)
+        return alteration
 
     def _orig_span(self, canon: _Canon, s: int, e: int) -> tuple[int, int]:
         """Original offsets of canonical ``[s, e)`` without its surrounding spaces; an empty span stays empty, next to
@@ -413,19 +439,21 @@ def _by_source(alteration: Alteration) -> tuple[int, int]:
     return alteration.source_start, alteration.source_end
 
 
-def verify_quote(quote: str, source: str | NormalizedSource) -> QuoteMatch | None:
+def verify_quote(quote: str, source: str | NormalizedSource, *, rules: int = CURRENT_RULES) -> QuoteMatch | None:
     """Verify ``quote`` against ``source`` (a string, or a :class:`NormalizedSource` reused across quotes)."""
-    return verify_quote_detailed(quote, source)[0]
+    return verify_quote_detailed(quote, source, rules=rules)[0]
 
 
-def verify_quote_detailed(quote: str, source: str | NormalizedSource) -> tuple[QuoteMatch | None, str]:
+def verify_quote_detailed(
+    quote: str, source: str | NormalizedSource, *, rules: int = CURRENT_RULES
+) -> tuple[QuoteMatch | None, str]:
     """Like :func:`verify_quote`, with the reason a quote does not verify: ``(match, "")`` or ``(None, reason)``."""
     if isinstance(source, NormalizedSource):
-        return source.verify_detailed(quote)
+        return source.verify_detailed(quote, rules=rules)
     needle = quote.strip()
-    if needle:
+    if needle and rules in policy.RULES:
         # Exact matches need no normalization: don't pay for it.
         match, _ = _exact(source, needle)
         if match is not None:
-            return _judged(source, match, find_layout(source)), ""
-    return NormalizedSource.build(source).verify_detailed(quote)
+            return _judged(source, match, find_layout(source), rules), ""
+    return NormalizedSource.build(source).verify_detailed(quote, rules=rules)

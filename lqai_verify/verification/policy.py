@@ -24,6 +24,11 @@ from lqai_verify.verification.results import (
     SUBSTITUTION,
 )
 
+#: The version of the rules the verifier applies unless told otherwise, and every version it can still apply: a quote
+#: sealed under earlier rules is checked under them (each rule added since says which version it belongs to).
+CURRENT_RULES = 4
+RULES = (3, 4)
+
 #: The highest confidence a match with a substitution (a bracket standing for different words) may have.
 SUBSTITUTION_MAX_CONFIDENCE = 0.6
 #: Maximum source words a bracketed phrase (``[the Court]``) may stand for.
@@ -234,14 +239,16 @@ def clause_words_after(text: str, pos: int, window: int = 400) -> list[tuple[int
     return [(m.start(), m.end()) for m in WORD.finditer(text, pos, end)]
 
 
-def omission_change(before: str, gap: str, after: str) -> str | None:
+def omission_change(before: str, gap: str, after: str, *, rules: int = CURRENT_RULES) -> str | None:
     """Why omitting ``gap`` (canonical source text between ``before`` and ``after``) drops what carries the meaning,
     or None if the omission is allowed.
 
     Whole sentences (the omission starts after a sentence end and ends with one) may be omitted whatever they say;
     citations and list items (between commas or semicolons) may be omitted unless they hold a negation, a modal or
     a limiting word; anything else is inside a clause and may not hold a negation, a number, a modal or a limiting
-    word.
+    word. Rules version 4: a list's items (also before the list's `but`: "shall include A, B, . . . but shall not
+    include Z") and a whole parenthetical may hold a modal, a number or a limiting word of their own (never a
+    negation): they qualify the omitted item, not the kept words.
     """
     stripped = gap.strip()
     if not stripped:
@@ -265,6 +272,8 @@ def omission_change(before: str, gap: str, after: str) -> str | None:
     )
     if negations:
         return "an omission drops a negation"
+    if rules >= 4 and _items_or_parenthetical(before, stripped, after):
+        return None
     if modals:
         return "an omission drops a modal verb"
     if limiting:
@@ -272,6 +281,34 @@ def omission_change(before: str, gap: str, after: str) -> str | None:
     if numbers and not structural:
         return "an omission drops a number"
     return None
+
+
+def _items_or_parenthetical(before: str, stripped: str, after: str) -> bool:
+    """Whether the omitted ``stripped`` (canonical) is a list's items, or one whole parenthetical: items between
+    separators, before the list's last `and`, `or`, `nor`, or the `but` that closes it (the list goes on, so what
+    the omitted items qualify is theirs alone); a parenthetical from `(` to its own `)`."""
+    bare = stripped.strip(",; ")
+    if bare.startswith("(") and bare.endswith(")") and _balanced(bare):
+        return True
+    return (
+        (before.endswith((",", ";")) or stripped.startswith((",", ";")))
+        and (bool(_LIST_END.search(stripped)) or after.startswith((",", ";")))
+        and bool(_LIST_CLOSE.match(after.lstrip(",; ")))
+    )
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(text) - 1:
+            return False  # `(a) and (b)`: two parentheticals and the text between them
+    return depth == 0
+
+
+_LIST_CLOSE = re.compile(r"(?:and|or|nor|but)\b", re.IGNORECASE)
+#: ``alters`` of a bracket that names a party the source's words do not settle (rules version 4 tries to resolve it).
+REASON_UNSETTLED_REFERENT = "a bracket names a party the source's words do not settle"
 
 
 # --- What the verifier cannot vouch for (an ALTERED match) ------------------------------------------------------------
@@ -346,7 +383,7 @@ def bracket_alters(
         return None, "a bracket adds a referent the source does not name there"
     if detail == SUBSTITUTION:
         return None, "a bracket substitutes different words"
-    return None, "a bracket names a party the source's words do not settle"
+    return None, REASON_UNSETTLED_REFERENT
 
 
 def _caption_settles(
@@ -465,6 +502,16 @@ _LIMITING_AFTER = re.compile(
     + r")\b",
     re.IGNORECASE,
 )
+# Rules version 4: a concession after a passage limits it as much (`It could be read to mean that the easement
+# extended to the fence line itself, although this would contradict an express term in the deed`).
+_CONCESSIVE_PHRASES = """although|though|even though|even if|despite|regardless"""
+_LIMITING_AFTER_4 = re.compile(
+    _LIMITING_MARKS
+    + r"(?P<words>"
+    + "|".join(r"\s+".join(phrase.split()) for phrase in (_LIMITING_PHRASES + "|" + _CONCESSIVE_PHRASES).split("|"))
+    + r")\b",
+    re.IGNORECASE,
+)
 _OMITTED_CONDITION = re.compile(
     r"(?<![^\W\d_])(?:"
     + "|".join(r"\s+".join(phrase.split()) for phrase in _LIMITING_PHRASES.split("|"))
@@ -474,6 +521,7 @@ _OMITTED_CONDITION = re.compile(
 # The word after those marks, and the first words of the phrases: most passages go on with some other word.
 _LIMITING_AFTER_NEXT = re.compile(_LIMITING_MARKS + r"([^\W\d_]+)")
 _LIMITING_AFTER_FIRST = frozenset(phrase.split()[0] for phrase in _LIMITING_PHRASES.split("|"))
+_LIMITING_AFTER_FIRST_4 = _LIMITING_AFTER_FIRST | frozenset(p.split()[0] for p in _CONCESSIVE_PHRASES.split("|"))
 _LIMITING_BEFORE = _set("only solely exclusively merely except unless")
 # How many words of its clause before a passage may hold the negation or limiting word that governs it.
 _WORDS_BEFORE = 5
@@ -485,9 +533,13 @@ _UP_TO_LAST_CLAUSE_MARK = re.compile(r""".*(?:[;!?()"\u201c\u201d]|[.,:](?!\d)|\
 _SENTENCE_CLOSE = re.compile(r"""[.?!]['"\u201d\u2019)\]]*\s*$""")
 
 
-def limits_after(source: str, end: int, resume: int | None = None) -> tuple[int, int] | None:
+def limits_after(
+    source: str, end: int, resume: int | None = None, *, rules: int = CURRENT_RULES
+) -> tuple[int, int] | None:
     """The span of a limiting word with which ``source`` goes on right after ``end`` in the same sentence, or
-    None. ``resume``: where the text goes on when layout (a page break, star paging) follows ``end``."""
+    None. ``resume``: where the text goes on when layout (a page break, star paging) follows ``end``. Rules
+    version 4 adds the concessions (`although`, `even if`, `despite`, `regardless`)."""
+    v4 = rules >= 4
     at = end if resume is None else resume
     stop = min(len(source), at + 80)
     # The pattern's phrases are tried one by one, so first a look at the word that comes next. Only an ASCII word is
@@ -496,9 +548,9 @@ def limits_after(source: str, end: int, resume: int | None = None) -> tuple[int,
     if following is None:
         return None
     word = following.group(1)
-    if word.isascii() and word.lower() not in _LIMITING_AFTER_FIRST:
+    if word.isascii() and word.lower() not in (_LIMITING_AFTER_FIRST_4 if v4 else _LIMITING_AFTER_FIRST):
         return None
-    m = _LIMITING_AFTER.match(source, at, stop)
+    m = (_LIMITING_AFTER_4 if v4 else _LIMITING_AFTER).match(source, at, stop)
     if m is None or _SENTENCE_CLOSE.search(source[max(0, end - 4) : end]):
         return None
     if source[m.end("words") : m.end("words") + 1] == "." and m.group("words").lower() == "no":
@@ -518,11 +570,17 @@ _SENTENCE_BEFORE = re.compile(r"""[.?!;:]['")\]\u201d\u2019]*\s+|\n[ \t]*\n""")
 _SENTENCE_LOOKBACK = 300
 
 
-def limits_opening(source: str, start: int) -> tuple[str, int, int] | None:
+def limits_opening(source: str, start: int, *, rules: int = CURRENT_RULES) -> tuple[str, int, int] | None:
     """``(limited_before, start, end)`` of the condition or exception the sentence of ``source`` that the passage
     starting at ``start`` continues opens with (`Except as provided in subsection (b), `), or None; None too when
-    the passage starts the sentence, or the sentence's start is not within a few hundred characters."""
+    the passage starts the sentence, or the sentence's start is not within a few hundred characters. Rules
+    version 4 finds the sentence's start past a citation's periods (`[N.C. Gen. Stat.] 163-231(a)`) and an
+    enumeration (`(6) Except as provided`)."""
     lo = max(0, start - _SENTENCE_LOOKBACK)
+    if rules >= 4:
+        from lqai_verify.verification.omissions import opening_condition  # omissions imports this module
+
+        return opening_condition(source, start)
     opening = None
     for opening in _SENTENCE_BEFORE.finditer(source, lo, start):  # noqa: B007 - the last end is the one wanted
         pass

@@ -57,6 +57,9 @@ class Alteration:
     detail: str = ""  # for BRACKET: SAME | FORM | REFERENCE | SHORTENED | INSERTION | LETTERS | SUBSTITUTION
     # Why this alteration may change what the source says (it makes the match ALTERED); empty when it cannot.
     alters: str = ""
+    # What the reader is shown of how the verifier read it (rules version 4: a bracket's resolved referent, "[The
+    # Board] stands for 'It'; the sentence before names the Board"); empty for most alterations.
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +95,9 @@ class QuoteMatch:
 def alterations_record(match: QuoteMatch, *, offset: int = 0) -> list[dict[str, str | int]]:
     """What a quote row stores of a match's alterations and omissions (its ``alterations`` column): one
     ``{"kind", "detail", "quote_text", "source_start", "source_end", "alters"}`` per alteration, in quote
-    order (``alters``: why it may change what the source says, "" if it cannot); none for an exact match.
-    ``offset`` is added to the source offsets (a match made against an excerpt that starts there)."""
+    order (``alters``: why it may change what the source says, "" if it cannot), with ``"note"`` where the
+    verifier says how it read it (a resolved referent); none for an exact match. ``offset`` is added to the
+    source offsets (a match made against an excerpt that starts there)."""
     return [
         {
             "kind": a.kind,
@@ -102,6 +106,7 @@ def alterations_record(match: QuoteMatch, *, offset: int = 0) -> list[dict[str, 
             "source_start": a.source_start + offset,
             "source_end": a.source_end + offset,
             "alters": a.alters,
+            **({"note": a.note} if a.note else {}),
         }
         for a in match.alterations
     ]

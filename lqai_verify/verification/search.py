@@ -297,12 +297,19 @@ class Search:
     boundary), and ``findings`` what each gap and edge marker of the found match stands for.
     """
 
-    __slots__ = ("budget", "findings", "fold", "parties", "pattern", "reason", "src")
+    __slots__ = ("budget", "findings", "fold", "parties", "pattern", "reason", "rules", "src")
 
     def __init__(
-        self, src: _Canon, pattern: Pattern, fold: bool, parties: dict[str, frozenset[str]] | None = None
+        self,
+        src: _Canon,
+        pattern: Pattern,
+        fold: bool,
+        parties: dict[str, frozenset[str]] | None = None,
+        *,
+        rules: int = policy.CURRENT_RULES,
     ) -> None:
         self.src = src
+        self.rules = rules
         self.pattern = pattern
         self.fold = fold
         self.parties = parties or {}
@@ -396,7 +403,7 @@ class Search:
             # Checking a long omission costs more than finding it: it counts against the budget by its length.
             self.budget -= len(omitted) // 256
             before, after = text[max(0, start - 40) : start], text[end : end + 40]
-            reason = policy.omission_change(before, omitted, after)
+            reason = policy.omission_change(before, omitted, after, rules=self.rules)
             if reason is not None:
                 self._refuse(reason)
                 return None
