@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
 
 NOTE = (
     "Sealing (11): the seal receiver reads the turn's facts back (one query a table), locks its chain head "
-    "(SELECT ... FOR UPDATE), counts the turn's earlier seals, inserts the seal and moves the head, in a "
+    "(SELECT ... FOR UPDATE), inserts the seal and moves the head, in a "
     "savepoint with the lock bound set and put back, signing with Ed25519; medians of turns "
     "interleaved on/off. verify_ledger (12): every seal's digest, link and facts recomputed, every turn's rows "
     "and every ledger entry compared with its seal, each chain's last signature checked; the plain SELECT reads "

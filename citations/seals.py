@@ -21,7 +21,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from chats.models import (
@@ -63,6 +63,8 @@ class TurnFacts:
     turn: dict[str, Any]
     answer: str
     rows: list[dict[str, Any]] = field(default_factory=list)
+    # How many seals the turn had when its facts were read (its next seal's finalize number is one more).
+    seals: int = 0
 
     @property
     def chain(self) -> str:
@@ -126,19 +128,24 @@ def sealed_value(value: Any) -> Any:
 
 def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
     """The facts of the given assistant messages, by message id (str): one query for the messages (with their
-    chats and questions), then one per row table, whatever the number of turns. Rows are in the order of their
-    table in :data:`lqai_verify.record.ROW_TABLES`, then by id. A row whose message is not among them is left
-    out (a turn deleted below the application has no facts)."""
+    chats, questions and numbers of seals), then one per row table, whatever the number of turns. Rows are in
+    the order of their table in :data:`lqai_verify.record.ROW_TABLES`, then by id. A row whose message is not
+    among them is left out (a turn deleted below the application has no facts)."""
     ids = list(dict.fromkeys(UUID(str(message_id)) for message_id in message_ids))
     if not ids:
         return {}
     facts: dict[str, TurnFacts] = {}
-    messages = Message.objects.filter(pk__in=ids).order_by().values("content", *TURN_COLUMNS.values())
+    sealed = TurnSeal.objects.filter(message_id=OuterRef("pk")).order_by().values("message_id")
+    messages = (
+        Message.objects.filter(pk__in=ids)
+        .order_by()
+        .values("content", *TURN_COLUMNS.values(), seals=Subquery(sealed.annotate(count=Count("id")).values("count")))
+    )
     for values in messages:
         turn = {name: sealed_value(values[column]) for name, column in TURN_COLUMNS.items()}
         turn["answer_sha256"] = record.text_sha256(values["content"])
         facts[turn["message"]] = TurnFacts(
-            turn={name: turn[name] for name in record.TURN_FIELDS}, answer=values["content"]
+            turn={name: turn[name] for name in record.TURN_FIELDS}, answer=values["content"], seals=values["seals"] or 0
         )
     for table, (model, columns) in ROW_SOURCES.items():
         names = record.ROW_FIELDS[table][1:]
@@ -173,14 +180,14 @@ def seal_fields(seal: TurnSeal) -> dict[str, Any]:
 
 def seal_turn(*, message_id: UUID | str, late: bool = False) -> TurnSeal:
     """Seal the current facts of one finalized turn, as the next seal of its chain (the ``post_finalize``
-    receiver's call, in the turn's transaction): :func:`seal_turns` of that one turn, its facts read in the
-    same savepoint, so that a database error in the read too leaves the caller's transaction usable. Raises
-    ``ValueError`` if the message is not a finalized turn."""
-    with transaction.atomic():
+    receiver's call, in the turn's transaction): as :func:`seal_turns`, its facts read in the same savepoint,
+    so that a database error in the read too leaves the caller's transaction usable. Raises ``ValueError`` if
+    the message is not a finalized turn."""
+    with transaction.atomic(), bounded_waits(settings.LQAI_LEDGER_TIMEOUT):
         facts = turn_facts([message_id]).get(str(UUID(str(message_id))))
         if facts is None:
             raise ValueError(f"message {message_id} is not a finalized turn")
-        return seal_turns([facts], late=late)[0]
+        return _write_seals([facts], late=late)[0]
 
 
 def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSeal]:
@@ -189,39 +196,33 @@ def seal_turns(turns: Sequence[TurnFacts], *, late: bool = False) -> list[TurnSe
     (:func:`lock_heads`), the seals inserted, then each head moved to its chain's last new seal. On
     PostgreSQL the statements may wait and run for ``LQAI_LEDGER_TIMEOUT`` at most
     (:func:`citations.ledger.bounded_waits`). Raises ``ValueError`` if a turn is not finalized."""
+    with transaction.atomic(), bounded_waits(settings.LQAI_LEDGER_TIMEOUT):
+        return _write_seals(turns, late=late)
+
+
+def _write_seals(turns: Sequence[TurnFacts], *, late: bool) -> list[TurnSeal]:
+    """:func:`seal_turns`' writes, in the caller's savepoint."""
     for facts in turns:
         if facts.turn["finalized_at"] is None:
             raise ValueError(f"message {facts.turn['message']} is not a finalized turn")
     if not turns:
         return []
-    with transaction.atomic(), bounded_waits(settings.LQAI_LEDGER_TIMEOUT):
-        heads = lock_heads({facts.chain: facts.turn for facts in turns})
-        messages = [UUID(facts.turn["message"]) for facts in turns]
-        finalized_before = dict(
-            TurnSeal.objects.filter(message_id__in=messages)
-            .order_by()
-            .values("message_id")
-            .annotate(count=Count("id"))
-            .values_list("message_id", "count")
+    heads = lock_heads({facts.chain: facts.turn for facts in turns})
+    finalized_before = {UUID(facts.turn["message"]): facts.seals for facts in turns}
+    sealed_at = timezone.now()
+    last: dict[str, SealChainHead | TurnSeal] = dict(heads)
+    created = []
+    for facts in turns:
+        message = UUID(facts.turn["message"])
+        finalized_before[message] += 1
+        seal = new_seal(
+            facts, after=last[facts.chain], finalize_number=finalized_before[message], sealed_at=sealed_at, late=late
         )
-        sealed_at = timezone.now()
-        last: dict[str, SealChainHead | TurnSeal] = dict(heads)
-        created = []
-        for facts in turns:
-            message = UUID(facts.turn["message"])
-            finalized_before[message] = finalized_before.get(message, 0) + 1
-            seal = new_seal(
-                facts,
-                after=last[facts.chain],
-                finalize_number=finalized_before[message],
-                sealed_at=sealed_at,
-                late=late,
-            )
-            last[facts.chain] = seal
-            created.append(seal)
-        TurnSeal.objects.bulk_create(created)
-        for chain, end in sorted(last.items()):  # each head moved to its chain's last seal, just inserted
-            SealChainHead.objects.filter(chain=chain).update(sequence=end.sequence, seal_sha256=end.seal_sha256)
+        last[facts.chain] = seal
+        created.append(seal)
+    TurnSeal.objects.bulk_create(created)
+    for chain, end in sorted(last.items()):  # each head moved to its chain's last seal, just inserted
+        SealChainHead.objects.filter(chain=chain).update(sequence=end.sequence, seal_sha256=end.seal_sha256)
     return created
 
 
