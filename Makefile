@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: demo test serve prod-serve lint bench install clean
+.PHONY: demo test serve prod-serve lint bench install verifier clean
 
 $(STAMP): requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -56,5 +56,12 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
+# The recipient's offline verifier as a wheel, dist/lqai_verify-<version>-py3-none-any.whl: it installs into any
+# Python 3.11+ venv with `pip install`, needing only cryptography (docs/export.md, "Verifying an export").
+verifier: $(STAMP)
+	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir dist ./lqai_verify
+	rm -rf lqai_verify/build lqai_verify/*.egg-info
+	@ls dist/lqai_verify-*.whl
+
 clean:
-	rm -rf $(VENV) var artifacts .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) var artifacts dist lqai_verify/build .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -185,10 +185,12 @@ def run(*, repeats: int = 50, turns: int = 20) -> dict[str, float]:
     """Medians of ``repeats`` interleaved runs: the check (its extraction alone, and eyecite's tokenization
     alone) and ``finalize_turn``; then the check's share of ``turns`` whole API turns (:func:`whole_turns`)."""
     from django.contrib.auth.models import User
+    from eyecite.tokenizers import default_tokenizer
 
     from chats.case_citations import Status, check_case_citations
-    from chats.case_citations.extraction import extract_citations, tokenizer
-    from chats.models import CaselawOpinion, Chat, Document, Project
+    from chats.case_citations.extraction import extract_citations
+    from chats.documents import add_document
+    from chats.models import CaselawOpinion, Chat, Project
     from chats.services import ClaimedCitation, finalize_turn, start_turn
 
     cited = cases()
@@ -208,7 +210,7 @@ def run(*, repeats: int = 50, turns: int = 20) -> dict[str, float]:
         project = Project.objects.create(name="Case-citation benchmark", owner=owner)
         chat = Chat.objects.create(project=project, owner=owner, title="case citations")
         text = PER_TURN_DOCUMENT.read_text(encoding="utf-8")
-        document = Document.objects.create(project=project, title="memo", content=text)
+        document = add_document(project=project, title="memo", text=text)
         words = text.split()
         step = max(1, (len(words) - 12) // 50)
         claims = [
@@ -241,7 +243,7 @@ def run(*, repeats: int = 50, turns: int = 20) -> dict[str, float]:
             extract_times.append(time.perf_counter() - started)
 
             started = time.perf_counter()
-            tokenizer().tokenize(answer)
+            default_tokenizer.tokenize(answer)
             tokenize_times.append(time.perf_counter() - started)
 
         whole = whole_turns(project=project, answer=answer, claims=claims, turns=turns)

@@ -23,6 +23,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from rest_framework.test import APIClient
 
 from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
+from chats.documents import add_document
 from chats.models import Chat, Document, Message, Project
 from chats.services import ClaimedCitation
 from chats.signals import post_finalize
@@ -283,7 +284,7 @@ def _matter(owner: User) -> Chat:
     """A fresh chat in a matter whose KB documents are the real opinions of 20-100 KB."""
     project = Project.objects.create(name="Per-turn benchmark", owner=owner)
     for path in TURN_DOCUMENTS:
-        Document.objects.create(project=project, title=path.stem, content=path.read_text(encoding="utf-8"))
+        add_document(project=project, title=path.stem, text=path.read_text(encoding="utf-8"))
     return Chat.objects.create(project=project, owner=owner, title="per-turn")
 
 
@@ -338,7 +339,7 @@ def turn_share(*, turns: int) -> list[TurnShare]:
             assert response.status_code == 201, response.content
             body = response.json()
             cited = len(body["message"]["citations"])
-            assert body["unverified_count"] == 0, body["unverified"]
+            assert body["message"]["unverified_citations"] == [], body["message"]["unverified_citations"]
             rows = cited + len(body["message"]["case_citations"])  # the quotes, and the cases their text cites
             entries = CitationLedgerEntry.objects.filter(message_id=body["message"]["id"]).count()
             assert entries == (rows if connected else 0), (entries, rows, connected)

@@ -57,8 +57,12 @@ plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), 
     backwards on a ledger of ``--rows`` entries spread over months, in seconds per million entries, and
     ``ledger_partitions`` moving a month's entries out of the default partition (for the record).
 
+15. a bulk import (``benchmarks.bulk_import_bench``): 1,000 documents added one by one and in one transaction
+    (goal: the 10th hundred <= 1.5 x the first), 300 in one transaction against the same one by one (goal:
+    <= 1.5 x), and retrieval in a matter of 2,000 documents against one of 10 (goal: <= 2 x).
+
 ``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10), ``seal`` (11-12),
-``admin`` (13), ``partitions`` (14); e.g.
+``admin`` (13), ``partitions`` (14), ``bulk`` (15); e.g.
 ``make bench BENCH_ARGS="--items scale,retrieval"``.
 """
 
@@ -91,7 +95,7 @@ RERUN_GOAL = 0.10
 MEMORY_LIMIT_MB = 200.0
 MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
 TURN_SHARE_GOAL = 0.05
-ITEMS = ("ledger", "seal", "scale", "retrieval", "admin", "partitions")
+ITEMS = ("ledger", "seal", "scale", "retrieval", "admin", "partitions", "bulk")
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +240,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         ("retrieval", "retrieval at matter scale", lambda: retrieval_suite(args)),
         ("admin", "the ledger admin at scale", lambda: admin_suite(args)),
         ("partitions", "the ledger's partitioning migration", lambda: partitions_suite(args)),
+        ("bulk", "a bulk import", lambda: bulk_import_suite(args)),
     )
     rows: list[Row] = []
     notes: list[str] = []
@@ -590,6 +595,70 @@ def retrieval_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         "5 rounds, the two "
         "matters alternating; the timed call is chats.assistant.extractive.matter_passages (the backends' "
         "retrieval), medians kept.",
+    ]
+    return rows, notes
+
+
+def bulk_import_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
+    """Item 15: a bulk import stays linear, and retrieval in a matter of 2,000 documents."""
+    from benchmarks import bulk_import_bench as bench
+
+    result = bench.run(step=step)
+    goal = f"<= {bench.GOAL} x"
+
+    def hundreds(values: list[float]) -> str:
+        growth = bench.BulkImportResult.growth(values)
+        return (
+            f"{values[-1]:.2f} s vs {values[0]:.2f} s = {growth:.2f} x (each: {', '.join(f'{v:.1f}' for v in values)})"
+        )
+
+    one_transaction = result.batch_one_transaction_s / result.batch_one_by_one_s
+    before = result.batch_counted_each_s / result.batch_one_by_one_s
+    retrieval = result.retrieval
+    rows = [
+        Row(
+            "15",
+            "the 10th hundred documents added to a matter vs the first, each committed",
+            hundreds(result.one_by_one_hundreds_s),
+            goal,
+            _verdict(bench.BulkImportResult.growth(result.one_by_one_hundreds_s) <= bench.GOAL),
+        ),
+        Row(
+            "15",
+            "the 10th hundred documents vs the first, 1,000 added in one transaction (then its commit, counting "
+            f"their words: {result.one_transaction_commit_s:.2f} s)",
+            hundreds(result.one_transaction_hundreds_s),
+            goal,
+            _verdict(bench.BulkImportResult.growth(result.one_transaction_hundreds_s) <= bench.GOAL),
+        ),
+        Row(
+            "15",
+            f"{result.batch} documents in one transaction vs the same committed one by one",
+            f"{result.batch_one_transaction_s:.2f} s vs {result.batch_one_by_one_s:.2f} s = {one_transaction:.2f} x",
+            goal,
+            _verdict(one_transaction <= bench.GOAL),
+        ),
+        Row(
+            "15 detail",
+            f"as before: {result.batch} documents in one transaction, each one's words counted as it is added",
+            f"{result.batch_counted_each_s:.2f} s = {before:.2f} x the same one by one",
+            "(for the record)",
+            "-",
+        ),
+        Row(
+            "15",
+            f"a turn's KB retrieval, matter of {retrieval.large_documents:,} documents vs of 10",
+            f"{retrieval.large_s * 1000:.1f} ms vs {retrieval.small_s * 1000:.1f} ms = {retrieval.ratio:.2f} x",
+            f"<= {bench.RETRIEVAL_GOAL:.0f} x",
+            _verdict(retrieval.ratio <= bench.RETRIEVAL_GOAL),
+        ),
+    ]
+    notes = [
+        "Bulk import (15): documents of 2-8 KB cut from the real opinions of chats/data/opinions, each added "
+        "through chats.documents.add_document (passages made; the matter's word counts after the commit); "
+        f"the {result.batch}-document runs alternate, medians of 2; 'as before' counts each document's words as "
+        "it is added (chats.passages.count_terms after each), as every addition did before the counts were kept "
+        "once per batch.",
     ]
     return rows, notes
 

@@ -1,26 +1,12 @@
 """Admin of the chat domain.
 
-The record of a turn is read-only for everyone, superusers included: messages and the four per-turn
-tables (``message_citations``, ``message_caselaw_citations``, ``message_case_citations``,
-``message_tool_sources``) record what a turn said, quoted or consulted, and the citation ledger indexes
-them (on PostgreSQL the permanent-record triggers refuse any change anyway: ``chats.record``). Matters,
-chats, documents and opinions are editable by staff, except a cited document's text and matter and a
-cited opinion's text (immutable: see ``chats.models.CitedTextGuard``). A matter on legal hold, or one
-holding turns, is not deleted here: the delete page says why (a matter is purged with
-``manage.py purge_matter``).
-
-A staff user who is not a superuser sees only the matters they belong to, through the API's own
-selectors (:class:`MatterScopedAdmin`): their chats, messages, documents and per-turn rows, and in
-``citations.admin`` their ledger entries. API tokens are not in the admin at all
-(:func:`unregister_token_admins`).
-
-The building blocks shared with ``citations.admin`` (:class:`ReadOnlyAdminMixin`,
-:class:`UUIDSearchAdmin`, :func:`admin_link`) live here so that ``citations`` can import them
-while ``chats`` never imports ``citations``.
-
-Big tables (chats, messages, the artifact tables) get ``list_select_related``, no full result
-count and no facets, and are searched by exact id only: a ``LIKE`` over a UUID column would
-scan the table.
+The record of a turn (messages and the four per-turn tables) is read-only for everyone; matters, chats,
+documents and opinions are editable by staff, except what a citation fixed (``chats.models.CitedTextGuard``);
+a document is saved through its service (``chats.documents.save_document``). A staff user who is not a
+superuser sees only their own matters (:class:`MatterScopedAdmin`). The building blocks shared with
+``citations.admin`` (:class:`ReadOnlyAdminMixin`, :class:`UUIDSearchAdmin`, :func:`admin_link`) live here so
+that ``chats`` never imports ``citations``. Big tables get no full count, no facets and exact-id search.
+What each page allows and why: docs/architecture.md and docs/security.md.
 """
 
 from __future__ import annotations
@@ -42,6 +28,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from chats.documents import save_document
 from chats.models import (
     CaseCitation,
     CaselawOpinion,
@@ -282,6 +269,9 @@ class DocumentAdmin(MatterScopedAdmin, CitedTextAdmin):
     raw_id_fields = ("project",)
     # pages: where the uploaded PDF's pages start in the content (chats.pages); set by the upload, not by hand.
     readonly_fields = ("id", "created_at", "pages")
+
+    def save_model(self, request: HttpRequest, obj: Document, form: Any, change: bool) -> None:
+        save_document(document=obj)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
         # A document can be 100KB: the changelist never shows it, and the change page loads it on demand.

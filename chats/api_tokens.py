@@ -12,6 +12,8 @@ so a listing reveals nothing that authenticates).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -20,21 +22,23 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.cache import BaseCache, caches
 from django.db import transaction
 from django.db.models import QuerySet
-from django.http import Http404
+from django.http import Http404, HttpRequest
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from knox.models import AuthToken
 from knox.views import LoginView
-from rest_framework import serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
+from chats.api_fields import StrictCharField
 from chats.authentication import BearerTokenAuthentication
 from chats.client_address import client_address
+from chats.pagination import LIST_BAD_INPUT, ApiPagination
 
 TOKEN_ID_LENGTH = 16
 
@@ -78,8 +82,8 @@ class TokenRequestThrottle(AnonRateThrottle):
 
 
 class TokenRequestSerializer(serializers.Serializer[dict[str, Any]]):
-    username = serializers.CharField(max_length=150)
-    password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
+    username = StrictCharField(max_length=150)
+    password = StrictCharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
 
 
 class IssuedTokenSerializer(serializers.Serializer[dict[str, Any]]):
@@ -115,6 +119,23 @@ def live_tokens_of(user: AbstractBaseUser) -> QuerySet[AuthToken]:
     return AuthToken.objects.filter(user=user, expiry__gt=timezone.now()).order_by("-created", "digest")
 
 
+@contextmanager
+def without_session(request: HttpRequest) -> Iterator[None]:
+    """The request without its session while the block runs: a token request is not a browser login, so it
+    sets no session cookie and writes no session row. knox announces the login (``user_logged_in``), and
+    django-axes' receiver, which resets the username's failed attempts, would otherwise create a session to
+    record a digest of its key; without one it records none. The session is put back, untouched, after."""
+    session = getattr(request, "session", None)
+    if session is None:  # no session middleware: nothing to hide
+        yield
+        return
+    del request.session
+    try:
+        yield
+    finally:
+        request.session = session
+
+
 class TokenView(LoginView):
     """``POST``: a new token for a username and password. ``DELETE``: revoke the token of this request."""
 
@@ -127,10 +148,13 @@ class TokenView(LoginView):
 
     @extend_schema(
         summary="Get a token for a username and password",
+        description="A new token, shown once; the request needs no credentials and starts no session (no cookie).",
         request=TokenRequestSerializer,
         responses={
             200: IssuedTokenSerializer,
-            400: OpenApiResponse(description="Missing fields, or a wrong username or password."),
+            400: OpenApiResponse(
+                description="Missing fields, a field that is not a string, or a wrong username or password."
+            ),
             403: OpenApiResponse(description="The user already holds LQAI_TOKENS_PER_USER live tokens."),
             429: OpenApiResponse(
                 description="Too many token requests from this address, or too many failed passwords for "
@@ -152,7 +176,7 @@ class TokenView(LoginView):
         request.user = user
         # knox counts the user's live tokens, then creates one: with the user's row locked, concurrent requests
         # take turns, so the cap holds (one consistent lock, the user's, so no deadlock).
-        with transaction.atomic():
+        with transaction.atomic(), without_session(request._request):
             get_user_model().objects.select_for_update().filter(pk=user.pk).first()
             response: Response = super().post(request, format=format)
         if response.status_code == status.HTTP_403_FORBIDDEN:
@@ -165,6 +189,7 @@ class TokenView(LoginView):
 
     @extend_schema(
         summary="Revoke the token this request is authenticated with",
+        description="It stops working at once.",
         request=None,
         responses={204: None, 401: OpenApiResponse(description="Not authenticated with a token.")},
     )
@@ -177,18 +202,35 @@ class TokenView(LoginView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class TokenListView(APIView):
-    """The requesting user's live tokens (``GET``); revoke them all (``DELETE``)."""
+class NewestFirst(ApiPagination):
+    ordering = ("-created", "digest")
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="List your live tokens, newest first (never the tokens themselves)",
+        description="Your tokens that have not expired, page by page.",
+        responses={200: TokenSerializer(many=True), 400: OpenApiResponse(description=LIST_BAD_INPUT)},
+    )
+)
+class TokenListView(generics.ListAPIView[AuthToken]):
+    """The requesting user's live tokens, page by page (``GET``); revoke them all (``DELETE``)."""
 
     permission_classes = [IsAuthenticated]
+    serializer_class = TokenSerializer
+    pagination_class = NewestFirst
 
-    @extend_schema(summary="List your live tokens (never the tokens themselves)", responses=TokenSerializer(many=True))
-    def get(self, request: Request) -> Response:
-        tokens = live_tokens_of(request.user)  # type: ignore[arg-type]  # IsAuthenticated
-        return Response(TokenSerializer(tokens, many=True, context={"request": request}).data)
+    def get_queryset(self) -> QuerySet[AuthToken]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
+            return AuthToken.objects.none()
+        return live_tokens_of(self.request.user)  # type: ignore[arg-type]  # IsAuthenticated
 
     @extend_schema(
-        summary="Revoke all your tokens", request=None, responses={204: None}, operation_id="auth_tokens_destroy_all"
+        summary="Revoke all your tokens",
+        description="Every token of yours stops working at once, this request's too.",
+        request=None,
+        responses={204: None},
+        operation_id="auth_tokens_destroy_all",
     )
     def delete(self, request: Request) -> Response:
         AuthToken.objects.filter(user=request.user).delete()

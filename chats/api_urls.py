@@ -21,4 +21,9 @@ urlpatterns = [
     path(
         "projects/<uuid:project_id>/documents/", api_projects.ProjectDocumentsView.as_view(), name="project-documents"
     ),
+    path(
+        "projects/<uuid:project_id>/documents/<uuid:document_id>/",
+        api_projects.ProjectDocumentView.as_view(),
+        name="project-document",
+    ),
 ]

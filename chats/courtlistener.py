@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.utils.html import strip_tags
 
 from chats.models import CaselawOpinion, fit
+from lqai_verify.verification import page_breaks
 
 if TYPE_CHECKING:
     from courtlistener import CourtListener
@@ -81,13 +82,23 @@ def _date(value: Any) -> datetime.date | None:
         return None
 
 
-def _opinion_text(detail: dict[str, Any]) -> str:
+def opinion_text(detail: dict[str, Any]) -> str:
+    """The text of a CourtListener opinion: its ``html_with_citations`` when that carries star-pagination
+    markers (kept as inline star paging, from which the opinion's pages are read when it is saved), else its
+    plain text, else its markup's text."""
+    with_citations = detail.get("html_with_citations") or ""
+    if "star-pagination" in with_citations:
+        return _markup_text(page_breaks.star_paged_markup(with_citations))
     if plain := (detail.get("plain_text") or "").strip():
         return plain
     for key in ("html_with_citations", "html"):
         if markup := detail.get(key):
-            return html.unescape(strip_tags(markup)).strip()
+            return _markup_text(markup)
     return ""
+
+
+def _markup_text(markup: str) -> str:
+    return html.unescape(strip_tags(markup)).strip()
 
 
 def _absolute(url: Any) -> str:
@@ -112,7 +123,7 @@ def search_and_materialize(client: CourtListener, query: str, *, limit: int) -> 
             continue
         opinion_id = hit_opinions[0]["id"]
         detail = client.opinions.get(opinion_id, fields=OPINION_FIELDS)
-        text = _opinion_text(detail)
+        text = opinion_text(detail)
         if not text:
             logger.info("courtlistener: opinion %s has no text; skipped", opinion_id)
             continue

@@ -1,22 +1,11 @@
-"""Every error under ``/api/`` answers JSON, whoever raises it.
+"""Every error under ``/api/`` answers JSON with a ``detail``, whoever raises it.
 
-- DRF's views: :func:`api_exception_handler` (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``) is DRF's own,
-  which answers JSON for its exceptions (400, 401, 403, 404, 405, 415, 429), plus a body too large
-  (413) and Django's other ``SuspiciousOperation`` errors (400), which DRF would leave to Django.
-- Django itself (no URL matched, an unhandled exception, a refused host): the ``handler400``,
-  ``handler403``, ``handler404`` and ``handler500`` views of ``lqai/urls.py`` answer
-  ``{"detail": ...}`` for ``/api/`` paths and Django's usual pages elsewhere (the admin).
-- With ``DEBUG`` on, Django answers its own 404 and 500 with its technical HTML pages (which show settings),
-  never calling those handlers: :class:`ApiResponseMiddleware` answers any ``/api/`` error that is not JSON
-  with ``{"detail": ...}`` instead, so a client sees the same errors in development as in production. It also
-  marks every ``/api/`` response ``Cache-Control: no-store``: answers hold a matter's privileged content.
-- A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (a multipart upload: over ``LQAI_MAX_UPLOAD_BYTES``): DRF reads a
-  request's body as a stream, past Django's size check, so :class:`ApiBodySizeLimitMiddleware` refuses it up
-  front, from ``Content-Length``.
-- A locked-out login (django-axes): :func:`login_locked_out` answers 429 with ``Retry-After``, JSON under
-  ``/api/``.
-
-Every error body has a ``detail`` (validation errors keep DRF's shape: messages keyed by field name).
+:func:`api_exception_handler` (DRF's handler, plus 413 and Django's ``SuspiciousOperation``), the
+``handler400``/``403``/``404``/``500`` views of ``lqai/urls.py``, :class:`ApiResponseMiddleware` (a non-JSON
+``/api/`` error in ``DEBUG`` answered as JSON; every ``/api/`` response ``Cache-Control: no-store``),
+:class:`ApiBodySizeLimitMiddleware` (a body over the limit refused up front, from ``Content-Length``) and
+:func:`login_locked_out` (429 with ``Retry-After``). Validation errors keep DRF's shape, keyed by field name.
+Which layer answers what: docs/api.md.
 """
 
 from __future__ import annotations

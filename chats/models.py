@@ -13,7 +13,7 @@ import uuid
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import IntegrityError, connection, models, transaction
+from django.db import IntegrityError, connection, models, router
 from django.db.models import F, Q, Value
 from django.db.models.lookups import Exact
 from django.utils import timezone
@@ -29,8 +29,10 @@ from chats.record import (
     LegalHoldError,
     attname,
     message_change_refusal,
+    naming_message_refusals,
     purge_in_progress,
 )
+from lqai_verify import verdict as verdict_rule
 from lqai_verify.verification import results as verification_results
 
 
@@ -264,18 +266,19 @@ class Chat(models.Model):
 
 
 class Verdict(models.TextChoices):
-    """A finalized turn's gate verdict over the quotes it claimed, from best to worst; a turn resumed after
-    an interruption keeps the worse of its verdicts (``Verdict.worst``)."""
+    """A finalized turn's verdict over its claims (the rule: ``lqai_verify.verdict``), one meaning per colour. A
+    turn resumed after an interruption keeps the worse of its verdicts (``Verdict.worst``). ``supported`` is the
+    verdict earlier rules gave: valid on the turns sealed with it, never written by a finalize today."""
 
-    NONE = "none", "none (no quote claimed)"
-    PASS = "pass", "pass (every quote exact)"
-    SUPPORTED = "supported", "supported (all verified, some tolerant or altered)"
-    FAIL = "fail", "fail (a claim did not verify, or a cited case does not exist or has another name)"
+    NONE = verdict_rule.NONE, "none (no claim)"
+    PASS = verdict_rule.PASS, "pass (every quote and case cited verified)"
+    REVIEW = verdict_rule.REVIEW, "review (nothing failed, but a claim needs a person)"
+    FAIL = verdict_rule.FAIL, "fail (a claim failed: not in its source, or a case cited wrong)"
+    SUPPORTED = verdict_rule.SUPPORTED, "supported (earlier rules: all verified, some tolerant or altered)"
 
     @classmethod
     def worst(cls, *verdicts: str | None) -> str:
-        order = [cls.NONE, cls.PASS, cls.SUPPORTED, cls.FAIL]
-        return str(max((cls(v) for v in verdicts if v), key=order.index, default=cls.NONE))
+        return verdict_rule.worst(*verdicts)
 
 
 def _stored_messages(queryset: models.QuerySet[Message]) -> list[dict[str, Any]]:
@@ -403,12 +406,14 @@ class Message(models.Model):
                 name="messages_status_valid",
                 violation_error_message=f"Status must be one of {', '.join(MessageStatus.values)}.",
             ),
-            # A verdict is one of the four, and only a finalized assistant turn has one.
+            # A verdict is one the rule gives (or ``supported``, of earlier rules), and only a finalized assistant
+            # turn has one.
             models.CheckConstraint(
                 condition=Q(verdict__isnull=True)
                 | Q(verdict__in=Verdict.values, role=MessageRole.ASSISTANT, finalized_at__isnull=False),
                 name="messages_verdict_valid",
-                violation_error_message="A verdict is one of pass, supported, fail, none, on a finalized turn.",
+                violation_error_message="A verdict is one of pass, review, fail, none (or supported, of earlier "
+                "rules), on a finalized turn.",
             ),
             # Only an answer answers something: a user message replying to another would be a second question.
             models.CheckConstraint(
@@ -435,19 +440,9 @@ class Message(models.Model):
         return f"{self.role} message {self.id}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding and not kwargs.get("force_insert"):
-            update_fields = kwargs.get("update_fields")
-            names = set(FINAL_FIELDS)
-            if update_fields is not None:
-                names &= {attname(Message, name) for name in update_fields}
-            stored = _stored_messages(
-                Message._base_manager.using(kwargs.get("using") or self._state.db).filter(pk=self.pk)
-            )
-            if stored and names:
-                why = message_change_refusal(stored[0], {name: getattr(self, name) for name in names})
-                if why is not None:
-                    raise AppendOnlyError(why)
-        super().save(*args, **kwargs)
+        # The database refuses rewriting a finalized message (its trigger, chats.0014 and 0034): said plainly.
+        with naming_message_refusals(kwargs.get("using") or router.db_for_write(Message, instance=self)):
+            super().save(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         _refuse_deletion(
@@ -477,10 +472,14 @@ class Document(CitedTextGuard):
     pages = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     # Hex SHA-256 of the content its passages (DocumentPassage) were made from; empty while they are to be
-    # made: a document inserted in bulk or in SQL, or one whose content or matter changed below save() (a
-    # trigger of migrations chats.0020 and 0030 empties it then). Retrieval makes them on first use
-    # (chats.passages).
+    # made: a document inserted in bulk or in SQL, or one whose content or matter changed outside the document
+    # services (chats.documents; a trigger of migrations chats.0020 and 0030 empties it then). Retrieval makes
+    # them on first use (chats.passages).
     passages_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
+    # Whether the words of its passages are in its matter's counts (MatterTerm): false from when its passages
+    # are made until the matter's words are next counted, once for every document added since
+    # (chats.passages.count_terms), so that adding a document never updates counts others just updated.
+    terms_counted = models.BooleanField(default=False, db_default=False, editable=False)
 
     objects = CitedSourceQuerySet.as_manager()
 
@@ -496,33 +495,18 @@ class Document(CitedTextGuard):
             ),
         ]
         indexes = [
-            # Retrieval looks for a matter's documents without passages on every turn: this partial index
-            # holds only those, so the look-up costs nothing once they are made.
-            models.Index(fields=["project"], condition=Q(passages_sha256=""), name="documents_passages_missing_idx"),
+            # Retrieval looks for a matter's documents without passages or whose words are not counted yet on
+            # every turn (chats.passages.ensure_passages): this partial index holds only those, so the look-up
+            # costs nothing once they are made and counted.
+            models.Index(
+                fields=["project"],
+                condition=Q(passages_sha256="") | Q(terms_counted=False),
+                name="documents_passages_pending_idx",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.title
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        """Saves, then makes the passages of a new or changed content, or of a document moved to another
-        matter (chats.passages), in one transaction: every way of adding or moving a document through the
-        ORM (the pages, the API, the admin, the demo) goes through here; bulk inserts and updates get theirs
-        on first use. Whether they are stale is the database's say: its trigger (chats.0030) empties
-        ``passages_sha256`` when the content or the matter changes."""
-        from chats.passages import content_sha256, make_passages
-
-        update_fields = kwargs.get("update_fields")
-        content_saved = "content" not in self.get_deferred_fields() and (
-            update_fields is None or "content" in update_fields
-        )
-        matter_saved = update_fields is None or not {"project", "project_id"}.isdisjoint(update_fields)
-        with transaction.atomic(using=kwargs.get("using") or self._state.db):
-            super().save(*args, **kwargs)
-            if matter_saved or (content_saved and self.passages_sha256 != content_sha256(self.content)):
-                make_passages(document_ids=[self.pk])
-            if content_saved:
-                self.passages_sha256 = content_sha256(self.content)
 
 
 class DocumentPassage(models.Model):
@@ -573,9 +557,10 @@ class DocumentPassage(models.Model):
 class MatterTerm(models.Model):
     """How many of a matter's passages hold a word (a lexeme of PostgreSQL's ``english`` configuration):
     the search picks a question's rarer words to choose its candidate passages from, so that a common
-    word in a large matter does not make it rank every passage (``chats.passages``). Kept by
-    ``make_passages`` on PostgreSQL (counts of a deleted document's passages stay: an over-count, which
-    only makes a word look commoner); unused elsewhere."""
+    word in a large matter does not make it rank every passage (``chats.passages``). Kept on PostgreSQL by
+    ``count_terms`` (the words of the documents added since it last ran) and ``make_passages`` (those of a
+    replaced content counted off); counts of a deleted document's passages stay: an over-count, which only
+    makes a word look commoner. Unused elsewhere."""
 
     id = models.BigAutoField(primary_key=True)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
@@ -656,7 +641,7 @@ class VerificationMethod(models.TextChoices):
     ledger copies it as the entry's status. ``exact_match``: the characters match and nothing next to the
     passage limits it; ``tolerant_match``: formatting only, and alterations that cannot change the meaning;
     ``altered``: found, but an alteration, an omission or the quote's edges may change what the source says
-    (confidence at most ``ALTERED_MAX_CONFIDENCE``, the turn at best ``supported``); ``unverified``: the
+    (confidence at most ``ALTERED_MAX_CONFIDENCE``, the turn at best ``review``); ``unverified``: the
     claim did not hold (or named no source this turn may quote)."""
 
     EXACT_MATCH = verification_results.EXACT_MATCH

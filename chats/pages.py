@@ -5,9 +5,9 @@ character ``start`` and runs to the next pair's start (the last one to the end o
 means the source has no known pages. Two kinds of source have them:
 
 - a PDF uploaded as a document: one page per PDF page, labelled ``"1"``, ``"2"``, ... (:func:`join_pages`);
-- a court opinion with star paging, the reporter's page breaks written inline as ``*1047`` (:func:`star_pages`),
-  or, without star paging, a slip opinion whose text keeps the PDF's page breaks as form feeds
-  (:func:`form_feed_pages`); :func:`opinion_pages` chooses.
+- a court opinion: its reporter's pages (inline star paging ``*1047``, bracketed markers ``[590 F.Supp.3d 870]``)
+  or a slip opinion's own pages (``"slip 5"``), read by ``lqai_verify.verification.page_breaks``
+  (:func:`opinion_pages`); ``lqai_verify.verification.page_cites.pin_cite`` writes them as a pin cite.
 
 Pure functions, no Django: the serializers of the chat API and the trace call :func:`pages_of_span`.
 """
@@ -15,20 +15,15 @@ Pure functions, no Django: the serializers of the chat API and the trace call :f
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Iterable, Sequence
+
+from lqai_verify.verification import page_breaks
+from lqai_verify.verification.page_cites import page_cite, pin_cite
 
 Pages = list[list[int | str | None]]
 
 # Between two PDF pages in a document's text.
 PAGE_SEPARATOR = "\n\n"
-
-# A star-paging marker: "*1047", also glued to the next word ("*676in", as HTML-to-text conversion leaves it).
-# Not "**1047" (a parallel reporter's pages) nor a pin cite "at *63" to another work.
-_STAR = re.compile(r"(?<![*\w])\*(\d{1,5})(?!\d)")
-_PIN_CITE = re.compile(r"\bat\s+$")
-# The first page of a reporter citation: "134 S.W.3d 673", "570 U.S. 297 (2013)".
-_FIRST_PAGE = re.compile(r"^\s*\d+\s+[A-Za-z][\w.' ]*?\s(\d{1,5})\b")
 
 
 def join_pages(page_texts: Iterable[str]) -> tuple[str, Pages]:
@@ -47,35 +42,8 @@ def join_pages(page_texts: Iterable[str]) -> tuple[str, Pages]:
 
 
 def star_pages(text: str, *, citation: str = "") -> Pages:
-    """The pages of an opinion with star paging, or ``[]`` if it has none.
-
-    Markers count only in a run that goes up one page at a time (a stray ``*12`` elsewhere is not a page
-    break). The text before the first marker is on the citation's first page, or on the pages from it up to
-    the marker's (``"673-675"``) when the marker is further on; without a first page it is unlabelled (``None``).
-    """
-    markers: list[tuple[int, int]] = []
-    for match in _STAR.finditer(text):
-        if _PIN_CITE.search(text, max(0, match.start() - 8), match.start()):
-            continue
-        page = int(match.group(1))
-        if markers and page != markers[-1][1] + 1:
-            continue
-        markers.append((match.start(), page))
-    if not markers:
-        return []
-    first_marker = markers[0][1]
-    found = _FIRST_PAGE.match(citation)
-    first_page = int(found.group(1)) if found else None
-    opening: str | None
-    if first_page is None or first_page >= first_marker:
-        opening = None
-    elif first_page == first_marker - 1:
-        opening = str(first_page)
-    else:
-        opening = f"{first_page}-{first_marker - 1}"
-    pages: Pages = [] if markers[0][0] == 0 else [[0, opening]]
-    pages.extend([start, str(page)] for start, page in markers)
-    return pages
+    """The reporter's pages of an opinion (``page_breaks.reporter_pages``), or ``[]`` if its text marks none."""
+    return page_breaks.reporter_pages(text, citation=citation)
 
 
 def pages_of_span(pages: Sequence[Sequence[int | str | None]], start: int | None, end: int | None) -> list[str] | None:
@@ -104,18 +72,19 @@ def pages_valid(pages: object, *, text_length: int) -> bool:
     return True
 
 
-def form_feed_pages(text: str) -> Pages:
-    """The pages of a text that keeps its page breaks as form feeds (a slip opinion converted from its PDF),
-    labelled from 1; ``[]`` if it has none."""
-    if "\f" not in text:
-        return []
-    pages: Pages = [[0, "1"]]
-    for number, match in enumerate(re.finditer("\f", text), start=2):
-        if match.end() < len(text):
-            pages.append([match.end(), str(number)])
-    return pages
-
-
 def opinion_pages(text: str, *, citation: str = "") -> Pages:
-    """An opinion's pages: its star paging (the reporter's pages) where it has any, else its form-feed pages."""
-    return star_pages(text, citation=citation) or form_feed_pages(text)
+    """An opinion's pages: its reporter's where its text marks any, else its slip pages
+    (``page_breaks.opinion_pages``)."""
+    return page_breaks.opinion_pages(text, citation=citation)
+
+
+def span_pin_cite(
+    pages: Sequence[Sequence[int | str | None]], start: int | None, end: int | None, *, citation: str | None
+) -> str | None:
+    """Where ``text[start:end]`` is, as a lawyer cites it: in an opinion (``citation``: the case's) its Bluebook
+    pin cite (``page_cites.pin_cite``), in a document (``citation`` None) its own pages, ``p. 4``; None when no
+    page of it is known. The API, the trace pages and the export all cite through it."""
+    labels = pages_of_span(pages, start, end)
+    if citation is None:
+        return page_cite(labels) or None
+    return pin_cite(labels, citation=citation)

@@ -1,25 +1,13 @@
 """The passages of KB documents: made once per content, searched per turn.
 
-A document's quotable passages (:func:`chats.retrieval.passages`) are stored in ``document_passages``
-(:class:`chats.models.DocumentPassage`) when the document is saved (``Document.save()``, the one hook every
-ORM creator goes through: pages, API, admin, demo), or on first use for documents inserted in bulk or in
-SQL and for those whose content changed below ``save()`` (a trigger empties ``passages_sha256`` then).
-A turn's retrieval then searches the matter's stored passages instead of reading and splitting its
-documents:
-
-- on PostgreSQL through the GIN index on ``document_passages (project_id, search_vector)`` (``btree_gin``;
-  ``search_vector`` is ``to_tsvector('english', text)``, a stored generated column: migrations chats.0020
-  and chats.0027), which finds the matter's passages holding a word without reading other matters'
-  passages that hold it, ranked by ``ts_rank``, the same ranking
-  :func:`chats.retrieval.rank_passages` gives. The candidates ranked are the passages holding any of the
-  question's words when those hold at most :data:`CANDIDATE_PASSAGES` passages of the matter in all (then
-  the result is exactly the exhaustive ranking's); past that, the passages holding its rarer words (by
-  ``matter_terms``, the matter's count of passages per word), rarest first, until the next word would
-  bring the total past it; the ranking still scores every word of the question. A question whose every
-  word is common in a large matter is searched among the first ``2 * CANDIDATE_PASSAGES`` passages
-  holding its rarest word. So a turn ranks a bounded number of passages whatever the matter's size, as a
-  search engine's rare terms carry the ranking (a word in most passages tells little);
-- elsewhere (SQLite) by a plain scan of the matter's stored passages with the same term-overlap scorer.
+:func:`make_passages` stores a document's quotable passages (:func:`chats.retrieval.passages`) in
+``document_passages``; the document services (``chats.documents``) call it when they store a document, and
+:func:`ensure_passages` makes those of documents inserted in bulk or in SQL (or changed below the services)
+on first use. :func:`search_matter_passages` answers a turn's question from the matter's stored passages:
+on PostgreSQL through the full-text index, choosing the candidates by the question's rarer words
+(``matter_terms``) so that a turn ranks a bounded number of passages whatever the matter's size; on SQLite
+by a plain scan with the same term-overlap scorer. The design and its measurements: docs/scale.md,
+"Retrieval at matter scale".
 """
 
 from __future__ import annotations
@@ -29,6 +17,7 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 from chats.models import Document, DocumentPassage, MatterTerm
 from chats.retrieval import Passage, passages, query_terms, rank_by_overlap, tsquery, without_overlaps
@@ -61,9 +50,10 @@ FROM (
 ORDER BY ts_rank(p.search_vector, q) DESC, p.id
 LIMIT %(margin)s
 """
-# The matter's count of passages per word, by the passages of the given documents: +1 each (made) or -1
-# (about to be replaced). Sorted, so that two makers in one matter lock the rows of shared words in one
-# order (no deadlock).
+# The matter's count of passages per word, by the passages of the given documents: +1 each (counted) or -1
+# (about to be replaced). Sorted, so that two writers in one matter lock the rows of shared words in one
+# order (no deadlock). Each count row is written once per statement: run once per batch of documents, never
+# once per document of a transaction, whose updates of one row would each walk the versions left before.
 COUNT_WORDS_SQL = """
 INSERT INTO {terms} (project_id, lexeme, passages)
 SELECT p.project_id, w.lexeme, %(sign)s * count(*)
@@ -82,26 +72,29 @@ def content_sha256(content: str) -> str:
 def make_passages(*, document_ids: Sequence[UUID]) -> int:
     """Stores the passages of each document's current content (as the database holds it), replacing those
     of an earlier content; nothing for a document whose passages are already made from it. Returns how
-    many documents it made them for.
+    many documents it made them for. Their words are counted later, with the matter's other new documents
+    (:func:`count_terms`); the words of replaced passages that were counted are counted off here.
 
     One transaction; the documents' rows are locked first, in primary-key order (one lock order, so two
     makers never deadlock), so that two turns making the passages of one document at once make them once:
     the second finds them made."""
     made = 0
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # inside a caller's: its transaction (see chats.documents)
         rows = list(
             Document.objects.select_for_update()
             .filter(pk__in=document_ids)
             .order_by("pk")
-            .values_list("pk", "content", "passages_sha256", "project_id")
+            .values_list("pk", "content", "passages_sha256", "project_id", "terms_counted")
         )
         stale = {
             pk: (content, project_id)
-            for pk, content, made_from, project_id in rows
+            for pk, content, made_from, project_id, _ in rows
             if made_from != content_sha256(content)
         }
+        counted = [pk for pk, _, made_from, _, terms_counted in rows if pk in stale and terms_counted]
         if stale:
-            _count_words(list(stale), sign=-1)
+            if counted:
+                _count_words(counted, sign=-1)
             DocumentPassage.objects.filter(document_id__in=stale).delete()
             DocumentPassage.objects.bulk_create(
                 [
@@ -118,14 +111,35 @@ def make_passages(*, document_ids: Sequence[UUID]) -> int:
                 ],
                 batch_size=1000,
             )
-            _count_words(list(stale), sign=1)
             Document.objects.bulk_update(
-                [Document(pk=pk, passages_sha256=content_sha256(content)) for pk, (content, _) in stale.items()],
-                ["passages_sha256"],
+                [
+                    Document(pk=pk, passages_sha256=content_sha256(content), terms_counted=False)
+                    for pk, (content, _) in stale.items()
+                ],
+                ["passages_sha256", "terms_counted"],
                 batch_size=1000,
             )
             made = len(stale)
     return made
+
+
+def count_terms(*, project_id: UUID) -> int:
+    """Adds the words of the matter's documents whose passages are made but not counted yet to its counts
+    (``matter_terms``, PostgreSQL; elsewhere only marks them counted), in one statement whatever their
+    number; returns how many documents it counted. One transaction; the documents are locked first, in
+    primary-key order, so that two counters count each document once."""
+    with transaction.atomic():
+        pending = list(
+            Document.objects.select_for_update()
+            .filter(project_id=project_id, terms_counted=False)
+            .exclude(passages_sha256="")
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        if pending:
+            _count_words(pending, sign=1)
+            Document.objects.filter(pk__in=pending).update(terms_counted=True)
+    return len(pending)
 
 
 def _count_words(document_ids: list[UUID], *, sign: int) -> None:
@@ -158,11 +172,20 @@ def _candidate_words(*, project_id: UUID, terms: Sequence[str]) -> list[str]:
 
 def ensure_passages(*, project_id: UUID) -> int:
     """Makes the passages of the matter's documents that have none for their content (inserted in bulk or
-    SQL, or changed below ``save()``), :data:`BATCH` documents per transaction; the number of documents it
-    made them for. One indexed look-up (``documents_passages_missing_idx``) when there are none, as on
-    nearly every turn."""
-    missing = list(Document.objects.filter(project_id=project_id, passages_sha256="").values_list("pk", flat=True))
-    return sum(make_passages(document_ids=missing[i : i + BATCH]) for i in range(0, len(missing), BATCH))
+    SQL, or changed outside the document services), :data:`BATCH` documents per transaction, then counts
+    the words of those not counted yet (:func:`count_terms`); the number of documents it made passages for.
+    One indexed look-up (``documents_passages_pending_idx``) when there are none, as on nearly every turn."""
+    pending = list(
+        Document.objects.filter(Q(passages_sha256="") | Q(terms_counted=False), project_id=project_id).values_list(
+            "pk", "passages_sha256"
+        )
+    )
+    if not pending:
+        return 0
+    missing = [pk for pk, made_from in pending if not made_from]
+    made = sum(make_passages(document_ids=missing[i : i + BATCH]) for i in range(0, len(missing), BATCH))
+    count_terms(project_id=project_id)
+    return made
 
 
 def search_matter_passages(

@@ -1,44 +1,29 @@
 """The permanent record: what a finalized turn wrote never changes, and leaves only with a matter purge.
 
-The rules are held twice. On PostgreSQL, triggers refuse them below the application (the migrations
-``chats.0014_permanent_record`` and ``citations.0006_permanent_record``), whatever the client: the ORM,
-``QuerySet.update()``, raw SQL. On every database (SQLite included, where of these rules only the insert
-guard of ``chats.0032``, below, has triggers), the model layer refuses the same changes as far as the ORM
-lets it see them: ``save()`` and ``delete()`` of a guarded row, and ``QuerySet.update()``/``delete()`` of the
-guarded tables (see :class:`AppendOnlyModel`, :class:`AppendOnlyQuerySet` and
-:func:`message_change_refusal`).
-
-Each refusal names its rule, in the database error and in the model layer's alike:
-
-- ``lqai_append_only``: per-turn rows (quotes, failed claims, case citations, consulted sources) and
-  ledger entries are never updated (except a ledger entry's reserved ``treatment_id``, set once from
-  NULL) and never deleted; a finalized message's content, status, verdict, author, ``reply_to`` and
-  usage never change; messages are never deleted; a chat holding messages never changes matter, nor a
-  quoted opinion its provider (both are sealed with the turn); a cited source keeps what the record shows
-  of it (``chats.models.CitedTextGuard``); a chain's head row stays (``citations.models.SealChainHead``).
-  Only a matter purge removes them.
-- ``lqai_legal_hold``: a matter on legal hold, its chats and its messages cannot be deleted at all.
-
-A purge (:func:`purging`) marks its transaction: on PostgreSQL with the transaction-local setting
-``lqai.purge`` holding the matter's id, which the delete triggers accept for that matter's rows only;
-in the model layer with a context variable.
-
-A turn's rows are added only by the transaction that finalized it (``chats.0032``): on both databases a
-trigger refuses a row for a message finalized in an earlier transaction; the model layer re-raises that
-refusal as :class:`AppendOnlyError` naming the message (:func:`naming_late_rows`). On SQLite the triggers call
-the functions :func:`register_sqlite_record_functions` registers on each connection.
+The rules are held below the application by triggers (PostgreSQL: ``chats.0014``, ``citations.0006`` and
+later; both databases: ``chats.0032``, ``chats.0034``) and, as far as the ORM lets it see them, by the model
+layer here: :class:`AppendOnlyModel`, :class:`AppendOnlyQuerySet`, :func:`message_change_refusal`. Each
+refusal names its rule, ``lqai_append_only`` (:class:`AppendOnlyError`) or ``lqai_legal_hold``
+(:class:`LegalHoldError`), in the database's error and the model layer's alike; :func:`naming_late_rows` and
+:func:`naming_message_refusals` raise the database's refusals as those errors. A purge (:func:`purging`) marks
+its transaction, so that the delete triggers accept its matter's rows. On SQLite the triggers call the
+functions :func:`register_sqlite_record_functions` registers on each connection. Each rule, and what it does
+not cover: docs/security.md.
 """
 
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
-from django.db import IntegrityError, connection, models, transaction
+from django.db import IntegrityError, connection, connections, models, transaction
+
+from lqai_verify import verdict as verdict_rule
 
 APPEND_ONLY = "lqai_append_only"
 LEGAL_HOLD = "lqai_legal_hold"
@@ -124,6 +109,20 @@ def naming_late_rows(model: type[models.Model], message_ids: Iterable[Any]) -> I
         ) from exc
 
 
+@contextmanager
+def naming_message_refusals(using: str) -> Iterator[None]:
+    """Saving a message: the database's refusal of a rewrite of a finalized message is raised as
+    :class:`AppendOnlyError` saying which message and why (PostgreSQL's trigger says it; SQLite's trigger can
+    only raise a constant, and its rule function kept the reason on the connection)."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if isinstance(exc, AppendOnlyError) or APPEND_ONLY not in str(exc):
+            raise
+        detail = getattr(connections[using], "lqai_message_refusal", None)
+        raise AppendOnlyError(detail or str(exc).splitlines()[0].removeprefix(f"{APPEND_ONLY}: ")) from exc
+
+
 def register_sqlite_record_functions(sender: Any, connection: Any, **kwargs: Any) -> None:
     """``connection_created`` receiver: on SQLite, the functions through which the triggers of ``chats.0032``
     know which messages this connection's open transaction finalized (SQLite has no transaction id in SQL).
@@ -146,6 +145,14 @@ def register_sqlite_record_functions(sender: Any, connection: Any, **kwargs: Any
     def is_finalized_here(message_id: str, finalized_at: str) -> bool:
         return (message_id, finalized_at) in finalized_here
 
+    def message_refusal(old: str, new: str) -> str | None:
+        # The messages trigger (chats.0034) can only raise a constant: the reason is kept for the model layer.
+        old_row, new_row = json.loads(old), json.loads(new)
+        old_row["id"] = str(UUID(old_row["id"]))
+        connection.lqai_message_refusal = message_change_refusal(old_row, new_row)
+        return connection.lqai_message_refusal
+
+    connection.connection.create_function("lqai_message_refusal", 2, message_refusal, deterministic=False)
     connection.connection.create_function("lqai_note_finalized", 2, note_finalized, deterministic=False)
     connection.connection.create_function("lqai_finalized_here", 2, is_finalized_here, deterministic=False)
 
@@ -240,7 +247,7 @@ FINAL_FIELDS = (
 )
 IDENTITY_FIELDS = ("chat_id", "role", "author_id", "reply_to_id")
 USAGE_COUNTERS = ("prompt_tokens", "completion_tokens", "latency_ms")
-VERDICT_ORDER = ("none", "pass", "supported", "fail")
+VERDICT_ORDER = verdict_rule.ORDER
 FINAL_STATUSES = ("complete", "failed")
 
 
@@ -252,6 +259,8 @@ def message_change_refusal(old: Mapping[str, Any], new: Mapping[str, Any]) -> st
     def changed(name: str) -> bool:
         return name in new and new[name] != old[name]
 
+    if changed("verdict") and new["verdict"] == verdict_rule.SUPPORTED:
+        return f"message {old['id']}: 'supported' is a verdict of earlier rules, kept by the turns sealed with it"
     if old["status"] in FINAL_STATUSES:
         frozen = [name for name in FINAL_FIELDS if changed(name)]
         if frozen:

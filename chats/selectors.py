@@ -7,10 +7,10 @@ import datetime
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from chats.models import Chat, Message, Project
+from chats.models import UNVERIFIED, Chat, Document, Message, Project
 
 
 def projects_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Project]:
@@ -33,6 +33,13 @@ def chats_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Chat]:
         return Chat.objects.none()
     visible_projects = Project.objects.filter(Q(owner=user) | Q(members=user)).values("pk")
     return Chat.objects.filter(Q(project__isnull=True, owner=user) | Q(project__in=visible_projects))
+
+
+def documents_of(project: Project) -> QuerySet[Document]:
+    """The matter's KB documents, each with ``citation_count``: the quotes of answers that cite it and verified
+    (a failed claim naming it does not count). One query."""
+    verified = Count("citations", filter=~Q(citations__verification_method=UNVERIFIED))
+    return Document.objects.filter(project=project).annotate(citation_count=verified)
 
 
 def users_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[AbstractBaseUser]:

@@ -11,9 +11,11 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from chats.api_fields import StrictCharField
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
+    CaselawOpinion,
     Chat,
     DocumentQuote,
     Message,
@@ -22,9 +24,10 @@ from chats.models import (
     Project,
     SourceKind,
 )
-from chats.pages import pages_of_span
+from chats.pages import pages_of_span, span_pin_cite
 from chats.selectors import projects_visible_to
-from chats.services import UnverifiedQuote
+from lqai_verify.statuses import review_count
+from lqai_verify.verdict import case_claim_status
 
 QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
@@ -43,6 +46,7 @@ class VisibleProjectField(serializers.PrimaryKeyRelatedField):
 
 
 class ChatSerializer(serializers.ModelSerializer[Chat]):
+    title = StrictCharField(max_length=200, allow_blank=True, required=False, help_text="The chat's title.")
     project = VisibleProjectField(
         pk_field=serializers.UUIDField(), allow_null=True, required=False, help_text="A matter you belong to."
     )
@@ -53,9 +57,20 @@ class ChatSerializer(serializers.ModelSerializer[Chat]):
         read_only_fields = ["id", "created_at"]
 
 
+class ChatListQuerySerializer(serializers.Serializer[None]):
+    """The query string of ``GET /api/chats/``."""
+
+    project = serializers.UUIDField(
+        required=False,
+        help_text="Only the chats of this matter. A matter you do not belong to yields an empty list, as one "
+        "that does not exist.",
+    )
+
+
 PAGES_HELP = (
-    "The pages of the source that the quote spans (a PDF's page numbers, or an opinion's reporter pages from its "
-    "star paging), in order; null when the source has no known pages."
+    "The pages of the source that the quote spans (a PDF's page numbers, an opinion's reporter pages from its star "
+    "paging or bracketed markers, or a slip opinion's own pages, 'slip 5'), in order; null when the source has no "
+    "known pages. pin_cite writes them as a lawyer cites them."
 )
 PAGES_FIELD = serializers.ListField(child=serializers.CharField(), allow_null=True, help_text=PAGES_HELP)
 
@@ -64,6 +79,23 @@ def quote_pages(row: DocumentQuote | OpinionQuote) -> list[str] | None:
     """The pages a quote row spans in its source (``chats.pages``)."""
     source = row.opinion if isinstance(row, OpinionQuote) else row.document
     return None if source is None else pages_of_span(source.pages, row.source_offset_start, row.source_offset_end)
+
+
+PIN_CITE_HELP = (
+    "Where the quote is in its source, as a lawyer cites it: an opinion's Bluebook pin cite in the reporter of its "
+    "citation (590 F. Supp. 3d at 870, 134 S.W.3d at 676\u201377) or its slip opinion's pages (slip op. at 5); a "
+    "document's own pages (p. 4, pp. 4\u20135); null when no page is known."
+)
+PIN_CITE_FIELD = serializers.CharField(allow_null=True, help_text=PIN_CITE_HELP)
+
+
+def quote_pin_cite(row: DocumentQuote | OpinionQuote) -> str | None:
+    """The pin cite of a quote row (``page_cites``): an opinion's Bluebook pin cite, a document's ``p. N``."""
+    source = row.opinion if isinstance(row, OpinionQuote) else row.document
+    if source is None:
+        return None
+    citation = source.citation if isinstance(source, CaselawOpinion) else None
+    return span_pin_cite(source.pages, row.source_offset_start, row.source_offset_end, citation=citation)
 
 
 CLAIM_POSITION_HELP = (
@@ -101,17 +133,24 @@ def answer_unplaced_reason(row: DocumentQuote | OpinionQuote) -> str | None:
 ANSWER_SPAN_FIELDS = ["answer_start", "answer_end", "answer_unplaced_reason"]
 
 
+METHOD_HELP = (
+    "How the quote was found in its source: exact_match, tolerant_match (formatting differences only), or altered "
+    "(found, but an alteration, an omission or its edges may change what the source says: a person must check it)."
+)
+
+
 class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[DocumentQuote]):
-    """A verified quote from a matter document."""
+    """A quote from a matter document, found in it (see ``method``: an altered one needs a person's check)."""
 
     kind = serializers.SerializerMethodField()
     document_title = serializers.CharField(source="document.title", read_only=True)
     start = serializers.IntegerField(source="source_offset_start", read_only=True)
     end = serializers.IntegerField(source="source_offset_end", read_only=True)
-    method = serializers.CharField(source="verification_method", read_only=True)
+    method = serializers.CharField(source="verification_method", read_only=True, help_text=METHOD_HELP)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
+    pin_cite = serializers.SerializerMethodField(help_text=PIN_CITE_HELP)
 
     class Meta:
         model = DocumentQuote
@@ -125,6 +164,7 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Documen
             "start",
             "end",
             "pages",
+            "pin_cite",
             "method",
             "confidence",
             *ANSWER_SPAN_FIELDS,
@@ -138,9 +178,13 @@ class KBCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Documen
     def get_pages(self, obj: DocumentQuote) -> list[str] | None:
         return quote_pages(obj)
 
+    @extend_schema_field(PIN_CITE_FIELD)
+    def get_pin_cite(self, obj: DocumentQuote) -> str | None:
+        return quote_pin_cite(obj)
+
 
 class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[OpinionQuote]):
-    """A verified quote from a court opinion."""
+    """A quote from a court opinion, found in it (see ``method``: an altered one needs a person's check)."""
 
     kind = serializers.SerializerMethodField()
     case_name = serializers.CharField(source="opinion.case_name", read_only=True)
@@ -150,10 +194,11 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
     url = serializers.CharField(source="opinion.absolute_url", read_only=True)
     start = serializers.IntegerField(source="source_offset_start", read_only=True)
     end = serializers.IntegerField(source="source_offset_end", read_only=True)
-    method = serializers.CharField(source="verification_method", read_only=True)
+    method = serializers.CharField(source="verification_method", read_only=True, help_text=METHOD_HELP)
     confidence = serializers.FloatField(source="verification_confidence", read_only=True)
     position = serializers.IntegerField(read_only=True, help_text=CLAIM_POSITION_HELP)
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
+    pin_cite = serializers.SerializerMethodField(help_text=PIN_CITE_HELP)
 
     class Meta:
         model = OpinionQuote
@@ -171,6 +216,7 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
             "start",
             "end",
             "pages",
+            "pin_cite",
             "method",
             "confidence",
             *ANSWER_SPAN_FIELDS,
@@ -183,6 +229,10 @@ class CaselawCitationSerializer(AnswerSpanFields, serializers.ModelSerializer[Op
     @extend_schema_field(PAGES_FIELD)
     def get_pages(self, obj: OpinionQuote) -> list[str] | None:
         return quote_pages(obj)
+
+    @extend_schema_field(PIN_CITE_FIELD)
+    def get_pin_cite(self, obj: OpinionQuote) -> str | None:
+        return quote_pin_cite(obj)
 
 
 class ToolSourceSerializer(serializers.ModelSerializer[MessageToolSource]):
@@ -217,9 +267,9 @@ class FailedClaimSerializer(AnswerSpanFields):
 
 class CaseCitationSerializer(serializers.ModelSerializer[CaseCitation]):
     """A case citation written in the answer, as checked at finalize: its span in the answer, the citation
-    and the case name as written, the check's ``status`` (verified, name_mismatch, not_found, ambiguous,
-    unchecked) with its ``detail``, and the case the citation really is (``opinion``, ``opinion_case_name``;
-    set for verified and name_mismatch)."""
+    and the case name as written, the check's ``status`` (verified, name_mismatch, pin_mismatch, not_found,
+    ambiguous, unchecked) with its ``detail``, and the case the citation really is (``opinion``,
+    ``opinion_case_name``; set for verified, name_mismatch and pin_mismatch)."""
 
     answer_start = serializers.IntegerField(source="answer_offset_start", read_only=True)
     answer_end = serializers.IntegerField(source="answer_offset_end", read_only=True)
@@ -249,16 +299,19 @@ def _verified(rows: Iterable[QuoteRow]) -> list[QuoteRow]:
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
     """A message; an assistant message carries the id of the question it answers (``reply_to``; null for a
-    user message and for answers stored before it was recorded), its verdict, its verified citations, the
-    claims that did not verify (apart), the sources its tools consulted and, when a model answered it, the
-    model's usage (``model_name``, tokens, ``latency_ms``; else empty). Reads the prefetched rows: no query
-    per message."""
+    user message and for answers stored before it was recorded), its verdict, its quotes found in their sources
+    (``citations``, ``caselaw_citations``), the claims that did not verify (``unverified_citations``), the
+    sources its tools consulted and, when a model answered it, the model's usage (``model_name``, tokens,
+    ``latency_ms``; else empty). Reads the prefetched rows: no query per message."""
 
     citations = serializers.SerializerMethodField()
     caselaw_citations = serializers.SerializerMethodField()
     unverified_citations = serializers.SerializerMethodField()
     tool_sources = ToolSourceSerializer(many=True, read_only=True)
     case_citations = CaseCitationSerializer(many=True, read_only=True)
+    review_count = serializers.SerializerMethodField(
+        help_text="How many of its claims (quotes, failed or not, and case citations) a person must check."
+    )
 
     class Meta:
         model = Message
@@ -271,6 +324,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "created_at",
             "finalized_at",
             "verdict",
+            "review_count",
             "model_name",
             "prompt_tokens",
             "completion_tokens",
@@ -283,6 +337,13 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
         ]
         read_only_fields = fields
 
+    def get_review_count(self, obj: Message) -> int:
+        quotes = (
+            row.verification_method for rows in (obj.citations.all(), obj.caselaw_citations.all()) for row in rows
+        )
+        cases = (case_claim_status(case.status, case.pin_status) for case in obj.case_citations.all())
+        return review_count([*quotes, *cases])
+
     @extend_schema_field(KBCitationSerializer(many=True))
     def get_citations(self, obj: Message) -> Any:
         return KBCitationSerializer(_verified(obj.citations.all()), many=True).data
@@ -293,13 +354,21 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
 
     @extend_schema_field(FailedClaimSerializer(many=True))
     def get_unverified_citations(self, obj: Message) -> Any:
-        failed: Any = [
-            row
-            for rows in (obj.citations.all(), obj.caselaw_citations.all())
-            for row in rows
-            if row.verification_method == UNVERIFIED
-        ]
-        return FailedClaimSerializer(failed, many=True).data
+        return FailedClaimSerializer(_failed_claims(obj.citations.all(), obj.caselaw_citations.all()), many=True).data
+
+
+def _failed_claims(kb_rows: Iterable[DocumentQuote], caselaw_rows: Iterable[OpinionQuote]) -> Any:
+    return [row for rows in (kb_rows, caselaw_rows) for row in rows if row.verification_method == UNVERIFIED]
+
+
+def failed_claims_of(message: Message) -> list[DocumentQuote | OpinionQuote]:
+    """The claims of ``message`` that did not verify, in the order of its ``unverified_citations`` (two
+    queries); serialized by :class:`FailedClaimSerializer`."""
+    rows: list[DocumentQuote | OpinionQuote] = _failed_claims(
+        DocumentQuote.objects.filter(message=message, verification_method=UNVERIFIED),
+        OpinionQuote.objects.filter(message=message, verification_method=UNVERIFIED),
+    )
+    return rows
 
 
 class ChatDetailSerializer(ChatSerializer):
@@ -317,7 +386,7 @@ class ChatDetailSerializer(ChatSerializer):
 
 
 class MessageCreateSerializer(serializers.Serializer[dict[str, Any]]):
-    content = serializers.CharField(
+    content = StrictCharField(
         trim_whitespace=True, help_text="The question; at most LQAI_MAX_MESSAGE_CHARS characters."
     )
 
@@ -328,38 +397,17 @@ class MessageCreateSerializer(serializers.Serializer[dict[str, Any]]):
         return value
 
 
-class UnverifiedQuoteSerializer(serializers.Serializer[UnverifiedQuote]):
-    """A quote the assistant claimed that did not verify against its claimed source, as recorded."""
-
-    id = serializers.UUIDField(help_text="The row recording the failed claim.")
-    kind = serializers.CharField(help_text="kb_document or caselaw: the table that records it.")
-    quote = serializers.CharField()
-    reason = serializers.CharField()
-    answer_start = serializers.IntegerField(allow_null=True, help_text=ANSWER_START_HELP)
-    answer_end = serializers.IntegerField(allow_null=True)
-    answer_unplaced_reason = serializers.SerializerMethodField(help_text=ANSWER_UNPLACED_HELP)
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_answer_unplaced_reason(self, obj: UnverifiedQuote | dict[str, Any]) -> str | None:
-        fields = (
-            obj if isinstance(obj, dict) else {"answer_start": obj.answer_start, "reason": obj.answer_unplaced_reason}
-        )
-        if fields.get("answer_start") is not None:
-            return None
-        return fields.get("answer_unplaced_reason", fields.get("reason")) or PLACED_BEFORE_POSITIONS
-
-
 class TurnSerializer(serializers.Serializer[dict[str, Any]]):
-    """The result of a single-shot turn."""
+    """The result of a single-shot turn: the answer (its claims that did not verify are its
+    ``unverified_citations``) and the id of the question."""
 
     message = MessageSerializer()
     user_message_id = serializers.UUIDField()
-    unverified_count = serializers.IntegerField()
-    unverified = UnverifiedQuoteSerializer(many=True)
 
 
 class TurnErrorSerializer(serializers.Serializer[dict[str, Any]]):
-    """The assistant failed: the turn is saved as ``failed`` under ``message_id``."""
+    """A turn that did not answer: why (``detail``), ``code`` (backend_error: saved as failed; turn_timeout: saved
+    as interrupted, resumable; turn_superseded: a resume took it over; not_saved) and the turn's ``message_id``."""
 
     detail = serializers.CharField()
     code = serializers.CharField()
@@ -371,11 +419,16 @@ class TurnDoneSerializer(serializers.Serializer[dict[str, Any]]):
 
     message_id = serializers.UUIDField()
     status = serializers.CharField()
-    verdict = serializers.CharField(help_text="pass, supported, fail or none: the gate over the turn's claims.")
+    verdict = serializers.CharField(
+        help_text="pass, review, fail or none: the gate over the turn's claims (review: nothing failed, but a "
+        "claim needs a person; a turn finalized under earlier rules may read supported)."
+    )
+    review_count = serializers.IntegerField(help_text="How many claims of this run a person must check.")
     case_citations = CaseCitationSerializer(many=True, help_text="The case citations of the answer, as checked.")
-    citation_count = serializers.IntegerField()
-    unverified_count = serializers.IntegerField()
-    unverified = UnverifiedQuoteSerializer(many=True)
+    citation_count = serializers.IntegerField(help_text="The verified quotes, each sent as a `citation` event.")
+    unverified_citations = FailedClaimSerializer(
+        many=True, help_text="The claims that did not verify, as the message lists them."
+    )
 
 
 class ResumeConflictSerializer(serializers.Serializer[dict[str, Any]]):

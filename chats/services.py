@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from chats.answer_positions import place_claims
 from chats.case_citations import CheckedCitation, StreamedCitations, check_case_citations
+from chats.case_citations.pins import check_pins_against_quoted_passages
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
@@ -43,12 +44,12 @@ from chats.models import (
     Project,
     SourceKind,
     Verdict,
-    VerificationMethod,
     fit,
     fit_count,
 )
 from chats.selectors import open_streams_of, stale_before, stopped, stopped_turns
 from chats.signals import post_finalize
+from lqai_verify import verdict as verdict_rule
 from lqai_verify.verification import NormalizedSource, QuoteMatch, alterations_record, context_flags_record
 
 logger = logging.getLogger(__name__)
@@ -459,20 +460,12 @@ def _reason(why: str, source: str) -> str:
 
 
 def turn_verdict(*, methods: Collection[str], case_statuses: Collection[str] = ()) -> str:
-    """The gate verdict of a turn's quote rows (their verification methods) and case citations (their
-    statuses), see :class:`chats.models.Verdict`: a failed quote, a case that does not exist, a case cited
-    under another name or to a page it does not have fails the turn; a quote the verifier cannot vouch for
-    (``altered``) leaves it at best ``supported``. ``backfill_ledger --check`` holds stored verdicts to it."""
-    wrong_cases = {
-        CaseCitation.Status.NOT_FOUND,
-        CaseCitation.Status.NAME_MISMATCH,
-        CaseCitation.Status.PIN_MISMATCH,
-    }
-    if UNVERIFIED in methods or wrong_cases & set(case_statuses):
-        return Verdict.FAIL
-    if VerificationMethod.TOLERANT_MATCH in methods or VerificationMethod.ALTERED in methods:
-        return Verdict.SUPPORTED
-    return Verdict.PASS if methods else Verdict.NONE
+    """The verdict of a turn's quote rows (their verification methods) and case citations (their statuses), by
+    the one rule (:func:`lqai_verify.verdict.verdict_of`, see :class:`chats.models.Verdict`): ``fail`` when a
+    claim failed, ``review`` when none failed but one needs a person (an ``altered`` quote, a case not checked,
+    any status the rule does not know), ``pass`` when every claim verified, ``none`` without a claim.
+    ``backfill_ledger --check`` holds stored verdicts to it."""
+    return verdict_rule.verdict_of(methods=methods, case_statuses=case_statuses)
 
 
 def _tool_source_rows(
@@ -580,20 +573,17 @@ def finalize_turn(
         # 2. Verify the claims, in the transaction: a quoted text cannot change before its citation commits.
         first_claim = message.citations.count() + message.caselaw_citations.count() if resumed else 0
         kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now, first_position=first_claim)
-        # 3. Build the rows: each claim placed in the answer, the consulted sources, the message's final state.
+        # 3. Build the rows: each claim placed in the answer (then each pin cite checked against the page of the
+        # passage quoted with it), the consulted sources, the message's final state.
         place_claims([*kb, *caselaw], content)
+        check_pins_against_quoted_passages(citations=case_citations, quotes=caselaw, answer=content)
         sources = _tool_source_rows(message=message, consulted=tool_sources, now=now, resumed=resumed)
         verdict = turn_verdict(
             methods={row.verification_method for row in [*kb, *caselaw]},
-            case_statuses={case.status for case in case_citations},
+            case_statuses={verdict_rule.case_claim_status(case.status, case.pin_status) for case in case_citations},
         )
         update_fields = _final_state(
-            message,
-            content=content,
-            status=status,
-            verdict=Verdict.worst(stored.verdict, verdict),
-            now=now,
-            usage=usage,
+            message, stored, content=content, status=status, verdict=verdict, now=now, usage=usage
         )
         # 4. Persist them, then send post_finalize: its receivers (the ledger, the seal) write with the turn.
         _persist(
@@ -658,13 +648,21 @@ def _lock_turn(*, message: Message, attempt: int | None, resumed: bool) -> Messa
 
 
 def _final_state(
-    message: Message, *, content: str, status: str, verdict: str, now: datetime.datetime, usage: TurnUsage | None
+    message: Message,
+    stored: Message,
+    *,
+    content: str,
+    status: str,
+    verdict: str,
+    now: datetime.datetime,
+    usage: TurnUsage | None,
 ) -> list[str]:
-    """Set ``message``'s final answer, status, verdict and finalize time, and ``usage`` if given (each count
+    """Set ``message``'s final answer, status, verdict (the worse of ``verdict`` and the ``stored`` one: a
+    resumed turn never gets better than its earlier run) and finalize time, and ``usage`` if given (each count
     fitted to its column: one no column can hold is dropped, and logged); return the fields set, to save."""
     message.content = content
     message.status = status
-    message.verdict = verdict
+    message.verdict = Verdict.worst(stored.verdict, verdict)
     message.finalized_at = message.updated_at = now
     update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
     if usage is None:

@@ -1,21 +1,11 @@
 """The chat API: chats, and the three ways a turn runs (single-shot, streamed tool loop, resume).
 
-Every turn ends in :func:`chats.services.finalize_turn` through :class:`chats.assistant.TurnRun`,
-so the ledger sees each one. Every object is looked up through :func:`chats.selectors.chats_visible_to`:
-anything else is a 404.
-
-The streamed views answer with server-sent events (``text/event-stream``), one frame per event::
-
-    event: <name>
-    data: <json>
-
-``start`` (the message id), ``delta``, ``tool_call``, ``tool_result``, ``error`` (the backend or finalize
-failed, or the stream reached ``LQAI_MAX_STREAM_SECONDS``), then after finalize one ``citation`` per verified
-quote and ``done`` (status and unverified quotes), each quote with its span in the answer. While the
-assistant is silent, a ``: keepalive`` comment every ``LQAI_SSE_HEARTBEAT_SECONDS`` keeps the connection.
-
-Turns are bounded per user: :class:`chats.throttles.TurnRateThrottle` (429 with ``Retry-After``) and
-``LQAI_MAX_CONCURRENT_STREAMS`` (429). A chat's messages are read page by page (cursor pagination).
+Every turn ends in :func:`chats.services.finalize_turn` through :class:`chats.assistant.TurnRun`, so the
+ledger sees each one. Every object is looked up through :func:`chats.selectors.chats_visible_to`: anything
+else is a 404. The streamed views answer with server-sent events (``start``, ``delta``, ``tool_call``,
+``tool_result``, ``error``, ``citation``, ``done``, and ``: keepalive`` comments); turns are bounded per user
+(:class:`chats.throttles.TurnRateThrottle`, ``LQAI_MAX_CONCURRENT_STREAMS``: 429). The events and their
+order: docs/api.md.
 """
 
 from __future__ import annotations
@@ -55,12 +45,13 @@ from chats.assistant import (
     load_backend,
 )
 from chats.assistant.runner import RunEvent, TurnNotSaved
-from chats.models import CaseCitation, Chat, DocumentQuote, Message, OpinionQuote
-from chats.pagination import StrictCursorPagination
+from chats.models import UNVERIFIED, CaseCitation, Chat, DocumentQuote, Message, OpinionQuote
+from chats.pagination import LIST_BAD_INPUT, ApiPagination
 from chats.selectors import chats_visible_to, projects_visible_to
 from chats.serializers import (
     CaselawCitationSerializer,
     ChatDetailSerializer,
+    ChatListQuerySerializer,
     ChatSerializer,
     KBCitationSerializer,
     LegalHoldSerializer,
@@ -70,9 +61,9 @@ from chats.serializers import (
     TurnDoneSerializer,
     TurnErrorSerializer,
     TurnSerializer,
+    failed_claims_of,
 )
 from chats.services import (
-    FinalizedTurn,
     TooManyStreams,
     TurnSuperseded,
     create_chat,
@@ -82,6 +73,8 @@ from chats.services import (
 )
 from chats.throttles import TurnRateThrottle
 from chats.tools import Tool, default_tools
+from lqai_verify.statuses import review_count
+from lqai_verify.verdict import case_claim_status
 
 STREAM_DESCRIPTION = (
     "A `text/event-stream` of server-sent events, each `event: <name>` and `data: <json>`: "
@@ -90,7 +83,8 @@ STREAM_DESCRIPTION = (
     "(or `turn_superseded` if a resume took the turn over meanwhile: nothing of this stream was saved), "
     "then one `citation` per verified quote (a KB or caselaw quote, with its span in the answer: "
     "`answer_start`, `answer_end`) and `done` "
-    "{message_id, status, verdict, case_citations, citation_count, unverified_count, unverified}. "
+    "{message_id, status, verdict, review_count, case_citations, citation_count, unverified_citations} (the claims "
+    "that did not verify, as a message lists them). "
     "If the client disconnects, "
     "the turn is saved as `interrupted` with what was produced so far; resume it with `.../resume/`. "
     "While the assistant is silent, a `: keepalive` comment line every LQAI_SSE_HEARTBEAT_SECONDS; a stream "
@@ -101,6 +95,8 @@ THROTTLED = OpenApiResponse(
 )
 KEEPALIVE = b": keepalive\n\n"
 NOT_FOUND = OpenApiResponse(description="No such chat or message visible to you.")
+CHAT_NOT_FOUND = OpenApiResponse(description="No such chat visible to you.")
+MATTER_NOT_FOUND = OpenApiResponse(description="No such matter visible to you.")
 BAD_INPUT = OpenApiResponse(description="Invalid input: field errors keyed by field name.")
 
 
@@ -116,10 +112,6 @@ def _message_rows() -> tuple[Any, ...]:  # Prefetch | str (of querysets of sever
 
 def _message_with_rows(message: Message) -> Message:
     return Message.objects.prefetch_related(*_message_rows()).get(pk=message.pk)
-
-
-def _unverified(result: FinalizedTurn) -> list[dict[str, Any]]:
-    return [asdict(quote) for quote in result.unverified]
 
 
 def sse_frame(event: str, data: Any) -> bytes:
@@ -155,10 +147,16 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
             "message_id": result.message.pk,
             "status": result.message.status,
             "verdict": result.message.verdict,
+            "review_count": review_count(
+                [
+                    *(row.verification_method for row in [*result.citations, *result.caselaw_citations]),
+                    *(UNVERIFIED for _ in result.unverified),
+                    *(case_claim_status(case.status, case.pin_status) for case in result.case_citations),
+                ]
+            ),
             "case_citations": result.case_citations,
             "citation_count": len(result.citations) + len(result.caselaw_citations),
-            "unverified_count": len(result.unverified),
-            "unverified": _unverified(result),
+            "unverified_citations": failed_claims_of(result.message),
         }
         yield sse_frame("done", TurnDoneSerializer(done).data)
 
@@ -235,14 +233,36 @@ def _validated_content(request: Request) -> str:
 
 
 @extend_schema_view(
-    get=extend_schema(summary="List the chats you can see (yours, and your matters')"),
-    post=extend_schema(summary="Create a chat, optionally in a matter you belong to", responses={201: ChatSerializer}),
+    get=extend_schema(
+        summary="List the chats you can see (yours, and your matters'), newest first; `project` keeps one matter's",
+        parameters=[ChatListQuerySerializer],
+        responses={
+            200: ChatSerializer(many=True),
+            400: OpenApiResponse(description=f"`project` is not a UUID. {LIST_BAD_INPUT}"),
+        },
+    ),
+    post=extend_schema(
+        summary="Create a chat, optionally in a matter you belong to",
+        responses={
+            201: ChatSerializer,
+            400: OpenApiResponse(
+                description="Field errors: a `title` that is not a string or too long, or `project` a matter you "
+                'do not belong to ("unknown project", whether or not it exists).'
+            ),
+        },
+    ),
 )
 class ChatListCreateView(generics.ListCreateAPIView[Chat]):
     serializer_class = ChatSerializer
 
     def get_queryset(self) -> QuerySet[Chat]:
-        return chats_visible_to(self.request.user).order_by("-created_at", "-id")
+        chats = chats_visible_to(self.request.user).order_by("-created_at", "-id")
+        if self.request.method != "GET":
+            return chats
+        query = ChatListQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        project = query.validated_data.get("project")
+        return chats if project is None else chats.filter(project_id=project)
 
     def perform_create(self, serializer: BaseSerializer[Chat]) -> None:
         data = serializer.validated_data
@@ -253,7 +273,12 @@ class ChatListCreateView(generics.ListCreateAPIView[Chat]):
         )
 
 
-@extend_schema_view(get=extend_schema(summary="A chat (its messages: GET /api/chats/{id}/messages/, paginated)"))
+@extend_schema_view(
+    get=extend_schema(
+        summary="A chat (its messages: GET /api/chats/{id}/messages/, paginated)",
+        responses={200: ChatDetailSerializer, 404: CHAT_NOT_FOUND},
+    )
+)
 class ChatDetailView(generics.RetrieveAPIView[Chat]):
     serializer_class = ChatDetailSerializer
     lookup_url_kwarg = "chat_id"
@@ -262,20 +287,22 @@ class ChatDetailView(generics.RetrieveAPIView[Chat]):
         return chats_visible_to(self.request.user)
 
 
-class MessagePagination(StrictCursorPagination):
-    """A chat's messages oldest first, ``LQAI_MESSAGES_PAGE_SIZE`` a page; ``next``/``previous`` are cursor
-    links, stable while new turns are added."""
+class MessagePagination(ApiPagination):
+    """A chat's messages oldest first (chats/pagination.py): pages stay put while new turns are added."""
 
     ordering = ("created_at", "id")
-
-    def get_page_size(self, request: Request) -> int:
-        page_size: int = settings.LQAI_MESSAGES_PAGE_SIZE
-        return page_size
 
 
 @extend_schema_view(
     get=extend_schema(
-        summary="A chat's messages, oldest first, each with its citations and tool sources (cursor-paginated)"
+        summary="A chat's messages, oldest first, each with its citations and tool sources (paginated)",
+        description="A chat's messages, page by page; an answer lists its claims that did not verify once, in "
+        "`unverified_citations`.",
+        responses={
+            200: MessageSerializer(many=True),
+            400: OpenApiResponse(description=LIST_BAD_INPUT),
+            404: CHAT_NOT_FOUND,
+        },
     )
 )
 class MessageCreateView(generics.ListAPIView[Message]):
@@ -292,11 +319,12 @@ class MessageCreateView(generics.ListAPIView[Message]):
 
     @extend_schema(
         summary="Ask a question and get the whole answer (no tools)",
+        description="A single-shot turn: the whole answer, without tools, in one response.",
         request=MessageCreateSerializer,
         responses={
             201: TurnSerializer,
             400: BAD_INPUT,
-            404: NOT_FOUND,
+            404: CHAT_NOT_FOUND,
             429: THROTTLED,
             409: OpenApiResponse(
                 TurnErrorSerializer,
@@ -320,7 +348,7 @@ class MessageCreateView(generics.ListAPIView[Message]):
         user_message, assistant_message = start_turn(chat=chat, content=content, author=_author(request))
         run = paced_run(message=assistant_message, backend=backend, tools={})
         try:
-            result = run.run_to_end()
+            run.run_to_end()
         except TurnNotSaved as exc:
             error = {"detail": str(exc), "code": "not_saved", "message_id": assistant_message.pk}
             return Response(TurnErrorSerializer(error).data, status=status.HTTP_503_SERVICE_UNAVAILABLE)
@@ -334,12 +362,7 @@ class MessageCreateView(generics.ListAPIView[Message]):
         if run.timed_out:
             timeout = {"detail": run.timeout_detail, "code": "turn_timeout", "message_id": assistant_message.pk}
             return Response(TurnErrorSerializer(timeout).data, status=status.HTTP_504_GATEWAY_TIMEOUT)
-        body = {
-            "message": _message_with_rows(assistant_message),
-            "user_message_id": user_message.pk,
-            "unverified_count": len(result.unverified),
-            "unverified": _unverified(result),
-        }
+        body = {"message": _message_with_rows(assistant_message), "user_message_id": user_message.pk}
         return Response(TurnSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
@@ -355,7 +378,7 @@ class MessageStreamView(APIView):
     @extend_schema(
         summary="Ask a question and stream the answer, with tools (server-sent events)",
         request=MessageCreateSerializer,
-        responses={(200, "text/event-stream"): STREAM_RESPONSE, 400: BAD_INPUT, 404: NOT_FOUND, 429: THROTTLED},
+        responses={(200, "text/event-stream"): STREAM_RESPONSE, 400: BAD_INPUT, 404: CHAT_NOT_FOUND, 429: THROTTLED},
     )
     def post(self, request: Request, chat_id: UUID) -> StreamingHttpResponse | Response:
         chat = visible_chat(request, chat_id)
@@ -424,7 +447,7 @@ SET_LEGAL_HOLD_SCHEMA = extend_schema(
         200: LegalHoldSerializer,
         400: BAD_INPUT,
         403: OpenApiResponse(description="Only the matter's owner sets or lifts its hold."),
-        404: NOT_FOUND,
+        404: MATTER_NOT_FOUND,
     },
 )
 
@@ -435,7 +458,9 @@ class LegalHoldView(APIView):
     def _project(self, request: Request, project_id: UUID) -> Any:
         return get_object_or_404(projects_visible_to(request.user), pk=project_id)
 
-    @extend_schema(summary="Whether a matter is on legal hold", responses={200: LegalHoldSerializer, 404: NOT_FOUND})
+    @extend_schema(
+        summary="Whether a matter is on legal hold", responses={200: LegalHoldSerializer, 404: MATTER_NOT_FOUND}
+    )
     def get(self, request: Request, project_id: UUID) -> Response:
         project = self._project(request, project_id)
         return Response(LegalHoldSerializer({"project_id": project.pk, "legal_hold": project.legal_hold}).data)

@@ -2,21 +2,11 @@
 superuser sees only the entries of the matters (and own matter-less chats) they belong to
 (``chats.admin.MatterScopedAdmin``).
 
-Entries are written only by ``citations.ledger`` (``assemble`` and the backfill); the admin shows
-them, links each to the row it indexes and to its message and chat, and shows a message's
-entries inline on the message's page, with the passage each quote points at read from the
-content layer at render time. An entry's own page shows the passage highlighted in the source
-text around it, with each alteration and omission of the quote marked in place and listed.
-
-Built for a table of hundreds of millions of rows, partitioned by month on PostgreSQL: every read of the
-changelist looks at a bounded number of rows, and reads the months newest first, stopping once it has what it
-needs (``selectors.time_chunks``), so that it names the months it read, not every month of the record. Each
-filter is served by an index in date order; the count stops at ``count_cap`` ("more than"); a page reads its
-keys first, then its rows with their joins; the date hierarchy takes MIN/MAX over at most ``date_span_cap``
-matching rows, else offers a fixed range, and nothing when the count found none; an id is found first in
-the table that holds it, then its entries at their rows' months or through their column's index; words are
-searched in the small tables (documents, opinions) and the entries found by those rows' keys. No facets, no
-``SELECT DISTINCT``.
+It shows each entry linked to the row it indexes and its message and chat, a message's entries inline, and an
+entry's passage highlighted in its source with each alteration marked. Built for a table of hundreds of
+millions of rows partitioned by month: every changelist read looks at a bounded number of rows, months newest
+first (``selectors.time_chunks``). How each filter, count, page and search stays bounded:
+docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -66,7 +56,7 @@ from citations.models import (
     SourceKind,
     TurnSeal,
 )
-from citations.statuses import StatusInWords, status_in_words
+from lqai_verify.statuses import StatusInWords, status_in_words
 from lqai_verify.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 
 # The row an entry indexes: (its foreign-key column on the entry, its model, how to name it).

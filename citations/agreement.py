@@ -7,7 +7,7 @@ set-based, a constant number of statements per batch:
   (:data:`citations.ledger.SOURCE_MAPPINGS`) says it should be;
 - a finalized turn whose stored verdict differs from the verdict of its rows, by the rule finalize applies
   (:func:`chats.services.turn_verdict`; a resumed turn's verdict, the worse of its runs', is the verdict of
-  all its rows);
+  all its rows), or by the rule before ``review`` for a turn finalized under it;
 - two rows of one turn at the same position (its quotes, KB and caselaw numbered together; its tool
   sources).
 
@@ -28,6 +28,7 @@ from chats.models import CaseCitation, DocumentQuote, Message, MessageToolSource
 from chats.services import turn_verdict
 from citations.ledger import SOURCE_MAPPINGS
 from citations.models import CitationLedgerEntry
+from lqai_verify.verdict import verdict_of
 
 # Entries of the batch's rows of one source table that do not mirror the row's status and confidence.
 _ENTRY_MISMATCH_TEMPLATE = """
@@ -121,7 +122,8 @@ def disagreements(cursor: CursorWrapper, *, which_messages: str, params: dict[st
     for message_id, verdict in stored.items():
         rows = inputs[message_id]
         expected = turn_verdict(methods=rows["method"], case_statuses=rows["status"])
-        if verdict != expected:
+        earlier = verdict_of(methods=rows["method"], case_statuses=rows["status"], earlier_rules=True)
+        if verdict not in (expected, earlier):
             found.append(Disagreement(_uuid(message_id), f"verdict {verdict} where its rows give {expected}"))
 
     cursor.execute(_SHARED_POSITIONS_TEMPLATE.format(**tables), params)

@@ -1,32 +1,12 @@
 """Backfilling the citation ledger: the service behind ``manage.py backfill_ledger``.
 
-Turns finalized before the ledger existed, and turns whose ledger write failed (a ledger failure is
-logged, never fatal), have source rows without entries; this is the repair path. It writes exactly the
-entries :func:`citations.ledger.assemble` would, by running the same statements
-(:func:`citations.ledger.write_entries`) over batches of messages instead of one.
-
-The walk: keyset pagination over messages in ``(created_at, id)`` order (the index
-``messages_created_idx``), never ``OFFSET`` over the whole table: each batch is the next ``batch_size``
-messages in scope, with all their source rows (so no batch holds half a turn), in one transaction of its
-own. Creation order, because a turn's rows are written together: a batch reads a few contiguous pages of
-each table. A batch counts its rows (per source table) and its messages' entries; as many entries as rows
-means nothing is missing, so a rerun over complete data only counts. Otherwise, for each table with a
-gap, in mapping order, the shared ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. After a batch that
-wrote all of its rows (a first run) the next one writes first and counts after. Whenever an insert leaves
-rows without an entry, the batch is counted again, so that the totals stay exact next to other writers.
-
-A run that wrote entries ends with ``ANALYZE`` of the ledger on PostgreSQL, as after any bulk load, so
-that the planner knows the ledger's new size and spread.
-
-Idempotent and resumable without a checkpoint: every batch commits on its own and a row that has its
-entry is skipped by the ledger's unique constraint, so after a kill (the open batch rolls back) a plain
-rerun completes the job, and a rerun over complete data writes nothing. A checkpoint would be wrong
-anyway: a turn whose ledger write failed can sit anywhere behind it. Concurrent writers (another backfill,
-live ``assemble()``) insert in the same order and settle conflicts on the unique constraints: no
-deadlock, never two entries for a row.
-
-``dry_run`` runs each batch's statements and rolls the batch back: it counts exactly what a run would
-write, and keeps nothing.
+Turns finalized before the ledger existed, and turns whose ledger write failed, have source rows without
+entries; this writes exactly the entries :func:`citations.ledger.assemble` would, by the same statements
+(:func:`citations.ledger.write_entries`), over batches of messages in ``(created_at, id)`` keyset order, each
+batch in a transaction of its own. Idempotent and resumable without a checkpoint: a row that has its entry is
+skipped by the ledger's unique constraint, so a rerun completes a killed run and writes nothing over complete
+data; ``dry_run`` counts what a run would write and keeps nothing. The walk, the counting and the concurrent
+writers: docs/operations.md.
 """
 
 from __future__ import annotations

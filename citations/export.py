@@ -1,24 +1,11 @@
 """The signed export of a matter (``manage.py export_matter``, ``GET /api/projects/{id}/export/``), or of a chat
 outside any matter, whose turns chain on their own (``export_matter --chat``, ``GET /api/chats/{id}/export/``).
 
-One zip (format ``lqai-export/3``, read by ``lqai_verify``; see docs/export.md):
-
-- ``turns.jsonl``: each finalized turn of the matter in chain order (its sealed turn object, its answer, its
-  chat's title, whether and when it was sealed, late or not); unsealed turns last;
-- ``rows.jsonl``: every row of those turns (quotes, failed claims, tool sources, case citations), with every
-  field of ``lqai_verify.record.ROW_FIELDS``: those its seal's facts format covers are sealed;
-- ``ledger.jsonl``: the ledger entries of those turns;
-- ``seals.jsonl``: every seal of the matter's chain, in order;
-- ``passages.jsonl``: for each verified quote, the source text around its passage (the whole text when the
-  surrounding text alone would not verify the quote the same way), with the source's title and the pages it spans;
-- ``report.html``: a self-contained page that prints to PDF, rendered from the data files' values by
-  ``lqai_verify.report``, which the verifier renders again from the data it checked;
-- ``public_key.json``: the signing key and every key the seals were signed by, with fingerprints;
-- ``manifest.json``: the matter, the chain's head, the key's fingerprint, whether it is the development key,
-  and the SHA-256 of every other file; ``manifest.sig``: the Ed25519 signature of ``manifest.json``'s bytes.
-
-Each file is written to a temporary file batch by batch of turns (one query per table per batch, and one for
-the batch's seals), so memory stays flat; the zip is then assembled from them.
+One zip (format ``lqai-export/4``, read by ``lqai_verify``): the turns, their rows, ledger entries and seals,
+the passages of the verified quotes (with their pin cites), ``report.html``, the public keys, and
+``manifest.json`` with the SHA-256 of every other file, signed (``manifest.sig``). Each file is written to a
+temporary file batch by batch of turns (one query per table per batch), so memory stays flat. Each file's
+contents: docs/export.md.
 """
 
 from __future__ import annotations
@@ -41,7 +28,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from chats.models import CaselawOpinion, Chat, Document, Message, Project
-from chats.pages import pages_of_span
+from chats.pages import pages_of_span, span_pin_cite
 from citations import keys, seals
 from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
@@ -407,13 +394,19 @@ def _export_batch(
             text = source.content if isinstance(source, Document) else source.text
             excerpt_start, excerpt = excerpt_for(row, text)
             key = record.row_key(row)
+            pages = pages_of_span(source.pages, row["offset_start"], row["offset_end"])
+            citation = None if isinstance(source, Document) else source.citation
             passage = {
                 "row": key,
                 "source_table": source._meta.db_table,
                 "source_id": str(source.pk),
                 "source_title": _title(source),
-                # The pages the passage spans (chats.pages, as the API and the trace pages give them).
-                "pages": pages_of_span(source.pages, row["offset_start"], row["offset_end"]),
+                # The pages the passage spans (chats.pages, as the API and the trace pages give them), and its
+                # pin cite: an opinion's Bluebook pin cite ("590 F. Supp. 3d at 870"), a document's "p. 4".
+                "pages": pages,
+                "pin_cite": span_pin_cite(source.pages, row["offset_start"], row["offset_end"], citation=citation),
+                # The citation whose reporter an opinion's pin cite names (the verifier reads it as its pages say).
+                **({} if citation is None else {"citation": citation}),
                 "excerpt_start": excerpt_start,
                 "excerpt": excerpt,
             }

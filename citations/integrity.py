@@ -1,12 +1,11 @@
 """Checking the sealed record (``manage.py verify_ledger``): every seal recomputed, every chain link
 followed, every turn's current facts compared with its seal, and every ledger entry with its sealed row.
 
-Two passes as plain batch loops (one keyset page at a time, checked as it is read, so memory stays flat),
-then one query: **chains** (the seals' links, in chain order), **turns** (the whole seals in the order they
-were written, each batch with its turns' facts, ``seals.turn_facts``, and ledger entries), **filing** (every
-entry at its row's time, under its row's turn: :data:`_MISFILED_SQL`); with ``held`` (``--extends``), the
-seals copies kept outside the database hold. On PostgreSQL the whole check reads one snapshot
-(:func:`one_snapshot`). What each pass finds, and why: docs/export.md, "Checking the record in place".
+Batched passes over the chains' links, then over the seals with their turns, rows and ledger entries, then one
+query for entries filed under the wrong turn; ``held`` (``--extends``) also checks the last seals of earlier
+exports. Memory stays flat however large the record; the first ``limit`` problems are listed in chain order.
+The last signature of each chain is checked (``all_signatures``: every one). The passes, their order and
+why: docs/export.md.
 """
 
 from __future__ import annotations
@@ -474,7 +473,12 @@ def verify_record(
     record must still hold (whatever the scope), from copies kept outside it."""
     result = Integrity(limit=limit)
     only = _chain_of(matter_id)
-    heads = dict(SealChainHead.objects.filter(_chain_filter(matter_id)).values_list("chain", "sequence"))
+    heads = {
+        chain: (sequence, digest)
+        for chain, sequence, digest in SealChainHead.objects.filter(_chain_filter(matter_id)).values_list(
+            "chain", "sequence", "seal_sha256"
+        )
+    }
     ends = _check_chains(result, only=only, heads=heads, batch_size=batch_size, on_batch=on_batch)
     _check_turns(
         result,
@@ -498,24 +502,39 @@ def _where(seal: dict[str, Any]) -> tuple[str, str, int]:
 
 
 def _check_chains(
-    result: Integrity, *, only: str | None, heads: dict[str, int], batch_size: int, on_batch: Progress | None
+    result: Integrity,
+    *,
+    only: str | None,
+    heads: dict[str, tuple[int, str]],
+    batch_size: int,
+    on_batch: Progress | None,
 ) -> set[int]:
     """Pass 1: the seals' links, in chain order: each chain starts at #1, has no gap, links each seal to the
-    digest of the one before, and has a head that says where it ends. Returns the id of each chain's last seal (whose
-    signature, once every digest and link is recomputed, authenticates every seal before it)."""
+    digest of the one before, and has a head (``heads``: its number and digest, by chain) at its last seal, with
+    that seal's digest. A head moved back, or a seal inserted past its head, is named (the triggers of
+    ``citations.0020`` refuse both, unless disabled). Returns the id of each chain's last seal (whose signature,
+    once every digest and link is recomputed, authenticates every seal before it)."""
     ends: set[int] = set()
     seen_chains: set[str] = set()
     previous: dict[str, Any] | None = None
 
     def end_chain(last: dict[str, Any]) -> None:
         ends.add(last["id"])
-        head = heads.get(last["chain"])
+        head, _ = heads.get(last["chain"], (None, None))
         if head is None:
             # Deleted: the chain's next seal would restart at #1, collide with its first, and fail.
             result.add(
                 Problem(
                     f"the chain {last['chain']} has seals up to #{last['sequence']} but no head "
                     "(seal_chain_heads): its head was deleted, and its next seal cannot be written",
+                    *_where(last),
+                )
+            )
+        elif head < last["sequence"]:
+            result.add(
+                Problem(
+                    f"the chain's head says it ends at #{head}, before its last seal #{last['sequence']}: the head was "
+                    "moved back, or seals were inserted past it; its next seal cannot be written",
                     *_where(last),
                 )
             )
@@ -543,24 +562,40 @@ def _check_chains(
                     result.add(Problem(f"the chain starts at #{seal['sequence']}: seals before it are missing", *where))
             else:
                 if seal["sequence"] != previous["sequence"] + 1:
-                    result.add(
-                        Problem(
-                            f"seal #{seal['sequence']} follows #{previous['sequence']}: "
-                            f"{seal['sequence'] - previous['sequence'] - 1} seal(s) missing (deleted turns)",
-                            *where,
-                        )
-                    )
+                    result.add(Problem(_gap(seal, previous, heads.get(seal["chain"], (None, ""))[0]), *where))
                 if seal["previous_sha256"] != previous["seal_sha256"]:
                     result.add(Problem("its link to the previous seal is broken", *where))
+            head, head_digest = heads.get(seal["chain"], (None, ""))
+            if seal["sequence"] == head and seal["seal_sha256"] != head_digest:
+                result.add(
+                    Problem(
+                        f"the chain's head is at #{head} with another digest than this seal's: the head was moved",
+                        *where,
+                    )
+                )
             previous = seal
 
     _walk(_link_pages(only=only, batch_size=batch_size), check, size=len, stage=CHAINS, on_batch=on_batch)
     if previous is not None:
         end_chain(previous)
     for chain in sorted(heads.keys() - seen_chains):
-        if heads[chain]:
-            result.add(Problem(f"the chain's head says it ends at #{heads[chain]}, but it has no seals", None, chain))
+        if heads[chain][0]:
+            result.add(
+                Problem(f"the chain's head says it ends at #{heads[chain][0]}, but it has no seals", None, chain)
+            )
     return ends
+
+
+def _gap(seal: dict[str, Any], previous: dict[str, Any], head: int | None) -> str:
+    """What a gap in a chain before ``seal`` says: seals deleted with their turns, or, past the chain's head
+    (``head``), a seal inserted without sealing (sealing numbers each seal after the one before)."""
+    missing = seal["sequence"] - previous["sequence"] - 1
+    if head is not None and seal["sequence"] > head:
+        return (
+            f"seal #{seal['sequence']} follows #{previous['sequence']}, past its chain's head #{head}: "
+            "it was inserted without sealing (a forged seal)"
+        )
+    return f"seal #{seal['sequence']} follows #{previous['sequence']}: {missing} seal(s) missing (deleted turns)"
 
 
 def _check_turns(

@@ -1,20 +1,11 @@
 """Writing the citation ledger: one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` per source table.
 
-:data:`SOURCE_MAPPINGS` says, declaratively, how each source table's rows become ledger entries (the
-values of the columns that differ from table to table); :data:`INSERT_TEMPLATE` is the one statement
-that writes them, filled in from the models' ``_meta`` (table and column names) and a predicate naming
-which messages' rows to write. :func:`assemble` (one turn, from the ``post_finalize`` receiver, inside
-the turn's transaction) and :mod:`citations.backfill` (batches of messages) both run it, so the two
-paths cannot drift apart.
-
-Why SQL rather than ``bulk_create``: the insert is set-based (a constant number of queries per turn or
-batch), and a conflict is skipped by the ledger's unique constraints, not by a read-then-write check,
-so two writers of the same rows never create a second entry. Every writer inserts in mapping order,
-then source-id order, so that writers take index locks in one order and cannot deadlock.
-
-The source tables' own constraints make every row they hold one the ledger can hold. A row written
-before those constraints that the ledger cannot hold is left out by :attr:`SourceMapping.valid`, so the
-insert never violates a ledger check constraint; the backfill counts it as skipped.
+:data:`SOURCE_MAPPINGS` says declaratively how each source table's rows become ledger entries;
+:data:`INSERT_TEMPLATE` is the one statement that writes them, filled in from the models' ``_meta``.
+:func:`assemble` (one turn, inside its transaction) and :mod:`citations.backfill` (batches) both run it, so the
+two paths cannot drift apart. Set-based, a conflict skipped by the unique constraints (never a second entry),
+every writer inserting in one order (no deadlock); a row the ledger cannot hold is left out
+(:attr:`SourceMapping.valid`). Why SQL rather than ``bulk_create``: docs/architecture.md.
 """
 
 from __future__ import annotations

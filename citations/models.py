@@ -485,7 +485,8 @@ class SealChainHead(models.Model):
     """The last seal of each chain: its row is locked (``SELECT ... FOR UPDATE``) for the final write of a
     seal, so that the seals of one chain are written one after the other, in commit order. Also a check of
     the chain's end: verify_ledger compares it with the chain's last seal, and reports a chain with seals but
-    no head. Each seal moves it (an UPDATE); it is deleted only with its matter, in the matter's purge
+    no head. Each seal moves it (an UPDATE), and nothing else may: it only moves forward, to its chain's
+    last seal (``citations.0020``, rule ``lqai_seal_chain``); it is deleted only with its matter, in the matter's purge
     (``delete()`` here, a trigger on PostgreSQL: ``citations.0018``), since the chain's next seal would
     otherwise restart at #1, collide with the first, and leave every later turn unsealed."""
 

@@ -1,26 +1,12 @@
 """The ledger's monthly partitions on PostgreSQL: the service behind ``manage.py ledger_partitions``.
 
-``citation_ledger_entry`` is partitioned by range on ``created_at`` (``citations.0014``): one partition per
-calendar month (UTC), named ``citation_ledger_entry_yYYYYmMM``, and a ``DEFAULT`` partition that takes
-any entry whose month has no partition yet, so that an insert never fails for want of one.
-
-- :func:`ensure_partitions` creates the partitions of this month and the next ``ahead`` months, and of
-  every month that has entries in the default partition; idempotent, safe from cron. A month's partition is
-  built beside the ledger (``LIKE``), the month's entries are moved into it out of the default partition,
-  and it is attached, all in one transaction: a reader sees each entry exactly once, before or after.
-  The move deletes from the default partition, which the append-only trigger allows only while the
-  transaction is marked (``lqai.ledger_move``, transaction-local) and only there; the moved rows are
-  counted and digested before and after, and the move is undone unless both agree (same ids, same values).
-- :func:`drop_months_before` detaches (and drops, unless kept) the partitions of whole months before a
-  month, in one transaction: refused (:class:`chats.record.LegalHoldError`) if any of their entries
-  belongs to a matter under legal hold, and otherwise leaving one tombstone per month
-  (:class:`citations.models.LedgerPartitionDrop`), append-only like a matter purge's. The ledger's writers
-  read the tombstones: a source row of a dropped month never gets an entry again (``citations.ledger``),
-  and ``verify_ledger`` counts those rows' entries as dropped rather than missing.
-
-Lock order, as every other client of the ledger takes them (parent, then partition): the parent ``SHARE
-UPDATE EXCLUSIVE`` (one partition command at a time; readers and writers go on), then the partition
-concerned. Every statement waits for its locks no longer than ``lock_timeout`` seconds.
+:func:`ensure_partitions` creates the partitions of this month and the next ``ahead`` months (and of every
+month with entries in the default partition), moving each month's entries out of the default partition in
+the same transaction, checked by count and digest; idempotent, safe from cron. :func:`drop_months_before`
+detaches (and drops, unless kept) whole months before a month, refused under legal hold
+(:class:`chats.record.LegalHoldError`), leaving one tombstone per month. Locks are taken parent first, then
+partition, each waiting at most ``lock_timeout``. The layout, the move and the lock order:
+docs/operations.md.
 """
 
 from __future__ import annotations

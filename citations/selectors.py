@@ -247,7 +247,7 @@ def turn_seals(message_ids: Iterable[UUID]) -> dict[UUID, TurnSealState]:
     """The seal of each given turn's last finalize, by message id; a turn whose last finalize has no seal is
     absent. One query (the seals' message index, joined with their messages), apart from the read that
     chose the turns: as a subquery of that read, its cost estimate tipped the trace API's plan into parallel
-    workers (14 ms to start them for 15 rows at 58 months)."""
+    workers, whose start-up cost more than the read (docs/scale.md, "The trace API")."""
     ids = set(message_ids)
     if not ids:
         return {}
@@ -267,8 +267,7 @@ def chat_ledger(*, chat: Chat, message_id: UUID | None = None) -> QuerySet[Citat
     Bounded below by when the chat's first turn (or that turn) began, less :data:`TURN_CLOCK_MARGIN`: on
     PostgreSQL the ledger is partitioned by month on ``created_at`` (``citations.0014``), and a bound the
     planner sees prunes the months before the chat, where without one it plans the joins of every month kept
-    (30 ms of planning in a 41-46 ms request for the newest turn, at 58 months; 21-24 ms with the bound;
-    docs/scale.md, "The trace API")."""
+    (most of the request's time was planning; docs/scale.md, "The trace API")."""
     entries = CitationLedgerEntry.objects.filter(chat=chat)
     turns = Message.objects.filter(chat=chat)
     if message_id is not None:
@@ -467,8 +466,9 @@ class CitingRows:
         On PostgreSQL each row's entry is also looked for at the row's own ``created_at``, which is the
         entry's (``citations.ledger``): the planner then prunes the ledger's monthly partitions to the months
         of the rows found. Without it, it plans the page as a walk of every month's date index, testing each
-        entry against the ids (2.2 s at 10M entries in 58 months). The rows whose entry is not at their time
-        (written before the partitions, listed in ``citation_ledger_off_time``) are looked up by id alone."""
+        entry against the ids (seconds on a ledger of ten million entries; docs/scale.md). The rows whose
+        entry is not at their time (written before the partitions, listed in ``citation_ledger_off_time``)
+        are looked up by id alone."""
         condition = Q()
         for column, found in self.rows.items():
             ids = [pk for pk, _ in found]

@@ -18,8 +18,11 @@ from chats.serializers import (
     ANSWER_UNPLACED_HELP,
     PAGES_FIELD,
     PAGES_HELP,
+    PIN_CITE_FIELD,
+    PIN_CITE_HELP,
     answer_unplaced_reason,
     quote_pages,
+    quote_pin_cite,
 )
 from citations import selectors
 from citations.models import CitationLedgerEntry
@@ -158,6 +161,7 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     case_citation = serializers.SerializerMethodField()
     passage = serializers.SerializerMethodField()
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
+    pin_cite = serializers.SerializerMethodField(help_text=PIN_CITE_HELP)
     alterations = serializers.SerializerMethodField(
         help_text="Each alteration and omission of a quote, in quote order, with the source span it stands for: "
         "empty for an exact quote and a failed claim; null for a consulted source."
@@ -253,6 +257,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     def get_pages(self, entry: CitationLedgerEntry) -> list[str] | None:
         quote = entry.message_citation or entry.message_caselaw_citation
         return None if quote is None else quote_pages(quote)
+
+    @extend_schema_field(PIN_CITE_FIELD)
+    def get_pin_cite(self, entry: CitationLedgerEntry) -> str | None:
+        quote = entry.message_citation or entry.message_caselaw_citation
+        return None if quote is None else quote_pin_cite(quote)
 
     @extend_schema_field(AlterationSerializer(many=True, allow_null=True))
     def get_alterations(self, entry: CitationLedgerEntry) -> list[dict[str, Any]] | None:

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chats.models import Chat, Project
+from chats.pagination import LIST_BAD_INPUT, PositionPagination
 from chats.selectors import chats_visible_to, projects_visible_to
 from citations import export, selectors
 from citations.models import CitationLedgerEntry
@@ -26,6 +27,8 @@ class ChatLedgerView(generics.ListAPIView[CitationLedgerEntry]):
     """``GET /api/chats/{chat_id}/ledger/[?message={id}]``: the chat's ledger entries, paginated."""
 
     serializer_class = LedgerEntrySerializer
+    # The trace's order is computed (citations.selectors.in_turn_order), so its cursors hold positions.
+    pagination_class = PositionPagination
 
     @extend_schema(
         operation_id="chat_ledger_list",
@@ -41,7 +44,7 @@ class ChatLedgerView(generics.ListAPIView[CitationLedgerEntry]):
         parameters=[ChatLedgerQuerySerializer],
         responses={
             200: LedgerEntrySerializer(many=True),
-            400: OpenApiResponse(description="`message` is not a UUID."),
+            400: OpenApiResponse(description=f"`message` is not a UUID. {LIST_BAD_INPUT}"),
             404: OpenApiResponse(description="No such chat, or the caller cannot see it."),
         },
         tags=["ledger"],

@@ -10,8 +10,9 @@ turns are sealed late, the matter's chain is checked with ``verify_ledger``, exp
 
 Re-runnable: the previous run's demo matter is purged (``citations.purge``, the one way a matter's
 permanent record goes, leaving a tombstone) and seeded afresh, so a second run neither fails nor
-duplicates anything. Each run issues a new API token for the demo user
-(they expire).
+duplicates anything. A matter holding anything the demo did not make (a turn asked by hand in a demo chat,
+say) is kept whole instead, renamed, beside the fresh one. Each run issues a new API token for the demo
+user (they expire).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import io
 import json
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,7 @@ from django.utils import timezone
 from knox.models import AuthToken
 
 from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
+from chats.documents import save_document
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
@@ -53,6 +56,7 @@ from chats.services import ClaimedCitation
 from citations import keys
 from citations.models import CitationLedgerEntry, MatterPurge
 from citations.purge import purge_matter
+from demo.models import DemoMade
 from lqai_verify.verification import verify_quote
 
 OPINIONS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
@@ -149,10 +153,14 @@ def seed() -> DemoMatter:
         token_row, token = AuthToken.objects.create(user=user)
         project, _ = Project.objects.get_or_create(name=DEMO_PROJECT, owner=user)
         for title, file in KB_DOCUMENTS.items():
-            Document.objects.update_or_create(
-                project=project, title=title, defaults={"content": (OPINIONS_DIR / file).read_text(encoding="utf-8")}
-            )
+            document = Document.objects.filter(project=project, title=title).first()
+            document = document or Document(project=project, title=title)
+            document.content = (OPINIONS_DIR / file).read_text(encoding="utf-8")
+            save_document(document=document)
         for opinion in OPINIONS:
+            stored = CaselawOpinion.objects.filter(provider="local", opinion_id=opinion.opinion_id).first()
+            if stored is not None and stored.is_cited():
+                continue  # what the record shows of a cited opinion (its text, citation, pages) stays as quoted
             CaselawOpinion.objects.update_or_create(
                 provider="local",
                 opinion_id=opinion.opinion_id,
@@ -168,24 +176,80 @@ def seed() -> DemoMatter:
     return DemoMatter(user=user, token=token, token_expiry=token_row.expiry, project=project)
 
 
-# The chats the demo makes: a matter holding any other chat is someone's work, never purged by a rerun.
-DEMO_CHAT_TITLES = (DEMO_CHAT_TITLE, OLDER_TURNS_CHAT_TITLE)
+@dataclass(frozen=True)
+class KeptMatter:
+    """A previous demo matter kept whole, and why: the chats holding what the demo did not make (each with how
+    many of its messages the demo did not make; 0 for an empty chat made by hand), the documents added by hand,
+    its legal hold."""
+
+    project: Project
+    chats: list[tuple[Chat, int]]
+    documents: int
+    legal_hold: bool
 
 
-def purge_previous_run() -> MatterPurge | None:
-    """Purge the previous run's demo matter, if there is one with chats: its turns are a permanent record,
-    so they go only with their matter, through the purge, which leaves a tombstone.
+@dataclass(frozen=True)
+class PreviousRuns:
+    """What :func:`purge_previous_run` did with each previous demo matter."""
 
-    A matter where someone made chats of their own is kept whole instead (renamed, so that this run seeds a
-    fresh demo matter): a rerun replaces only what the demo made."""
-    previous = Project.objects.filter(name=DEMO_PROJECT, owner__username=DEMO_USERNAME, chats__isnull=False).first()
-    if previous is None:
-        return None
-    if previous.chats.exclude(title__in=DEMO_CHAT_TITLES).exists():
-        previous.name = f"{DEMO_PROJECT}, kept {timezone.now():%Y-%m-%d %H:%M:%S} (has chats made by hand)"
+    purged: list[MatterPurge]
+    kept: list[KeptMatter]
+
+
+def record_made(*, project: Project) -> None:
+    """Record every chat and message now in the demo matter ``project`` as the demo's (:class:`DemoMade`), for
+    the next run's :func:`purge_previous_run`. Call it when the run that seeded ``project`` ends or stops: the
+    matter is that run's own (seeded by it, or an empty one reused), so all it holds then is the run's."""
+    chats = list(Chat.objects.filter(project=project).values_list("pk", flat=True))
+    messages = list(Message.objects.filter(chat__project=project).values_list("pk", flat=True))
+    DemoMade.objects.bulk_create(
+        [DemoMade(project_id=project.pk, object_id=pk) for pk in chats + messages], ignore_conflicts=True
+    )
+
+
+def purge_previous_run() -> PreviousRuns:
+    """Replace the previous runs' demo matters (named :data:`DEMO_PROJECT`, of the demo user, with chats).
+
+    One the demo made entirely (every chat and message in it recorded by :func:`record_made`, checked message
+    by message, and no document but the demo's) is purged: its turns are a permanent record, so they go only
+    with their matter, through ``citations.purge``, which leaves a tombstone. One that holds anything else (a
+    turn asked by hand, even in a demo chat; a chat or a document of someone's), or is on legal hold, is kept
+    whole, renamed, so that this run seeds a fresh demo matter beside it: a rerun never loses a person's work."""
+    purged: list[MatterPurge] = []
+    kept: list[KeptMatter] = []
+    previous_matters = Project.objects.filter(
+        name=DEMO_PROJECT, owner__username=DEMO_USERNAME, chats__isnull=False
+    ).distinct()
+    for previous in previous_matters.order_by("created_at"):
+        found = _not_made_by_the_demo(previous)
+        if found is None:
+            purged.append(purge_matter(project_id=previous.pk, purged_by=DEMO_USERNAME))
+            DemoMade.objects.filter(project_id=previous.pk).delete()
+            continue
+        previous.name = f"{DEMO_PROJECT}, kept {timezone.now():%Y-%m-%d %H:%M:%S} (holds work not made by the demo)"
         previous.save(update_fields=["name"])
+        kept.append(found)
+    return PreviousRuns(purged=purged, kept=kept)
+
+
+def _not_made_by_the_demo(project: Project) -> KeptMatter | None:
+    """What ``project`` holds that the demo did not make (see :class:`KeptMatter`); ``None`` if nothing, and it is
+    not on legal hold."""
+    made = DemoMade.objects.filter(project_id=project.pk).values("object_id")
+    per_chat = Counter(
+        Message.objects.filter(chat__project=project).exclude(pk__in=made).values_list("chat_id", flat=True)
+    )
+    chats_by_hand = set(Chat.objects.filter(project=project).exclude(pk__in=made).values_list("pk", flat=True))
+    chats = Chat.objects.filter(pk__in=chats_by_hand | per_chat.keys()).order_by("created_at")
+    documents = project.documents.exclude(title__in=KB_DOCUMENTS).count()
+    if not chats and not documents and not project.legal_hold:
         return None
-    return purge_matter(project_id=previous.pk, purged_by=DEMO_USERNAME)
+    return KeptMatter(
+        project=project,
+        chats=[(chat, per_chat[chat.pk]) for chat in chats],
+        documents=documents,
+        legal_hold=project.legal_hold,
+    )
 
 
 # --- talking to the API in-process -------------------------------------------------------------
@@ -379,7 +443,8 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
     turns: list[DemoTurn] = []
 
     single = post_json(client, base, {"content": SINGLE_SHOT_QUESTION})
-    turns.append(DemoTurn("single-shot", SINGLE_SHOT_QUESTION, single["message"]["id"], [], single["unverified_count"]))
+    failed = len(single["message"]["unverified_citations"])
+    turns.append(DemoTurn("single-shot", SINGLE_SHOT_QUESTION, single["message"]["id"], [], failed))
 
     streamed = stream(client, f"{base}stream/", {"content": STREAMED_QUESTION})
     done = _event_data(streamed, "done")
@@ -389,7 +454,7 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             STREAMED_QUESTION,
             done["message_id"],
             [e for e, _ in streamed],
-            done["unverified_count"],
+            len(done["unverified_citations"]),
         )
     )
 
@@ -405,7 +470,7 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             INTERRUPTED_QUESTION,
             message_id,
             [e for e, _ in interrupted] + ["| resume:"] + [e for e, _ in resumed],
-            resumed_done["unverified_count"],
+            len(resumed_done["unverified_citations"]),
         )
     )
 
@@ -422,11 +487,11 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             WRONG_NAME_QUESTION,
             wrong["message"]["id"],
             [],
-            wrong["unverified_count"],
+            len(wrong["message"]["unverified_citations"]),
         )
     )
 
-    # An answer whose quote omits the limiting clause that follows it: altered, and the turn at best supported.
+    # An answer whose quote omits the limiting clause that follows it: altered, and the turn to review.
     alabama = Document.objects.get(project=matter.project, title__startswith="Alabama AGO 2018-046")
     claim = ClaimedCitation(quote=ALTERED_QUOTE, document_id=alabama.pk)
     with (
@@ -440,7 +505,7 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             ALTERED_QUESTION,
             altered["message"]["id"],
             [],
-            altered["unverified_count"],
+            len(altered["message"]["unverified_citations"]),
         )
     )
     return turns, Chat.objects.get(pk=chat["id"])

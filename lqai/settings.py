@@ -1,47 +1,10 @@
-"""Settings for the lqai project, twelve-factor style: everything that differs
-between deployments comes from the environment.
-
-Environment variables:
-
-- ``DEBUG``: ``1``/``true`` turns debug mode on (off by default).
-- ``SECRET_KEY``: required unless ``DEBUG`` is on.
-- ``ALLOWED_HOSTS``: comma-separated host names (default: localhost only).
-- ``DATABASE_URL``: e.g. ``postgres://user@127.0.0.1:5432/lqai``; unset means an
-  embedded SQLite file under ``var/``.
-- ``LQAI_ASSISTANT_BACKEND``: dotted path of the assistant backend class.
-- ``LQAI_MAX_MESSAGE_CHARS``: the longest user message accepted.
-- ``LQAI_LEDGER_TIMEOUT``: seconds the ledger write of a turn may wait on locks and
-  run before it is given up as a ledger failure (the turn still commits; default 2).
-- ``LQAI_OPENAI_*``: the OpenAI-compatible model backend
-  (``chats.assistant.OpenAICompatibleBackend``): ``BASE_URL``, ``API_KEY``, ``MODEL``,
-  ``TIMEOUT`` (seconds), ``MAX_TOKENS``, ``TEMPERATURE``, ``MAX_TOOL_ROUNDS``,
-  ``MAX_RETRIES`` (the ``openai`` package's own retries) and ``STREAM`` (``false`` for a server that
-  does not stream); checked at start-up when that backend is selected.
-- Turns that always end (docs/architecture-turns.md): ``LQAI_HISTORY_MAX_CHARS`` (the chat history sent
-  to the model), ``LQAI_MAX_ANSWER_CHARS`` (the longest stored answer), ``LQAI_BACKEND_STOP_SECONDS``
-  (how long a run waits for its backend's thread to end).
-- ``COURTLISTENER_API_TOKEN``: enables the CourtListener caselaw provider.
-- Production security (see docs/configuration.md): with ``DEBUG`` off, HTTPS is required
-  by default (``SECURE_SSL_REDIRECT``, ``SECURE_HSTS_SECONDS``, ``SECURE_HSTS_INCLUDE_SUBDOMAINS``,
-  ``SECURE_HSTS_PRELOAD``, ``SESSION_COOKIE_SECURE``, ``CSRF_COOKIE_SECURE``), each relaxable;
-  ``SECURE_PROXY_SSL_HEADER`` (e.g. ``X-Forwarded-Proto``) behind a TLS-terminating proxy;
-  ``CSRF_TRUSTED_ORIGINS`` (comma-separated origins).
-- ``DATA_UPLOAD_MAX_MEMORY_SIZE``: the largest request body, in bytes.
-- Bounded use of the turn endpoints: ``LQAI_THROTTLE_TURNS`` (e.g. ``30/min``, ``off``),
-  ``LQAI_MAX_CONCURRENT_STREAMS``, ``LQAI_MAX_STREAM_SECONDS``, ``LQAI_SSE_HEARTBEAT_SECONDS``,
-  ``LQAI_STALE_TURN_SECONDS`` and ``LQAI_MESSAGES_PAGE_SIZE`` (see below); of the matter export:
-  ``LQAI_MAX_CONCURRENT_EXPORTS``.
-- ``LQAI_LEDGER_KEY``: the base64 of the 32-byte Ed25519 private key that signs turn seals and matter exports
-  (``manage.py ledger_key`` makes one); required unless ``DEBUG`` is on (then a development key derived
-  from ``SECRET_KEY`` is used, and every export says so). ``LQAI_LEDGER_RETIRED_PUBLIC_KEYS``: the base64
-  public keys of earlier ledger keys (comma-separated), whose seals still verify (see docs/export.md).
-- ``LOG_LEVEL``: the root log level (default ``INFO``), in any case; anything else is refused at start-up.
-- API tokens and logins (see docs/api.md): ``LQAI_TOKEN_TTL_HOURS``, ``LQAI_TOKENS_PER_USER``,
-  ``LQAI_THROTTLE_TOKEN_REQUESTS``, ``AXES_FAILURE_LIMIT``, ``AXES_COOLOFF_MINUTES``, ``LQAI_PROXY_COUNT``.
-- Documents uploaded through the API: ``LQAI_MAX_UPLOAD_BYTES``, ``LQAI_MAX_DOCUMENT_CHARS``.
+"""Settings for the lqai project, twelve-factor style: everything that differs between deployments comes from
+the environment (``DATABASE_URL``, ``SECRET_KEY``, ``LQAI_*``, ...; unset ``DATABASE_URL`` means an embedded
+SQLite file under ``var/``).
 
 Every value is checked here, when the settings load: a wrong one stops ``manage.py`` and the server at start-up
-with ``ImproperlyConfigured`` and a sentence naming the variable, never a worker later.
+with ``ImproperlyConfigured`` and a sentence naming the variable, never a worker later. Each variable, its
+meaning and its default: docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -166,8 +129,25 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_6
 # the file's limit plus a little for the form; a PDF is read from a temporary file, not from memory.
 LQAI_MAX_UPLOAD_BYTES = env_int("LQAI_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
 LQAI_MAX_DOCUMENT_CHARS = env_int("LQAI_MAX_DOCUMENT_CHARS", default=2_000_000)
+# Bounds on the work of reading an upload, not only its bytes (a 4 KB PDF can list 10,000 pages): a PDF's
+# pages, counted before any is read, and the seconds its reading may take, in a process of its own (else 413);
+# a zip's (a DOCX's) members, their uncompressed bytes and their compression ratio (chats.archives).
+LQAI_MAX_PDF_PAGES = env_int("LQAI_MAX_PDF_PAGES", default=2_000)
+LQAI_MAX_PDF_SECONDS = env_int("LQAI_MAX_PDF_SECONDS", default=60)
+LQAI_MAX_ZIP_MEMBERS = env_int("LQAI_MAX_ZIP_MEMBERS", default=1_000)
+LQAI_MAX_ZIP_BYTES = env_int("LQAI_MAX_ZIP_BYTES", default=100 * 1024 * 1024)
+LQAI_MAX_ZIP_RATIO = env_int("LQAI_MAX_ZIP_RATIO", default=100)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
-for _name in ("DATA_UPLOAD_MAX_MEMORY_SIZE", "LQAI_MAX_UPLOAD_BYTES", "LQAI_MAX_DOCUMENT_CHARS"):
+for _name in (
+    "DATA_UPLOAD_MAX_MEMORY_SIZE",
+    "LQAI_MAX_UPLOAD_BYTES",
+    "LQAI_MAX_DOCUMENT_CHARS",
+    "LQAI_MAX_PDF_PAGES",
+    "LQAI_MAX_PDF_SECONDS",
+    "LQAI_MAX_ZIP_MEMBERS",
+    "LQAI_MAX_ZIP_BYTES",
+    "LQAI_MAX_ZIP_RATIO",
+):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be a positive number.")
 
@@ -185,9 +165,11 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "csp",
+    "authorities.apps.AuthoritiesConfig",
     "chats.apps.ChatsConfig",
     "citations.apps.CitationsConfig",
     "pages.apps.PagesConfig",
+    "drafts.apps.DraftsConfig",
     "demo.apps.DemoConfig",
 ]
 
@@ -251,6 +233,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 
+# Items per page of every API list, and the most a client may ask for with ?page_size= (chats/pagination.py).
+LQAI_PAGE_SIZE = env_int("LQAI_PAGE_SIZE", default=50)
+LQAI_MAX_PAGE_SIZE = env_int("LQAI_MAX_PAGE_SIZE", default=200)
+if not 1 <= LQAI_PAGE_SIZE <= LQAI_MAX_PAGE_SIZE:
+    raise ImproperlyConfigured("LQAI_PAGE_SIZE must be at least 1 and at most LQAI_MAX_PAGE_SIZE.")
+
 REST_FRAMEWORK = {
     # Bearer tokens first (chats/api_tokens.py: django-rest-knox, stored hashed, expiring): an unauthenticated
     # API request gets 401 with a `WWW-Authenticate: Bearer` challenge. Sessions serve the pages and the docs.
@@ -265,8 +253,9 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
-    "PAGE_SIZE": 50,
+    # One style for every list (chats/pagination.py): count, page_size, and signed cursors in next/previous.
+    "DEFAULT_PAGINATION_CLASS": "chats.pagination.ApiPagination",
+    "PAGE_SIZE": LQAI_PAGE_SIZE,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Every error under /api/ is JSON (chats/errors.py; Django's own errors: the handlers in lqai/urls.py).
     "EXCEPTION_HANDLER": "chats.errors.api_exception_handler",
@@ -333,6 +322,8 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and the docs are the API's: served to a token or a signed-in session only (lqai/urls.py).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Swagger UI's files from this server (no CDN), so the docs work offline and under the CSP.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -414,8 +405,6 @@ if LQAI_SSE_HEARTBEAT_SECONDS > 0 and LQAI_STALE_TURN_SECONDS < 2 * LQAI_SSE_HEA
         "LQAI_STALE_TURN_SECONDS must be at least twice LQAI_SSE_HEARTBEAT_SECONDS: a live stream "
         "records its progress at each heartbeat, and must not look stuck between two."
     )
-# Messages per page of GET /api/chats/{id}/messages/.
-LQAI_MESSAGES_PAGE_SIZE = env_int("LQAI_MESSAGES_PAGE_SIZE", default=50)
 
 # How long (seconds) a turn's ledger write may wait on locks and run, inside the turn's transaction,
 # before it is given up as a ledger failure (logged; the turn commits; backfill_ledger repairs it).

@@ -1,29 +1,17 @@
-"""Checking a matter export (``lqai-export/3``, or ``/2`` or ``/1`` before it, written by ``citations.export``), or a
-matter-less chat's, with nothing but the bundle:
+"""Checking a matter export (``lqai-export/4``, or ``/3`` to ``/1`` before it, written by ``citations.export``), or a
+matter-less chat's, with nothing but the bundle (docs/export.md, "Verifying an export"):
 
-1. the manifest's signature, by the bundle's signing key (and that key is the one expected, if given);
-2. every file against its SHA-256 in the manifest, and no file the manifest does not list; the zip exactly its
-   listed files end to end (no file outside its central directory, nothing between them, each file's data
-   ending exactly where its compressed size says), with no comment;
-3. the chain, the one of the matter (or chat) the manifest names: every seal's digest recomputed, each linked to
-   the one before, numbered from 1 without a gap, ending at the manifest's chain head, each signed by a key of
-   ``public_key.json``;
-4. every turn and row against its seal (turns in chain order; the answer against its digest);
-5. every ledger entry against its sealed row;
-6. every verified quote re-verified against its bundled passage with the server's own code
-   (``lqai_verify.verification``); a quote stored before passage digests were recorded is re-verified with a
-   warning that no digest from its time vouches for the passage, and in a turn sealed late (verified before
-   its seal, perhaps under earlier rules) a difference from today's rules is a warning, not a problem;
-7. once all of that holds, ``report.html`` against the report rendered again from the checked data
-   (:mod:`lqai_verify.report`), byte for byte (``lqai-export/2`` and ``/3``; a ``/1`` bundle's report is not
-   checked).
+1. the zip: exactly its listed files end to end, no comment, no name twice, no path out of its folder;
+2. the manifest's signature, by the expected key, and every file against its digest in the manifest;
+3. the chain the manifest names: each seal's digest, link, number and signature, ending at the chain head;
+4. every turn and row against its seal, every ledger entry against its sealed row;
+5. every verified quote re-verified against its bundled passage (``lqai_verify.verification``), its pin cite
+   read as its pages say;
+6. once all of that holds, ``report.html`` against the report rendered again from the checked data.
 
-Every problem is reported with the file, the line and the turn it concerns. A bundle is input from whoever
-sent it: a value of the wrong type, a file the zip holds twice, a line that is not JSON (or that Python will not
-read: nested too deeply, an integer too long) are problems like any other, named with their file and field;
-a zip that would unpack to more than ``max_bytes`` is refused unread. Checks 3 to 7 read the data files only
-under a valid signature of the manifest, and a changed file only within :data:`CHANGED_FILE_SLACK` times its
-signed size: what the verifier holds is bounded by what the key's holder signed.
+A bundle is input from whoever sent it: whatever is malformed is a problem naming its file, line and turn, never
+a crash; a zip that would unpack to more than ``max_bytes`` is refused unread, and checks 3 to 6 read the data
+files only under a valid signature, each within :data:`CHANGED_FILE_SLACK` times its signed size.
 """
 
 from __future__ import annotations
@@ -36,13 +24,14 @@ import struct
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
 from lqai_verify import record, report
+from lqai_verify.verification import VERIFIER_VERSION, page_cites
 
 REQUIRED = ("manifest.json", "manifest.sig", "public_key.json")
 JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl")
@@ -146,6 +135,9 @@ class Verification:
     exported_at: str = ""
     chain: str = ""
     # Each valid seal's digest by its number, for :func:`extension_problems`; and the manifest's chain head.
+    signature_valid: bool = False  # manifest.sig is a valid signature of manifest.json by the bundle's key
+    development_key: bool = False  # signed with a key derived from a server's SECRET_KEY
+    key_expected: bool = False  # the signing key was checked against the one --public-key named
     seal_digests: dict[int, str] = field(default_factory=dict)
     head: tuple[int, str] | None = None
 
@@ -158,7 +150,23 @@ class Verification:
         return (
             f"{subject}: {self.turns} turns ({self.late} sealed late), {self.rows} rows, "
             f"{self.quotes} quotes re-verified, {self.case_citations} case citations, {self.entries} ledger entries, "
-            f"a chain of {self.seals} seals; signed by {self.fingerprint}"
+            f"a chain of {self.seals} seals; {self._signed()}"
+        )
+
+    def _signed(self) -> str:
+        """Who signed, in words a non-specialist reads right: only a key the sender published names them."""
+        if not self.signature_valid:
+            return f"signature NOT valid (the bundle's key {self.fingerprint})"
+        if self.development_key:
+            return (
+                f"signature valid, made with a development key ({self.fingerprint}): it does not show who made "
+                "this bundle"
+            )
+        if self.key_expected:
+            return f"signature valid, made with the key expected ({self.fingerprint})"
+        return (
+            f"signature valid, made with the key the bundle carries ({self.fingerprint}): it shows who made this "
+            "bundle only once that fingerprint is compared with the one its sender published"
         )
 
 
@@ -219,6 +227,21 @@ def _json_value(text: str | bytes, where: str, result: Verification) -> Any:
     return _UNREADABLE
 
 
+def _pin_cite_problems(row: dict[str, Any], passage: dict[str, Any], *, where: str) -> list[str]:
+    """A passage's pin cite, which the report shows, must read as its pages say: an opinion's in the reporter of
+    its citation (``page_cites.pin_cite``), a document's ``p. N``. A bundle written before pin cites has none."""
+    if "pin_cite" not in passage:
+        return []
+    pages = passage.get("pages")
+    if row["table"] == record.CASELAW:
+        expected = page_cites.pin_cite(pages, citation=str(passage.get("citation") or ""))
+    else:
+        expected = page_cites.page_cite(pages) or None
+    if passage["pin_cite"] == expected:
+        return []
+    return [f"{where}: its pin cite {passage['pin_cite']!r} does not read as its pages {pages!r} say ({expected!r})"]
+
+
 def _check_quote(
     result: Verification,
     row: dict[str, Any],
@@ -234,8 +257,6 @@ def _check_quote(
     before) and in one sealed under other rules (its seal names them; their verifier checks it strictly), so
     that a matter sealed across an upgrade of the rules still verifies, and says where today's rules differ.
     ``seal``: the turn's latest seal (``None``: the turn is not sealed)."""
-    from lqai_verify.verification import VERIFIER_VERSION
-
     problems = record.passage_differences(row, excerpt, excerpt_start)
     result.problems += [f"{where}: {p}" for p in problems]
     if problems:
@@ -331,41 +352,39 @@ def _read_member(path: Path, bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> 
         raise BundleError(f"{path}: a file of the bundle is damaged: {info.filename} ({exc})") from None
 
 
-# A zip's records (APPNOTE.TXT 4.3): a local file header (its fixed part, before the name and the extra field),
-# a data descriptor (after a file's data when flag bit 3 is set; its signature is optional), and the end of
-# central directory record (before the archive's comment).
-_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
-_DESCRIPTOR = struct.Struct("<III")
-_END = struct.Struct("<4sHHHHIIH")
-_DESCRIPTOR_SIGNATURE = b"PK\x07\x08"
-_HAS_DESCRIPTOR = 0x08
-# How much of a file's compressed data is read, and unpacked, at a time to find where its deflate stream ends.
-_CHUNK = 1 << 16
+# A zip's fixed records (APPNOTE.TXT 4.3): the end of central directory record (signature, entries on this disk,
+# entries, directory size, directory offset, comment length) and a local file header before its name (signature,
+# flags, method, CRC, compressed size, size, name length, extra field length).
+_END = struct.Struct("<4s4xHHIIH")
+_LOCAL_HEADER = struct.Struct("<4s2xHH4xIIIHH")
+_DESCRIPTOR = struct.Struct("<III")  # after a file's data when flag bit 3 is set: CRC, compressed size, size
+_DESCRIPTOR_SIGNATURE = b"PK\x07\x08"  # optional, before a data descriptor
+# How far past its size a file's compressed data is read: deflate adds at most some 0.03 % and a few bytes.
+_DEFLATE_SLACK = 1 << 16
+
+# Each check below catches what the manifest's digests cannot, since they cover the files as zipfile reads them:
+# - bytes outside the listed files: a file with a local header but no directory entry is what a streaming reader
+#   extracts (a second report.html), and bytes before or after the zip are what other readers may take for one;
+# - a local header or data descriptor that disagrees with the directory: a streaming reader follows the local
+#   header, so it would read other bytes as the file than the verifier did;
+# - bytes in a file's compressed data past its end (after its deflate stream or its size): zipfile stops there,
+#   the CRC covers nothing after it, and a reader that scans for headers may find a file in them;
+# - data that is not exactly the file its headers give (shorter, or no end to its stream): zipfile reads such a
+#   file without an error, where another reader fails or reads otherwise.
 
 
 def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
     """How the zip in ``file`` is not exactly its listed files (``infos``, its central directory) end to end:
-    the first file's local header at byte 0, each file's header, data and data descriptor followed at once by
-    the next file's, the last by the central directory, which ends where the end record begins, which ends the
-    file. Any other byte is outside what the verifier reads: a file with a local header but no entry in the
-    central directory is what a streaming reader extracts. What it cannot account for (a zip64 or spanned
-    archive, a zip64 size, a header that disagrees with its directory entry, a file compressed otherwise than
-    stored or deflated) is a problem as well: ``citations.export`` writes none of them. Each file's data must end
-    exactly at its compressed size (:func:`_data_problem`): ``zipfile`` stops at the end of a deflate stream, or
-    at a stored file's size, so bytes after it are read by no check. Reads the headers, and unpacks each
-    deflated file once more, :data:`_CHUNK` at a time."""
+    each file's local header, data and data descriptor followed at once by the next file's from byte 0, the
+    last by the central directory, then the end record, which ends the file (see the list above for why). A
+    zip64 or spanned archive, which ``citations.export`` never writes, is one it cannot account for."""
     size = file.seek(0, os.SEEK_END)
-    if size < _END.size:
-        return ["the zip is too short to end with its end-of-central-directory record"]
-    file.seek(size - _END.size)
-    signature, disk, directory_disk, disk_entries, entries, directory_size, directory_start, comment_length = (
-        _END.unpack(file.read(_END.size))
-    )
-    if signature != b"PK\x05\x06" or comment_length:
+    file.seek(max(0, size - _END.size))
+    end = file.read(_END.size)
+    if len(end) != _END.size or end[:4] != b"PK\x05\x06" or _END.unpack(end)[-1]:
         return ["the zip does not end with its end-of-central-directory record (a comment or bytes after it)"]
-    if (disk, directory_disk, disk_entries, entries) != (0, 0, len(infos), len(infos)) or (
-        directory_start + directory_size != size - _END.size
-    ):
+    _, disk_entries, entries, directory_size, directory_start, _ = _END.unpack(end)
+    if (disk_entries, entries) != (len(infos), len(infos)) or directory_start + directory_size != size - _END.size:
         return [
             "the zip's central directory is not where its end record says (bytes before the zip, after the "
             "directory, or a zip64 or spanned archive)"
@@ -378,16 +397,14 @@ def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
                 *problems,
                 f"{info.filename}: bytes {position:,} to {info.header_offset:,} before it are no listed file's",
             ]
-        bounds = _member_end(file, info)
+        bounds = _member_bounds(file, info)
         if bounds is None:
             return [
                 *problems,
                 f"{info.filename}: its local header or data descriptor disagrees with the central directory",
             ]
         data_start, position = bounds
-        problem = _data_problem(file, info, data_start)
-        if problem is not None:
-            problems.append(problem)
+        problems += [f"{info.filename}: {problem}" for problem in _data_problems(file, info, data_start)]
     if position != directory_start:
         return [
             *problems,
@@ -396,89 +413,69 @@ def layout_problems(file: IO[bytes], infos: list[zipfile.ZipInfo]) -> list[str]:
     return problems
 
 
-def _member_end(file: IO[bytes], info: zipfile.ZipInfo) -> tuple[int, int] | None:
-    """Where the data of the file ``info`` begins in ``file``, and where the file (its local header, name, extra
-    field, data, data descriptor) ends; ``None`` if its local header or data descriptor does not say what its
-    directory entry says."""
+def _member_bounds(file: IO[bytes], info: zipfile.ZipInfo) -> tuple[int, int] | None:
+    """Where the data of the file ``info`` begins in ``file``, and where the file (header, data, data descriptor)
+    ends; ``None`` if its local header or data descriptor does not say what its directory entry says."""
     file.seek(info.header_offset)
     header = file.read(_LOCAL_HEADER.size)
     if len(header) != _LOCAL_HEADER.size:
         return None
-    signature, _, flags, method, _, _, crc, compressed, size, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    signature, flags, method, *sizes, name_length, extra_length = _LOCAL_HEADER.unpack(header)
     data_start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
     end = data_start + info.compress_size
+    expected = [info.CRC, info.compress_size, info.file_size]
     if signature != b"PK\x03\x04" or (flags, method) != (info.flag_bits, info.compress_type):
         return None
-    expected = (info.CRC, info.compress_size, info.file_size)
-    if not flags & _HAS_DESCRIPTOR:
-        return (data_start, end) if (crc, compressed, size) == expected else None
+    if not flags & 0x08:  # flag bit 3 clear: the sizes are in the local header, and no descriptor follows
+        return (data_start, end) if sizes == expected else None
     file.seek(end)
     descriptor = file.read(len(_DESCRIPTOR_SIGNATURE) + _DESCRIPTOR.size)
     if descriptor.startswith(_DESCRIPTOR_SIGNATURE):
-        descriptor = descriptor[len(_DESCRIPTOR_SIGNATURE) :]
-        end += len(_DESCRIPTOR_SIGNATURE)
-    if len(descriptor) < _DESCRIPTOR.size or _DESCRIPTOR.unpack(descriptor[: _DESCRIPTOR.size]) != expected:
+        descriptor, end = descriptor[len(_DESCRIPTOR_SIGNATURE) :], end + len(_DESCRIPTOR_SIGNATURE)
+    if len(descriptor) < _DESCRIPTOR.size or list(_DESCRIPTOR.unpack_from(descriptor)) != expected:
         return None
     return data_start, end + _DESCRIPTOR.size
 
 
-def _data_problem(file: IO[bytes], info: zipfile.ZipInfo, data_start: int) -> str | None:
-    """What is wrong with the data of the file ``info`` (at ``data_start`` in ``file``) around the file it holds:
-    a stored file must be exactly its size; a deflated one, a deflate stream that ends exactly at its compressed
-    size and unpacks to exactly its size. Unpacks the stream no further than its size (plus :data:`_CHUNK`), and
-    holds no more than :data:`_CHUNK` of it at a time."""
+def _data_problems(file: IO[bytes], info: zipfile.ZipInfo, data_start: int) -> list[str]:
+    """How the compressed data of the file ``info`` (at ``data_start`` in ``file``) is not exactly the file its
+    headers give: stored, exactly its size; deflated, one stream that ends exactly at its compressed size and
+    unpacks to exactly its size. Reads its compressed data no further than deflate could need for its size, and
+    unpacks no further than its size."""
     hidden = "are part of no file (a reader that scans for headers may take them for one)"
     if info.compress_type == zipfile.ZIP_STORED:
-        if info.compress_size > info.file_size:
-            return (
-                f"{info.filename}: {info.compress_size - info.file_size:,} bytes after the end of its data, "
-                f"within its compressed size, {hidden}"
-            )
         if info.compress_size < info.file_size:
-            return (
-                f"{info.filename}: stored in {info.compress_size:,} bytes, not the {info.file_size:,} its headers "
-                "give it"
-            )
-        return None
+            return [f"stored in {info.compress_size:,} bytes, not the {info.file_size:,} its headers give it"]
+        stray = info.compress_size - info.file_size
+        return [f"{stray:,} bytes after the end of its data, within its compressed size, {hidden}"] if stray else []
     if info.compress_type != zipfile.ZIP_DEFLATED:
-        return (
-            f"{info.filename}: compressed with method {info.compress_type}, which the verifier cannot check to its "
-            "end (citations.export deflates every file)"
-        )
+        return [
+            f"compressed with method {info.compress_type}, which the verifier cannot check to its end "
+            "(citations.export deflates every file)"
+        ]
     file.seek(data_start)
+    limit = info.file_size + info.file_size // 1000 + _DEFLATE_SLACK  # more than deflate writes for the file
+    raw = file.read(min(info.compress_size, limit))
     inflater = zlib.decompressobj(-15)
-    left, pending, unpacked = info.compress_size, b"", 0
     try:
-        while not inflater.eof and unpacked <= info.file_size:
-            if not pending and left:
-                pending = file.read(min(left, _CHUNK))
-                left = left - len(pending) if pending else 0  # the zip ends early: read no more
-            output = inflater.decompress(pending, _CHUNK)
-            unpacked += len(output)
-            pending = inflater.unconsumed_tail
-            if not (output or pending or left):
-                break
+        unpacked = len(inflater.decompress(raw, info.file_size + 1))
     except zlib.error as exc:
-        return f"{info.filename}: its compressed data is not a deflate stream ({exc})"
+        return [f"its compressed data is not a deflate stream ({exc})"]
     if unpacked > info.file_size:
-        return (
-            f"{info.filename}: its deflate stream unpacks to more than the {info.file_size:,} bytes its headers "
-            "give it: the rest is part of no file"
-        )
+        return [
+            f"its deflate stream unpacks to more than the {info.file_size:,} bytes its headers give it: the rest "
+            "is part of no file"
+        ]
+    if not inflater.eof and info.compress_size > limit:
+        return [f"its deflate stream runs past {limit:,} bytes, more than deflate writes for its size"]
     if not inflater.eof:
-        return f"{info.filename}: its deflate stream does not end within its compressed size"
+        return ["its deflate stream does not end within its compressed size"]
     if unpacked != info.file_size:
-        return (
-            f"{info.filename}: its deflate stream unpacks to {unpacked:,} bytes, not the {info.file_size:,} its "
-            "headers give it"
-        )
-    trailing = len(inflater.unused_data) + len(pending) + left
-    if trailing:
-        return (
-            f"{info.filename}: {trailing:,} bytes after the end of its deflate stream, within its compressed size, "
-            f"{hidden}"
-        )
-    return None
+        return [f"its deflate stream unpacks to {unpacked:,} bytes, not the {info.file_size:,} its headers give it"]
+    stray = info.compress_size - (len(raw) - len(inflater.unused_data))
+    return (
+        [f"{stray:,} bytes after the end of its deflate stream, within its compressed size, {hidden}"] if stray else []
+    )
 
 
 def _json_file(members: dict[str, bytes], name: str, shape: Any, result: Verification) -> Any:
@@ -536,17 +533,38 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     if manifest is None or keys is None:
         return result
     signing_key = _public_key(keys["signing_key"]["public_key"], "public_key.json: signing_key", result)
-    if signing_key is None:
-        return result
-    subject = _subject(manifest, result)
-    if subject is None:
+    if signing_key is None or _subject(manifest, result) is None:
         return result
     result.chain = manifest["chain"]
     result.exported_at = manifest["exported_at"]
     result.fingerprint = record.fingerprint(signing_key)
+    result.development_key = bool(manifest.get("development_key"))
+    _check_signing_key(manifest, public_key, result)
+    signature = members["manifest.sig"].decode("ascii", errors="replace").strip()
+    signed = record.signature_valid(signing_key, signature, members["manifest.json"])
+    result.signature_valid = signed
+    if not signed:
+        result.problems.append(
+            "manifest.sig: the signature of manifest.json is not valid (manifest or signature changed)"
+        )
+    _check_manifest(manifest, members, result)
+    seal_keys = _seal_keys(keys["seal_keys"], result)
+    if not signed:
+        result.problems.append(
+            "the data files are not read: nothing vouches for them without a valid signature of the manifest"
+        )
+        return result
+    _check_record(_signed_sizes(members, manifest["files"], result), manifest, seal_keys, result)
+    return result
+
+
+def _check_signing_key(manifest: dict[str, Any], public_key: str | None, result: Verification) -> None:
+    """The bundle's signing key (``result.fingerprint``) is the one expected (``public_key``; with none, a
+    warning says to compare it with the published one) and the one its manifest names."""
     if public_key is not None:
         expected = expected_fingerprint(public_key)
-        if not hmac.compare_digest(expected, result.fingerprint):
+        result.key_expected = hmac.compare_digest(expected, result.fingerprint)
+        if not result.key_expected:
             result.problems.append(
                 f"public_key.json: the bundle is signed by the key {result.fingerprint}, not by the expected {expected}"
             )
@@ -557,14 +575,16 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
         )
     if manifest["signing_key"] != result.fingerprint:
         result.problems.append("manifest.json: its signing_key is not the fingerprint of public_key.json's key")
-    signature = members["manifest.sig"].decode("ascii", errors="replace").strip()
-    signed = record.signature_valid(signing_key, signature, members["manifest.json"])
-    if not signed:
-        result.problems.append(
-            "manifest.sig: the signature of manifest.json is not valid (manifest or signature changed)"
-        )
     if manifest.get("development_key"):
-        result.warnings.append("signed with a DEVELOPMENT key derived from the server's SECRET_KEY: proves nothing")
+        result.warnings.append(
+            "signed with a DEVELOPMENT key derived from the server's SECRET_KEY: the files are as signed, but the "
+            "signature does not show who made this bundle"
+        )
+
+
+def _check_manifest(manifest: dict[str, Any], members: dict[str, bytes], result: Verification) -> None:
+    """The manifest's format is one this verifier reads, and the bundle holds exactly the files it lists, each
+    with its digest."""
     if manifest["format"] not in record.EXPORT_FORMATS:
         result.problems.append(
             f"manifest.json: format {manifest['format']!r}, expected one of {', '.join(record.EXPORT_FORMATS)}"
@@ -572,7 +592,8 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
     elif manifest["format"] not in record.RENDERED_REPORT_FORMATS:
         result.warnings.append(
             f"report.html is not checked: an {manifest['format']} bundle's report was not rendered from its data "
-            "files; read what this verifier checked (its summary and problems) rather than the page"
+            "files by this verifier's layout; read what this verifier checked (its summary and problems) rather "
+            "than the page"
         )
     listed: dict[str, Any] = manifest["files"]
     for name in sorted(members.keys() - {"manifest.json", "manifest.sig"} - listed.keys()):
@@ -582,8 +603,13 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
             result.problems.append(f"{name}: listed in the manifest, missing from the bundle")
         elif type(entry) is not dict or hashlib.sha256(members[name]).hexdigest() != entry.get("sha256"):
             result.problems.append(f"{name}: its SHA-256 differs from the manifest's (the file was changed)")
+
+
+def _seal_keys(listed: list[dict[str, str]], result: Verification) -> dict[str, Any]:
+    """The keys of ``public_key.json``'s ``seal_keys`` by fingerprint; one whose fingerprint is not its own, or
+    that is not a key, is a problem."""
     seal_keys = {}
-    for i, entry in enumerate(keys["seal_keys"]):
+    for i, entry in enumerate(listed):
         key = _public_key(entry["public_key"], f"public_key.json: seal_keys[{i}]", result)
         if key is None:
             continue
@@ -592,13 +618,7 @@ def verify_bundle(path: Path, *, public_key: str | None = None, max_bytes: int =
                 f"public_key.json: the seal key listed as {entry['fingerprint'][:16]}... has another fingerprint"
             )
         seal_keys[entry["fingerprint"]] = key
-    if not signed:
-        result.problems.append(
-            "the data files are not read: nothing vouches for them without a valid signature of the manifest"
-        )
-        return result
-    _check_record(_signed_sizes(members, listed, result), manifest, seal_keys, result)
-    return result
+    return seal_keys
 
 
 def _signed_sizes(members: dict[str, bytes], listed: dict[str, Any], result: Verification) -> dict[str, bytes]:
@@ -674,46 +694,80 @@ class _ReportParts:
 def _check_record(
     members: dict[str, bytes], manifest: dict[str, Any], seal_keys: dict[str, Any], result: Verification
 ) -> None:
-    from lqai_verify.verification import VERIFIER_VERSION
-
+    """Checks 3 to 6 of the module docstring, on the data files of a bundle whose manifest's signature holds: the
+    chain, then each turn in chain order with its rows, ledger entries and passages, then what belongs to no turn,
+    and last the report."""
     data = {name: members.get(name, b"") for name in JSONL}
-    # The chain.
+    seals = _chain(data["seals.jsonl"], manifest["chain"], seal_keys, result)
+    _check_chain_head(manifest["chain_head"], seals, result)
+    walk = _TurnWalk(
+        seals_of=_by_turn(seals),
+        rows_of=_rows_by_turn(data["rows.jsonl"], result),
+        passages=_passages_by_quote(data["passages.jsonl"], result),
+        entries_of=_by_turn(entry for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result)),
+        report=_ReportParts(manifest),
+    )
+    for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
+        _check_turn(number, line, walk, result)
+    _check_leftovers(walk, result)
+    # The page is compared once the data verifies: a report of data found wrong could only differ from it more.
+    if manifest["format"] in record.RENDERED_REPORT_FORMATS and not result.problems:
+        walk.report.end(turns=result.turns, rows=result.rows, late=result.late, unsealed=walk.unsealed)
+        result.problems += walk.report.problems(members.get("report.html", b""))
+
+
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError, RecursionError)  # what malformed data raises
+
+
+def _chain(data: bytes, chain: str, seal_keys: dict[str, Any], result: Verification) -> list[dict[str, Any]]:
+    """The well-formed seals of ``seals.jsonl`` (``data``) in file order, each checked against the one before
+    (:func:`_seal_problems`); sets ``result.seals`` and ``result.seal_digests``."""
     seals: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
-    for number, seal in _lines(data["seals.jsonl"], "seals.jsonl", result):
+    for number, seal in _lines(data, "seals.jsonl", result):
         where = f"seals.jsonl line {number} (turn {seal.get('message')})"
         malformed = shape_problems(seal, _SEAL_SHAPE, "seal")
         if malformed:
             result.problems += [f"{where}: malformed: {problem}" for problem in malformed]
             continue
         try:
-            expected_sequence = 1 if previous is None else previous["sequence"] + 1
-            if seal["chain"] != manifest.get("chain"):
-                result.problems.append(f"{where}: a seal of another chain ({seal['chain']})")
-            if seal["sequence"] != expected_sequence:
-                result.problems.append(
-                    f"{where}: seal #{seal['sequence']} where #{expected_sequence} was expected (a seal removed, "
-                    "added or moved)"
-                )
-            if seal["previous_sha256"] != ("" if previous is None else previous["seal_sha256"]):
-                result.problems.append(f"{where}: its link to the previous seal is broken")
-            result.problems += [f"{where}: {p}" for p in record.seal_differences(seal)]
-            key = seal_keys.get(seal["key_fingerprint"])
-            if key is None or not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
-                result.problems.append(f"{where}: its signature is not valid")
+            for problem in _seal_problems(seal, previous, chain=chain, seal_keys=seal_keys):
+                result.problems.append(f"{where}: {problem}")
             if seal["verifier_version"] != VERIFIER_VERSION:
                 result.warnings.append(
                     f"{where}: sealed under verification rules {seal['verifier_version']!r}, this verifier has "
                     f"{VERIFIER_VERSION!r}: use the verifier of that version if a quote does not re-verify"
                 )
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        except _MALFORMED as exc:
             result.problems.append(f"{where}: malformed seal ({exc!r})")
             continue
         seals.append(seal)
         result.seal_digests.setdefault(seal["sequence"], seal["seal_sha256"])
         previous = seal
     result.seals = len(seals)
-    head = manifest["chain_head"]
+    return seals
+
+
+def _seal_problems(
+    seal: dict[str, Any], previous: dict[str, Any] | None, *, chain: str, seal_keys: dict[str, Any]
+) -> Iterator[str]:
+    """How ``seal`` is not the next seal of ``chain`` after ``previous`` (``None``: it is the first): its chain,
+    number and link, its own digests, and its signature by a key of ``seal_keys``."""
+    expected_sequence = 1 if previous is None else previous["sequence"] + 1
+    if seal["chain"] != chain:
+        yield f"a seal of another chain ({seal['chain']})"
+    if seal["sequence"] != expected_sequence:
+        yield f"seal #{seal['sequence']} where #{expected_sequence} was expected (a seal removed, added or moved)"
+    if seal["previous_sha256"] != ("" if previous is None else previous["seal_sha256"]):
+        yield "its link to the previous seal is broken"
+    yield from record.seal_differences(seal)
+    key = seal_keys.get(seal["key_fingerprint"])
+    if key is None or not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
+        yield "its signature is not valid"
+
+
+def _check_chain_head(head: dict[str, Any] | None, seals: list[dict[str, Any]], result: Verification) -> None:
+    """The chain ends at the manifest's chain head ``head``; sets ``result.head``."""
     malformed_head = [] if head is None else shape_problems(head, _HEAD_SHAPE, "manifest.json.chain_head")
     result.problems += malformed_head
     result.head = None if head is None or malformed_head else (head["sequence"], head["seal_sha256"])
@@ -723,14 +777,24 @@ def _check_record(
             f"seals.jsonl: the chain ends at {last and '#' + str(last[0])}, the manifest's chain head is "
             f"{result.head and '#' + str(result.head[0])} (seals removed or added at its end)"
         )
-    seals_of: dict[str, list[dict[str, Any]]] = {}
-    for seal in seals:
-        seals_of.setdefault(seal["message"], []).append(seal)
-    # Rows and passages, by turn.
-    # Each row, passage and turn is written once: one written again would count, and show in the report, twice.
+
+
+def _by_turn(items: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``items`` (seals, ledger entries) by the turn they name (``message``), each turn's in file order."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        grouped.setdefault(str(item.get("message")), []).append(item)
+    return grouped
+
+
+# Each row, passage and turn is written once: one written again would count, and show in the report, twice.
+
+
+def _rows_by_turn(data: bytes, result: Verification) -> dict[str, list[dict[str, Any]]]:
+    """The rows of ``rows.jsonl`` (``data``) by turn; a line that is no row of a turn, or a row again, is a problem."""
     rows_of: dict[str, list[dict[str, Any]]] = {}
     row_lines: dict[str, int] = {}
-    for number, row in _lines(data["rows.jsonl"], "rows.jsonl", result):
+    for number, row in _lines(data, "rows.jsonl", result):
         if not isinstance(row.get("message"), str) or row.get("table") not in record.ROW_TABLES:
             result.problems.append(f"rows.jsonl line {number}: not a row of a turn")
             continue
@@ -740,8 +804,14 @@ def _check_record(
             continue
         row_lines[key] = number
         rows_of.setdefault(row["message"], []).append(row)
+    return rows_of
+
+
+def _passages_by_quote(data: bytes, result: Verification) -> dict[str, tuple[int, dict[str, Any]]]:
+    """The passages of ``passages.jsonl`` (``data``) with their lines, by their quote's row key; a malformed
+    passage, or one of a quote again, is a problem."""
     passages: dict[str, tuple[int, dict[str, Any]]] = {}
-    for number, passage in _lines(data["passages.jsonl"], "passages.jsonl", result):
+    for number, passage in _lines(data, "passages.jsonl", result):
         malformed = shape_problems(passage, _PASSAGE_SHAPE, "passage")
         result.problems += [f"passages.jsonl line {number}: malformed: {problem}" for problem in malformed]
         if malformed:
@@ -753,131 +823,172 @@ def _check_record(
             )
             continue
         passages[passage["row"]] = (number, passage)
-    entries_of: dict[str, list[dict[str, Any]]] = {}
-    for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result):
-        entries_of.setdefault(str(entry.get("message")), []).append(entry)
-    # Turns, in chain order; and the report rendered from them (lqai_verify.report), to compare with report.html.
-    report_parts = _ReportParts(manifest)
-    seen: dict[str, int] = {}  # each turn's line
-    last_sequence = 0
-    unsealed = 0
-    # The latest seals of turns sealed in the first facts format (a turn resumed since has a later one, of /2).
-    first_format: list[int] = []
-    quoted: set[str] = set()  # the quotes whose passages were checked
-    for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
-        found_turn = line.get("turn")
-        turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
-        message = str(turn.get("message"))
-        where = f"turns.jsonl line {number} (turn {message})"
-        if message in seen:
-            result.problems.append(f"{where}: the turn again (first at line {seen[message]})")
-            continue
-        seen[message] = number
-        try:
-            result.turns += 1
-            if record.text_sha256(str(line.get("answer", ""))) != turn.get("answer_sha256"):
-                result.problems.append(f"{where}: its answer differs from the answer's sealed digest")
-            turn_seals = seals_of.get(message, [])
-            latest = (
-                turn_seals[-1] if turn_seals and turn_seals[-1]["finalized_at"] == turn.get("finalized_at") else None
-            )
-            rows = rows_of.get(message, [])
-            result.rows += len(rows)
-            if line.get("sealed") != (latest is not None) or line.get("sequence") != (latest or {}).get("sequence"):
-                result.problems.append(
-                    f"{where}: it says {'sealed #' + str(line.get('sequence')) if line.get('sealed') else 'not sealed'}"
-                    f", its seals say {'#' + str(latest['sequence']) if latest else 'not sealed'}"
-                )
-            sealed_at, late = (latest["sealed_at"], latest["late"]) if latest else (None, False)
-            if line.get("sealed_at") != sealed_at or line.get("late") is not late:
-                result.problems.append(
-                    f"{where}: it says sealed at {line.get('sealed_at')} (late: {line.get('late')}), its seals say "
-                    f"{f'sealed at {sealed_at} (late: {late})' if latest else 'not sealed'}"
-                )
-            if latest is None:
-                unsealed += 1
-                result.problems.append(f"{where}: the turn is not sealed (its facts are not authenticated)")
-            else:
-                result.late += bool(latest["late"])
-                if record.sealed_format(latest["row_digests"]) == record.FACTS_FORMAT_1:
-                    first_format.append(latest["sequence"])
-                if latest["sequence"] < last_sequence:
-                    result.problems.append(
-                        f"{where}: out of chain order (its seal #{latest['sequence']} comes after #{last_sequence}: "
-                        "turns swapped or moved)"
-                    )
-                last_sequence = max(last_sequence, latest["sequence"])
-            # An earlier seal is checked against the rows it sealed only (the rest are the latest's): each seal
-            # costs its own rows, never all of its turn's, which a bundle of many seals of one turn made quadratic.
-            rows_by_key = {record.row_key(row): row for row in rows}
-            for seal in turn_seals:
-                is_latest = seal is latest
-                sealed = (
-                    rows if is_latest else [rows_by_key[k] for k in seal["row_digests"]["rows"] if k in rows_by_key]
-                )
-                result.problems += [
-                    f"{where}: {p} (seal #{seal['sequence']})"
-                    for p in record.facts_differences(seal=seal, turn=turn, rows=sealed, latest=is_latest)
-                ]
-            if latest is not None:
-                entries = entries_of.get(message, [])
-                result.entries += len(entries)
-                result.problems += [
-                    f"ledger.jsonl (turn {message}): {p}"
-                    for p in record.ledger_problems(
-                        entries=entries, turn=turn, rows=rows, sealed_rows=latest["row_digests"].get("rows", {})
-                    )
-                ]
-            passages_of_turn: dict[str, dict[str, Any]] = {}
-            for row in rows:
-                if row["table"] == record.CASE:
-                    result.case_citations += 1
-                if row["table"] not in record.QUOTE_TABLES or row.get("offset_start") is None:
-                    continue
-                key = record.row_key(row)
-                found = passages.get(key)
-                if found is None:
-                    result.problems.append(f"passages.jsonl (turn {message}): no passage for the quote {key}")
-                    continue
-                passage_line, passage = found
-                passages_of_turn[key] = passage
-                quoted.add(key)
-                result.quotes += 1
-                _check_quote(
-                    result,
-                    row,
-                    passage["excerpt"],
-                    passage["excerpt_start"],
-                    where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
-                    seal=latest,
-                )
-            report_parts.turn(line, seal=latest, rows=rows, passages=passages_of_turn)
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-            result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
-            report_parts.broken = True
+    return passages
 
-    if first_format:
-        result.warnings.append(
-            f"turns.jsonl: {len(first_format)} of {result.turns} turns are sealed in {record.FACTS_FORMAT_1} (their "
-            f"seals #{min(first_format)} to #{max(first_format)}), which did not seal a quote's place in the answer "
-            "and context flags or a case citation's pin cite: in those turns, those fields are vouched for by the "
-            "export's signature only"
-        )
-    for message in sorted(seals_of.keys() - seen):
+
+@dataclass(slots=True)
+class _TurnWalk:
+    """The walk of ``turns.jsonl`` in chain order: what it checks each turn against (the other files, by turn),
+    the report it renders from them, and what it has found so far."""
+
+    seals_of: dict[str, list[dict[str, Any]]]
+    rows_of: dict[str, list[dict[str, Any]]]
+    passages: dict[str, tuple[int, dict[str, Any]]]
+    entries_of: dict[str, list[dict[str, Any]]]
+    report: _ReportParts
+    seen: dict[str, int] = field(default_factory=dict)  # each turn's line
+    last_sequence: int = 0
+    unsealed: int = 0
+    # The latest seals of turns sealed in the first facts format (a turn resumed since has a later one, of /2).
+    first_format: list[int] = field(default_factory=list)
+    quoted: set[str] = field(default_factory=set)  # the quotes whose passages were checked
+
+
+def _check_turn(number: int, line: dict[str, Any], walk: _TurnWalk, result: Verification) -> None:
+    """The turn of ``turns.jsonl`` line ``number``: its answer, what it says of its seals, its facts against each
+    seal, its ledger entries and its quotes; then its part of the report. Malformed data is a problem, and no
+    report is compared."""
+    found_turn = line.get("turn")
+    turn: dict[str, Any] = found_turn if isinstance(found_turn, dict) else {}
+    message = str(turn.get("message"))
+    where = f"turns.jsonl line {number} (turn {message})"
+    if message in walk.seen:
+        result.problems.append(f"{where}: the turn again (first at line {walk.seen[message]})")
+        return
+    walk.seen[message] = number
+    try:
+        result.turns += 1
+        if record.text_sha256(str(line.get("answer", ""))) != turn.get("answer_sha256"):
+            result.problems.append(f"{where}: its answer differs from the answer's sealed digest")
+        turn_seals = walk.seals_of.get(message, [])
+        latest = turn_seals[-1] if turn_seals and turn_seals[-1]["finalized_at"] == turn.get("finalized_at") else None
+        rows = walk.rows_of.get(message, [])
+        result.rows += len(rows)
+        _check_sealing(line, latest, where=where, walk=walk, result=result)
+        _check_facts(turn, rows, turn_seals, latest, where=where, result=result)
+        if latest is not None:
+            entries = walk.entries_of.get(message, [])
+            result.entries += len(entries)
+            sealed_rows = latest["row_digests"].get("rows", {})
+            result.problems += [
+                f"ledger.jsonl (turn {message}): {p}"
+                for p in record.ledger_problems(entries=entries, turn=turn, rows=rows, sealed_rows=sealed_rows)
+            ]
+        passages = _check_quotes(message, rows, latest, walk=walk, result=result)
+        walk.report.turn(line, seal=latest, rows=rows, passages=passages)
+    except _MALFORMED as exc:
+        result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
+        walk.report.broken = True
+
+
+def _check_sealing(
+    line: dict[str, Any], latest: dict[str, Any] | None, *, where: str, walk: _TurnWalk, result: Verification
+) -> None:
+    """What the turn's line says of its sealing (sealed, its number, time and lateness) against its ``latest``
+    seal (``None``: it is not sealed, a problem), and that it comes in chain order."""
+    if line.get("sealed") != (latest is not None) or line.get("sequence") != (latest or {}).get("sequence"):
         result.problems.append(
-            f"seals.jsonl (seal #{seals_of[message][-1]['sequence']}): its turn {message} is not in turns.jsonl "
+            f"{where}: it says {'sealed #' + str(line.get('sequence')) if line.get('sealed') else 'not sealed'}"
+            f", its seals say {'#' + str(latest['sequence']) if latest else 'not sealed'}"
+        )
+    sealed_at, late = (latest["sealed_at"], latest["late"]) if latest else (None, False)
+    if line.get("sealed_at") != sealed_at or line.get("late") is not late:
+        result.problems.append(
+            f"{where}: it says sealed at {line.get('sealed_at')} (late: {line.get('late')}), its seals say "
+            f"{f'sealed at {sealed_at} (late: {late})' if latest else 'not sealed'}"
+        )
+    if latest is None:
+        walk.unsealed += 1
+        result.problems.append(f"{where}: the turn is not sealed (its facts are not authenticated)")
+        return
+    result.late += bool(latest["late"])
+    if record.sealed_format(latest["row_digests"]) == record.FACTS_FORMAT_1:
+        walk.first_format.append(latest["sequence"])
+    if latest["sequence"] < walk.last_sequence:
+        result.problems.append(
+            f"{where}: out of chain order (its seal #{latest['sequence']} comes after #{walk.last_sequence}: "
+            "turns swapped or moved)"
+        )
+    walk.last_sequence = max(walk.last_sequence, latest["sequence"])
+
+
+def _check_facts(
+    turn: dict[str, Any],
+    rows: list[dict[str, Any]],
+    turn_seals: list[dict[str, Any]],
+    latest: dict[str, Any] | None,
+    *,
+    where: str,
+    result: Verification,
+) -> None:
+    """The turn and its rows against each of its seals: the ``latest`` against all of them, an earlier one against
+    the rows it sealed only (the rest are the latest's). Each seal costs its own rows, never all of its turn's,
+    which a bundle of many seals of one turn would make quadratic."""
+    rows_by_key = {record.row_key(row): row for row in rows}
+    for seal in turn_seals:
+        is_latest = seal is latest
+        sealed = rows if is_latest else [rows_by_key[k] for k in seal["row_digests"]["rows"] if k in rows_by_key]
+        result.problems += [
+            f"{where}: {p} (seal #{seal['sequence']})"
+            for p in record.facts_differences(seal=seal, turn=turn, rows=sealed, latest=is_latest)
+        ]
+
+
+def _check_quotes(
+    message: str, rows: list[dict[str, Any]], latest: dict[str, Any] | None, *, walk: _TurnWalk, result: Verification
+) -> dict[str, dict[str, Any]]:
+    """Each verified quote of the turn ``message`` against its passage (:func:`_check_quote`); counts its case
+    citations. Returns the turn's passages by quote, for its report."""
+    passages_of_turn: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["table"] == record.CASE:
+            result.case_citations += 1
+        if row["table"] not in record.QUOTE_TABLES or row.get("offset_start") is None:
+            continue
+        key = record.row_key(row)
+        found = walk.passages.get(key)
+        if found is None:
+            result.problems.append(f"passages.jsonl (turn {message}): no passage for the quote {key}")
+            continue
+        passage_line, passage = found
+        passages_of_turn[key] = passage
+        walk.quoted.add(key)
+        result.quotes += 1
+        _check_quote(
+            result,
+            row,
+            passage["excerpt"],
+            passage["excerpt_start"],
+            where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})",
+            seal=latest,
+        )
+        result.problems += _pin_cite_problems(
+            row, passage, where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})"
+        )
+    return passages_of_turn
+
+
+def _check_leftovers(walk: _TurnWalk, result: Verification) -> None:
+    """After the walk: the turns sealed in the first facts format, said once, and what belongs to no turn of
+    ``turns.jsonl`` (a seal, rows, ledger entries, a passage of no verified quote)."""
+    if walk.first_format:
+        result.warnings.append(
+            f"turns.jsonl: {len(walk.first_format)} of {result.turns} turns are sealed in {record.FACTS_FORMAT_1} "
+            f"(their seals #{min(walk.first_format)} to #{max(walk.first_format)}), which did not seal a quote's "
+            "place in the answer and context flags or a case citation's pin cite: in those turns, those fields are "
+            "vouched for by the export's signature only"
+        )
+    for message in sorted(walk.seals_of.keys() - walk.seen):
+        result.problems.append(
+            f"seals.jsonl (seal #{walk.seals_of[message][-1]['sequence']}): its turn {message} is not in turns.jsonl "
             "(removed)"
         )
-    for message in sorted(rows_of.keys() - seen):
+    for message in sorted(walk.rows_of.keys() - walk.seen):
         result.problems.append(f"rows.jsonl: rows of turn {message}, which is not in turns.jsonl")
-    for message in sorted(entries_of.keys() - seen):
+    for message in sorted(walk.entries_of.keys() - walk.seen):
         result.problems.append(f"ledger.jsonl: entries of turn {message}, which is not in turns.jsonl")
     result.problems += [
         f"passages.jsonl line {number}: a passage of {key}, which is no verified quote of a turn"
-        for key, (number, _) in passages.items()
-        if key not in quoted
+        for key, (number, _) in walk.passages.items()
+        if key not in walk.quoted
     ]
-    # The page is compared once the data verifies: a report of data found wrong could only differ from it more.
-    if manifest["format"] in record.RENDERED_REPORT_FORMATS and not result.problems:
-        report_parts.end(turns=result.turns, rows=result.rows, late=result.late, unsealed=unsealed)
-        result.problems += report_parts.problems(members.get("report.html", b""))

@@ -1,19 +1,11 @@
 """The sealed record's byte formats, shared by the server (``citations.seals``) and the offline verifier.
 
-Canonical JSON (:func:`canonical_json`): ``json.dumps`` with sorted keys, no whitespace, UTF-8, no NaN.
-
-A turn's facts are one *turn* object (:data:`TURN_FIELDS`) and one object per row it recorded (a KB quote,
-a caselaw quote, a tool source, a case citation: :data:`ROW_FIELDS`). Each is digested on its own
-(hex SHA-256 of the canonical JSON of the fields its seal's facts format covers: :func:`row_sha256`), so
-that a mismatch names the row that differs; the turn's ``facts_sha256`` is the digest of ``{"format",
-"verifier_version", "turn": <turn digest>, "rows": [[row key, row digest], ...] sorted}``
-(:func:`facts_sha256`). A seal names its facts format in its ``row_digests`` (``"format"``; absent in a seal
-of ``lqai-turn-facts/1``, which had no such key), and that name is inside the digest it signs. A seal
-(:func:`seal_payload`) binds the facts digest to its place in a chain (``chain``, ``sequence``, the previous
-seal's ``seal_sha256``); its ``seal_sha256`` is the digest of the payload and its signature an Ed25519
-signature of the payload bytes.
-
-Everything here is pure: no Django, no database.
+:func:`canonical_json` (sorted keys, no whitespace, UTF-8, no NaN); a turn's facts are one turn object
+(:data:`TURN_FIELDS`) and one object per row (:data:`ROW_FIELDS`), each digested on its own
+(:func:`row_sha256`) so that a mismatch names the row; :func:`facts_sha256` digests them together under the
+seal's facts format; :func:`seal_payload` binds that digest to its place in a chain, and the seal's digest
+and Ed25519 signature cover the payload. Pure: no Django, no database. The formats byte by byte:
+docs/export.md.
 """
 
 from __future__ import annotations
@@ -29,6 +21,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from lqai_verify.verification import NormalizedSource, alterations_record, context_flags_record
+
 # The facts format new seals are made in; /1 (before it) sealed fewer fields of a row (:data:`UNSEALED_FIELDS`).
 FACTS_FORMAT = "lqai-turn-facts/2"
 FACTS_FORMAT_1 = "lqai-turn-facts/1"
@@ -36,10 +30,13 @@ SEAL_FORMAT = "lqai-seal/1"
 # An export's format: /3 carries every field of :data:`ROW_FIELDS` in its rows (and seals of either facts
 # format); /2 rendered report.html from the data files (lqai_verify.report), which the verifier checks, with the
 # rows of facts format /1; /1 (before that) is still read, its report unchecked.
-EXPORT_FORMAT = "lqai-export/3"
-EXPORT_FORMATS = ("lqai-export/1", "lqai-export/2", EXPORT_FORMAT)
-# The formats whose report.html is rendered by lqai_verify.report, and so checked.
-RENDERED_REPORT_FORMATS = ("lqai-export/2", EXPORT_FORMAT)
+# /4: the data of /3, with report.html laid out as the trace pages read (each quote's passage in context, verdicts
+# and statuses in words).
+EXPORT_FORMAT = "lqai-export/4"
+EXPORT_FORMATS = ("lqai-export/1", "lqai-export/2", "lqai-export/3", EXPORT_FORMAT)
+# The formats whose report.html this version of lqai_verify.report renders, and so checks (/2 and /3 were
+# rendered by its earlier layout).
+RENDERED_REPORT_FORMATS = (EXPORT_FORMAT,)
 
 KB = "message_citations"
 CASELAW = "message_caselaw_citations"
@@ -390,12 +387,10 @@ def reverification_differences(
 ) -> list[str]:
     """Re-run the quote verification of a verified quote ``row`` against ``excerpt`` with the server's own
     code (``lqai_verify.verification``): the match's method, span, confidence and alterations, and its context flags
-    where the row records them (every row of an ``lqai-export/3`` bundle, sealed or, in a turn sealed in facts
+    where the row records them (every row of an ``lqai-export/3`` or later bundle, sealed or, in a turn sealed in facts
     format /1, not), must be what the row records, that is what the rules that verified it said (this version's,
     for a turn sealed on time). ``facts_format``: that of the turn's seal (``None``: the turn is not sealed), so
     that a difference calls the row's value sealed only where it is."""
-    from lqai_verify.verification import NormalizedSource, alterations_record, context_flags_record
-
     match, why = NormalizedSource.build(excerpt).verify_detailed(row["quote"])
     if match is None:
         return [f"the quote no longer verifies against its passage ({why or 'not found'})"]

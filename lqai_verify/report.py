@@ -17,7 +17,13 @@ from html import escape
 from typing import Any
 
 from lqai_verify import record
+from lqai_verify.passage_html import excerpt_around, passage_in_context_html
+from lqai_verify.statuses import StatusInWords, review_count, status_in_words, verdict_in_words
+from lqai_verify.verdict import case_claim_status, verdict_of
 from lqai_verify.verification.page_cites import page_cite
+
+#: Characters of the source shown on each side of a quoted passage (as on the trace pages' cards).
+CONTEXT_CHARS = 120
 
 _STYLE = """\
   body { font: 11pt/1.45 Georgia, "Times New Roman", serif; color: #111; max-width: 52rem; margin: 2rem auto; padding: 0 1rem; }
@@ -27,8 +33,18 @@ _STYLE = """\
   .meta, .small { color: #444; font-size: 9.5pt; }
   .warning { border: 2px solid #a00; color: #a00; padding: .5rem .8rem; font-weight: bold; margin: 1rem 0; }
   .turn { border-top: 1px solid #999; padding-top: .8rem; margin-top: 1.2rem; break-inside: avoid-page; }
-  .verdict { display: inline-block; padding: 0 .4rem; border: 1px solid #333; font-family: sans-serif; font-size: 9pt; }
-  .verdict-fail { border-color: #a00; color: #a00; }
+  .verdict { display: inline-block; padding: 0 .4rem; border: 1px solid currentColor; font-family: sans-serif; font-weight: bold; }
+  .verdict-ok, .status-ok { color: #1b5e20; }
+  .verdict-review, .status-review { color: #7a4d00; }
+  .verdict-fail, .status-fail { color: #a00; }
+  .verdict-info, .status-info { color: #444; }
+  ol.claims > li { margin: .6rem 0; break-inside: avoid-page; }
+  .passage-in-context { white-space: pre-wrap; border-left: 3px solid #bbb; padding-left: .6rem; margin: .3rem 0; }
+  .passage-in-context mark { background: #fff1a8; color: inherit; text-decoration: underline solid #8a6d00; print-color-adjust: exact; -webkit-print-color-adjust: exact; }
+  .passage-in-context .alteration { outline: 1px dotted #6b4b00; }
+  .passage-in-context del { color: #7a1f1f; }
+  .passage-in-context ins { color: #0b4f1c; font-weight: bold; }
+  ol.alterations, ul.context-flags { font-size: 9.5pt; margin: .2rem 0 0 1.2rem; padding: 0; }
   .late { color: #7a4b00; font-weight: bold; }
   .unsealed { color: #a00; font-weight: bold; }
   blockquote { margin: .3rem 0 .3rem 1rem; padding-left: .6rem; border-left: 3px solid #bbb; }
@@ -108,42 +124,43 @@ def turn(
     """One turn: ``line`` is its line of ``turns.jsonl`` (its turn object, answer and chat title), ``seal`` its
     latest seal if that seal is of its last finalize (else the turn reads NOT SEALED), ``rows`` its rows as in
     ``rows.jsonl``, ``passages`` the bundled passages by row key (:func:`lqai_verify.record.row_key`), for each
-    quote's source title and pages."""
+    quote's source, pages and passage in context. The verdict reads as the trace pages say it (a turn sealed
+    under earlier rules by its claims, saying so), with the count of claims to review; each quote is a card as
+    on the pages: its pin cite, its status in words, its passage in context with every alteration marked and
+    every omission spelled out."""
     facts = line["turn"]
     title = line.get("chat_title") or ""
-    verdict = facts.get("verdict") or "none"
+    quotes = sorted((r for r in rows if r["table"] in record.QUOTE_TABLES), key=lambda r: r["position"])
+    cases = sorted((r for r in rows if r["table"] == record.CASE), key=lambda r: r["answer_offset_start"])
+    codes = [*(str(r["method"]) for r in quotes), *(_case_status(r) for r in cases)]
+    question = facts.get("question")
     parts = [
         f'<section class="turn" id="turn-{_e(facts["message"])}">\n'
-        f"<h2>{_e(title) + ' — ' if title else ''}turn of {_time(facts['finalized_at'])} UTC</h2>\n"
-        f'<p class="meta">Verdict <span class="verdict{" verdict-fail" if verdict == "fail" else ""}">{_e(verdict)}'
-        f"</span> · status {_e(str(facts.get('status')).capitalize())}"
+        f"<h2>{'Chat “' + _e(title) + '” — ' if title else 'Untitled chat — '}turn of "
+        f"{_time(facts['finalized_at'])} UTC</h2>\n"
+        f"{_verdict(facts, quotes=quotes, cases=cases, to_review=review_count(codes))}"
+        f'<p class="meta">Status {_e(str(facts.get("status")).capitalize())}'
         f"{' · model ' + _e(facts['model_name']) if facts.get('model_name') else ''} ·\n{_seal(seal)}<br>\n"
         f'<span class="small">turn {_e(facts["message"])}</span></p>\n'
-        f'<h3>Question</h3>\n<blockquote class="text">{_e(facts.get("question") or "(no question recorded)")}'
-        "</blockquote>\n"
-        f'<h3>Answer</h3>\n<div class="text">{_e(line.get("answer", ""))}</div>\n'
-    ]
-    quotes = sorted((r for r in rows if r["table"] in record.QUOTE_TABLES), key=lambda r: r["position"])
-    parts.append(
-        _table(
-            "Quotes",
-            ("#", "Quote", "Source", "Status", "Alterations"),
-            [
-                (str(number), f"“{_e(row['quote'])}”", _source(row, passages), _status(row), _alterations(row))
-                for number, row in enumerate(quotes, start=1)
-            ],
+        + (
+            f'<h3>Question</h3>\n<blockquote class="text">{_e(question)}</blockquote>\n'
+            if question
+            else '<h3>Question</h3>\n<p class="small">Asked before questions were recorded with their answers.</p>\n'
         )
-    )
-    cases = sorted((r for r in rows if r["table"] == record.CASE), key=lambda r: r["answer_offset_start"])
+        + f'<h3>Answer</h3>\n<div class="text">{_e(line.get("answer", ""))}</div>\n'
+    ]
+    if quotes:
+        cards = "".join(_quote_card(number, row, passages) for number, row in enumerate(quotes, start=1))
+        parts.append(f'<h3>Quotes ({len(quotes)})</h3>\n<ol class="claims">\n{cards}</ol>\n')
     parts.append(
         _table(
             "Case citations",
             ("Citation", "Case name as written", "Status", "Detail"),
             [
                 (
-                    _e(r["citation"]),
+                    f"{_e(r['citation'])}{_pin(r)}",
                     _e(r.get("case_name") or "—"),
-                    _e(str(r["status"]).replace("_", " ")),
+                    _words(status_in_words(_case_status(r))),
                     _e(r.get("detail") or "—"),
                 )
                 for r in cases
@@ -163,6 +180,84 @@ def turn(
     )
     parts.append("</section>\n")
     return "".join(parts)
+
+
+def _verdict(
+    facts: Mapping[str, Any], *, quotes: Sequence[Mapping[str, Any]], cases: Sequence[Mapping[str, Any]], to_review: int
+) -> str:
+    """The verdict in words, as the trace pages say it, with the count of claims to review."""
+    claims = verdict_of(methods={str(r["method"]) for r in quotes}, case_statuses={_case_status(r) for r in cases})
+    words = verdict_in_words(facts.get("verdict"), status=str(facts.get("status")), claims=claims)
+    earlier = f" ({_e(words.earlier)}.)" if words.earlier else ""
+    count = f" {_plural(to_review, 'claim')} to review." if to_review else ""
+    return (
+        f'<p class="verdict-line verdict-{_e(words.tone)}"><span class="verdict">{_e(words.symbol)} Verdict: '
+        f"{_e(words.title)}</span> — {_e(words.explanation)}.{earlier}{count}</p>\n"
+    )
+
+
+def _words(status: StatusInWords) -> str:
+    return f'<span class="status-{_e(status.tone)}">{_e(status.symbol)} {_e(status.words)}</span>'
+
+
+def _pin(row: Mapping[str, Any]) -> str:
+    """A case citation's pin cite as written and how it fared, on a line of its own; nothing without one."""
+    if not row.get("pin"):
+        return ""
+    fared = _PIN_WORDS.get(str(row.get("pin_status") or ""), "not checked")
+    return _small(f"at {row['pin']}: {fared}")
+
+
+_PIN_WORDS = {
+    "within": "within the opinion's pages",
+    "outside": "outside the opinion's pages",
+    "unchecked": "not checked (the opinion's last page is unknown)",
+}
+
+
+def _quote_card(number: int, row: Mapping[str, Any], passages: Mapping[str, Mapping[str, Any]]) -> str:
+    """One quote as the trace pages' card shows it: where it is from (its pin cite), its status in words, the
+    quote, and its passage in context (or why it failed)."""
+    status = status_in_words(str(row["method"]), alterations=row.get("alterations") or ())
+    passage = passages.get(record.row_key(row)) if row.get("offset_start") is not None else None
+    confidence = f", confidence {_e(row['confidence'])}" if row.get("confidence") is not None else ""
+    head = f'<li class="claim">\n<p><strong>Claim {number}</strong> · {_words(status)}{confidence}</p>\n'
+    if row["method"] == "unverified" or passage is None:
+        why = row.get("unverified_reason") or "no source of this matter holds it"
+        return (
+            f'{head}<blockquote class="text">“{_e(row["quote"])}”</blockquote>\n'
+            f"<p>Why it failed: {_e(why)}.</p>\n</li>\n"
+        )
+    undigested = "" if row.get("passage_sha256") else _small("no passage digest: stored before digests were recorded")
+    return (
+        f"{head}<p>Quoted from {_e(passage['source_title'])}, {_e(_where(row, passage))}{undigested}</p>\n"
+        f'<blockquote class="text">“{_e(row["quote"])}”</blockquote>\n'
+        f"{_in_context(row, passage)}\n</li>\n"
+    )
+
+
+def _where(row: Mapping[str, Any], passage: Mapping[str, Any]) -> str:
+    """Where the quote is in its source: its pin cite as the export wrote it (a bundle written before pin cites:
+    the page cite of the pages its passage spans), and character offsets only when no page is known."""
+    cite = passage["pin_cite"] if "pin_cite" in passage else page_cite(passage.get("pages"))
+    return cite or f"characters {row['offset_start']}\u2013{row['offset_end']} (no page of the source is known)"
+
+
+def _in_context(row: Mapping[str, Any], passage: Mapping[str, Any]) -> str:
+    """The passage in the bundled text around it (the pages' drawing, without offsets), widened to show the
+    whole of what each alteration stands for or omits."""
+    alterations = row.get("alterations") or []
+    flags = row.get("context_flags") or []
+    reach = [edge for a in [*alterations, *flags] for edge in (a["source_start"], a["source_end"])]
+    excerpt = excerpt_around(
+        passage_start=row["offset_start"],
+        passage_end=row["offset_end"],
+        text=str(passage["excerpt"]),
+        text_start=int(passage["excerpt_start"]),
+        context_chars=CONTEXT_CHARS,
+        reach=reach,
+    )
+    return passage_in_context_html(excerpt, alterations, offsets=False, context_flags=flags)
 
 
 def _table(heading: str, columns: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
@@ -187,32 +282,6 @@ def _seal(seal: Mapping[str, Any] | None) -> str:
     return f"seal #{_e(seal['sequence'])}, sealed {_time(seal['sealed_at'])} UTC{late}"
 
 
-def _source(row: Mapping[str, Any], passages: Mapping[str, Mapping[str, Any]]) -> str:
-    passage = passages.get(record.row_key(row)) if row.get("offset_start") is not None else None
-    if passage is None:
-        return "(no source of this matter)"
-    cite = page_cite(passage.get("pages"))
-    span = f"characters {row['offset_start']}\u2013{row['offset_end']}"
-    return f"{_e(passage['source_title'])}{', ' + _e(cite) if cite else ''}{_small(span)}"
-
-
-def _status(row: Mapping[str, Any]) -> str:
-    if row["method"] == "unverified":
-        return f"<strong>failed</strong>: {_e(row.get('unverified_reason') or '')}"
-    undigested = "" if row.get("passage_sha256") else _small("no passage digest: stored before digests were recorded")
-    return f"{_e(str(row['method']).replace('_', ' '))}, confidence {_e(row['confidence'])}{undigested}"
-
-
-def _alterations(row: Mapping[str, Any]) -> str:
-    alterations = row.get("alterations") or []
-    if not alterations:
-        return "none"
-    return "<br>".join(
-        f"{_e(a['kind'])}{' (' + _e(a['detail']) + ')' if a.get('detail') else ''}: “{_e(a['quote_text'])}”"
-        for a in alterations
-    )
-
-
 def end(*, turns: int, rows: int, late: int, unsealed: int) -> str:
     """The closing counts and the end of the page."""
     late_part = f", {late} sealed late" if late else ""
@@ -235,3 +304,8 @@ def differences(report: bytes, parts: Sequence[tuple[str, str]]) -> list[str]:
     if offset != len(report):
         return ["report.html: it goes on past the end of the report of the data files"]
     return []
+
+
+def _case_status(row: Mapping[str, Any]) -> str:
+    """A case citation row's status as the verdict counts it (a row of a bundle before pin statuses has none)."""
+    return case_claim_status(str(row["status"]), str(row.get("pin_status") or ""))

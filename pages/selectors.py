@@ -2,7 +2,7 @@
 
 A claim is a quote the answer claimed from a KB document or an opinion (verified or failed) or a case
 citation the answer wrote (as checked). Each gets a card: its source, page cites, its status in words
-(:mod:`citations.statuses`), the passage in context with its alterations (:mod:`citations.passages`), and a
+(:mod:`lqai_verify.statuses`), the passage in context with its alterations (:mod:`citations.passages`), and a
 numbered marker at its place in the answer (:mod:`pages.answer`). Each turn says whether its record is sealed
 (and if late, since when).
 
@@ -25,6 +25,7 @@ from django.utils.safestring import SafeString
 
 from chats.models import (
     CaseCitation,
+    CaselawOpinion,
     Chat,
     DocumentQuote,
     Message,
@@ -32,12 +33,12 @@ from chats.models import (
     OpinionQuote,
     Project,
 )
-from chats.pages import pages_of_span
+from chats.pages import span_pin_cite
 from chats.selectors import chats_visible_to, projects_visible_to
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
-from citations.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
-from lqai_verify.verification.page_cites import page_cite
+from lqai_verify.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
+from lqai_verify.verdict import case_claim_status, verdict_of
 from pages import answer as answer_text
 
 QUOTE, CASE = "quote", "case"
@@ -228,7 +229,14 @@ def _turn(message: Message, question: Message | None, *, seal: TurnSealState | N
     return Turn(
         answer=message,
         question=question,
-        verdict=verdict_in_words(message.verdict, status=message.status),
+        verdict=verdict_in_words(
+            message.verdict,
+            status=message.status,
+            claims=verdict_of(
+                methods={row.verification_method for row in quotes},
+                case_statuses={case_claim_status(c.status, c.pin_status) for c in message.case_citations.all()},
+            ),
+        ),
         seal=seal,
         claims=claims,
         parts=answer_text.with_markers(content, placed),
@@ -275,9 +283,11 @@ def _quote_claim(row: DocumentQuote | OpinionQuote) -> Claim:
         offsets=False,
         context_flags=row.context_flags,
     )
+    # A document's own pages ("p. 4"); an opinion's Bluebook pin cite ("590 F. Supp. 3d at 870", "slip op. at 5").
     source = row.document if isinstance(row, DocumentQuote) else row.opinion
     if source is not None:
-        claim.pages = page_cite(pages_of_span(source.pages, start, end))
+        citation = source.citation if isinstance(source, CaselawOpinion) else None
+        claim.pages = span_pin_cite(source.pages, start, end, citation=citation) or ""
     return claim
 
 
@@ -294,7 +304,7 @@ def _case_claim(case: CaseCitation) -> Claim:
     return Claim(
         id=case.pk,
         kind=CASE,
-        status=status_in_words(case.status),
+        status=status_in_words(case_claim_status(case.status, case.pin_status)),
         source=", ".join(part for part in (case.case_name, case.citation) if part),
         name_written=case.case_name,
         name_found=found.case_name if found is not None else "",

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -19,6 +22,22 @@ from chats.models import CaselawOpinion, Chat
 from lqai_verify.verification import NormalizedSource
 from tests import factories
 from tests.fake_openai import MODEL, FakeOpenAIServer
+
+
+@contextmanager
+def triggers_off(cursor: Any) -> Iterator[None]:
+    """Statements made below the application, as a database superuser could make them (inside a transaction):
+    on PostgreSQL with the tables' triggers off (``session_replication_role = replica``); on SQLite without the
+    messages rewrite trigger (chats.0034: dropped, then made again)."""
+    if connection.vendor == "postgresql":
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        yield
+        cursor.execute("SET LOCAL session_replication_role = origin")
+        return
+    migration = importlib.import_module("chats.migrations.0036_messages_permanent_on_sqlite")
+    cursor.execute(migration.SQLITE_REVERSE)
+    yield
+    cursor.execute(migration.SQLITE)
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from knox.models import AuthToken
 
 from chats import models
+from chats.documents import save_document
 from chats.services import passage_sha256
 from citations import ledger
 from citations.models import PROVENANCE, CitationLedgerEntry, SourceKind
@@ -114,6 +115,11 @@ class DocumentFactory(factory.django.DjangoModelFactory[models.Document]):
     project = factory.SubFactory(ProjectFactory)
     title = factory.Sequence(lambda n: f"Memo {n}")
     content = TEXT
+
+    @classmethod
+    def _create(cls, model_class: type[models.Document], *args: Any, **kwargs: Any) -> models.Document:
+        # Through the service every creation path takes: the document and its passages.
+        return save_document(document=model_class(**kwargs))
 
 
 class CaselawOpinionFactory(factory.django.DjangoModelFactory[models.CaselawOpinion]):

@@ -30,6 +30,30 @@ def make_pdf(pages: Sequence[Sequence[str]]) -> bytes:
             "/Resources << /Font << /F1 3 0 R >> >> >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    return _pdf_file(objects)
+
+
+def make_page_tree_bomb(*, fan_out: int, text_operators: int = 0) -> bytes:
+    """A tiny PDF of ``fan_out ** 2`` pages: a two-level page tree whose every node lists one child ``fan_out``
+    times, down to one page object that every page shares, with (if ``text_operators``) one content stream of
+    that many text-showing operators. A reader that takes the page tree as it says walks every page: the
+    review's two bombs are ``fan_out=100, text_operators=400`` (10,000 pages, about 4 KB) and ``fan_out=250``
+    (62,500 empty pages, about 3.6 KB)."""
+    contents = " /Contents 5 0 R" if text_operators else ""
+    stream = ("BT /F1 1 Tf " + "(a) Tj " * text_operators + "ET").encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{' '.join(['3 0 R'] * fan_out)}] /Count {fan_out**2} >>".encode(),
+        f"<< /Type /Pages /Kids [{' '.join(['4 0 R'] * fan_out)}] /Count {fan_out} >>".encode(),
+        f"<< /Type /Page /MediaBox [0 0 612 792]{contents} /Resources << /Font << /F1 6 0 R >> >> >>".encode(),
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    return _pdf_file(objects)
+
+
+def _pdf_file(objects: Sequence[bytes]) -> bytes:
+    """A PDF 1.4 file of ``objects`` (numbered from 1; the first is the catalog), with its cross-reference table."""
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for number, body in enumerate(objects, start=1):

@@ -13,6 +13,7 @@ from unittest import mock
 
 import pytest
 from django.conf import LazySettings
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
@@ -37,6 +38,8 @@ def _cursor(query: str) -> str:
         _cursor("p=2026-01-01 00:00:00"),  # naive: not made by the server
         _cursor("o=-1"),
         _cursor("r=x"),
+        _cursor("o=999999999999999999"),  # a well-formed cursor of DRF's, but not one this server made
+        _cursor("o=1"),
         "w6k=",  # base64 of non-ASCII
     ],
 )
@@ -47,7 +50,7 @@ def test_a_crafted_messages_cursor_is_a_400(api_client: APIClient, matter_chat: 
 
 
 def test_a_real_cursor_still_pages(api_client: APIClient, matter_chat: Chat, settings: LazySettings) -> None:
-    settings.LQAI_MESSAGES_PAGE_SIZE = 1
+    settings.LQAI_PAGE_SIZE = 1
     factories.UserMessageFactory.create_batch(2, chat=matter_chat)
     first = api_client.get(f"/api/chats/{matter_chat.pk}/messages/").json()
     second = api_client.get(first["next"])
@@ -103,8 +106,10 @@ def test_api_responses_are_never_cached(api_client: APIClient, matter_chat: Chat
         assert "no-store" in response["Cache-Control"]
 
 
-def test_every_response_carries_a_content_security_policy(api_client: APIClient, db: None) -> None:
-    for response in (api_client.get("/api/chats/"), Client().get("/admin/login/"), Client().get("/api/docs/")):
+def test_every_response_carries_a_content_security_policy(api_client: APIClient, user: User) -> None:
+    docs = Client()
+    docs.force_login(user)
+    for response in (api_client.get("/api/chats/"), Client().get("/admin/login/"), docs.get("/api/docs/")):
         policy = response["Content-Security-Policy"]
         assert "default-src 'self'" in policy
         assert "script-src 'self'" in policy
@@ -112,8 +117,9 @@ def test_every_response_carries_a_content_security_policy(api_client: APIClient,
         assert "frame-ancestors 'none'" in policy
 
 
-def test_the_interactive_docs_are_served_from_this_server_under_the_csp(db: None) -> None:
+def test_the_interactive_docs_are_served_from_this_server_under_the_csp(user: User) -> None:
     client = Client()
+    client.force_login(user)
     page = client.get("/api/docs/")
 
     assert page.status_code == 200
@@ -129,8 +135,8 @@ def test_the_interactive_docs_are_served_from_this_server_under_the_csp(db: None
     assert any("swagger-ui-bundle.js" in path for path in static_paths)
 
 
-def test_the_schema_describes_the_bearer_scheme(db: None) -> None:
-    schema = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+def test_the_schema_describes_the_bearer_scheme(api_client: APIClient) -> None:
+    schema = api_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     assert schema["components"]["securitySchemes"]["bearerAuth"] == {
         "type": "http",
         "scheme": "bearer",
@@ -143,6 +149,27 @@ def test_the_schema_describes_the_bearer_scheme(db: None) -> None:
 
 
 # --- health ------------------------------------------------------------------------------------------------------
+
+
+def test_the_schema_requires_a_token_or_a_session(user: User) -> None:
+    # Without credentials: 401 with the bearer challenge, as everywhere in the API
+    anonymous = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert anonymous.status_code == 401
+    assert anonymous["WWW-Authenticate"].startswith("Bearer")
+    # A token or a signed-in session reads it
+    token = APIClient(HTTP_AUTHORIZATION=f"Bearer {factories.api_token(user)}")
+    assert token.get("/api/schema/", HTTP_ACCEPT="application/json").json()["info"]["title"] == "lqai API"
+    session = Client()
+    session.force_login(user)
+    assert session.get("/api/schema/", HTTP_ACCEPT="application/json").status_code == 200
+
+
+def test_the_docs_page_sends_a_visitor_to_the_login_and_back(db: None) -> None:
+    for path in ("/api/docs/", "/api/docs/?script="):
+        response = Client().get(path)
+        assert response.status_code == 302
+        assert response["Location"].startswith("/accounts/login/?next=/api/docs/")
+        assert "swagger" not in response.content.decode().lower()
 
 
 def test_healthz_answers_without_credentials_or_database(db: None, django_assert_num_queries: Any) -> None:

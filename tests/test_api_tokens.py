@@ -7,9 +7,11 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from axes.models import AccessAttempt
 from django.conf import LazySettings
 from django.contrib import admin
 from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session
 from django.core.cache import caches
 from django.test import Client
 from django.utils import timezone
@@ -104,8 +106,9 @@ def test_the_owner_lists_her_tokens_without_the_tokens_themselves(user: User, ot
     response = bearer(second).get("/api/auth/tokens/")
 
     assert response.status_code == 200
-    listed = response.json()
-    assert len(listed) == 2
+    body = response.json()
+    listed = body["results"]
+    assert (body["count"], len(listed)) == (2, 2)
     assert [t["current"] for t in listed].count(True) == 1
     assert first not in response.content.decode()
     assert second not in response.content.decode()
@@ -143,7 +146,7 @@ def test_revoking_the_current_token_needs_a_token(user: User) -> None:
 def test_revoking_one_token_by_id_and_others_cannot(user: User, other_user: User) -> None:
     mine, spare = issue().json()["token"], issue().json()["token"]
     theirs = issue("mallory").json()["token"]
-    spare_id = next(t["id"] for t in bearer(mine).get("/api/auth/tokens/").json() if not t["current"])
+    spare_id = next(t["id"] for t in bearer(mine).get("/api/auth/tokens/").json()["results"] if not t["current"])
 
     # Given mallory knows the id, she still cannot revoke alice's token
     assert bearer(theirs).delete(f"/api/auth/tokens/{spare_id}/").status_code == 404
@@ -294,3 +297,23 @@ def test_behind_a_proxy_lockouts_count_the_forwarded_address(user: User, setting
     assert [issue(password="wrong", HTTP_X_FORWARDED_FOR="1.1.1.1").status_code for _ in range(2)] == [400, 429]
     # Another client behind the same proxy is not locked out by the first one's failures
     assert issue(HTTP_X_FORWARDED_FOR="2.2.2.2").status_code == 200
+
+
+def test_a_token_request_sets_no_session_cookie_and_writes_no_session(
+    user: User, axes_on: None, settings: LazySettings
+) -> None:
+    settings.AXES_FAILURE_LIMIT = 3
+    client = APIClient()
+    # Given a failed password from this address
+    assert client.post("/api/auth/token/", {"username": "alice", "password": "wrong"}, format="json").status_code == 400
+
+    # When the right one gets a token
+    response = client.post("/api/auth/token/", {"username": "alice", "password": PASSWORD}, format="json")
+
+    # Then there is a token, and neither a session cookie nor a session row
+    assert response.status_code == 200
+    assert "token" in response.json()
+    assert settings.SESSION_COOKIE_NAME not in response.cookies
+    assert not Session.objects.exists()
+    # And the success still cleared the failed attempt (django-axes), as a login does
+    assert not AccessAttempt.objects.exists()

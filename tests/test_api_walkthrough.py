@@ -3,12 +3,14 @@ member, PDF upload, turns, messages, trace, tokens, revoke. A change of the API 
 a page that drifts from the API) fails here.
 
 The commands are read from the page's ``sh`` blocks under "Walk-through" and interpreted: ``NAME=value``,
-``NAME=$(curl … | jq -r .path)`` and ``curl …``, each with its ``# → <status>`` comment; curl's ``-X``, ``-H``,
+``NAME=$(curl … | jq -r .path)`` and ``curl …``, each with its ``# → <status>`` comment, and an administrator's
+``.venv/bin/python manage.py …`` (run with ``call_command``); curl's ``-X``, ``-H``,
 ``-d``, ``-F`` (``@file`` uploads) and the URL are honoured, ``-s`` and ``-N`` change nothing here.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shlex
@@ -20,11 +22,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.cache import caches
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.http import HttpResponse, StreamingHttpResponse
 from django.test import Client
 
 from demo.seed import sse_events
-from tests import factories
 from tests.pdf_fixture import make_pdf
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
@@ -38,6 +40,7 @@ MEMO = make_pdf(
         ["Write-in candidates must be certified by the county board of elections."],
     ]
 )
+MANAGE = ".venv/bin/python manage.py "
 COMMAND = re.compile(r"^(?:(?P<var>[A-Z_]+)=)?(?P<rest>.*?)(?:\s+#\s*→\s*(?P<status>\d{3}))?$")
 CAPTURE = re.compile(r"^\$\((?P<curl>curl .*) \| jq -r (?P<path>\.[\w.]+)\)$")
 
@@ -113,10 +116,9 @@ def jq(value: Any, path: str) -> str:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("axes_on")
 def test_the_walkthrough_of_docs_api_md_runs_as_written(tmp_path: Path) -> None:
-    # Given the demo login and a colleague's account, as after `make demo` and an administrator's work
+    # Given the demo login, as after `make demo`
     caches["token_requests"].clear()
     User.objects.create_user("demo", password="demo-password")
-    factories.UserFactory.create(username="colleague")
     client = Client()
     variables: dict[str, str] = {}
     answers: list[tuple[str, Any]] = []
@@ -127,6 +129,9 @@ def test_the_walkthrough_of_docs_api_md_runs_as_written(tmp_path: Path) -> None:
         match = COMMAND.match(line.strip())
         assert match is not None, line
         rest = re.sub(r"\$([A-Z_]+)", lambda m: variables[m.group(1)], match.group("rest"))
+        if rest.startswith(MANAGE):  # an administrator's command on the server
+            call_command(*shlex.split(rest[len(MANAGE) :]), stdout=io.StringIO())
+            continue
         captured = CAPTURE.match(rest)
         if match.group("var") and captured is None and not rest.startswith("curl"):
             variables[match.group("var")] = rest  # a plain assignment: BASE=...
@@ -157,3 +162,19 @@ def test_the_walkthrough_of_docs_api_md_runs_as_written(tmp_path: Path) -> None:
     assert any(e["document"] and e["document"]["id"] == variables["DOCUMENT"] and e["pages"] for e in entries)
     project = next(body for url, body in answers if url.endswith("/members/"))
     assert project["members"] == ["colleague"]
+    # whose account the walk-through's own command created
+    assert User.objects.get(username="colleague").has_usable_password()
+
+
+def test_every_route_of_the_schema_is_in_the_endpoints_table(db: None) -> None:
+    user = User.objects.create_user("reader", password="a long passphrase of hers")
+    client = Client()
+    client.force_login(user)
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    table = DOC.read_text(encoding="utf-8").split("## Endpoints", 1)[1].split("\n\n**", 1)[0]
+
+    def shape(path: str) -> str:
+        return re.sub(r"\{[^}]*\}", "{}", path)
+
+    listed = {shape(path) for path in re.findall(r"`(?:[A-Z/]+ )?(/api/[^`\s]*)`", table)}
+    assert {shape(path) for path in schema["paths"]} - listed == set()

@@ -392,7 +392,7 @@ def test_of_two_resumes_of_a_stuck_turn_one_wins(matter_chat: Chat, user: User) 
 def test_a_chats_messages_are_read_page_by_page_in_order(
     api_client: APIClient, matter_chat: Chat, settings: LazySettings
 ) -> None:
-    settings.LQAI_MESSAGES_PAGE_SIZE = 2
+    settings.LQAI_PAGE_SIZE = 2
     start = timezone.now()
     created = [
         factories.MessageFactory.create(chat=matter_chat, created_at=start + datetime.timedelta(seconds=i // 2))
@@ -416,9 +416,10 @@ def test_a_chats_messages_are_read_page_by_page_in_order(
 def test_the_schema_says_the_messages_are_cursor_paginated(api_client: APIClient) -> None:
     schema = api_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     get = schema["paths"]["/api/chats/{chat_id}/messages/"]["get"]
-    assert [p["name"] for p in get["parameters"] if p["in"] == "query"] == ["cursor"]
+    assert [p["name"] for p in get["parameters"] if p["in"] == "query"] == ["cursor", "page_size"]
     page = get["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
-    assert set(schema["components"]["schemas"][page]["properties"]) == {"next", "previous", "results"}
+    properties = schema["components"]["schemas"][page]["properties"]
+    assert set(properties) == {"count", "page_size", "next", "previous", "results"}
     assert "messages_url" in schema["components"]["schemas"]["ChatDetail"]["properties"]
 
 

@@ -1,6 +1,7 @@
 """The interactive API docs in a real browser (headless Chromium, Playwright), under the Content-Security-Policy:
-Swagger UI loads from this server's files, renders the schema with the token scheme under "Authorize", and the
-browser reports no CSP violation. Skipped (``browser`` marker) when ``chromium`` is not on PATH."""
+a visitor is sent to the login page and back, then Swagger UI loads from this server's files, renders the schema
+(read with the session) with the token scheme under "Authorize", and the browser reports no CSP violation.
+Skipped (``browser`` marker) when ``chromium`` is not on PATH."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from playwright.sync_api import ConsoleMessage, sync_playwright
 from pytest_django.live_server_helper import LiveServer
 
+from tests import factories
 from tests.test_browser_admin import CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
@@ -18,6 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 def test_swagger_ui_renders_the_schema_under_the_csp(live_server: LiveServer) -> None:
     chromium = shutil.which("chromium")
     assert chromium is not None
+    factories.UserFactory.create(username="reader")
     console: list[str] = []
     outside: list[str] = []
 
@@ -37,6 +40,12 @@ def test_swagger_ui_renders_the_schema_under_the_csp(live_server: LiveServer) ->
             )
 
             page.goto(f"{live_server.url}/api/docs/")
+            # Not signed in: the login page first, then back to the docs
+            assert "/accounts/login/" in page.url
+            page.fill("input[name=username]", "reader")
+            page.fill("input[name=password]", "correct horse battery staple")
+            page.locator("form [type=submit]").first.click()
+            page.wait_for_url(f"{live_server.url}/api/docs/")
             page.wait_for_selector(".swagger-ui .info .title")
             assert "lqai API" in page.locator(".swagger-ui .info .title").inner_text()
             assert page.locator(".opblock-summary-path", has_text="/api/auth/token/").count() >= 1

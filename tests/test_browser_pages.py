@@ -7,7 +7,9 @@ reads the page without JavaScript, previews the printed appendix, and asks a que
 before its cards appear. A non-member gets 404; a logged-out visitor is sent to the login page.
 
 Screenshots go to ``artifacts/browser/`` (ignored by git); with ``LQAI_WRITE_SCREENSHOTS=1`` the chat page's
-and its print preview's are also written to ``docs/`` (``trace-page.png``, ``trace-page-print.png``).
+and its print preview's are also written to ``docs/`` (``trace-page.png``, ``trace-page-print.png``), and the
+demo's turn to review on its page and in its export's printed report (``trace-page-review.png``,
+``report-review.png``).
 
 As in ``test_browser_admin.py``, every database read and write happens before the browser starts or after it
 stops (Playwright's event loop runs in this thread); the live server answers from its own thread.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -295,3 +298,58 @@ def test_a_question_the_api_refuses_is_said_on_the_page(live_server: LiveServer,
         page.close()
 
     assert Message.objects.filter(chat=chat).count() == turns_before  # nothing was stored
+
+
+def test_the_altered_turn_reads_review_in_amber_on_its_page_and_in_its_printed_report(
+    live_server: LiveServer, settings: LazySettings, tmp_path: Path
+) -> None:
+    # Given the demo's chat, its record sealed and exported as `make demo` does, and a member of its matter
+    settings.VAR_DIR = tmp_path
+    matter = demo.seed()
+    _, chat = demo.run_turns(matter)
+    member = factories.UserFactory.create(username="associate")
+    matter.project.members.add(member)
+    member.set_password(PASSWORD)
+    member.save()
+    proven = demo.prove_record(matter)
+    assert proven.offline_exit == 0, proven.lines
+    with zipfile.ZipFile(proven.export) as bundle:
+        (tmp_path / "report.html").write_bytes(bundle.read("report.html"))
+    altered = Message.objects.get(chat=chat, reply_to__content__startswith="When is there a vacancy")
+    assert altered.verdict == "review"
+    url = f"/chats/{chat.pk}/"
+    amber = "rgb(122, 77, 0)"  # trace.css's --review
+
+    with chromium_browser() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(15_000)
+        _sign_in(page, live_server, member.username, url)
+
+        # Then the turn whose only claim is altered reads Review, in amber, with its claim to review: no green
+        banner = page.locator(f"#turn-{altered.pk} .verdict")
+        expect(banner).to_contain_text("Verdict: Review")
+        expect(banner).to_contain_text("1 claim to review")
+        assert banner.evaluate("b => getComputedStyle(b).color") == amber
+        assert "\u2713" not in banner.inner_text()
+        page.locator(f"#turn-{altered.pk}").scroll_into_view_if_needed()
+        page.screenshot(path=ARTIFACTS / "trace-page-review.png")
+
+        # ... and so does the signed report, printed, with the omitted words spelled out
+        report = browser.new_page(viewport={"width": 900, "height": 1270})
+        report.goto((tmp_path / "report.html").as_uri())
+        report.emulate_media(media="print")
+        turn = report.locator(f"#turn-{altered.pk}")
+        expect(turn.locator(".verdict")).to_contain_text("Verdict: Review")
+        assert turn.locator(".verdict").evaluate("b => getComputedStyle(b).color") == amber
+        expect(turn.locator("ol.alterations")).to_contain_text(
+            "omits \u201conly if the candidate is legally qualified for the office."
+        )
+        turn.scroll_into_view_if_needed()
+        report.screenshot(path=ARTIFACTS / "report-review.png")
+        report.pdf(path=ARTIFACTS / "report.pdf", format="A4")
+        report.close()
+        page.close()
+
+    if WRITE_SCREENSHOTS:
+        shutil.copyfile(ARTIFACTS / "trace-page-review.png", DOCS / "trace-page-review.png")
+        shutil.copyfile(ARTIFACTS / "report-review.png", DOCS / "report-review.png")

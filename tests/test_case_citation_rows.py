@@ -203,9 +203,9 @@ def test_one_row_per_span_of_a_message() -> None:
 @pytest.mark.parametrize(
     ("answer", "verdict"),
     [
-        ("See Fisher v. University of Texas at Austin, 570 U.S. 297 (2013).", "none"),
+        ("See Fisher v. University of Texas at Austin, 570 U.S. 297 (2013).", "pass"),
         ("See Smith v. Jones, 570 U.S. 297 (2013).", "fail"),
-        ("See 42 U.S.C. § 1983.", "none"),
+        ("See 42 U.S.C. § 1983.", "review"),  # a statute is not checked: a person must
     ],
 )
 def test_a_case_cited_under_another_name_fails_the_turn(fisher: CaselawOpinion, answer: str, verdict: str) -> None:
@@ -220,11 +220,13 @@ def test_a_case_cited_under_another_name_fails_the_turn(fisher: CaselawOpinion, 
 @pytest.mark.parametrize(
     ("status", "verdict"),
     [
-        ("verified", "none"),
+        ("verified", "pass"),
         ("name_mismatch", "fail"),
+        ("pin_mismatch", "fail"),
         ("not_found", "fail"),
-        ("ambiguous", "none"),
-        ("unchecked", "none"),
+        ("ambiguous", "review"),
+        ("unchecked", "review"),
+        ("a_status_not_known_yet", "review"),
     ],
 )
 def test_the_gate_fails_on_a_case_that_does_not_exist_or_has_another_name(status: str, verdict: str) -> None:

@@ -178,6 +178,7 @@ def test_chat_messages_have_their_citations_and_tool_sources(api_client: APIClie
             "start": kb.source_offset_start,
             "end": kb.source_offset_end,
             "pages": None,
+            "pin_cite": None,
             "method": "exact_match",
             "confidence": 1.0,
             # A row made without a place in the answer reads as one stored before positions were recorded.
@@ -212,8 +213,9 @@ def test_chat_messages_run_a_constant_number_of_queries(
         factories.OpinionQuoteFactory.create(message=answer)
         factories.MessageToolSourceFactory.create(message=answer)
 
-    # chat, messages, KB citations + documents, caselaw citations + opinions, tool sources, case citations
-    with django_assert_num_queries(6):
+    # chat, the count, messages, KB citations + documents, caselaw citations + opinions, tool sources, case
+    # citations
+    with django_assert_num_queries(7):
         response = api_client.get(f"/api/chats/{matter_chat.pk}/messages/")
 
     assert len(response.json()["results"]) == messages
@@ -251,6 +253,7 @@ def test_single_shot_turn_with_the_default_backend(
             "start": c.source_offset_start,
             "end": c.source_offset_end,
             "pages": None,
+            "pin_cite": None,
             "method": EXACT_MATCH,
             "confidence": 1.0,
             "answer_start": c.answer_offset_start,
@@ -263,7 +266,8 @@ def test_single_shot_turn_with_the_default_backend(
     # Each quote is placed where the answer says it.
     assert all(message.content[c.answer_offset_start : c.answer_offset_end] == c.quote for c in citations)
     assert body["message"]["caselaw_citations"] == body["message"]["tool_sources"] == []
-    assert (body["unverified_count"], body["unverified"]) == (0, [])
+    assert body["message"]["unverified_citations"] == []
+    assert set(body) == {"message", "user_message_id"}  # the failed claims are listed once, in the message
     # The ledger, through the real post_finalize receiver
     assert ledger_kinds(message.pk) == [("kb_document", EXACT_MATCH)] * len(citations)
 
@@ -312,9 +316,10 @@ def test_single_shot_turn_reports_and_records_unverified_and_malformed_claims_ap
     assert [(c["quote"], c["opinion"]) for c in body["message"]["caselaw_citations"]] == [
         ("strict scrutiny", str(local_opinion.pk))
     ]
-    assert body["unverified_count"] == 6
-    assert sorted(u["quote"] for u in body["unverified"]) == ["a sentence nobody wrote"] + ["strict scrutiny"] * 5
-    assert {u["reason"] for u in body["unverified"]} == {
+    unverified = body["message"]["unverified_citations"]
+    assert set(body) == {"message", "user_message_id"}  # listed once: in the message
+    assert sorted(u["quote"] for u in unverified) == ["a sentence nobody wrote"] + ["strict scrutiny"] * 5
+    assert {u["reason"] for u in unverified} == {
         "not found in the document",
         "the claim must name exactly one source",
         "unknown document: not a document of this chat's matter",
@@ -324,7 +329,8 @@ def test_single_shot_turn_reports_and_records_unverified_and_malformed_claims_ap
     message_id = body["message"]["id"]
     assert body["message"]["verdict"] == "fail"
     failed = body["message"]["unverified_citations"]
-    assert sorted(f["id"] for f in failed) == sorted(u["id"] for u in body["unverified"])
+    assert len({f["id"] for f in failed}) == 6
+    assert body["message"]["review_count"] == len(failed)  # each failed claim is one a person must check
     assert {(f["kind"], f["reason"], f["source_id"]) for f in failed if f["quote"] == "a sentence nobody wrote"} == {
         ("kb_document", "not found in the document", str(document.pk))
     }

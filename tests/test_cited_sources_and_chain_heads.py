@@ -48,9 +48,12 @@ def _plain(sql: str, params: list[Any]) -> int:
 
 
 def _below(sql: str, params: list[Any]) -> None:
-    """A statement made below the application: triggers off on PostgreSQL (SQLite has none)."""
+    """A statement made below the application: triggers off on PostgreSQL (SQLite has none), after the checks
+    the test's seals deferred to commit (``citations.0020``), made while their chains were whole."""
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute("SET CONSTRAINTS ALL DEFERRED")
             cursor.execute("SET LOCAL session_replication_role = replica")
         cursor.execute(sql, params)
 

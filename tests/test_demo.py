@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
+import zipfile
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db.models import ProtectedError
+from django.test import Client
 from rest_framework.test import APIClient
 
 from chats.models import (
@@ -26,6 +30,8 @@ from chats.models import (
 )
 from citations import keys
 from citations.models import CitationLedgerEntry, MatterPurge
+from demo import seed as demo_seed
+from lqai_verify import record
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +61,54 @@ def _entries_match_rows() -> None:
     assert CitationLedgerEntry.objects.filter(project=project).count() == rows
 
 
+def _the_altered_turn_reads_review_and_its_report_spells_out_omissions(export: Path) -> None:
+    """The demo's turn whose only claim is altered reads ``review`` on its page (amber, its claim counted, no
+    green banner), and the signed report of the demo's export spells out what each ellipsis omits and
+    locates each quote by its page, never by character offsets, where the source has pages."""
+    altered = Message.objects.get(role=Message.Role.ASSISTANT, reply_to__content__startswith="When is there a vacancy")
+    assert altered.verdict == "review"
+    client = Client()
+    client.force_login(User.objects.get(username="demo"))
+    html = client.get(f"/chats/{altered.chat_id}/").content.decode()
+    banner = html[html.index(f'id="turn-{altered.pk}"') :]
+    banner = banner[banner.index('<div class="verdict') : banner.index("</div>", banner.index('<div class="verdict'))]
+    assert 'data-verdict="review"' in banner
+    assert "tone-review" in banner
+    assert "tone-ok" not in banner
+    assert "\u2713" not in banner
+    assert "1 claim to review" in banner
+
+    with zipfile.ZipFile(export) as bundle:
+        report = bundle.read("report.html").decode()
+        rows = [json.loads(line) for line in bundle.read("rows.jsonl").decode().splitlines()]
+        passages = {p["row"]: p for p in map(json.loads, bundle.read("passages.jsonl").decode().splitlines())}
+    ellipses = [a for row in rows for a in row.get("alterations") or [] if a["kind"] == "ellipsis"]
+    assert ellipses
+    omitted = [
+        passages[key]["excerpt"][
+            a["source_start"] - passages[key]["excerpt_start"] : a["source_end"] - passages[key]["excerpt_start"]
+        ]
+        for row in rows
+        if (key := record.row_key(row)) in passages
+        for a in row.get("alterations") or []
+        if a["kind"] == "ellipsis"
+    ]
+    assert "only if the candidate is legally qualified for the office" in " ".join(omitted)
+    for words in omitted:
+        assert f"omits \u201c{html_escape(words)}\u201d" in report
+    paged = [row for row in rows if record.row_key(row) in passages and passages[record.row_key(row)]["pin_cite"]]
+    assert paged
+    for row in paged:
+        assert passages[record.row_key(row)]["pin_cite"] in report
+        assert f"{row['offset_start']}\u2013{row['offset_end']}" not in report
+    unpaged = [row for row in rows if record.row_key(row) in passages and not passages[record.row_key(row)]["pin_cite"]]
+    assert all(
+        f"characters {row['offset_start']}\u2013{row['offset_end']} (no page of the source is known)" in report
+        for row in unpaged
+    )
+    assert "(no question recorded)" not in report
+
+
 # transaction=True: every turn commits for real, as in production.
 @pytest.mark.django_db(transaction=True)
 def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings, tmp_path: Path) -> None:
@@ -76,14 +130,15 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     ) in first
     assert "verdict=fail" in first
     assert "name_mismatch  -           local     cited: Grutter v. Bollinger, 570 U.S. 297" in first
-    # A quote that drops its limiting "only if ...": altered, with the omitted text, and the turn at best supported
+    # A quote that drops its limiting "only if ...": altered, with the omitted text, and the turn to review
     assert "Turn: single-shot, a scripted answer whose quote drops a limiting clause" in first
     assert (
         "altered quote 'a vacancy in the nomination can occur . . . .': '....' omits 'only if the candidate is "
         "legally qualified for the office.' (a trailing omission drops a limiting continuation)"
     ) in first
-    assert "verdict=supported" in first
+    assert "verdict=review" in first
     _entries_match_rows()
+    _the_altered_turn_reads_review_and_its_report_spells_out_omissions(tmp_path / "demo-matter.zip")
     # ... and the address of the demo chat's trace page, to read it in a browser
     api_chat = Chat.objects.get(title="Demo: ballots and candidates")
     assert f"  http://127.0.0.1:8000/chats/{api_chat.pk}/\n" in first
@@ -191,3 +246,68 @@ def test_a_rerun_keeps_a_demo_matter_where_chats_were_made_by_hand(settings: Laz
     assert fresh.pk != project.pk
     assert fresh.chats.count() == 2
     assert "Demo done" in second
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_asked_by_hand_in_a_demo_chat_survives_two_reruns(settings: LazySettings) -> None:
+    settings.DEBUG = True
+    _run_demo()
+    demo_user = User.objects.get(username="demo")
+    project = Project.objects.get(name="Election law research (demo)")
+    demo_chat = Chat.objects.get(project=project, title="Demo: ballots and candidates")
+    demo_messages = demo_chat.messages.count()
+    # Given a question asked by hand in the demo's own chat, through the API, as the README's tour invites
+    client = APIClient()
+    client.force_authenticate(demo_user)
+    asked = client.post(
+        f"/api/chats/{demo_chat.pk}/messages/", {"content": "Who certifies write-in candidates?"}, format="json"
+    )
+    assert asked.status_code == 201, asked.content
+    by_hand = set(demo_chat.messages.values_list("pk", flat=True))
+    assert len(by_hand) == demo_messages + 2  # the question and its answer
+
+    second = _run_demo()
+    third = _run_demo()
+
+    # Then the turn, its chat and its matter are all still there, whole, under a name that says why
+    kept = Project.objects.get(pk=project.pk)
+    assert kept.name.startswith("Election law research (demo), kept ")
+    assert set(Chat.objects.get(pk=demo_chat.pk).messages.values_list("pk", flat=True)) == by_hand
+    assert Chat.objects.get(pk=demo_chat.pk).project_id == project.pk
+    assert kept.chats.count() == 2
+    # ... the first rerun said what it kept, where, and where its fresh demo went
+    assert f"kept the previous demo matter {project.pk} whole" in second
+    assert "chat Demo: ballots and candidates: 2 message(s): " in second
+    assert f"/chats/{demo_chat.pk}/" in second
+    fresh = MatterPurge.objects.get().project_id  # the second rerun purged the first rerun's matter, all the demo's
+    assert f"this run's demo is in a fresh matter, Election law research (demo) ({fresh})" in second
+    assert f"matter {fresh} purged with its 2 chats" in third
+    assert "kept the previous demo matter" not in third
+    # ... and the third run's demo matter is one of its own
+    assert Project.objects.filter(name="Election law research (demo)").count() == 1
+    assert Project.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_stops_half_way_is_replaced_by_the_next_not_kept(
+    settings: LazySettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.DEBUG = True
+    # Given a run that stops after its turns through the API (an error, ^C, a closed pipe)
+    monkeypatch.setattr(demo_seed, "create_turns_without_ledger", _stops)
+    with pytest.raises(RuntimeError, match="stopped"):
+        _run_demo()
+    stopped = Project.objects.get(name="Election law research (demo)")
+    assert stopped.chats.count() == 1
+    monkeypatch.undo()
+
+    again = _run_demo()
+
+    # Then what it made is known as the demo's: its matter is purged, not kept as if someone's work
+    assert MatterPurge.objects.get().project_id == stopped.pk
+    assert "kept the previous demo matter" not in again
+    assert Project.objects.get().name == "Election law research (demo)"
+
+
+def _stops(matter: demo_seed.DemoMatter, *, count: int = 3) -> Chat:
+    raise RuntimeError("stopped")

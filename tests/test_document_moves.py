@@ -44,6 +44,8 @@ def test_a_document_moved_to_another_matter_is_not_quoted_in_its_old_matter(user
     assert response.status_code == 302, response.content[:2000]
     document.refresh_from_db()
     assert document.project_id == matter_b.pk
+    # ... and its passages moved with it at once (the admin saves through the document service)
+    assert set(document.passages.values_list("project_id", flat=True)) == {matter_b.pk}
     # alice is not a member of B
     assert not Project.objects.filter(pk=matter_b.pk, members=alice).exists()
 

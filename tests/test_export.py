@@ -50,6 +50,7 @@ from tests.test_seals import (
     seal_as_the_earlier_release,
 )
 from tests.test_seals import verify as verify_ledger
+from tests.test_verifier_install import unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,9 +151,12 @@ def test_an_exported_matter_verifies(exported_matter: tuple[Chat, list[str]], tm
     report = files["report.html"].decode()
     assert "Fisher v. University of Texas at Austin, 570 U.S. 297" in report
     assert "the court must never be satisfied" in report
-    assert "<strong>failed</strong>" in report
-    assert "<td>verified</td>" in report
-    assert "ellipsis" in report  # the altered quote's omission
+    assert "\u2717 not found in the source</span>" in report  # the failed claim, its status in words
+    assert "Why it failed: " in report
+    assert "\u2713 case verified: the citation is this case</span>" in report
+    assert '<span class="alteration" data-kind="ellipsis"' in report  # the altered quote's omission, marked ...
+    assert " omits \u201c" in report  # ... and spelled out
+    assert "Verdict: Fail</span>" in report
     assert fingerprint() in report
     head = json.loads(files["manifest.json"])["chain_head"]
     assert f"The chain ends at seal #3, digest <code>{head['seal_sha256']}</code>" in report  # for --extends
@@ -166,9 +170,10 @@ def test_a_quote_of_a_paged_opinion_names_its_page(exported_matter: tuple[Chat, 
 
     fisher = [p for p in passages if p["source_table"] == "caselaw_opinions"]
     assert fisher
-    assert all(p["pages"] and all(label.isdigit() for label in p["pages"]) for p in fisher), fisher
+    # The slip opinion's own page (the quote's first place is in the syllabus), never a count of its PDF's pages.
+    assert {p["pin_cite"] for p in fisher} == {"slip op. at 2 (syllabus)"}, fisher
     report = members(export(chat, tmp_path / "again.zip"))["report.html"].decode()
-    assert "Fisher v. University of Texas at Austin, 570 U.S. 297, p. " in report
+    assert "Fisher v. University of Texas at Austin, 570 U.S. 297, slip op. at 2 (syllabus)" in report
     assert all(len(p["excerpt"]) < 5_000 for p in fisher)  # the passage in context, not the whole opinion
 
 
@@ -303,6 +308,29 @@ def test_the_development_key_says_so(
     assert "development key" in members(path)["report.html"].decode()
     result = verify_bundle(path)
     assert any("DEVELOPMENT key" in w for w in result.warnings)
+    assert not any("proves nothing" in w for w in result.warnings)  # the files are as signed: say what it lacks
+    # The summary reads right to a non-specialist: valid, but it does not show who made the bundle
+    assert result.summary().endswith(
+        f"signature valid, made with a development key ({result.fingerprint}): it does not show who made this bundle"
+    )
+
+
+@pytest.mark.django_db
+def test_the_summary_says_what_the_signature_shows(exported_matter: tuple[Chat, list[str]], tmp_path: Path) -> None:
+    chat, _ = exported_matter
+    path = export(chat, tmp_path / "m.zip")
+
+    expected = verify_bundle(path, public_key=fingerprint())
+    unnamed = verify_bundle(path)
+    files = members(path)
+    forged = verify_bundle(rewrite(tmp_path / "f.zip", {**files, "manifest.sig": b"AAAA"}), public_key=fingerprint())
+
+    assert expected.summary().endswith(f"signature valid, made with the key expected ({fingerprint()})")
+    assert unnamed.summary().endswith(
+        f"signature valid, made with the key the bundle carries ({fingerprint()}): it shows who made this bundle "
+        "only once that fingerprint is compared with the one its sender published"
+    )
+    assert forged.summary().endswith(f"signature NOT valid (the bundle's key {fingerprint()})")
 
 
 # --- Tampering ---------------------------------------------------------------------------------------------------
@@ -1072,7 +1100,7 @@ def cryptography_only_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("verifier-venv") / "venv"
     made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)  # noqa: S603
     if made.returncode != 0:
-        pytest.skip(f"a venv cannot be made here (python -m venv failed: {made.stderr.strip()[-300:]})")
+        unavailable(f"a venv cannot be made here (python -m venv failed: {made.stderr.strip()[-300:]})")
     python = venv / "bin" / "python"
     installed = subprocess.run(  # noqa: S603
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", _pinned_cryptography()],
@@ -1081,7 +1109,7 @@ def cryptography_only_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=300,
     )
     if installed.returncode != 0:
-        pytest.skip(f"the pinned cryptography cannot be installed into a fresh venv: {installed.stderr.strip()[-300:]}")
+        unavailable(f"the pinned cryptography cannot be installed into a fresh venv: {installed.stderr.strip()[-300:]}")
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True)  # noqa: S603
     names = {line.split("==")[0].lower() for line in listed.stdout.splitlines()}
     assert "django" not in names
@@ -1096,11 +1124,10 @@ def test_an_exported_matter_verifies_offline_in_a_venv_with_only_cryptography(
 ) -> None:
     chat, _ = exported_matter
     path = export(chat, tmp_path / "matter.zip")
-    # The verifier as a recipient gets it: the lqai_verify package and lqai_verify/verification, nothing else.
+    # The verifier as a recipient gets it: the lqai_verify folder (with lqai_verify/verification), nothing else.
     checkout = tmp_path / "verifier"
     shutil.copytree(ROOT / "lqai_verify", checkout / "lqai_verify")
-    shutil.copytree(ROOT / "chats" / "verification", checkout / "chats" / "verification")
-    shutil.copy(ROOT / "chats" / "__init__.py", checkout / "chats" / "__init__.py")
+    assert sorted(path.name for path in checkout.iterdir()) == ["lqai_verify"]
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONNOUSERSITE": "1"}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -1386,9 +1413,12 @@ def test_a_report_that_reads_otherwise_than_its_data_fails_even_when_signed(
     chat, turns = exported_matter
     files = members(export(chat, tmp_path / "m.zip"))
     page = files["report.html"]
-    assert b'<span class="verdict verdict-fail">fail</span>' in page
+    failing = '<p class="verdict-line verdict-fail"><span class="verdict">\u2717 Verdict: Fail</span>'.encode()
+    assert failing in page
 
-    passed = page.replace(b'<span class="verdict verdict-fail">fail</span>', b'<span class="verdict">pass</span>', 1)
+    passed = page.replace(
+        failing, '<p class="verdict-line verdict-ok"><span class="verdict">\u2713 Verdict: Pass</span>'.encode(), 1
+    )
     longer = page + b"<p>Every quote above verified.</p>\n"
     changed = verify_bundle(rewrite(tmp_path / "p.zip", {**files, "report.html": passed}, resign=keys.signing_key()))
     appended = verify_bundle(rewrite(tmp_path / "a.zip", {**files, "report.html": longer}, resign=keys.signing_key()))
@@ -1418,10 +1448,18 @@ def test_a_bundle_from_before_reports_were_rendered_from_the_data_verifies_with_
 
     assert result.problems == []
     assert any("report.html is not checked: an lqai-export/1 bundle's report" in w for w in result.warnings)
-    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/4"}).encode()
+    # ... and so does one whose report was rendered by the report's earlier layout (/3)
+    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/3"}).encode()
+    earlier = verify_bundle(
+        rewrite(tmp_path / "earlier.zip", files, resign=keys.signing_key()), public_key=fingerprint()
+    )
+    assert earlier.problems == []
+    assert any("report.html is not checked: an lqai-export/3 bundle's report" in w for w in earlier.warnings)
+    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/5"}).encode()
     future = verify_bundle(rewrite(tmp_path / "new.zip", files, resign=keys.signing_key()))
     assert future.problems == [
-        "manifest.json: format 'lqai-export/4', expected one of lqai-export/1, lqai-export/2, lqai-export/3"
+        "manifest.json: format 'lqai-export/5', expected one of lqai-export/1, lqai-export/2, lqai-export/3, "
+        "lqai-export/4"
     ]
 
 
@@ -1462,4 +1500,4 @@ def test_the_report_escapes_what_the_turn_recorded(matter_chat: Chat, user: Any,
     assert "<b>Admissions" not in page
     assert "Is &lt;script&gt;alert(1)&lt;/script&gt; a question?" in page
     assert "Line one.\n&lt;img src=x onerror=&quot;alert(2)&quot;&gt;" in page
-    assert "&lt;b&gt;Admissions&lt;/b&gt; — turn of " in page
+    assert "Chat “&lt;b&gt;Admissions&lt;/b&gt;” — turn of " in page

@@ -256,9 +256,11 @@ def test_a_matter_less_chat_cannot_quote_a_kb_document() -> None:
     [
         ([], "none"),
         ([KB_QUOTE], "pass"),
-        ([KB_QUOTE, "must  ultimately be satisfied"], "supported"),  # extra space: a tolerant match
+        ([KB_QUOTE, "must  ultimately be satisfied"], "pass"),  # extra space: a tolerant match, nothing to review
+        (["must  ultimately be satisfied"], "pass"),  # one tolerant match alone
         ([KB_QUOTE, FABRICATED_QUOTE], "fail"),
-        ([KB_QUOTE, ALTERED_QUOTE], "supported"),  # found, but the verifier cannot vouch for it
+        ([KB_QUOTE, ALTERED_QUOTE], "review"),  # found, but the verifier cannot vouch for it: a person must check
+        ([ALTERED_QUOTE, FABRICATED_QUOTE], "fail"),
     ],
 )
 @pytest.mark.django_db
@@ -277,7 +279,8 @@ def test_each_turn_gets_its_gate_verdict(quotes: list[str], expected: str) -> No
     [
         ([], [KB_QUOTE], "pass"),
         ([FABRICATED_QUOTE], [KB_QUOTE], "fail"),
-        (["must  ultimately be satisfied"], [KB_QUOTE], "supported"),
+        (["must  ultimately be satisfied"], [KB_QUOTE], "pass"),
+        ([ALTERED_QUOTE], [KB_QUOTE], "review"),
         ([KB_QUOTE], [], "pass"),
     ],
 )

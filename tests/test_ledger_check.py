@@ -16,6 +16,7 @@ from chats.models import Message, Verdict
 from citations import ledger
 from citations.models import CitationLedgerEntry
 from tests import factories
+from tests.conftest import triggers_off
 
 pytestmark = pytest.mark.django_db
 
@@ -33,9 +34,7 @@ def check(*args: str) -> tuple[int, str]:
 def plant(sql: str, params: list[Any]) -> None:
     """Change rows below the application, as a superuser could: on PostgreSQL with the tables' triggers
     (append-only rules) off for this one statement's transaction."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET LOCAL session_replication_role = replica")
+    with transaction.atomic(), connection.cursor() as cursor, triggers_off(cursor):
         cursor.execute(sql, params)
 
 
@@ -45,9 +44,9 @@ def db_id(value: Any) -> Any:
 
 @pytest.fixture
 def turn() -> Message:
-    """A finalized turn whose verdict agrees with its rows (an exact and a tolerant quote: supported), one
-    tool source and one checked case citation, with its ledger entries."""
-    message = factories.MessageFactory.create(verdict=Verdict.SUPPORTED)
+    """A finalized turn whose verdict agrees with its rows (an exact and a tolerant quote, a verified case: pass),
+    one tool source and one checked case citation, with its ledger entries."""
+    message = factories.MessageFactory.create(verdict=Verdict.PASS)
     factories.DocumentQuoteFactory.create(message=message)
     factories.OpinionQuoteFactory.create(message=message, altered=True)
     factories.MessageToolSourceFactory.create(message=message)
@@ -94,12 +93,25 @@ def test_an_entry_that_differs_from_its_row_is_reported(turn: Message, source: s
 
 
 def test_a_verdict_that_disagrees_with_the_rows_is_reported(turn: Message) -> None:
-    # Given the supported turn's verdict turned into a pass below the application
-    plant("UPDATE messages SET verdict = 'pass' WHERE id = %s", [db_id(turn.pk)])
+    # Given the passing turn's verdict turned into a review below the application
+    plant("UPDATE messages SET verdict = 'review' WHERE id = %s", [db_id(turn.pk)])
     status, out = check()
     assert status == 1
-    assert "verdict pass where its rows give supported" in out
+    assert "verdict review where its rows give pass" in out
     assert f"message {turn.pk}: " in out
+
+
+def test_a_verdict_of_the_earlier_rules_agrees_with_its_rows(turn: Message) -> None:
+    # Given the turn stored as the rules before "review" gave it (supported: a tolerant or altered quote), and
+    # an exact quote with a case citation not checked stored as they gave it (pass; today: review)
+    plant("UPDATE messages SET verdict = 'supported' WHERE id = %s", [db_id(turn.pk)])
+    unchecked = factories.MessageFactory.create(verdict=Verdict.PASS)
+    factories.DocumentQuoteFactory.create(message=unchecked)
+    factories.CaseCitationFactory.create(message=unchecked, status="unchecked", opinion=None)
+    ledger.assemble(unchecked)
+    status, out = check()
+    # Then --check accepts both: each is what its rows gave when it was finalized
+    assert status == 0, out
 
 
 def test_a_passing_verdict_over_a_failed_claim_or_a_wrong_case_is_reported() -> None:
@@ -147,7 +159,7 @@ def test_a_filtered_check_reports_only_its_scope(turn: Message) -> None:
 @pytest.mark.parametrize("batch_size", ["1", "1000"])
 def test_each_disagreement_is_reported_once_whatever_the_batch_size(turn: Message, batch_size: str) -> None:
     factories.MessageFactory.create_batch(3, verdict=Verdict.NONE)
-    plant("UPDATE messages SET verdict = 'pass' WHERE id = %s", [db_id(turn.pk)])
+    plant("UPDATE messages SET verdict = 'fail' WHERE id = %s", [db_id(turn.pk)])
     status, out = check("--batch-size", batch_size)
     assert status == 1
     assert out.count("where its rows give") == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import struct
 import tracemalloc
 import zipfile
@@ -61,9 +62,7 @@ def test_a_file_the_central_directory_does_not_list_is_a_problem(
     its listed files."""
     chat, _ = exported_matter
     files = members(export(chat, tmp_path / "m.zip"))
-    forged = files["report.html"].replace(
-        b'<span class="verdict verdict-fail">fail</span>', b'<span class="verdict">pass</span>'
-    )
+    forged = files["report.html"].replace("\u2717 Verdict: Fail".encode(), "\u2713 Verdict: Pass".encode())
     assert forged != files["report.html"]
     path = tmp_path / "hidden.zip"
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
@@ -414,6 +413,39 @@ def test_a_files_data_that_is_not_exactly_its_size_is_a_problem_naming_it(
         assert bundle.read("turns.jsonl") == unpacks_to  # zipfile reads it without an error
     _, problems = read_members(crafted)
     assert problems == [problem]
+
+
+def test_a_file_deflate_makes_larger_than_it_is_is_exactly_its_file(tmp_path: Path) -> None:
+    """Bytes that do not compress (a signature, an embedded image) deflate to a little more than their size: the
+    layout check reads the whole stream, finds its end where the compressed size says, and has nothing to say."""
+    path = tmp_path / "random.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr("manifest.json", b"{}")
+        bundle.writestr("noise.bin", os.urandom(3 * 2**20))
+    with zipfile.ZipFile(path) as bundle:
+        info = bundle.getinfo("noise.bin")
+    assert info.compress_size > info.file_size
+
+    _, problems = read_members(path)
+
+    assert problems == []
+
+
+def test_a_deflate_stream_longer_than_deflate_writes_for_its_size_is_a_problem_read_no_further(tmp_path: Path) -> None:
+    """A deflate stream may be padded with empty blocks, which unpack to nothing: ``zipfile`` reads the file as
+    its size says. The layout check reads no further than deflate could need for that size, and says so."""
+    path = _bundle_with(tmp_path / "plain.zip", "turns.jsonl", _TURNS.decode())
+    empty_blocks = b"\x00\x00\x00\xff\xff" * 20_000  # non-final stored blocks of no bytes, 100 KB
+    padded = _with_stream(path, "turns.jsonl", empty_blocks + _deflated(_TURNS), _TURNS, tmp_path / "padded.zip")
+    with zipfile.ZipFile(padded) as bundle:
+        assert bundle.read("turns.jsonl") == _TURNS  # zipfile reads it without an error
+
+    _, problems = read_members(padded)
+
+    limit = len(_TURNS) + 2**16
+    assert problems == [
+        f"turns.jsonl: its deflate stream runs past {limit:,} bytes, more than deflate writes for its size"
+    ]
 
 
 def test_a_file_whose_data_is_not_a_deflate_stream_is_refused_naming_it(tmp_path: Path) -> None:

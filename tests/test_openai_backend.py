@@ -78,7 +78,7 @@ def test_single_shot_turn_streams_the_model_answer_with_the_matter_passages_in_t
     assert [(c["kind"], c["quote"], c["method"]) for c in message["citations"]] == [
         ("kb_document", KB_QUOTE, "exact_match")
     ]
-    assert body["unverified_count"] == 0
+    assert message["unverified_citations"] == []
     # Usage: summed over both requests (100 + 300 prompt, 20 + 40 completion), with the model's own name.
     assert (message["model_name"], message["prompt_tokens"], message["completion_tokens"]) == (MODEL, 400, 60)
     assert message["latency_ms"] is not None
@@ -144,7 +144,7 @@ def test_tool_calls_over_several_rounds_are_run_reported_and_their_opinions_beco
     summary = done(events)
     assert summary["status"] == "complete"
     assert summary["citation_count"] == 2
-    assert summary["unverified_count"] == 0
+    assert summary["unverified_citations"] == []
     message = Message.objects.get(pk=summary["message_id"])
     assert message.content == "Under the memo and Fisher, strict scrutiny applies."
     assert list(message.caselaw_citations.values_list("opinion_id", "quote")) == [(local_opinion.pk, OPINION_QUOTE)]
@@ -184,7 +184,7 @@ def test_claims_that_do_not_verify_and_unknown_sources_are_recorded_unverified(
     summary = done(events)
     assert summary["status"] == "complete"
     assert summary["citation_count"] == 1
-    assert sorted((u["quote"], u["reason"]) for u in summary["unverified"]) == sorted(
+    assert sorted((u["quote"], u["reason"]) for u in summary["unverified_citations"]) == sorted(
         [
             (NOT_IN_KB, "not found in the document"),
             (KB_QUOTE, "unknown source 'S9': not a source of this turn"),

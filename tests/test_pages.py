@@ -236,12 +236,13 @@ def test_pages_are_read_only_in_the_admin(client: Any, db: None) -> None:
 
 
 def test_a_slip_opinion_without_star_paging_is_paged_by_its_form_feeds() -> None:
-    from chats.pages import form_feed_pages, opinion_pages, pages_of_span
+    from chats.pages import opinion_pages, pages_of_span
 
     text = "first page\fsecond page\fthird page\f"
     pages = opinion_pages(text)
-    assert pages == form_feed_pages(text) == [[0, "1"], [11, "2"], [23, "3"]]
-    assert pages_of_span(pages, text.index("second"), text.index("third") + 3) == ["2", "3"]
+    # The slip's own pages, never taken for a reporter's.
+    assert pages == [[0, "slip 1"], [11, "slip 2"], [23, "slip 3"]]
+    assert pages_of_span(pages, text.index("second"), text.index("third") + 3) == ["slip 2", "slip 3"]
     assert opinion_pages("no breaks at all") == []
     # Star paging wins where there is any
-    assert opinion_pages("a *12 b *13 c\fd")[0][1] != "1"
+    assert opinion_pages("a *12 b *13 c\fd")[0][1] != "slip 1"

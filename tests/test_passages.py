@@ -1,6 +1,6 @@
-"""KB passages made once per document and searched per turn (chats.passages): made on save and on first
-use, kept in step with the content, scoped to the matter, the same answers as splitting the documents on
-every turn, and a constant number of queries whatever the matter's size."""
+"""KB passages made once per document and searched per turn (chats.passages): made by the document services
+(chats.documents) and on first use, kept in step with the content, scoped to the matter, the same answers as
+splitting the documents on every turn, and a constant number of queries whatever the matter's size."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 import chats.passages
+from chats.documents import add_document, save_document
 from chats.models import Document, DocumentPassage, MatterTerm, Project
 from chats.passages import content_sha256, ensure_passages, make_passages, search_matter_passages
 from chats.retrieval import Passage, passages, rank_passages, rank_sources
@@ -46,7 +47,7 @@ def split_every_turn(project: Project, question: str, *, documents: int, limit: 
     return [(ranked[p.source], p.text) for p in rank_passages(candidates, question, limit=limit)]
 
 
-def test_saving_a_document_makes_its_passages() -> None:
+def test_adding_a_document_makes_its_passages() -> None:
     document = factories.DocumentFactory.create(content=OPINIONS[0].read_text(encoding="utf-8"))
     assert stored(document) == expected(document.content)
     assert len(stored(document)) > 10
@@ -60,7 +61,7 @@ def test_saving_a_document_makes_its_passages() -> None:
 def test_saving_a_new_content_remakes_the_passages() -> None:
     document = factories.DocumentFactory.create()
     document.content = OPINIONS[1].read_text(encoding="utf-8")
-    document.save()
+    save_document(document=document)
     assert stored(document) == expected(document.content)
 
 
@@ -68,7 +69,7 @@ def test_saving_other_fields_keeps_the_passages() -> None:
     document = factories.DocumentFactory.create()
     ids = list(document.passages.values_list("id", flat=True))
     document.title = "Renamed memo"
-    document.save()
+    save_document(document=document)
     assert list(document.passages.values_list("id", flat=True)) == ids
 
 
@@ -77,12 +78,12 @@ def test_saving_a_document_loaded_without_its_content_keeps_the_passages() -> No
     ids = list(document.passages.values_list("id", flat=True))
     partial = Document.objects.only("id", "title", "project_id").get(pk=document.pk)
     partial.title = "Renamed"
-    partial.save(update_fields=["title"])
+    save_document(document=partial)
     assert list(document.passages.values_list("id", flat=True)) == ids
 
 
 def test_a_content_changed_below_save_gets_new_passages_on_first_use() -> None:
-    # Given a document whose content is changed by an UPDATE that save() never sees
+    # Given a document whose content is changed by an UPDATE that the document services never see
     document = factories.DocumentFactory.create()
     new_content = OPINIONS[2].read_text(encoding="utf-8")
     Document.objects.filter(pk=document.pk).update(content=new_content)
@@ -152,10 +153,13 @@ def test_a_question_without_terms_finds_nothing() -> None:
 
 
 @pytest.mark.parametrize("documents", [3, 30])
-def test_the_search_takes_the_same_queries_whatever_the_matter_size(documents: int) -> None:
+def test_the_search_takes_the_same_queries_whatever_the_matter_size(
+    documents: int, django_capture_on_commit_callbacks: Any
+) -> None:
     project = factories.ProjectFactory.create()
-    for n in range(documents):
-        factories.DocumentFactory.create(project=project, title=f"Memo {n}")
+    with django_capture_on_commit_callbacks(execute=True):
+        for n in range(documents):
+            factories.DocumentFactory.create(project=project, title=f"Memo {n}")
     with CaptureQueriesContext(connection) as queries:
         found = search_matter_passages(project_id=project.pk, question=QUESTIONS[0], limit=2, documents=5)
     assert found
@@ -246,25 +250,61 @@ def _counted_words(project: Project) -> dict[str, int]:
 
 
 @pytest.mark.postgres
-def test_the_matters_word_counts_follow_its_passages() -> None:
+def test_the_matters_word_counts_follow_its_passages(django_capture_on_commit_callbacks: Any) -> None:
     project = factories.ProjectFactory.create()
-    document = factories.DocumentFactory.create(project=project, content=OPINIONS[0].read_text(encoding="utf-8"))
-    factories.DocumentFactory.create(project=project, content=OPINIONS[1].read_text(encoding="utf-8"))
+    with django_capture_on_commit_callbacks(execute=True):
+        document = factories.DocumentFactory.create(project=project, content=OPINIONS[0].read_text(encoding="utf-8"))
+        factories.DocumentFactory.create(project=project, content=OPINIONS[1].read_text(encoding="utf-8"))
     kept = dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages"))
     assert kept == _counted_words(project)
     # A new content: the old passages' words are counted off, the new ones' on.
     document.content = OPINIONS[2].read_text(encoding="utf-8")
-    document.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        save_document(document=document)
     kept = {w: n for w, n in MatterTerm.objects.filter(project=project).values_list("lexeme", "passages") if n}
     assert kept == _counted_words(project)
 
 
 @pytest.mark.postgres
-def test_a_large_matter_ranks_the_passages_of_the_questions_rarer_words(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_documents_added_in_one_transaction_are_counted_once_after_it(django_capture_on_commit_callbacks: Any) -> None:
+    # Given documents added to a matter in one transaction, as a bulk import adds them
+    project = factories.ProjectFactory.create()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        with CaptureQueriesContext(connection) as adding:
+            for path in OPINIONS[:3]:
+                add_document(project=project, title=path.stem, text=path.read_text(encoding="utf-8"))
+        # Then no document's addition wrote the matter's counts: each would rewrite the rows the others wrote
+        assert not [q["sql"] for q in adding.captured_queries if "matter_terms" in q["sql"]]
+        assert not MatterTerm.objects.filter(project=project).exists()
+    # And after the commit the counts hold every document's words, counted in one statement
+    assert callbacks
+    assert dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages")) == _counted_words(project)
+    assert not Document.objects.filter(project=project, terms_counted=False).exists()
+
+
+@pytest.mark.postgres
+def test_the_words_of_documents_never_counted_are_counted_by_the_next_search() -> None:
+    # Given documents whose transaction's counting never ran (the process stopped after the commit)
+    project = factories.ProjectFactory.create()
+    for path in OPINIONS[:2]:
+        factories.DocumentFactory.create(project=project, content=path.read_text(encoding="utf-8"))
+    assert not MatterTerm.objects.filter(project=project).exists()
+    # When the matter is next searched
+    found = search_matter_passages(project_id=project.pk, question=QUESTIONS[3], limit=2, documents=5)
+    # Then it counted them first
+    assert found
+    assert dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages")) == _counted_words(project)
+
+
+@pytest.mark.postgres
+def test_a_large_matter_ranks_the_passages_of_the_questions_rarer_words(
+    monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
     # Given a matter whose passages hold "court" far more often than "scrutiny", and a cap below their total
     project = factories.ProjectFactory.create()
-    for path in OPINIONS:
-        factories.DocumentFactory.create(project=project, content=path.read_text(encoding="utf-8"))
+    with django_capture_on_commit_callbacks(execute=True):
+        for path in OPINIONS:
+            factories.DocumentFactory.create(project=project, content=path.read_text(encoding="utf-8"))
     counts = dict(MatterTerm.objects.filter(project=project).values_list("lexeme", "passages"))
     assert counts["scrutini"] < counts["court"]
     monkeypatch.setattr(chats.passages, "CANDIDATE_PASSAGES", counts["scrutini"])
@@ -319,15 +359,15 @@ def _counted_in(project: Project) -> dict[str, int]:
     return {w: n for w, n in MatterTerm.objects.filter(project=project).values_list("lexeme", "passages") if n}
 
 
-def test_a_document_moved_by_save_has_its_passages_in_its_new_matter_only() -> None:
+def test_a_document_moved_by_the_service_has_its_passages_in_its_new_matter_only() -> None:
     # Given a document filed in matter A, beside another of A's
     old, new = factories.ProjectFactory.create(), factories.ProjectFactory.create()
     moved = factories.DocumentFactory.create(project=old, content=OPINIONS[0].read_text(encoding="utf-8"))
     stays = factories.DocumentFactory.create(project=old, content=OPINIONS[1].read_text(encoding="utf-8"))
 
-    # When it is moved to matter B by a save (the admin's form, the demo)
+    # When it is moved to matter B by the document service (the admin's form)
     moved.project = new
-    moved.save()
+    save_document(document=moved)
 
     # Then its passages are B's, made again from the same content, and A's search no longer finds them
     assert set(moved.passages.values_list("project_id", flat=True)) == {new.pk}
@@ -347,7 +387,7 @@ def test_a_document_moved_below_save_is_quoted_in_neither_matter_but_its_new_one
     moved = factories.DocumentFactory.create(project=old, content=OPINIONS[0].read_text(encoding="utf-8"))
     stays = factories.DocumentFactory.create(project=old, content=OPINIONS[0].read_text(encoding="utf-8"))
 
-    # When an UPDATE that save() never sees moves it to matter B
+    # When an UPDATE that the document services never see moves it to matter B
     Document.objects.filter(pk=moved.pk).update(project=new)
 
     # Then the database's trigger marked its passages as to be made again

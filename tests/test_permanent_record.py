@@ -409,7 +409,8 @@ def test_the_orm_refuses_to_rewrite_a_finalized_message(field: str, value: objec
     )
 
     setattr(answer, field, value)
-    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete"):
+    # The database refuses the save (its trigger); the error names the message and its state
+    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete"), transaction.atomic():
         answer.save()
     with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete"):
         Message.objects.filter(pk=answer.pk).update(**{field: value})
@@ -466,6 +467,38 @@ def test_the_orm_refuses_to_undo_an_interrupted_message(change: dict[str, Any], 
     assert stored.finalized_at is not None
 
 
+@pytest.mark.postgres
+def test_the_trigger_orders_review_between_supported_and_fail_and_writes_no_new_supported(matter_chat: Chat) -> None:
+    # Given an interrupted turn to review, and one still pending
+    review = factories.MessageFactory.create(chat=matter_chat, status="interrupted", content="Half", verdict="review")
+    pending = factories.MessageFactory.create(chat=matter_chat, status="pending", finalized_at=None, verdict=None)
+    # Then its verdict cannot get better (pass, or supported of the earlier rules) ...
+    for better in ("pass", "supported"):
+        with pytest.raises(IntegrityError, match=f"lqai_append_only: message {review.pk}"):
+            _raw("UPDATE messages SET verdict = %s WHERE id = %s", [better, review.pk])
+    # ... nor does a finalize write "supported" any more; it may get worse
+    with pytest.raises(IntegrityError, match="'supported' is a verdict of earlier rules"):
+        _raw(
+            "UPDATE messages SET status = 'complete', finalized_at = now(), verdict = 'supported' WHERE id = %s",
+            [pending.pk],
+        )
+    _raw("UPDATE messages SET verdict = 'fail' WHERE id = %s", [review.pk])
+    review.refresh_from_db()
+    assert review.verdict == "fail"
+
+
+def test_the_orm_writes_no_new_supported_verdict_and_keeps_review_from_getting_better(matter_chat: Chat) -> None:
+    review = factories.MessageFactory.create(chat=matter_chat, status="interrupted", content="Half", verdict="review")
+
+    with pytest.raises(AppendOnlyError, match="'supported' is a verdict of earlier rules"):
+        Message.objects.filter(pk=review.pk).update(verdict="supported")
+    with pytest.raises(AppendOnlyError, match="its verdict can only get worse"):
+        Message.objects.filter(pk=review.pk).update(verdict="pass")
+    Message.objects.filter(pk=review.pk).update(verdict="fail")
+
+    assert Message.objects.get(pk=review.pk).verdict == "fail"
+
+
 def test_a_finalized_message_saved_unchanged_is_not_refused(matter_chat: Chat) -> None:
     answer = factories.MessageFactory.create(chat=matter_chat, author=matter_chat.owner, verdict="fail")
 
@@ -473,6 +506,28 @@ def test_a_finalized_message_saved_unchanged_is_not_refused(matter_chat: Chat) -
     Message.objects.filter(pk=answer.pk).update(content=answer.content, verdict="fail")
 
     assert Message.objects.get(pk=answer.pk).content == answer.content
+
+
+def test_saving_a_message_is_its_update_alone(matter_chat: Chat, django_assert_num_queries: Any) -> None:
+    # The database holds the rule: a save reads nothing first
+    answer = factories.MessageFactory.create(chat=matter_chat, author=matter_chat.owner, verdict="fail")
+
+    with django_assert_num_queries(1):
+        answer.save()
+
+
+@pytest.mark.parametrize(("field", "value"), [("content", "rewritten"), ("verdict", "pass")])
+def test_the_database_refuses_rewriting_a_finalized_message(field: str, value: str, matter_chat: Chat) -> None:
+    answer = factories.MessageFactory.create(chat=matter_chat, author=matter_chat.owner, verdict="fail")
+
+    # A raw UPDATE, below the model layer, is refused on either database (SQLite: chats.0034)
+    with pytest.raises(IntegrityError, match="lqai_append_only"):
+        _raw(f"UPDATE messages SET {field} = %s WHERE id = %s", [value, answer.pk.hex])
+    # and a save's refusal names the message, its state and what cannot change
+    setattr(answer, field, value)
+    with pytest.raises(AppendOnlyError, match=f"message {answer.pk} is complete: its .*{field}"), transaction.atomic():
+        answer.save()
+    assert getattr(Message.objects.get(pk=answer.pk), field) != value
 
 
 def test_the_rule_leaves_a_message_not_yet_finalized_to_its_run() -> None:

@@ -32,6 +32,7 @@ from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
 from citations.purge import purge_matter
 from lqai_verify import record
 from tests import factories
+from tests.conftest import triggers_off
 
 TURN_TABLES = ("message_citations", "message_caselaw_citations", "message_tool_sources", "message_case_citations")
 QUESTION = "Must the reviewing court be satisfied that no workable race-neutral alternative exists?"
@@ -208,14 +209,9 @@ def test_verify_ledger_passes_an_intact_record() -> None:
 
 
 def _raw(sql: str, params: dict[str, Any]) -> None:
-    """A change below the application, as a database superuser could make it: on PostgreSQL with triggers
-    off for the transaction (``session_replication_role = replica``)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET LOCAL session_replication_role = replica")
+    """A change below the application, as a database superuser could make it (:func:`triggers_off`)."""
+    with connection.cursor() as cursor, triggers_off(cursor):
         cursor.execute(sql, params)
-        if connection.vendor == "postgresql":
-            cursor.execute("SET LOCAL session_replication_role = origin")
 
 
 def _db_id(value: Any) -> Any:

@@ -83,3 +83,13 @@ def test_a_bad_ledger_timeout_is_refused(value: str, expected: str) -> None:
     result = _ledger_timeout({"LQAI_LEDGER_TIMEOUT": value})
     assert result.returncode != 0
     assert expected in result.stderr
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"LQAI_PAGE_SIZE": "0"}, {"LQAI_PAGE_SIZE": "300"}, {"LQAI_PAGE_SIZE": "10", "LQAI_MAX_PAGE_SIZE": "5"}],
+)
+def test_a_page_size_outside_its_bounds_is_refused(env: dict[str, str]) -> None:
+    result = _check({"DEBUG": "1", **env})
+    assert result.returncode != 0
+    assert "LQAI_PAGE_SIZE must be at least 1 and at most LQAI_MAX_PAGE_SIZE" in result.stderr

@@ -142,9 +142,9 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
         "message_id": str(message.pk),
         "status": "complete",
         "verdict": "pass",
+        "review_count": 0,
         "citation_count": len(citations),
-        "unverified_count": 0,
-        "unverified": [],
+        "unverified_citations": [],
     }
     kb_count = len(citations) - 1
     # the quotes, the opinion consulted, and the case the answer cites (Fisher, 570 U.S. 297), checked
@@ -179,13 +179,15 @@ def test_the_tool_loop_reports_and_records_unverified_claims_and_sends_only_veri
     assert answer[citation["answer_start"] : citation["answer_end"]] == "strict scrutiny"
     assert citation["answer_unplaced_reason"] is None
     done = events[-1][1]
-    assert (done["citation_count"], done["unverified_count"], done["verdict"]) == (1, 1, "fail")
-    (failed,) = done["unverified"]
+    assert (done["citation_count"], done["verdict"], done["review_count"]) == (1, "fail", 1)
+    (failed,) = done["unverified_citations"]
     assert failed == {
         "id": str(DocumentQuote.objects.get(verification_method="unverified").pk),
         "kind": "kb_document",
+        "position": 1,
         "quote": "words the memo never used",
         "reason": "not found in the document",
+        "source_id": str(document.pk),
         "answer_start": None,
         "answer_end": None,
         "answer_unplaced_reason": "the quote is not in the answer text",

@@ -27,8 +27,8 @@ from citations import export, ledger, seals
 from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
-from citations.statuses import status_in_words, verdict_in_words
 from lqai_verify.bundle import verify_bundle
+from lqai_verify.statuses import status_in_words, verdict_in_words
 from lqai_verify.verification.page_cites import page_cite
 from pages import answer, selectors
 from tests import factories
@@ -341,6 +341,37 @@ def test_a_quote_with_alterations_says_so_and_is_marked_with_the_one_renderer(
     assert str(drawn).strip() in html
 
 
+@pytest.mark.parametrize(
+    ("method", "confidence", "reads", "title"),
+    [
+        ("altered", 0.5, "review", "Verdict: Review</strong>"),  # a claim a person must check: never green
+        ("tolerant_match", 0.9, "pass", "Verdict: Pass</strong>"),  # formatting only, nothing to review
+    ],
+)
+def test_a_turn_sealed_as_supported_reads_by_its_claims_and_says_so(
+    member_client: Client, chat: Chat, method: str, confidence: float, reads: str, title: str
+) -> None:
+    # Given a turn finalized under the earlier rules, its verdict "supported", over one quote
+    question = factories.UserMessageFactory.create(chat=chat)
+    message = factories.MessageFactory.create(
+        chat=chat, reply_to=question, content=f"He wrote {factories.ALTERED_QUOTE}.", verdict="supported"
+    )
+    factories.DocumentQuoteFactory.create(
+        message=message, altered=True, verification_method=method, verification_confidence=confidence
+    )
+
+    html = member_client.get(_page(chat)).content.decode()
+
+    # Then its banner reads what its claims say, and says what it was sealed as
+    banner = html[html.index('<div class="verdict') : html.index("</div>", html.index('<div class="verdict'))]
+    assert title in banner
+    assert f'data-verdict="{reads}"' in banner
+    assert f"sealed as \u2018supported\u2019 under earlier rules; its claims read: {reads}" in banner
+    assert ("tone-ok" in banner) == (reads == "pass")
+    message.refresh_from_db()
+    assert message.verdict == "supported"  # the stored (sealed) value is kept
+
+
 def test_a_caselaw_quote_of_a_star_paged_opinion_has_its_page_cite(member_client: Client, chat: Chat) -> None:
     opinion = factories.CaselawOpinionFactory.create(
         case_name="In re S.J.S.", citation="134 S.W.3d 673", text=SJS, absolute_url="https://example.com/sjs"
@@ -358,8 +389,11 @@ def test_a_caselaw_quote_of_a_star_paged_opinion_has_its_page_cite(member_client
         at = html.index(f'id="claim-{row.pk}"')
         return html[at : html.index("</li>", at)]
 
-    assert 'In re S.J.S., 134 S.W.3d 673</a>, <span class="claim-pages">pp. 676\u2013677</span>' in card(across)
-    assert '<span class="claim-pages">p. 675</span>' in card(one)
+    # The Bluebook pin cite in the case's reporter, never a bare "p." (Rule 3.2(a): 676\u201377)
+    assert 'In re S.J.S., 134 S.W.3d 673</a>, <span class="claim-pages">134 S.W.3d at 676\u201377</span>' in card(
+        across
+    )
+    assert '<span class="claim-pages">134 S.W.3d at 675</span>' in card(one)
     assert 'href="https://example.com/sjs"' in card(one)
 
 
@@ -487,6 +521,9 @@ def test_every_status_has_words_and_an_unknown_one_needs_review() -> None:
     assert verdict_in_words(None, status="complete").title == "No verdict recorded"
     assert verdict_in_words("fail").title == "Fail"
     assert verdict_in_words("someday").tone == "review"
+    assert (verdict_in_words("review").title, verdict_in_words("review").tone) == ("Review", "review")
+    assert verdict_in_words("pass").tone == "ok"
+    assert verdict_in_words("supported", claims="supported").tone == "review"  # never green on its own
 
 
 def test_a_quote_s_recorded_place_in_the_answer_comes_before_searching_for_it(chat: Chat) -> None:

@@ -1,50 +1,14 @@
 """An assistant backed by a model behind any OpenAI-compatible chat-completions server.
 
-A hosted API, or a model served inside the firm's network (vLLM, Ollama, LM Studio, llama.cpp's
-server), through the official ``openai`` package, configured by the ``LQAI_OPENAI_*`` settings
-(:class:`OpenAICompatibleConfig`). One turn:
-
-- **Sources.** The matter's most relevant passages (:mod:`chats.retrieval`, as the extractive
-  backend ranks them) go into the system prompt, each under a short source id (``S1``, ``S2``, ...)
-  that maps to its document. Opinions returned by ``caselaw_search`` get ids too (``C1``, ...,
-  mapped to their opinion), added to the result the model reads.
-- **Streaming.** The answer streams: each content delta is a :class:`TextDelta` as it arrives.
-- **Tools.** The turn's tools (``caselaw_search``, MCP tools) are offered through tool calling; the
-  backend runs each call and yields its :class:`ToolCall` and :class:`ToolResult`, then sends the
-  result back to the model for the next round. Arguments that are not a JSON object, or an unknown
-  tool, are answered to the model as a tool error (no event, nothing run); it may try again. So are
-  the calls past ``LQAI_OPENAI_MAX_TOOL_CALLS`` in a turn (each search may reach CourtListener and
-  records its sources): the model is told to answer from what it has. More
-  than ``max_tool_rounds`` rounds of calls, or calls of one round longer than ``LQAI_MAX_ANSWER_CHARS``
-  (they are held until the round ends), end the turn ``failed``.
-- **Claims.** The model claims each quote with the ``cite(source_id, quote)`` tool (answered to the
-  model, no event). Every claim becomes a :class:`ClaimedCitation` of the :class:`FinalAnswer`, so it
-  goes through the same verification in ``finalize_turn`` as any backend's. A claim naming a source
-  id the turn did not provide names neither a document nor an opinion: it is reported unverified,
-  never stored.
-- **Failures.** Requests go through the package's own client: a request refused with 408, 409, 429 or
-  5xx, or that times out or cannot connect, is retried by the package ``max_retries`` times (its
-  exponential backoff, honouring ``Retry-After`` up to :data:`SDK_MAX_RETRY_WAIT`), then ends the turn
-  ``failed`` with a :class:`BackendError` naming the cause; any other refusal (4xx) fails at once, and
-  so does a 200 that is not an event stream (a server that does not stream: set
-  ``LQAI_OPENAI_STREAM=false``, and each round is one JSON completion), a chunk that is not a chat
-  completion chunk (:func:`_misshapen` names what is wrong in it), and a response longer than
-  ``LQAI_OPENAI_MAX_RESPONSE_BYTES`` (:mod:`chats.assistant.bounded_body`). Once a round's stream has
-  begun, a dropped connection, a read timeout, an error event or an undecodable one from the server,
-  or a stream that ends before the model finished raises :class:`BackendInterrupted`: the turn ends
-  ``interrupted`` with what was produced, resumable. In every case the quotes claimed so far and the
-  usage come first, in a :class:`FinalAnswer`. :meth:`OpenAICompatibleBackend.cancel` (from another
-  thread) shuts the live stream's connection, so that a run whose consumer went away stops at once.
-- **Liveness.** Each attempt of a request (the first and every retry) calls ``turn.progress``, so a
-  run waiting on the model's retries records that it is alive;
-  :meth:`OpenAICompatibleBackend.worst_case_wait_seconds` bounds how long one request can take.
-- **Usage.** The model's name, prompt and completion tokens summed over the turn's requests (as the
-  server reports them with ``stream_options.include_usage``) and the time spent waiting on the
-  model (requests and streams, not tools) go into the :class:`FinalAnswer` and onto the message.
-- **Resume.** Given a partial answer, the model is shown it and asked to continue after it.
-
-``openai`` is imported on the first turn, not with this module: every ``manage.py`` command imports
-the backends, and the package is slow to import.
+:class:`OpenAICompatibleBackend` runs one turn through the official ``openai`` package, configured by the
+``LQAI_OPENAI_*`` settings (:class:`OpenAICompatibleConfig`): the matter's passages go into the system prompt
+under short source ids, the answer streams as :class:`TextDelta` events, tools are offered through tool
+calling, and every quote the model claims with the ``cite`` tool becomes a :class:`ClaimedCitation` of the
+:class:`FinalAnswer`, verified by ``finalize_turn`` like any backend's. A failure before a round's stream
+begins raises :class:`BackendError` (the turn ends ``failed``), one after it :class:`BackendInterrupted`
+(``interrupted``, resumable); either way the claims and usage so far come first. ``openai`` is imported on
+the first turn, not with this module. Sources, tools, claims, failures, liveness, usage and resume, each
+step by step: docs/architecture-turns.md.
 """
 
 from __future__ import annotations

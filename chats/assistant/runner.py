@@ -1,45 +1,13 @@
 """Running one assistant turn, whatever the view: the service between a backend and ``finalize_turn``.
 
-A :class:`TurnRun` iterates the backend's events for one assistant message, passes them on
-(text deltas, tool calls and results), accumulates the content, the consulted sources and the
-claimed quotes, and always ends in :func:`chats.services.finalize_turn`:
-
-- the backend finished: ``complete``;
-- the backend raised: ``failed`` (logged; a :class:`TurnFailed` event says so), or ``interrupted``
-  if it raised :class:`~chats.assistant.backends.BackendInterrupted` (its answer was cut off);
-- the consumer stopped early (the client disconnected, the run was closed, even before its
-  first event): ``interrupted``, with the content and sources produced so far.
-
-It then yields :class:`TurnFinalized` with the verified and unverified quotes, or, if the turn is no
-longer this run's (a resume took it over, or another finalize ended it first: see ``finalize_turn``'s
-attempt), :class:`RunSuperseded`, having written nothing. A run on an
-``interrupted`` message (a resume) continues after its content, and never records a tool
-source the message already has.
-
-A run may be paced (``heartbeat_seconds``, ``max_seconds``; the views pace every turn, streamed or
-single-shot, when heartbeats are on): the backend then runs in a
-thread of its own (:class:`BackendPump`, started and ended by the run, inside the request), so that
-while it is silent the run still wakes every ``heartbeat_seconds`` and yields a :class:`Heartbeat`
-(a stream sends a keep-alive comment) and records the turn's progress; a run still going after
-``max_seconds`` ends ``interrupted`` (resumable) and yields :class:`TurnTimedOut` before
-:class:`TurnFinalized`. When the run ends for any reason (the consumer went away, the timeout, an
-error), the pump cancels the backend (``backend.cancel()``, if it has one: the model's stream is shut)
-and joins its thread, waiting at most ``LQAI_BACKEND_STOP_SECONDS``: the thread does not outlive the
-request. Unpaced, the backend runs in the caller's thread and the run records progress
-at its events and whenever the backend calls ``turn.progress`` (at each attempt of a model request);
-the start-up check (``chats.checks``) keeps ``LQAI_STALE_TURN_SECONDS`` above the longest wait between two.
-
-The answer's case citations are read as it streams (:class:`~chats.case_citations.StreamedCitations`, fed
-each delta in the run's own thread) and handed to ``finalize_turn``, whose check then reads only the last
-paragraph.
-
-Turns always end: text and claims are sanitized as they leave the backend (:func:`clean_text`); an answer
-reaching ``LQAI_MAX_ANSWER_CHARS`` is cut there with a note (:data:`ANSWER_LIMIT_NOTE`) and the backend
-stopped; a database error while recording progress is logged and the run goes on; and if finalize itself
-raises, it is retried once on a fresh connection (a database error) and otherwise the turn is finalized
-``failed`` with :data:`FINALIZE_FAILED` (a :class:`TurnFailed` event says so). If not even that can be
-written (the database is gone), the run ends with :class:`TurnFailed` (:data:`NOT_SAVED`) and no
-:class:`TurnFinalized`, and :meth:`TurnRun.run_to_end` raises :class:`TurnNotSaved`.
+A :class:`TurnRun` iterates the backend's events for one assistant message, passes them on, accumulates the
+content, the consulted sources and the claimed quotes, and always ends in :func:`chats.services.finalize_turn`:
+``complete``, ``failed`` or ``interrupted`` (the backend was cut off, or the consumer stopped early). It then
+yields :class:`TurnFinalized`, or :class:`RunSuperseded` (having written nothing) when the turn is no longer
+this run's. A paced run (``heartbeat_seconds``, ``max_seconds``) runs the backend in a :class:`BackendPump`
+thread that never outlives the request and yields :class:`Heartbeat` and :class:`TurnTimedOut`. If not even a
+``failed`` turn can be written, :meth:`TurnRun.run_to_end` raises :class:`TurnNotSaved`. How each ending,
+the pacing, the case citations read while the answer streams and the bounds work: docs/architecture-turns.md.
 """
 
 from __future__ import annotations

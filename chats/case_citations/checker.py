@@ -1,21 +1,12 @@
 """The case-citation check of an answer: does each cited case exist, and is it the case the answer names?
 
-:func:`check_case_citations` gives one :class:`CheckedCitation` per citation span eyecite finds in the
-answer (see :mod:`chats.case_citations.extraction`):
-
-- a full case citation is looked up by its normalized volume/reporter/page, first in the local opinion
-  store, then (when a CourtListener client is configured) in CourtListener's citation-lookup API; a case
-  found is compared with the name written in the answer (:func:`chats.case_citations.names.names_match`):
-  ``verified`` or ``name_mismatch`` (the detail gives both names); otherwise ``not_found`` (only
-  CourtListener, which covers all reported cases, can say so), ``ambiguous`` (with the candidate
-  opinions) or ``unchecked`` (with why: not in the local store and CourtListener not configured, no page
-  number, CourtListener rate-limiting or unreachable, ...);
-- a short form (``Fisher, 570 U.S., at 311``) takes the outcome of the full citation it resolves to, and
-  its own short name, when written, must match either party of that case;
-- ``id.``, ``supra`` and references by name take the outcome of the citation they resolve to;
-- statutes and other citation kinds are ``unchecked`` with why, never dropped.
-
-The check never raises for a lookup failure: the worst outcome is ``unchecked`` with the reason.
+:func:`check_case_citations` gives one :class:`CheckedCitation` per citation span found in the answer
+(:mod:`chats.case_citations.extraction`): a full case citation is looked up by volume/reporter/page in the
+local opinion store, then in CourtListener when configured, and compared with the name written
+(``verified``, ``name_mismatch``, ``not_found``, ``ambiguous`` or ``unchecked`` with why); short forms,
+``id.``, ``supra`` and references take the outcome of the citation they resolve to; statutes and other kinds
+are ``unchecked`` with why, never dropped. It never raises for a lookup failure: the worst outcome is
+``unchecked`` with the reason. Each outcome: docs/verification.md.
 """
 
 from __future__ import annotations
@@ -260,7 +251,7 @@ def _squeezed(reporter: str) -> str:
 _PIN_PAGES = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
-def _pin_pages(pin: str) -> tuple[int, int] | None:
+def pin_pages(pin: str) -> tuple[int, int] | None:
     """The first and last page of a pin cite (`311-12` -> 311, 312), or None (`*3`: a database's screen)."""
     m = _PIN_PAGES.match(pin)
     if m is None:
@@ -277,10 +268,11 @@ def _pin_pages(pin: str) -> tuple[int, int] | None:
 def _pin_checked(checked: CheckedCitation, first_page: str) -> CheckedCitation:
     """``checked`` with its pin cite compared with the cited opinion's pages: the first from the citation, the
     last from the opinion's star paging (:func:`last_page`). A pin outside them is a ``pin_mismatch`` (unless
-    the name already failed); a pin past the first page when the last is unknown is ``unchecked``."""
+    the name already failed); any other is ``unchecked`` here: ``pins`` compares it with the page of the passage
+    quoted with it once the answer's quotes are verified."""
     if not checked.pin or checked.opinion is None or not first_page.isdigit():
         return checked
-    pages = _pin_pages(checked.pin)
+    pages = pin_pages(checked.pin)
     if pages is None:
         return replace(
             checked, pin_status=PIN_UNCHECKED, detail=f"{checked.detail}; pin cite {checked.pin} not checked"
@@ -301,7 +293,14 @@ def _pin_checked(checked: CheckedCitation, first_page: str) -> CheckedCitation:
             pin_status=PIN_UNCHECKED,
             detail=f"{checked.detail}; pin cite {checked.pin} not checked: the opinion's last page is unknown",
         )
-    return replace(checked, pin_status=PIN_WITHIN, detail=f"{checked.detail}; pin cite within pages {first}-{last}")
+    # Within the case, but only the page of a passage quoted with it can confirm it (``pins``): until then,
+    # not checked.
+    return replace(
+        checked,
+        pin_status=PIN_UNCHECKED,
+        detail=f"{checked.detail}; pin cite within pages {first}-{last}, with no passage quoted with it to show "
+        "its page",
+    )
 
 
 # Star paging in an opinion's text: `*676`, glued or not, and `[590 F.Supp.3d 861]` (volume, reporter, page).

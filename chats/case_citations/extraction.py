@@ -6,8 +6,8 @@ of the text: full case citations with their normalized volume/reporter/page (``5
 ``supra`` and references by name linked to the full citation eyecite resolves them to; statutes and
 anything else as what they are, so that the caller can list them as unchecked.
 
-eyecite is imported on first use, not at start-up, and used through its public API as published: the only
-thing passed to it is a tokenizer (:func:`tokenizer`), which selects the same extractors as its default one.
+eyecite is imported on first use, not at start-up, and used through its public API as published:
+``get_citations`` with its default tokenizer.
 """
 
 from __future__ import annotations
@@ -82,26 +82,6 @@ def _not_an_overlap_warning(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Unknown overlap case")
 
 
-@functools.cache
-def tokenizer() -> Any:
-    """eyecite's default tokenizer (Aho-Corasick prefilter, then the regexes of the extractors it selects),
-    selecting the same extractors without hashing them: an extractor's hash is that of its ``repr``, which
-    spells out its whole regex, and hashing them took a quarter of the time of a 20 KB answer."""
-    from eyecite.tokenizers import AhocorasickTokenizer, _strip_ws
-
-    class Tokenizer(AhocorasickTokenizer):
-        def get_extractors(self, text: str) -> Any:
-            stripped = _strip_ws(text)
-            selected = {id(extractor): extractor for extractor in self.unfiltered_extractors}
-            for _, extractors in self.case_sensitive_filter.iter(stripped):
-                selected.update((id(extractor), extractor) for extractor in extractors)
-            for _, extractors in self.case_insensitive_filter.iter(stripped.lower()):
-                selected.update((id(extractor), extractor) for extractor in extractors)
-            return selected.values()
-
-    return Tokenizer()
-
-
 def _key(citation: Any) -> CitationKey | None:
     groups = citation.groups
     if not groups.get("volume") or not groups.get("page"):
@@ -127,7 +107,11 @@ _EMPHASIS = re.compile(r"(?<![\w*_])[*_]+(?=[^\s*_])|(?<=[^\s*_])[*_]+(?![\w*_])
 _PIN_AND_PARENTHETICAL = re.compile(r"(?:,\s*(?:at\s+)?[\d\u2013\u2014\-, n.]*\d)?(?:\s*\([^()]*\))*")
 # A full citation's pin cite and first parenthetical, read from the text right after it (eyecite's own misses an
 # en-dash range, `311\u201312`, and then reads a later parenthetical).
-_PIN = re.compile(r",\s*(?:at\s+)?(?P<pin>\*?\d+(?:\s*[-\u2010\u2013\u2014]\s*\d+)?)(?:\s*(?:&|and)?\s*nn?\.\s*\d+)?")
+# A number followed by a reporter's name is the volume of a parallel citation (`297, 133 S. Ct. 2411`), not a pin.
+_PIN = re.compile(
+    r",\s*(?:at\s+)?(?P<pin>\*?\d+(?:\s*[-\u2010\u2013\u2014]\s*\d+)?)(?![\d\u2010\u2013\u2014-])(?!\s+[A-Z])"
+    r"(?:\s*(?:&|and)?\s*nn?\.\s*\d+)?"
+)
 _PARENTHETICAL = re.compile(r"\s*\((?P<paren>[^()]{1,120})\)")
 _YEAR = re.compile(r"\b(1[6-9]\d\d|20\d\d)\)?$")
 _DATE_WORDS = re.compile(
@@ -224,7 +208,7 @@ def _blank_emphasis(text: str) -> str:
 def _eyecite_citations(text: str) -> list[Any]:
     """eyecite's citations of ``text`` (emphasis blanked), in text order (eyecite may return overlapping ones
     out of it; resolution assumes it)."""
-    return sorted(_eyecite().get_citations(text, tokenizer=tokenizer()), key=lambda c: c.span())
+    return sorted(_eyecite().get_citations(text), key=lambda c: c.span())
 
 
 def _found_citations(original: str, text: str, placed: list[tuple[Any, int]]) -> list[FoundCitation]:
@@ -289,8 +273,7 @@ def _found_citations(original: str, text: str, placed: list[tuple[Any, int]]) ->
                     kind=Kind.SHORT if short else Kind.SUPRA,
                     case_name=name,
                     antecedent=_latest_same_case(found, antecedent),
-                    # A short form's "page" is its pin cite (`412 F.3d at 880`).
-                    pin=str(citation.groups.get("page") or citation.metadata.pin_cite or "") if short else "",
+                    pin=_short_form_pin(citation, text, end) if short else "",
                     written_volume=str(citation.groups.get("volume") or "") if short else "",
                     written_reporter=reporter,
                     **common,
@@ -317,6 +300,22 @@ def _found_citations(original: str, text: str, placed: list[tuple[Any, int]]) ->
         else:
             found.append(FoundCitation(kind=Kind.OTHER, **common))
     return _with_dockets(original, found)
+
+
+# A short form's page and the rest of its range, read from the text (eyecite's span may stop before the page,
+# `570 U.S., at `, and it misses an en-dash range, `311\u2013312`).
+_SHORT_FORM_PAGES = re.compile(r"(?P<page>\d+)?\s*(?:[-\u2010\u2013\u2014]\s*(?P<last>\d+)\b)?")
+
+
+def _short_form_pin(citation: Any, text: str, end: int) -> str:
+    """A short form's pin cite: its "page" (`412 F.3d at 880`) with the range written after it (`880\u201381`)."""
+    page = str(citation.groups.get("page") or "")
+    if written := citation.metadata.pin_cite:
+        return re.sub(r"\s*[\u2010\u2013\u2014]\s*", "-", re.sub(r"^at\s+", "", str(written)).strip())
+    found = _SHORT_FORM_PAGES.match(text, end)
+    if not page or found is None or found.group("page") not in (None, page) or not found.group("last"):
+        return page
+    return f"{page}-{found.group('last')}"
 
 
 def _pin_and_parenthetical(text: str, end: int, metadata: Any) -> tuple[str, str, str]:

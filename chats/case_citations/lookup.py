@@ -264,7 +264,7 @@ def _opinion_text(client: CourtListener, opinion_id: str) -> str:
     from courtlistener import CourtListenerAPIError
 
     try:
-        return courtlistener._opinion_text(client.opinions.get(int(opinion_id), fields=courtlistener.OPINION_FIELDS))
+        return courtlistener.opinion_text(client.opinions.get(int(opinion_id), fields=courtlistener.OPINION_FIELDS))
     except (CourtListenerAPIError, httpx.HTTPError, ValueError, KeyError, TypeError):
         # The citation is still resolved; only quotes from this opinion cannot be verified until it is fetched.
         logger.warning("case citations: text of CourtListener opinion %s not fetched", opinion_id, exc_info=True)

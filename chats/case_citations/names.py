@@ -1,25 +1,11 @@
 """Case names: normalized for comparison, and matched party by party.
 
-A name as written in an answer and an opinion's official name rarely agree letter for letter: Bluebook
-abbreviations (``Univ.``, ``Dep't``, ``Tex.``), ``v.``/``vs.``, ``et al.``, corporate suffixes, leading
-``In re``. :func:`parse_case_name` reduces a name to its parties, each a set of lowercase words with the
-abbreviations expanded and the noise removed; :func:`names_match` then compares parties.
-
-Matching rules (the contract):
-
-- a party matches when one of its *distinctive* words (not a generic word such as ``state``, ``board``,
-  ``university`` or ``united states``) appears in the other party; a party with no distinctive word is
-  compared on all its words;
-- a full citation's name matches when every written party matches its counterpart (plaintiff with
-  plaintiff, defendant with defendant); when either name has a single party (``In re Gault``, or a name
-  of which only one side was found), that party must match one of the other name's parties;
-- a short form's name (``Fisher``) matches when it matches either party;
-- a name whose every party is made only of generic words (``v. County Comm'n``) matches nothing: it would fit
-  any county commission.
-
-The abbreviations are Bluebook T6 and T10 as data (``chats/data/bluebook``).
-
-Pure Python: no Django, no eyecite.
+:func:`parse_case_name` reduces a name to its parties, each a set of lowercase words with Bluebook
+abbreviations (T6 and T10, ``chats/data/bluebook``) expanded and the noise (``v.``, ``et al.``, corporate
+suffixes, ``In re``) removed; :func:`names_match` compares parties: a party matches on one of its distinctive
+words; a full citation's name when every written party matches its counterpart; a short form's when it matches
+either party; a name made only of generic words matches nothing. Pure Python: no Django, no eyecite. The
+rules in full: docs/verification.md.
 """
 
 from __future__ import annotations

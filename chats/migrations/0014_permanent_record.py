@@ -2,19 +2,14 @@
 
 On PostgreSQL, triggers refuse, whatever the client (the ORM, ``QuerySet.update()``, raw SQL):
 
-- ``lqai_append_only``: any UPDATE of a per-turn row (``message_citations``, ``message_caselaw_citations``,
-  ``message_case_citations``, ``message_tool_sources``); a DELETE of one, or of a message, except in the
-  purge of its own matter (the transaction-local setting ``lqai.purge`` holds the matter's id); a change
-  of a complete or failed message's chat, role, content, status, verdict, author, ``reply_to``,
-  ``finalized_at``, attempt or usage; for an interrupted message (finalized, but resumable: interrupted ->
-  streaming -> final), a change of its chat, role, author or ``reply_to``, content that does not continue
-  the stored content, a verdict that gets better (or goes), usage that shrinks, a return to ``pending``
-  or to unfinalized; a change of a cited document's matter.
-  A chat holding messages is deleted only in its matter's purge too.
+- ``lqai_append_only``: an UPDATE of a per-turn row; a DELETE of one, or of a message (or of a chat holding
+  messages), except in the purge of its own matter (``lqai.purge``); a rewrite of a finalized message (a
+  complete or failed one never changes; an interrupted one may only be continued); a change of a cited
+  document's matter.
 - ``lqai_legal_hold``: a DELETE of a matter on hold, of one of its chats or of one of its messages.
 
 Each refusal is SQLSTATE 23001 (``restrict_violation``), so Django raises ``IntegrityError``, whose
-message starts with the rule's name. The model layer (``chats.record``) refuses the same on SQLite.
+message starts with the rule's name. Each rule in full: docs/security.md.
 """
 
 import importlib

@@ -1,8 +1,8 @@
 """Trigram indexes (``pg_trgm``) on what the ledger admin's text search matches (``citations.selectors.
 rows_citing``): a document's title, an opinion's case name and citation, each as Django's ``icontains``
 compares it (``UPPER(column::text) LIKE UPPER(%term%)``). Without them that search reads every document
-and every opinion: at 10M ledger entries the opinions alone took 33.5 ms of a 120 ms changelist
-(docs/scale.md), and a store of opinions grows with the caselaw it holds, not with the firm.
+and every opinion (the opinions alone were much of a changelist's time on a large ledger: docs/scale.md), and a
+store of opinions grows with the caselaw it holds, not with the firm.
 
 PostgreSQL only (the extension is a trusted one: the migrating role needs CREATE on the database, not
 superuser); built CONCURRENTLY (the migration is not atomic), so that writes go on meanwhile. Terms of fewer

@@ -3,8 +3,8 @@
 A document's passages carry its matter (``document_passages.project_id``), and a matter's retrieval searches
 only its own. The trigger of ``0020`` emptied ``documents.passages_sha256`` when a document's content changed;
 it now does so when its matter changes too, by any UPDATE (the admin's form, ``QuerySet.update()``, raw SQL).
-The passages are then made again under the new matter, by ``Document.save()`` at once or by the new matter's
-next turn (``chats.passages.ensure_passages``); until then the old matter's search drops them
+The passages are then made again under the new matter, by the document service at once (``chats.documents``) or
+by the new matter's next turn (``chats.passages.ensure_passages``); until then the old matter's search drops them
 (``search_matter_passages`` keeps only passages of its documents). A cited document never moves (``0014``).
 """
 

@@ -1,45 +1,17 @@
 """A turn's rows are added only by the transaction that finalizes it, below the application (both databases).
 
-The per-turn tables (``message_citations``, ``message_caselaw_citations``, ``message_case_citations``,
-``message_tool_sources``) refuse any UPDATE and DELETE of a finalized turn's rows (``0014``), but an INSERT was
-open: a row added to a turn finalized in an earlier transaction would be reported by ``verify_ledger`` for a
-sealed turn ("inserted"), and sealed by ``seal_turns`` as if it had always been there for an unsealed one. A
-``BEFORE INSERT`` trigger on each table now refuses a row for a message whose ``finalized_at`` was written by
-another, earlier transaction (rule ``lqai_append_only``, so ``IntegrityError``; the model layer re-raises it as
-``chats.record.AppendOnlyError`` naming the message). Still allowed:
+A ``BEFORE INSERT`` trigger on each per-turn table refuses a row for a message whose ``finalized_at`` was
+written by another, earlier transaction (rule ``lqai_append_only``, so ``IntegrityError``; the model layer
+re-raises it as ``chats.record.AppendOnlyError`` naming the message). Still allowed: a row of a message not
+finalized yet, the rows of a finalize (it writes ``finalized_at``, then its rows, in one transaction), those
+of a resumed turn's next finalize, and what a test or the demo builds in one transaction.
 
-- a row of a message not finalized yet;
-- the rows of a finalize: ``finalize_turn`` writes the message's ``finalized_at`` and then, in the same
-  transaction, its rows;
-- the rows of a resumed turn's next finalize (its ``finalize_number`` 2, 3, ...): an interrupted message
-  already has a ``finalized_at`` from its first run's transaction, and the resume's finalize writes a new one
-  (``now``) before adding its rows, so that transaction is the one that finalized it, as the first was;
-- what a test or the demo builds in one transaction: a message inserted already finalized, then its rows.
-
-How "the transaction that wrote ``finalized_at``" is known:
-
-- PostgreSQL: a trigger on ``messages`` stamps a column the ORM does not know, ``messages.finalized_xact``
-  (``xid8``), with ``pg_current_xact_id()`` whenever a row is inserted finalized or its ``finalized_at``
-  changes, and keeps the stamp otherwise (a client's own value is ignored: only a write of ``finalized_at``
-  moves it, and a complete turn's ``finalized_at`` never changes). The insert guard compares it with
-  ``pg_current_xact_id()``. Both sides use the top-level transaction's id, never a subtransaction's: Django's
-  nested ``atomic()`` blocks are savepoints, and a finalize inside one (a view's, a test's) writes the message
-  under a subtransaction id, which is what ``xmin`` would hold and why ``xmin`` is not compared. A savepoint
-  rolled back takes its ``finalized_at`` and its stamp with it. ``xid8`` does not wrap around, so a stamp never
-  matches a later transaction; messages finalized before this migration have none, and count as finalized
-  earlier. The guard reads the message ``FOR SHARE``: a finalize holds it ``FOR UPDATE`` until it commits, so a
-  row inserted meanwhile by another transaction waits, then sees the finalize and is refused.
-- SQLite has no transaction id in SQL. The application registers two functions on each of its connections
-  (``chats.record.register_sqlite_record_functions``, as ``uuid_generate_v7`` is): a trigger on ``messages``
-  calls ``lqai_note_finalized(id, finalized_at)`` when a row is inserted finalized or its ``finalized_at``
-  changes, which keeps that pair for the connection until its transaction commits (``transaction.on_commit``;
-  at once outside ``atomic()``, where each statement commits by itself); the insert guard calls
-  ``lqai_finalized_here(id, finalized_at)`` with the message's stored pair. A rollback leaves a pair kept but
-  takes its ``finalized_at`` back, so the pair no longer matches. The refusal's text can only be a constant
-  there (SQLite's ``RAISE``), so it names the table; the model layer adds the message. A client other than the
-  application (the ``sqlite3`` shell) has not the functions and cannot write these tables, nor messages.
-  SQLite rebuilds a table to alter it, dropping its triggers: a later migration altering one of these tables or
-  ``messages`` on SQLite restores them (``SQLITE``, below).
+How the finalizing transaction is known: on PostgreSQL a trigger stamps ``messages.finalized_xact`` with
+``pg_current_xact_id()`` whenever ``finalized_at`` is written; on SQLite, which has no transaction id in SQL,
+functions registered on each connection (``chats.record.register_sqlite_record_functions``) keep the pairs
+(message, ``finalized_at``) the open transaction wrote. SQLite rebuilds a table to alter it, dropping its
+triggers: a later migration altering these tables or ``messages`` on SQLite restores them (``SQLITE``, below).
+The whole design: docs/security.md, "Which transaction finalized a message".
 """
 
 from django.db import migrations

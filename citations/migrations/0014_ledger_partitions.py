@@ -1,38 +1,14 @@
 """The ledger partitioned by month on PostgreSQL, and the tombstone of a dropped month.
 
-On PostgreSQL, ``citation_ledger_entry`` is rebuilt as ``PARTITION BY RANGE (created_at)``: one partition
-per calendar month (UTC) from the month of its oldest entry to ``AHEAD`` months after this one (none for an
-empty ledger), and a ``DEFAULT`` partition, so that an insert never fails for want of a partition
-(``manage.py ledger_partitions``, nightly, creates the months ahead and moves rows out of the default
-partition). Each partition's indexes are named after the ledger's (``<index>_<yYYYYmMM or default>``). What the
-database holds of the old table is carried over from its catalog, under the same names:
-
-- the CHECK constraints (``LIKE ... INCLUDING CONSTRAINTS``), inherited by every partition;
-- the primary key and the unique source constraints with ``created_at`` added: PostgreSQL requires every
-  unique key of a partitioned table to contain the partition key. Django's state keeps ``id`` as the
-  primary key and the single-column unique constraints (this migration changes no state): the entry's
-  ``created_at`` is its source row's (``citations.ledger``), so ``(<source>, created_at)`` is unique
-  exactly when ``<source>`` is, and model validation is unchanged (docs/scale.md);
-- the indexes, the foreign keys as they are (``ON DELETE CASCADE DEFERRABLE``, see ``0002``) and the row
-  triggers (the append-only trigger; PostgreSQL clones row triggers onto every partition, present and
-  future). The old table has no statement-level trigger; if it had one, the migration would stop, since
-  those are not cloned.
-
-A ``BEFORE INSERT`` row trigger (``citation_ledger_entry_one_per_source``) keeps one entry per source row
-across partitions, as the single-column constraint did (SQLSTATE 23505, under its name), including the
-entries written before this migration (stamped with their write time), whose rows it lists in
-``citation_ledger_off_time``.
-
-The append-only trigger's function gains one exception: a DELETE from the default partition while the
-transaction is marked as moving rows out of it (``lqai.ledger_move``, set by ``citations.partitions``,
-which re-inserts every row unchanged in the same transaction). Nothing references the ledger by foreign
-key (checked: the migration stops if something does). The rows are copied in one statement and counted;
-the old table is dropped. Reversible: backwards rebuilds the plain table the same way (the months'
-partitions go with it). The whole runs in the migration's transaction with the old table locked: the
-ledger's writes wait (a turn's ledger write gives up after its timeout and ``backfill_ledger`` repairs
-it); docs/scale.md gives the time per million rows.
-
-On SQLite the ledger stays a plain table; the tombstone table is created everywhere.
+On PostgreSQL, ``citation_ledger_entry`` is rebuilt as ``PARTITION BY RANGE (created_at)``: one partition per
+calendar month (UTC) from its oldest entry's month to ``AHEAD`` months after this one, and a ``DEFAULT``
+partition, so that an insert never fails for want of one. The old table's CHECK constraints, keys (unique keys
+with ``created_at`` added, as PostgreSQL requires), indexes, foreign keys and row triggers are carried over
+under the same names; a ``BEFORE INSERT`` trigger (``citation_ledger_entry_one_per_source``) keeps one entry
+per source row across partitions; the append-only trigger lets ``citations.partitions`` move rows out of the
+default partition (``lqai.ledger_move``). The rows are copied in one statement and counted, with the old
+table locked; reversible. On SQLite the ledger stays a plain table; the tombstone table is created everywhere.
+What is carried over and why: docs/scale.md.
 """
 
 import datetime

@@ -1,19 +1,14 @@
 """A ledger tombstone is what ``ledger_partitions --drop-before`` writes (PostgreSQL).
 
-A row of ``ledger_partition_drops`` silences the ledger over its range: the ledger's writers give a source row
-of that range no entry (``citations.ledger``) and ``verify_ledger`` counts such rows as dropped; the table is
-append-only, so a row once written stays. A trigger therefore refuses an INSERT unless the row is the tombstone
-``citations.partitions.drop_months_before`` writes, in the transaction that detaches the month, before it does:
-
-- ``range_start`` is the first instant of a month in UTC and ``range_end`` the first instant of the next;
-- ``range_end`` is no later than the start of the current month (UTC, at the transaction's start): only whole
-  past months are ever dropped;
-- ``partition`` names a partition attached to ``citation_ledger_entry`` (``pg_inherits``) with exactly those
-  bounds (``pg_get_expr(relpartbound)``, each bound read back as a ``timestamptz``).
+A row of ``ledger_partition_drops`` silences the ledger over its range, and stays once written. A trigger
+therefore refuses an INSERT unless the row is the tombstone ``citations.partitions.drop_months_before``
+writes, in the transaction that detaches the month, before it does: ``range_start`` and ``range_end`` bound
+one whole UTC month, before the current one, and ``partition`` names a partition attached to
+``citation_ledger_entry`` with exactly those bounds.
 
 Refused under rule ``lqai_ledger_tombstone``, SQLSTATE 23001 (``restrict_violation``), so ``IntegrityError``,
 as the other triggers of the record. ``citations.models.LedgerPartitionDrop.save()`` refuses the same range
-with the same message on every database (the partition check is PostgreSQL's only: SQLite has none).
+with the same message on every database (the partition check is PostgreSQL's only).
 """
 
 import importlib

@@ -1,19 +1,10 @@
 """The alteration policy: which brackets and ellipses a quote may use (Bluebook Rules 5.2 and 5.3).
 
-Alterations and omissions are allowed only where they cannot change what the source says:
-
-- a bracket's content and the source words it stands for carry the same negations, numbers (digits, number words,
-  dates and month names) and modal verbs; ``[sic]`` stands for nothing; ``[ ]`` only for an inflectional ending
-  (never ``can[ ]`` for "cannot");
-- an ellipsis never omits a negation, a number, a modal or a limiting word from inside a clause; omitting whole
-  sentences, citations or list items is allowed;
-- a bracket that stands for different words is allowed, but unless it replaces a pronoun, an article or a role noun,
-  only shortens what it stands for, or changes only a word's form, it is a *substitution* and the match's confidence
-  is capped at :data:`SUBSTITUTION_MAX_CONFIDENCE`; so is a bracket that adds words other than pronouns, articles
-  and role nouns.
-
-Everything here works on canonical text (see :mod:`lqai_verify.verification.normalization`): lower-cased words, straight
-apostrophes.
+Alterations and omissions are allowed only where they cannot change what the source says: a bracket and the
+words it stands for carry the same negations, numbers and modals; an ellipsis never omits a negation, a
+number, a modal or a limiting word from inside a clause; a bracket substituting other words caps the match's
+confidence at :data:`SUBSTITUTION_MAX_CONFIDENCE`. Works on canonical text
+(:mod:`lqai_verify.verification.normalization`). The rules in full: docs/verification.md.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ unless ``DEBUG`` is on: a development database, never a deployment's."""
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -30,20 +32,30 @@ class Command(BaseCommand):
                 "The demo creates a superuser with a published password, so it runs only with DEBUG on "
                 "(a development database). Run it with `make demo`, or set DEBUG=1. Nothing was created."
             )
-        out = self.stdout
-        purged = demo.purge_previous_run()
+        previous = demo.purge_previous_run()
         matter = demo.seed()
+        try:
+            self._run(matter, previous)
+        finally:
+            # Whether the run ended or stopped half-way, all its matter holds so far is the demo's.
+            demo.record_made(project=matter.project)
+
+    def _run(self, matter: demo.DemoMatter, previous: demo.PreviousRuns) -> None:
+        out = self.stdout
         out.write(self.style.MIGRATE_HEADING("Demo matter"))
         out.write(f"  project: {matter.project.name} ({matter.project.pk})")
         out.write(
             f"  KB documents: {matter.project.documents.count()}; login: {demo.DEMO_USERNAME} / {demo.DEMO_PASSWORD}"
         )
-        if purged is not None:
+        for purged in previous.purged:
             out.write(
                 f"  (replaced the previous run's demo chats: matter {purged.project_id} purged with its "
                 f"{purged.chats} chats, {purged.messages} messages and {purged.ledger_entries} ledger entries; "
                 f"tombstone {purged.pk})"
             )
+        for kept in previous.kept:
+            for line in self._kept(kept, fresh=matter.project.pk):
+                out.write(line)
         expiry = f" (expires {matter.token_expiry:%Y-%m-%d %H:%M} UTC)" if matter.token_expiry else ""
         out.write(f"  API token{expiry}: {matter.token}")
         out.write(
@@ -90,3 +102,18 @@ class Command(BaseCommand):
         out.write(f"  {demo.page_url(chat)}")
         out.write(f"  only what needs review: {demo.page_url(chat)}?review=1")
         out.write("  operators: http://127.0.0.1:8000/admin/ (the citation ledger)")
+
+    def _kept(self, kept: demo.KeptMatter, *, fresh: UUID) -> Iterator[str]:
+        """What the rerun kept of a previous demo matter, and where this run's demo went."""
+        yield self.style.WARNING(
+            f"  kept the previous demo matter {kept.project.pk} whole (renamed {kept.project.name!r}), as it holds "
+            "what the demo has no record of making:"
+        )
+        for chat, messages in kept.chats:
+            held = f"{messages} message(s)" if messages else "the chat itself"
+            yield f"    chat {chat.title or chat.pk!s}: {held}: {demo.page_url(chat)}"
+        if kept.documents:
+            yield f"    {kept.documents} document(s) besides the demo's own"
+        if kept.legal_hold:
+            yield "    it is on legal hold"
+        yield f"  this run's demo is in a fresh matter, {demo.DEMO_PROJECT} ({fresh})"

@@ -2,9 +2,9 @@
 
 A quote row's ``verification_method``, a case citation's ``status`` and a ledger entry's
 ``verification_status`` all come through :func:`status_in_words`; a turn's verdict through
-:func:`verdict_in_words`. The trace pages, the admin and the export report show these words, never the
-codes alone. A status this module does not know yet (a new check's outcome) is shown by its code, as
-needing review: nothing unknown passes as fine.
+:func:`verdict_in_words`. The trace pages, the admin and the export report (rendered again by the offline
+verifier, hence pure) show these words, never the codes alone. A status this module does not know yet (a
+new check's outcome) is shown by its code, as needing review: nothing unknown passes as fine.
 
 ``tone`` names a style (``ok``, ``review``, ``fail``, ``info``) and ``symbol`` a glyph shown beside the
 words, so that a status is never told by colour alone.
@@ -12,9 +12,11 @@ words, so that a status is never told by colour alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from lqai_verify import verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,7 @@ _STATUSES: dict[str, tuple[str, str, str, bool]] = {
     "name_mismatch": ("cited under another case's name", "\u2717", FAIL, True),
     "pin_mismatch": ("the case has no such page (pin cite)", "\u2717", FAIL, True),
     "not_found": ("no case at this citation", "\u2717", FAIL, True),
+    verdict.PIN_UNCHECKED: ("case verified; its pin cite could not be checked: review", "?", REVIEW, True),
     "ambiguous": ("several cases at this citation: review", "?", REVIEW, True),
     "unchecked": ("not checked", "?", REVIEW, True),
     "provenance": ("consulted, not quoted", "\u00b7", INFO, False),
@@ -64,6 +67,12 @@ def needs_review(code: str) -> bool:
     return status_in_words(code).needs_review
 
 
+def review_count(codes: Iterable[str]) -> int:
+    """How many of the claims whose statuses are ``codes`` (one per claim) a person must look at: the count of
+    claims to review the trace pages, the report and the API give."""
+    return sum(needs_review(code) for code in codes)
+
+
 @dataclass(frozen=True, slots=True)
 class VerdictInWords:
     code: str
@@ -71,22 +80,48 @@ class VerdictInWords:
     explanation: str
     symbol: str
     tone: str
+    #: For a turn whose stored verdict is not what its claims read today: what it was sealed as, in words.
+    earlier: str = ""
 
 
 _VERDICTS: dict[str, tuple[str, str, str, str]] = {
-    "pass": ("Pass", "every quote verified exactly, and no case cited was found wrong", "\u2713", OK),
-    "supported": ("Supported", "every quote verified, some with formatting differences or alterations", "\u2713", OK),
-    "fail": ("Fail", "a claim did not verify, or a cited case does not exist or has another name", "\u2717", FAIL),
-    "none": ("No claims", "the answer claims no quote to verify", "\u00b7", INFO),
+    verdict.PASS: (
+        "Pass",
+        "every quote verified exactly or with formatting-only differences, and every case cited verified",
+        "\u2713",
+        OK,
+    ),
+    verdict.REVIEW: ("Review", "nothing failed, but a claim needs a person to check it", "!", REVIEW),
+    verdict.FAIL: (
+        "Fail",
+        "a claim failed: a quote not in its source, or a case that does not exist, has another name or lacks "
+        "the page cited",
+        "\u2717",
+        FAIL,
+    ),
+    verdict.NONE: ("No claims", "the answer claims no quote or case to verify", "\u00b7", INFO),
+    verdict.SUPPORTED: (
+        "Supported (earlier rules)",
+        "every quote verified, some with formatting differences or alterations: review what it marks",
+        "!",
+        REVIEW,
+    ),
 }
 
 
-def verdict_in_words(code: str | None, *, status: str = "complete") -> VerdictInWords:
-    """A turn's verdict in words; a turn not finalized has none yet (``status`` says why)."""
+def verdict_in_words(code: str | None, *, status: str = "complete", claims: str | None = None) -> VerdictInWords:
+    """A turn's verdict in words; a turn not finalized has none yet (``status`` says why). ``claims``: the
+    verdict its claims read today (:func:`lqai_verify.verdict.verdict_of`); when the stored verdict differs (a
+    turn finalized under earlier rules), the turn reads by its claims, and ``earlier`` says what it was sealed
+    as."""
     if not code and status == "complete":
         return VerdictInWords("", "No verdict recorded", "the turn was finalized before verdicts were", "\u00b7", INFO)
     if not code:
         return VerdictInWords("", "No verdict yet", f"the turn is {status}", "\u2026", INFO)
+    if claims is not None and verdict.sealed_under_earlier_rules(code, claims=claims):
+        read = verdict_in_words(claims, status=status)
+        earlier = f"sealed as \u2018{code}\u2019 under earlier rules; its claims read: {claims}"
+        return VerdictInWords(read.code, read.title, read.explanation, read.symbol, read.tone, earlier)
     known = _VERDICTS.get(code)
     if known is None:
         return VerdictInWords(code, code.capitalize(), "a verdict not described yet: review", "?", REVIEW)

@@ -1,0 +1,52 @@
+"""``manage.py load_authorities PATH...``: load USLM files (U.S. Code titles, CFR volumes) into the library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from authorities.loading import load_uslm
+from authorities.uslm import UslmError
+
+
+class Command(BaseCommand):
+    help = (
+        "Load USLM XML files into the authority library: U.S. Code titles as OLRC publishes them (usc09.xml) and "
+        "annual CFR volumes as GPO publishes them (CFR-2017-title27-vol3.xml). A file loaded whole before is "
+        "skipped; a load that stopped part-way is finished by running the same command again."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="USLM XML files")
+        parser.add_argument("--dry-run", action="store_true", help="read the files whole, write nothing")
+
+    def handle(self, *args: Any, paths: list[Path], dry_run: bool, **options: Any) -> None:
+        missing = [str(p) for p in paths if not p.is_file()]
+        if missing:
+            raise CommandError(f"not a file: {', '.join(missing)}")
+        for path in paths:
+            with tqdm(
+                total=path.stat().st_size, unit="B", unit_scale=True, desc=path.name, disable=options["verbosity"] < 1
+            ) as bar:
+
+                def advance(position: int, bar: tqdm[Any] = bar) -> None:
+                    bar.update(position - bar.n)
+
+                try:
+                    report = load_uslm(path=path, progress=advance, dry_run=dry_run)
+                except UslmError as exc:
+                    raise CommandError(f"{path}: {exc}") from None
+            if report.skipped:
+                self.stdout.write(f"{path.name}: loaded before, skipped")
+            elif dry_run:
+                self.stdout.write(
+                    f"{path.name}: {report.release} - {report.sections} sections (dry run: nothing written)"
+                )
+            else:
+                self.stdout.write(
+                    f"{path.name}: {report.release.label if report.release else ''} - {report.sections} sections read, "
+                    f"{report.added} added"
+                )

@@ -1,0 +1,109 @@
+"""``manage.py check_draft PATH --matter ID [--json OUT]``: read a draft and list what it cites and quotes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from chats.models import Project
+from drafts.errors import UnreadableDraft
+from drafts.finding import STEPS, DraftFindings, Finding, find_in_draft
+from drafts.reading import read_draft
+
+
+class Command(BaseCommand):
+    help = (
+        "Read a draft brief (DOCX, PDF with a text layer, plain text or Markdown) for a matter and list every case "
+        "citation, statute or regulation citation and quotation in it, each with its page and the authority it is "
+        "tied to, then the table of authorities. The findings are not checked yet. Writes nothing but --json."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", type=Path, help="the draft: .docx, .pdf, .txt or .md")
+        parser.add_argument("--matter", type=UUID, required=True, help="the matter (project) id the draft is for")
+        parser.add_argument("--json", type=Path, dest="json_out", help="also write the findings as JSON to this file")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path: Path = options["path"]
+        matter: UUID = options["matter"]
+        json_out: Path | None = options["json_out"]
+        if not Project.objects.filter(pk=matter).exists():
+            raise CommandError(f"No matter {matter}: pass a project id (see the admin's Projects).")
+        if json_out is not None and not json_out.parent.is_dir():
+            raise CommandError(f"--json {json_out}: the directory {json_out.parent} does not exist.")
+        data = _read_bytes(path)
+        with tqdm(total=1 + len(STEPS), unit="step", file=sys.stderr, desc="check_draft", disable=None) as bar:
+            try:
+                draft = read_draft(data=data, name=path.name)
+            except UnreadableDraft as exc:
+                raise CommandError(f"{path}: {exc}") from None
+            bar.update()
+
+            def step_done(step: str) -> None:
+                bar.set_postfix_str(step)
+                bar.update()
+
+            result = find_in_draft(draft, on_step=step_done)
+        for finding in result.findings:
+            self.stdout.write(_line(finding, result))
+        self._write_table(result)
+        if json_out is not None:
+            _write_json(json_out, {"id": None, "matter": str(matter)} | result.record())
+        counts = {
+            kind: sum(f.kind == kind for f in result.findings)
+            for kind in ("case_citation", "statute_citation", "quote")
+        }
+        uncited = sum(f.kind == "quote" and f.authority is None for f in result.findings)
+        self.stdout.write(
+            f"check_draft: {path.name}: {counts['case_citation']} case citations, {counts['statute_citation']} statute "
+            f"and regulation citations, {counts['quote']} quotations ({uncited} without a citation), "
+            f"{len(result.authorities)} authorities; nothing checked yet"
+        )
+
+    def _write_table(self, result: DraftFindings) -> None:
+        self.stdout.write("Table of authorities:")
+        for entry in result.authorities:
+            pages = ", ".join(entry.pages) or "no page numbers"
+            name = f"{entry.name}, " if entry.name else ""
+            self.stdout.write(f"  {entry.kind:<10} {name}{entry.cite}: {pages}")
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, read no further than one byte past the upload limit (the reader refuses it then)."""
+    try:
+        with path.open("rb") as file:
+            return file.read(settings.LQAI_MAX_UPLOAD_BYTES + 1)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+
+
+def _line(finding: Finding, result: DraftFindings) -> str:
+    page = f"p. {finding.page}" if finding.page is not None else "p. -"
+    where = f" (footnote {finding.footnote})" if finding.footnote else ""
+    if finding.authority is not None:
+        to = f" -> {result.authorities[finding.authority].cite}"
+    else:
+        to = " -> no citation" if finding.kind == "quote" else " -> no full citation before it"
+    text = " ".join(finding.text.split())
+    text = text if len(text) <= 100 else text[:97] + "..."
+    return f"{page:<8} {finding.kind:<17} {finding.form:<16} {text}{to}{where}"
+
+
+def _write_json(out: Path, record: dict[str, object]) -> None:
+    # Written beside the target and renamed into place: an interrupted run leaves no half-written file.
+    with tempfile.NamedTemporaryFile("w", dir=out.parent, prefix=f".{out.name}.", delete=False, encoding="utf-8") as f:
+        try:
+            json.dump(record, f, ensure_ascii=False, indent=2)
+        except BaseException:
+            os.unlink(f.name)
+            raise
+    os.replace(f.name, out)
