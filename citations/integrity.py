@@ -520,32 +520,9 @@ def _check_chains(
 
     def end_chain(last: dict[str, Any]) -> None:
         ends.add(last["id"])
-        head, _ = heads.get(last["chain"], (None, None))
-        if head is None:
-            # Deleted: the chain's next seal would restart at #1, collide with its first, and fail.
-            result.add(
-                Problem(
-                    f"the chain {last['chain']} has seals up to #{last['sequence']} but no head "
-                    "(seal_chain_heads): its head was deleted, and its next seal cannot be written",
-                    *_where(last),
-                )
-            )
-        elif head < last["sequence"]:
-            result.add(
-                Problem(
-                    f"the chain's head says it ends at #{head}, before its last seal #{last['sequence']}: the head was "
-                    "moved back, or seals were inserted past it; its next seal cannot be written",
-                    *_where(last),
-                )
-            )
-        elif head != last["sequence"]:
-            result.add(
-                Problem(
-                    f"the chain's head says it ends at #{head}, its last seal is #{last['sequence']} "
-                    "(seals at its end are missing)",
-                    *_where(last),
-                )
-            )
+        problem = _chain_end_problem(last, heads.get(last["chain"], (None, ""))[0])
+        if problem is not None:
+            result.add(problem)
 
     def check(page: list[dict[str, Any]]) -> None:
         nonlocal previous
@@ -584,6 +561,31 @@ def _check_chains(
                 Problem(f"the chain's head says it ends at #{heads[chain][0]}, but it has no seals", None, chain)
             )
     return ends
+
+
+def _chain_end_problem(last: dict[str, Any], head: int | None) -> Problem | None:
+    """What is wrong with where a chain ends, its last seal ``last`` against its head's number ``head`` (None: no
+    head row), or None."""
+    if head is None:
+        # Deleted: the chain's next seal would restart at #1, collide with its first, and fail.
+        return Problem(
+            f"the chain {last['chain']} has seals up to #{last['sequence']} but no head "
+            "(seal_chain_heads): its head was deleted, and its next seal cannot be written",
+            *_where(last),
+        )
+    if head < last["sequence"]:
+        return Problem(
+            f"the chain's head says it ends at #{head}, before its last seal #{last['sequence']}: the head was "
+            "moved back, or seals were inserted past it; its next seal cannot be written",
+            *_where(last),
+        )
+    if head != last["sequence"]:
+        return Problem(
+            f"the chain's head says it ends at #{head}, its last seal is #{last['sequence']} "
+            "(seals at its end are missing)",
+            *_where(last),
+        )
+    return None
 
 
 def _gap(seal: dict[str, Any], previous: dict[str, Any], head: int | None) -> str:
