@@ -18,7 +18,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -53,8 +53,6 @@ from lqai_verify import verdict as verdict_rule
 from lqai_verify.verification import NormalizedSource, QuoteMatch, alterations_record, context_flags_record
 
 logger = logging.getLogger(__name__)
-
-QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
 FINAL_STATUSES = frozenset({Message.Status.COMPLETE, Message.Status.INTERRUPTED, Message.Status.FAILED})
 
@@ -338,103 +336,103 @@ def record_progress(*, message: Message) -> None:
     message.updated_at = now
 
 
-def _verify_claims(
-    *, message: Message, claims: Sequence[ClaimedCitation], now: datetime.datetime, first_position: int = 0
-) -> tuple[list[DocumentQuote], list[OpinionQuote]]:
-    """The quote rows of the claims: each verified against its source's text (sources loaded and normalized
-    once per turn) or, if it does not verify, a failed (``unverified``) row saying why.
+@dataclass(slots=True)
+class _ClaimSources:
+    """The sources a turn's claims name, loaded once per turn: the chat's matter's documents and the opinions
+    among them, each text normalized once (on first use) for the verifier."""
 
-    A KB document only counts if it belongs to the chat's matter: a quote claimed from another matter's
-    document is unverified, never a citation, and the failed row does not name the document. A claim naming
-    no source, or both kinds, is recorded as a failed KB claim. Each verified quote carries the digest of
-    ``source[start:end]`` as verified here (:func:`passage_sha256`). Rows are numbered in claim order from
-    ``first_position`` (KB and caselaw claims together). At most ``LQAI_MAX_CLAIMS_PER_TURN`` claims are
-    verified; the rest are recorded as one failed claim (the first of them) saying how many were dropped.
-    Runs inside the turn's transaction: the sources' texts are read under :func:`_hold_source_texts`.
-    """
-    limit = max(settings.LQAI_MAX_CLAIMS_PER_TURN, 0)
-    dropped = claims[limit:]
-    claims = claims[:limit]
+    documents: dict[UUID, Document]
+    opinions: dict[UUID, CaselawOpinion]
+    normalized: dict[UUID, NormalizedSource] = field(default_factory=dict)
+
+    def verify(self, key: UUID, text: str, quote: str) -> tuple[QuoteMatch | None, str]:
+        """``quote`` verified against ``text`` (the source ``key``): the match, or None and why not."""
+        if key not in self.normalized:
+            self.normalized[key] = NormalizedSource.build(text)
+        return self.normalized[key].verify_detailed(quote)
+
+
+def _claim_sources(*, message: Message, claims: Sequence[ClaimedCitation]) -> _ClaimSources:
+    """The sources ``claims`` name, their texts held until the turn's transaction ends
+    (:func:`_hold_source_texts`). A KB document counts only if it belongs to the chat's matter."""
     document_ids = {c.document_id for c in claims if c.document_id is not None}
     opinion_ids = {c.opinion_id for c in claims if c.opinion_id is not None}
     _hold_source_texts(document_ids=document_ids, opinion_ids=opinion_ids)
     project_id = message.chat.project_id
     documents = (
-        {d.pk: d for d in Document.objects.filter(pk__in=document_ids, project_id=project_id)}
+        Document.objects.filter(pk__in=document_ids, project_id=project_id)
         if document_ids and project_id is not None
-        else {}
+        else []
     )
-    opinions = {o.pk: o for o in CaselawOpinion.objects.filter(pk__in=opinion_ids)} if opinion_ids else {}
-    normalized: dict[UUID, NormalizedSource] = {}
+    opinions = CaselawOpinion.objects.filter(pk__in=opinion_ids) if opinion_ids else []
+    return _ClaimSources(documents={d.pk: d for d in documents}, opinions={o.pk: o for o in opinions})
 
-    def source_for(key: UUID, text: str) -> NormalizedSource:
-        if key not in normalized:
-            normalized[key] = NormalizedSource.build(text)
-        return normalized[key]
 
-    def verified(
-        row_class: type[QuoteRow],
-        claim: ClaimedCitation,
-        match: QuoteMatch,
-        text: str,
-        **source: Document | CaselawOpinion,
-    ) -> QuoteRow:
-        """The row of a verified quote of ``text``: its span, how it verified, the digest of the passage
-        and its alterations."""
-        return row_class(
-            message=message,
-            quote=claim.quote,
-            source_offset_start=match.start,
-            source_offset_end=match.end,
-            verification_method=match.method,
-            verification_confidence=match.confidence,
-            passage_sha256=passage_sha256(text[match.start : match.end]),
-            alterations=alterations_record(match),
-            context_flags=context_flags_record(match),
-            created_at=now,
-            **source,
-        )
+def _claimed_source(
+    claim: ClaimedCitation, sources: _ClaimSources
+) -> tuple[type[DocumentQuote] | type[OpinionQuote], Document | CaselawOpinion | None, str]:
+    """The quote table of a claim (caselaw if it names an opinion only, KB otherwise) and the source it names,
+    or None and why it cannot verify: a claim naming no source, or both kinds, fails as a KB claim; a document
+    counts only if it is of the chat's matter."""
+    if claim.opinion_id is not None and claim.document_id is None:
+        opinion = sources.opinions.get(claim.opinion_id)
+        return OpinionQuote, opinion, "" if opinion is not None else "unknown opinion"
+    if claim.document_id is None and claim.opinion_id is None and claim.named_source:
+        return DocumentQuote, None, f"unknown source {claim.named_source[:100]!r}: not a source of this turn"
+    if claim.document_id is None or claim.opinion_id is not None:
+        return DocumentQuote, None, "the claim must name exactly one source"
+    document = sources.documents.get(claim.document_id)
+    return (
+        DocumentQuote,
+        document,
+        "" if document is not None else "unknown document: not a document of this chat's matter",
+    )
 
-    def failed(
-        row_class: type[QuoteRow], claim: ClaimedCitation, reason: str, **source: Document | CaselawOpinion
-    ) -> QuoteRow:
-        """The row of a claim that did not verify, naming its source when the claim named a quotable one."""
-        return row_class(
-            message=message,
-            quote=claim.quote,
-            verification_method=UNVERIFIED,
-            unverified_reason=reason,
-            created_at=now,
-            **source,
-        )
 
-    def row_for(claim: ClaimedCitation) -> DocumentQuote | OpinionQuote:
-        if claim.opinion_id is not None and claim.document_id is None:
-            opinion = opinions.get(claim.opinion_id)
-            if opinion is None:
-                return failed(OpinionQuote, claim, "unknown opinion")
-            match, why = source_for(opinion.pk, opinion.text).verify_detailed(claim.quote)
-            if match is None:
-                return failed(OpinionQuote, claim, _reason(why, "opinion"), opinion=opinion)
-            return verified(OpinionQuote, claim, match, opinion.text, opinion=opinion)
-        if claim.document_id is None and claim.opinion_id is None and claim.named_source:
-            reason = f"unknown source {claim.named_source[:100]!r}: not a source of this turn"
-            return failed(DocumentQuote, claim, reason)
-        if claim.document_id is None or claim.opinion_id is not None:
-            return failed(DocumentQuote, claim, "the claim must name exactly one source")
-        document = documents.get(claim.document_id)
-        if document is None:
-            return failed(DocumentQuote, claim, "unknown document: not a document of this chat's matter")
-        match, why = source_for(document.pk, document.content).verify_detailed(claim.quote)
-        if match is None:
-            return failed(DocumentQuote, claim, _reason(why, "document"), document=document)
-        return verified(DocumentQuote, claim, match, document.content, document=document)
+def _quote_row(
+    *, message: Message, claim: ClaimedCitation, sources: _ClaimSources, now: datetime.datetime
+) -> DocumentQuote | OpinionQuote:
+    """The row of one claim (unsaved, unnumbered): a quote verified against its source's text, with its span,
+    how it verified, the digest of the passage (:func:`passage_sha256`), its alterations and context flags;
+    or a failed (``unverified``) row saying why, naming its source only if the claim named a quotable one."""
+    row_class, source, reason = _claimed_source(claim, sources)
+    fields: dict[str, Any] = {"message": message, "quote": claim.quote, "created_at": now}
+    if source is None:
+        return row_class(**fields, verification_method=UNVERIFIED, unverified_reason=reason)
+    kind, text = ("opinion", source.text) if isinstance(source, CaselawOpinion) else ("document", source.content)
+    fields[kind] = source
+    match, why = sources.verify(source.pk, text, claim.quote)
+    if match is None:
+        return row_class(**fields, verification_method=UNVERIFIED, unverified_reason=_reason(why, kind))
+    return row_class(
+        **fields,
+        source_offset_start=match.start,
+        source_offset_end=match.end,
+        verification_method=match.method,
+        verification_confidence=match.confidence,
+        passage_sha256=passage_sha256(text[match.start : match.end]),
+        alterations=alterations_record(match),
+        context_flags=context_flags_record(match),
+    )
 
+
+def _verify_claims(
+    *, message: Message, claims: Sequence[ClaimedCitation], now: datetime.datetime, first_position: int = 0
+) -> tuple[list[DocumentQuote], list[OpinionQuote]]:
+    """The quote rows of the claims (KB, caselaw), unsaved: each verified against its source's text, or a
+    failed (``unverified``) row saying why (:func:`_quote_row`). Rows are numbered in claim order from
+    ``first_position`` (KB and caselaw claims together). At most ``LQAI_MAX_CLAIMS_PER_TURN`` claims are
+    verified; the rest are recorded as one failed claim (the first of them) saying how many were dropped.
+    Call inside the turn's transaction: the sources' texts are held until it ends."""
+    limit = max(settings.LQAI_MAX_CLAIMS_PER_TURN, 0)
+    dropped = claims[limit:]
+    claims = claims[:limit]
+    sources = _claim_sources(message=message, claims=claims)
     kb: list[DocumentQuote] = []
     caselaw: list[OpinionQuote] = []
     for position, claim in enumerate(claims, start=first_position):
-        row = row_for(claim)
-        row.position = position  # KB and caselaw claims numbered together, in the order they were made
+        row = _quote_row(message=message, claim=claim, sources=sources, now=now)
+        row.position = position
         if isinstance(row, OpinionQuote):
             caselaw.append(row)
         else:
@@ -444,9 +442,15 @@ def _verify_claims(
             f"{len(dropped)} claimed quote(s) from here on were not verified: a turn verifies at most {limit} "
             "(LQAI_MAX_CLAIMS_PER_TURN)"
         )
-        row = failed(DocumentQuote, dropped[0], reason)
-        row.position = first_position + len(claims)
-        kb.append(row)
+        failed = DocumentQuote(
+            message=message,
+            quote=dropped[0].quote,
+            verification_method=UNVERIFIED,
+            unverified_reason=reason,
+            created_at=now,
+            position=first_position + len(claims),
+        )
+        kb.append(failed)
     return kb, caselaw
 
 
@@ -465,13 +469,15 @@ def turn_verdict(*, methods: Collection[str], case_statuses: Collection[str] = (
 
 
 def _tool_source_rows(
-    *, message: Message, consulted: Sequence[ConsultedSource], now: datetime.datetime, first_position: int = 0
+    *, message: Message, consulted: Sequence[ConsultedSource], now: datetime.datetime, resumed: bool
 ) -> list[MessageToolSource]:
-    """Rows for the consulted sources, fitted to the columns: tool metadata must never cost the turn.
+    """Rows for the consulted sources, fitted to the columns: tool metadata must never cost the turn. Numbered
+    in order, on a resumed turn after the sources it already has.
 
     Over-long values are cut to their column; a source with no kind cannot be classified and is
     dropped with a warning (the table refuses an empty kind).
     """
+    first_position = message.tool_sources.count() if resumed else 0
     rows = []
     for position, source in enumerate(consulted, start=first_position):
         kind = fit(MessageToolSource, "source_kind", source.source_kind.strip())
@@ -548,105 +554,138 @@ def finalize_turn(
     attempt: int | None = None,
     case_citations_streamed: StreamedCitations | None = None,
 ) -> FinalizedTurn:
-    """End a turn: verify its claimed quotes, check the case citations of its answer, persist the assistant
-    message's final content, status and verdict with its quote, case-citation and tool-source rows, and send
-    ``post_finalize``, all in one transaction.
+    """End a turn with ``content`` and a final ``status``: its claims verified, its rows built, the message and
+    its rows persisted and ``post_finalize`` sent, in one transaction; returns what was recorded. ``attempt``:
+    the run's claim on the turn (default: ``message.attempt`` as loaded); :class:`TurnSuperseded`, nothing
+    written, if the turn is no longer the run's or is final. ``ValueError`` for a status that is not final or a
+    message that cannot end a turn. ``case_citations_streamed``: what the run read of the answer's case
+    citations while it streamed. Locking and resume rules: docs/architecture-turns.md, "Finalize"."""
+    _check_final(message=message, status=status)
+    now = timezone.now()
+    resumed = message.finalized_at is not None  # finalized before (interrupted): its rows go on
+    # Before the transaction: the case-citation check may call CourtListener, and the turn never waits on it.
+    case_citations = _case_citation_rows(
+        message=message, content=content, now=now, resumed=resumed, streamed=case_citations_streamed
+    )
+    with transaction.atomic():
+        # 1. Lock the turn's row and check that this run still holds it, until the commit.
+        stored = _lock_turn(message=message, attempt=attempt, resumed=resumed)
+        # 2. Verify the claims, in the transaction: a quoted text cannot change before its citation commits.
+        first_claim = message.citations.count() + message.caselaw_citations.count() if resumed else 0
+        kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now, first_position=first_claim)
+        # 3. Build the rows: each claim placed in the answer (then each pin cite checked against the page of the
+        # passage quoted with it), the consulted sources, the message's final state.
+        place_claims([*kb, *caselaw], content)
+        check_pins_against_quoted_passages(citations=case_citations, quotes=caselaw, answer=content)
+        sources = _tool_source_rows(message=message, consulted=tool_sources, now=now, resumed=resumed)
+        verdict = turn_verdict(
+            methods={row.verification_method for row in [*kb, *caselaw]},
+            case_statuses={verdict_rule.case_claim_status(case.status, case.pin_status) for case in case_citations},
+        )
+        update_fields = _final_state(
+            message, stored, content=content, status=status, verdict=verdict, now=now, usage=usage
+        )
+        # 4. Persist them, then send post_finalize: its receivers (the ledger, the seal) write with the turn.
+        _persist(
+            message, update_fields=update_fields, kb=kb, caselaw=caselaw, sources=sources, case_citations=case_citations
+        )
+    return _finalized(message=message, kb=kb, caselaw=caselaw, tool_sources=sources, case_citations=case_citations)
 
-    The case-citation check (and any CourtListener lookup it makes) runs before the transaction, so the
-    turn's transaction never waits on it. ``case_citations_streamed`` is what a run read of the answer's case
-    citations while it streamed (fed exactly ``content``): the check then reads only the unfinished rest.
 
-    Every claim is stored: a verified quote with its offsets and confidence, a claim that does not verify
-    as an ``unverified`` row with its reason (also returned, for the response). The message's verdict is
-    the gate over its claims (:class:`chats.models.Verdict`). The signal is sent after the rows are written
-    and before the commit: what its receivers write commits with the turn, and a receiver that raises rolls
-    the whole turn back (a receiver whose failure must not cost the turn, like the ledger's, catches it in a
-    savepoint of its own). Can be called again on an ``interrupted`` message (resume): new rows are added,
-    the verdict becomes the worse of the two, and the signal fires again. A ``complete`` or ``failed`` turn
-    is final and is refused.
-    ``usage`` (a model-backed turn) is recorded on the message; on a resume it replaces the earlier run's,
-    which the caller adds in.
+def _persist(
+    message: Message,
+    *,
+    update_fields: list[str],
+    kb: list[DocumentQuote],
+    caselaw: list[OpinionQuote],
+    sources: list[MessageToolSource],
+    case_citations: list[CaseCitation],
+) -> None:
+    """Save ``message``'s ``update_fields`` and insert its new rows (one statement a table), then send
+    ``post_finalize``: what its receivers write commits with the turn, and a receiver that raises rolls the
+    whole turn back. Call inside the turn's transaction."""
+    message.save(update_fields=update_fields)
+    DocumentQuote.objects.bulk_create(kb)
+    OpinionQuote.objects.bulk_create(caselaw)
+    MessageToolSource.objects.bulk_create(sources)
+    CaseCitation.objects.bulk_create(case_citations)
+    post_finalize.send(sender=Message, message=message)
 
-    Exactly once: the transaction starts by locking the message's row (``SELECT ... FOR UPDATE``) and reads
-    its stored state. ``attempt`` is the claim the calling run holds (:attr:`Message.attempt`, set by
-    :func:`start_turn` and by :func:`reopen_interrupted_turn`; a run passes it): if the stored attempt is
-    another (a resume took the turn over), or the turn is already final, or this attempt already finalized
-    it (``interrupted``), nothing is written, the refusal is logged with the message id and
-    :class:`TurnSuperseded` is raised. Without ``attempt`` (a direct call), the attempt of ``message`` as
-    the caller loaded it is the claim, and an ``interrupted`` message may be finalized again. A resume
-    that arrives during the transaction waits for the lock and is then refused (the turn is final); one
-    that arrives before it (during the case-citation check) on a turn that looks stopped takes the turn
-    over, and this finalize then writes nothing.
-    """
+
+def _check_final(*, message: Message, status: str) -> None:
+    """``ValueError`` unless ``status`` is final and ``message`` is an assistant message not yet complete or
+    failed (as the caller loaded it)."""
     if status not in FINAL_STATUSES:
         raise ValueError(f"finalize_turn needs a final status, not {status!r}")
     if message.role != Message.Role.ASSISTANT:
         raise ValueError("only an assistant message ends a turn")
     if message.status in {Message.Status.COMPLETE, Message.Status.FAILED}:
         raise ValueError(f"message {message.pk} is already {message.status}; only an interrupted turn goes on")
-    now = timezone.now()
-    resumed = message.finalized_at is not None  # finalized before (interrupted): its rows go on
-    sources = _tool_source_rows(
-        message=message,
-        consulted=tool_sources,
-        now=now,
-        first_position=message.tool_sources.count() if resumed else 0,
-    )
-    case_citations = _case_citation_rows(
-        message=message, content=content, now=now, resumed=resumed, streamed=case_citations_streamed
-    )
+
+
+def _lock_turn(*, message: Message, attempt: int | None, resumed: bool) -> Message:
+    """Lock ``message``'s row (``SELECT ... FOR UPDATE``, until the caller's transaction ends) and return its
+    stored state, if this run may finalize it: the stored attempt is the run's claim (``attempt``, or the
+    loaded message's), the turn is not final, a run's own attempt has not finalized it already, and the
+    caller's copy is not out of date. Otherwise log the refusal and raise :class:`TurnSuperseded`."""
     claim = message.attempt if attempt is None else attempt
-    with transaction.atomic():
-        # One finalize at a time per turn, on its stored state: the row stays locked until the commit.
-        stored = (
-            Message.objects.select_for_update().only("status", "attempt", "finalized_at", "verdict").get(pk=message.pk)
-        )
-        if (
-            stored.attempt != claim
-            or stored.status in {Message.Status.COMPLETE, Message.Status.FAILED}
-            or (attempt is not None and stored.status == Message.Status.INTERRUPTED)
-            or (stored.finalized_at is not None) != resumed  # the caller's copy is out of date
-        ):
-            logger.warning(
-                "turn %s: the finalize of attempt %s is refused (the turn is %s, attempt %s); nothing of it written",
-                message.pk,
-                claim,
-                stored.status,
-                stored.attempt,
-            )
-            raise TurnSuperseded(
-                message_id=message.pk, attempt=claim, current_attempt=stored.attempt, status=stored.status
-            )
-        # Verified inside the transaction: a quoted text cannot change before its citation commits.
-        first_claim = message.citations.count() + message.caselaw_citations.count() if resumed else 0
-        kb, caselaw = _verify_claims(message=message, claims=claimed_citations, now=now, first_position=first_claim)
-        place_claims([*kb, *caselaw], content)
-        # A pin cite is checked against the page of the passage quoted with it, now that both are placed.
-        check_pins_against_quoted_passages(citations=case_citations, quotes=caselaw, answer=content)
-        message.content = content
-        message.status = status
-        message.finalized_at = message.updated_at = now
-        verdict = turn_verdict(
-            methods={row.verification_method for row in [*kb, *caselaw]},
-            case_statuses={verdict_rule.case_claim_status(case.status, case.pin_status) for case in case_citations},
-        )
-        message.verdict = Verdict.worst(stored.verdict, verdict)
-        update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
-        if usage is not None:
-            message.model_name = fit(Message, "model_name", usage.model_name)
-            message.prompt_tokens = fit_count(Message, "prompt_tokens", usage.prompt_tokens)
-            message.completion_tokens = fit_count(Message, "completion_tokens", usage.completion_tokens)
-            message.latency_ms = fit_count(Message, "latency_ms", usage.latency_ms)
-            if (message.prompt_tokens, message.completion_tokens) != (usage.prompt_tokens, usage.completion_tokens):
-                logger.warning("turn %s: the model reported token counts that cannot be true: %s", message.pk, usage)
-            update_fields += ["model_name", "prompt_tokens", "completion_tokens", "latency_ms"]
-        message.save(update_fields=update_fields)
-        DocumentQuote.objects.bulk_create(kb)
-        OpinionQuote.objects.bulk_create(caselaw)
-        MessageToolSource.objects.bulk_create(sources)
-        CaseCitation.objects.bulk_create(case_citations)
-        # Inside the transaction: records of the turn (the ledger) exist exactly when the turn does.
-        post_finalize.send(sender=Message, message=message)
+    stored = Message.objects.select_for_update().only("status", "attempt", "finalized_at", "verdict").get(pk=message.pk)
+    if (
+        stored.attempt == claim
+        and stored.status not in {Message.Status.COMPLETE, Message.Status.FAILED}
+        and not (attempt is not None and stored.status == Message.Status.INTERRUPTED)
+        and (stored.finalized_at is not None) == resumed
+    ):
+        return stored
+    logger.warning(
+        "turn %s: the finalize of attempt %s is refused (the turn is %s, attempt %s); nothing of it written",
+        message.pk,
+        claim,
+        stored.status,
+        stored.attempt,
+    )
+    raise TurnSuperseded(message_id=message.pk, attempt=claim, current_attempt=stored.attempt, status=stored.status)
+
+
+def _final_state(
+    message: Message,
+    stored: Message,
+    *,
+    content: str,
+    status: str,
+    verdict: str,
+    now: datetime.datetime,
+    usage: TurnUsage | None,
+) -> list[str]:
+    """Set ``message``'s final answer, status, verdict (the worse of ``verdict`` and the ``stored`` one: a
+    resumed turn never gets better than its earlier run) and finalize time, and ``usage`` if given (each count
+    fitted to its column: one no column can hold is dropped, and logged); return the fields set, to save."""
+    message.content = content
+    message.status = status
+    message.verdict = Verdict.worst(stored.verdict, verdict)
+    message.finalized_at = message.updated_at = now
+    update_fields = ["content", "status", "finalized_at", "updated_at", "verdict"]
+    if usage is None:
+        return update_fields
+    message.model_name = fit(Message, "model_name", usage.model_name)
+    message.prompt_tokens = fit_count(Message, "prompt_tokens", usage.prompt_tokens)
+    message.completion_tokens = fit_count(Message, "completion_tokens", usage.completion_tokens)
+    message.latency_ms = fit_count(Message, "latency_ms", usage.latency_ms)
+    if (message.prompt_tokens, message.completion_tokens) != (usage.prompt_tokens, usage.completion_tokens):
+        logger.warning("turn %s: the model reported token counts that cannot be true: %s", message.pk, usage)
+    return [*update_fields, "model_name", "prompt_tokens", "completion_tokens", "latency_ms"]
+
+
+def _finalized(
+    *,
+    message: Message,
+    kb: list[DocumentQuote],
+    caselaw: list[OpinionQuote],
+    tool_sources: list[MessageToolSource],
+    case_citations: list[CaseCitation],
+) -> FinalizedTurn:
+    """What a finalize recorded, as returned: the verified quotes apart from the claims that failed (each
+    with its row's kind and id, for the response; their count logged)."""
     unverified = [
         UnverifiedQuote(
             quote=row.quote,
@@ -667,7 +706,7 @@ def finalize_turn(
         message=message,
         citations=[row for row in kb if row.verification_method != UNVERIFIED],
         caselaw_citations=[row for row in caselaw if row.verification_method != UNVERIFIED],
-        tool_sources=sources,
+        tool_sources=tool_sources,
         unverified=unverified,
         case_citations=case_citations,
     )

@@ -11,8 +11,8 @@ why: docs/export.md.
 from __future__ import annotations
 
 import datetime
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -33,6 +33,62 @@ _SOURCE_TABLES = (
     ("message_tool_source_id", record.TOOL),
     ("message_case_citation_id", record.CASE),
 )
+
+
+# The SQL below reads ids and (on PostgreSQL) timestamps as text; these print them as sealed on both databases.
+def iso_sql(column: str) -> str:
+    """SQL for a timestamp column as :func:`timestamp_text` reads it: on PostgreSQL its text as ``seals.iso``
+    prints it (UTC, microseconds, "+00:00"); elsewhere the column itself."""
+    if connection.vendor == "postgresql":
+        return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""
+    return column
+
+
+def in_ids(name: str) -> str:
+    """SQL saying that the column before it is one of the ids of the ``%(<name>)s`` parameter
+    (:func:`ids_parameter`): ``= ANY`` of a ``uuid[]`` on PostgreSQL, the values of a JSON array on SQLite."""
+    if connection.vendor == "postgresql":
+        return f"= ANY(CAST(%({name})s AS uuid[]))"
+    return f"IN (SELECT value FROM json_each(%({name})s))"  # noqa: S608 - a parameter's name, no value
+
+
+def ids_parameter(ids: Iterable[UUID | str]) -> str:
+    """The value of an :func:`in_ids` parameter: PostgreSQL's array literal of the distinct ids, or a JSON
+    array of them as SQLite stores them (32 hex digits)."""
+    distinct = dict.fromkeys(UUID(str(i)) for i in ids)
+    if connection.vendor == "postgresql":
+        return "{" + ",".join(map(str, distinct)) + "}"
+    return json.dumps([i.hex for i in distinct])
+
+
+def id_text(value: str | None) -> str | None:
+    """An id as sealed (canonical hyphenated form), from its text: PostgreSQL's, or SQLite's 32 hex digits."""
+    if value is None or len(value) == 36:
+        return value
+    return str(UUID(value))
+
+
+def row_key_text(value: str | None) -> str | None:
+    """A row's key (``lqai_verify.record.row_key``) as sealed, from the database's ``<table>:<id text>``."""
+    if value is None:
+        return None
+    table, _, row_id = value.partition(":")
+    return f"{table}:{id_text(row_id)}"
+
+
+def timestamp_text(value: Any) -> str | None:
+    """A timestamp as sealed, from what the backend returns: PostgreSQL's text (:func:`iso_sql`), an aware
+    datetime, or SQLite's naive UTC text."""
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    if value is not None and value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    return seals.iso(value)
+
+
+def json_value(value: Any) -> Any:
+    """A JSON column's value, from what the backend returns (its text, or the value already decoded)."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +229,7 @@ def _fetch(sql: str, after: After, *, only: str | None, limit: int) -> list[tupl
 def _link_page(*, after: tuple[str, int], only: str | None, limit: int) -> list[dict[str, Any]]:
     """One page of :data:`_LINKS_SQL`."""
     return [
-        {**dict(zip(_LINK_COLUMNS, values, strict=True)), "message": seals.id_text(values[-1])}
+        {**dict(zip(_LINK_COLUMNS, values, strict=True)), "message": id_text(values[-1])}
         for values in _fetch(_LINKS_SQL, after, only=only, limit=limit)
     ]
 
@@ -183,16 +239,14 @@ def _seal_page(*, after: After, only: str | None, limit: int) -> Page:
     id): each seal as ``lqai_verify.record`` reads it (and its ``id``), and whether a later finalize of its turn
     was sealed too."""
     order = _WRITTEN_ORDER if isinstance(after, int) else _CHAIN_ORDER
-    sql = _SEALS_SQL.format(
-        finalized_at=seals.iso_sql("s.finalized_at"), sealed_at=seals.iso_sql("s.sealed_at"), **order
-    )
+    sql = _SEALS_SQL.format(finalized_at=iso_sql("s.finalized_at"), sealed_at=iso_sql("s.sealed_at"), **order)
     page = []
     for *values, superseded in _fetch(sql, after, only=only, limit=limit):
         seal = dict(zip(_SEAL_COLUMNS, values, strict=True))
-        seal["message"] = seals.id_text(seal["message"])
-        seal["finalized_at"] = seals.timestamp_text(seal["finalized_at"])
-        seal["sealed_at"] = seals.timestamp_text(seal["sealed_at"])
-        seal["row_digests"] = seals.json_value(seal["row_digests"])
+        seal["message"] = id_text(seal["message"])
+        seal["finalized_at"] = timestamp_text(seal["finalized_at"])
+        seal["sealed_at"] = timestamp_text(seal["sealed_at"])
+        seal["row_digests"] = json_value(seal["row_digests"])
         seal["late"] = bool(seal["late"])
         page.append((seal, bool(superseded)))
     return page
@@ -218,7 +272,7 @@ def _seal_pages(*, only: str | None, batch_size: int) -> Iterator[Page]:
 
 # A batch's ledger entries, ids read as text (see ``seals.turn_facts``), each with its row's key
 # (``lqai_verify.record.row_key``) made by the database from the one source column set. The messages are one
-# parameter, ``%(messages)s`` (``seals.in_ids``); ``{filed}`` an optional bound on when the entries were filed.
+# parameter, ``%(messages)s`` (``in_ids``); ``{filed}`` an optional bound on when the entries were filed.
 _ENTRIES_SQL = f"""
 SELECT CAST(id AS text), CAST(message_id AS text), CAST(chat_id AS text), CAST(project_id AS text),
        source_kind, verification_status, confidence, provider,
@@ -246,11 +300,11 @@ def entries_by_message(message_ids: Iterable[UUID | str]) -> dict[str, list[dict
     """The ledger entries of the given messages, by message id, as ``lqai_verify.record`` reads them:
     ``{"id", "source": <row key>, <LEDGER_FIELDS>}`` (one query)."""
     ids = list(message_ids)
-    return entries_of(seals.ids_parameter(ids)) if ids else {}
+    return entries_of(ids_parameter(ids)) if ids else {}
 
 
 def entries_of(messages: str, *, filed: tuple[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """:func:`entries_by_message` of the messages of a ``seals.ids_parameter``; with ``filed``, only the
+    """:func:`entries_by_message` of the messages of a ``ids_parameter``; with ``filed``, only the
     entries filed (``created_at``) from its first to its last time (sealed text, both included): on PostgreSQL
     the ledger's months outside it are not read."""
     by_message: dict[str, list[dict[str, Any]]] = {}
@@ -261,12 +315,12 @@ def entries_of(messages: str, *, filed: tuple[str, str] | None = None) -> dict[s
             since=connection.ops.adapt_datetimefield_value(since),
             until=connection.ops.adapt_datetimefield_value(until),
         )
-    sql = _ENTRIES_SQL.format(in_messages=seals.in_ids("messages"), filed=_FILED_BETWEEN if filed else "")
+    sql = _ENTRIES_SQL.format(in_messages=in_ids("messages"), filed=_FILED_BETWEEN if filed else "")
     with connection.cursor() as cursor:
         cursor.execute(sql, parameters)
         rows: Iterable[Sequence[Any]] = cursor.fetchall()
     if connection.vendor != "postgresql":  # PostgreSQL prints ids and row keys as sealed
-        rows = ((*map(seals.id_text, values[:4]), *values[4:8], seals.row_key_text(values[8])) for values in rows)
+        rows = ((*map(id_text, values[:4]), *values[4:8], row_key_text(values[8])) for values in rows)
     for values in rows:
         entry = dict(zip(_ENTRY_FIELDS, values, strict=True))
         by_message.setdefault(entry["message"], []).append(entry)
@@ -302,8 +356,8 @@ def _check_filing(result: Integrity, *, matter_id: UUID | None) -> None:
                 what = "whose row is gone" if row_gone else "not filed with its row (another turn or another time)"
                 result.add(
                     Problem(
-                        f"ledger entry {seals.id_text(entry_id)} points at {seals.row_key_text(source)}, {what}",
-                        seals.id_text(message_id),
+                        f"ledger entry {id_text(entry_id)} points at {row_key_text(source)}, {what}",
+                        id_text(message_id),
                     )
                 )
 
@@ -318,8 +372,9 @@ def _batches(*, only: str | None, batch_size: int) -> Iterator[Batch]:
     facts and entries: one keyset page of seals and one query per table a batch. Over the whole record, a
     batch's entries filed within its rows' times only (:data:`_MISFILED_SQL` finds any other)."""
     for page in _seal_pages(only=only, batch_size=batch_size):
-        turns = seals.ids_parameter(sorted({seal["message"] for seal, _ in page}))
-        facts = seals.facts_of(turns)
+        message_ids = sorted({seal["message"] for seal, _ in page})
+        facts = seals.turn_facts(message_ids)
+        turns = ids_parameter(message_ids)
         if only is not None:
             yield page, facts, entries_of(turns)
             continue
@@ -338,36 +393,16 @@ B = TypeVar("B")
 def _walk(
     batches: Iterator[B], check: Callable[[B], None], *, size: Callable[[B], int], stage: str, on_batch: Progress | None
 ) -> None:
-    """Check each batch in order, in a second thread, while this one reads the next (the checks are pure
-    Python, the reads mostly a wait on the database): one batch ahead at most. A check's error is raised here,
-    and no later batch is checked. ``on_batch(stage, size)`` after each batch checked."""
-
-    def checked(checking: Future[None], batch_size: int) -> None:
-        checking.result()
+    """Check each batch in order as it is read: one batch in memory at a time. A check's error is raised
+    here, and no later batch is read. ``on_batch(stage, size)`` after each batch checked."""
+    for batch in batches:
+        check(batch)
         if on_batch is not None:
-            on_batch(stage, batch_size)
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify_ledger") as checker:
-        checking: tuple[Future[None], int] | None = None
-        for batch in batches:
-            if checking is not None:
-                checked(*checking)
-            checking = (checker.submit(check, batch), size(batch))
-        if checking is not None:
-            checked(*checking)
+            on_batch(stage, size(batch))
 
 
-# PostgreSQL: the snapshot verify_ledger reads, and how it reads it. A batch looks its turns' rows up by their
-# message's index; with the default cost of a random page read (4, a spinning disk's) the planner would rather
-# scan every source table whole for a batch of 2,000 turns over tables of a million rows (measured: 176 ms a
-# batch, 50-110 ms with a cost of 1.1; benchmarks/RESULTS.md, 2026-12-02 19:30). 1.1 is PostgreSQL's own
-# suggestion for solid-state storage, and holds for a record read while it is hot; a deployment that has
-# set a lower cost keeps it. Both for this transaction only.
-_SNAPSHOT_SQL = (
-    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY",
-    "SELECT set_config('random_page_cost', "
-    "CAST(LEAST(CAST(current_setting('random_page_cost') AS float8), 1.1) AS text), true)",
-)
+# PostgreSQL: the snapshot verify_ledger reads, for this transaction only.
+_SNAPSHOT_SQL = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
 
 @contextmanager
@@ -383,8 +418,7 @@ def one_snapshot() -> Iterator[None]:
         return
     with transaction.atomic():
         with connection.cursor() as cursor:
-            for statement in _SNAPSHOT_SQL:
-                cursor.execute(statement)
+            cursor.execute(_SNAPSHOT_SQL)
         yield
 
 
@@ -486,32 +520,9 @@ def _check_chains(
 
     def end_chain(last: dict[str, Any]) -> None:
         ends.add(last["id"])
-        head, _ = heads.get(last["chain"], (None, None))
-        if head is None:
-            # Deleted: the chain's next seal would restart at #1, collide with its first, and fail.
-            result.add(
-                Problem(
-                    f"the chain {last['chain']} has seals up to #{last['sequence']} but no head "
-                    "(seal_chain_heads): its head was deleted, and its next seal cannot be written",
-                    *_where(last),
-                )
-            )
-        elif head < last["sequence"]:
-            result.add(
-                Problem(
-                    f"the chain's head says it ends at #{head}, before its last seal #{last['sequence']}: the head was "
-                    "moved back, or seals were inserted past it; its next seal cannot be written",
-                    *_where(last),
-                )
-            )
-        elif head != last["sequence"]:
-            result.add(
-                Problem(
-                    f"the chain's head says it ends at #{head}, its last seal is #{last['sequence']} "
-                    "(seals at its end are missing)",
-                    *_where(last),
-                )
-            )
+        problem = _chain_end_problem(last, heads.get(last["chain"], (None, ""))[0])
+        if problem is not None:
+            result.add(problem)
 
     def check(page: list[dict[str, Any]]) -> None:
         nonlocal previous
@@ -550,6 +561,31 @@ def _check_chains(
                 Problem(f"the chain's head says it ends at #{heads[chain][0]}, but it has no seals", None, chain)
             )
     return ends
+
+
+def _chain_end_problem(last: dict[str, Any], head: int | None) -> Problem | None:
+    """What is wrong with where a chain ends, its last seal ``last`` against its head's number ``head`` (None: no
+    head row), or None."""
+    if head is None:
+        # Deleted: the chain's next seal would restart at #1, collide with its first, and fail.
+        return Problem(
+            f"the chain {last['chain']} has seals up to #{last['sequence']} but no head "
+            "(seal_chain_heads): its head was deleted, and its next seal cannot be written",
+            *_where(last),
+        )
+    if head < last["sequence"]:
+        return Problem(
+            f"the chain's head says it ends at #{head}, before its last seal #{last['sequence']}: the head was "
+            "moved back, or seals were inserted past it; its next seal cannot be written",
+            *_where(last),
+        )
+    if head != last["sequence"]:
+        return Problem(
+            f"the chain's head says it ends at #{head}, its last seal is #{last['sequence']} "
+            "(seals at its end are missing)",
+            *_where(last),
+        )
+    return None
 
 
 def _gap(seal: dict[str, Any], previous: dict[str, Any], head: int | None) -> str:

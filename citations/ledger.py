@@ -10,7 +10,8 @@ every writer inserting in one order (no deadlock); a row the ledger cannot hold 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -230,24 +231,33 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true), set_config('statement
 """
 
 
+@contextmanager
+def bounded_waits(timeout: float | None) -> Iterator[None]:
+    """Inside the caller's savepoint: with ``timeout`` (seconds, PostgreSQL), the statements run in the block
+    may wait on locks and run for no longer than that (``lock_timeout``/``statement_timeout``); past it, they
+    fail. The caller's own limits are back in force afterwards, whether the block failed (the savepoint's
+    rollback undoes the bound) or not (it is put back). Elsewhere, or without ``timeout``, nothing."""
+    if timeout is None or connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(_BOUND_SQL, {"limit": f"{max(1, round(timeout * 1000))}ms"})
+        lock_timeout, statement_timeout, *_ = cursor.fetchone()
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute(_RESTORE_SQL, {"lock_timeout": lock_timeout, "statement_timeout": statement_timeout})
+
+
 def assemble(message: Message, *, timeout: float | None = None) -> int:
     """Write one ledger entry for each source row of ``message`` that has none; return how many were created.
 
     All or nothing (in a savepoint inside the caller's transaction, so a failure leaves that transaction
     usable), idempotent and race-safe (conflicts on the per-row unique constraints are skipped); one
     statement per source table whatever the number of rows. With ``timeout`` (seconds, PostgreSQL) the
-    statements may wait on locks and run for no longer than that: past it, they fail
-    (``lock_timeout``/``statement_timeout``); the caller's own limits are back in force afterwards, whether
-    they failed (the savepoint's rollback undoes the bound) or not (it is put back).
+    statements may wait on locks and run for no longer than that (:func:`bounded_waits`).
     """
-    bounded = timeout is not None and connection.vendor == "postgresql"
-    with transaction.atomic(), connection.cursor() as cursor:
-        if bounded:
-            cursor.execute(_BOUND_SQL, {"limit": f"{max(1, round((timeout or 0) * 1000))}ms"})
-            lock_timeout, statement_timeout, *_ = cursor.fetchone()
+    with transaction.atomic(), bounded_waits(timeout), connection.cursor() as cursor:
         created = write_entries(
             cursor, which_messages="m.id = %(message_id)s", params={"message_id": db_value(message.pk)}
         )
-        if bounded:
-            cursor.execute(_RESTORE_SQL, {"lock_timeout": lock_timeout, "statement_timeout": statement_timeout})
     return sum(len(entries) for entries in created.values())

@@ -41,4 +41,4 @@ def test_item_11_reports_the_seal_itself_beside_the_share() -> None:
     assert detail.item == "11 detail"
     assert detail.value.startswith("3.10 ms, ")
     assert "3.1% of 100.0 ms" in detail.value
-    assert "proposed: <= 10% of the turn, <= 5 queries" in detail.goal
+    assert "proposed: <= 10% of the turn, <= 8 queries" in detail.goal

@@ -171,9 +171,16 @@ def test_a_sealing_failure_never_breaks_the_turn(
 def test_a_database_error_in_the_seals_read_never_breaks_the_turn(
     api_client: APIClient, matter_chat: Chat, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Given the statement that reads the facts to seal failing in the database (outside a savepoint, such an
-    # error leaves the turn's whole transaction aborted, and the answer is lost)
-    monkeypatch.setattr(seals, "_FACTS_SQL", "SELECT 1 / 0 WHERE CAST(%(turns)s AS text) IS NOT NULL")
+    # Given the read of the facts to seal failing in the database (outside a savepoint, such an error leaves the
+    # turn's whole transaction aborted, and the answer is lost)
+    read = seals.turn_facts
+
+    def failing_read(message_ids: Any) -> Any:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 / 0")
+        return read(message_ids)
+
+    monkeypatch.setattr(seals, "turn_facts", failing_read)
 
     # When a turn is asked for
     with caplog.at_level(logging.ERROR, logger="citations.receivers"):
@@ -872,7 +879,9 @@ def test_a_chain_head_locked_elsewhere_holds_the_turn_only_for_the_bound(
     (logged,) = [r for r in caplog.records if r.name == "citations.receivers" and r.levelno == logging.ERROR]
     assert answer["id"] in logged.getMessage()
     assert "seal_turns" in logged.getMessage()
-    assert "lock timeout" in (logged.exc_text or "")
+    # (lock_timeout or statement_timeout, whichever fires first: both are the bound)
+    assert "timeout" in (logged.exc_text or "")
+    assert "seal_chain_heads" in (logged.exc_text or "")
     # and the caller's lock_timeout is what it was: the next turn seals, and seal_turns repairs the gap
     _turn(client, chat)
     assert seals.seal_late() == 1
@@ -947,7 +956,7 @@ def _settings_while_walking(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(60)
-def test_verify_ledger_reads_a_read_only_snapshot_looking_rows_up_by_index(
+def test_verify_ledger_reads_a_read_only_snapshot_and_leaves_the_planner_alone(
     committed_matter_chat: tuple[APIClient, Chat], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client, chat = committed_matter_chat
@@ -960,7 +969,7 @@ def test_verify_ledger_reads_a_read_only_snapshot_looking_rows_up_by_index(
         "in_transaction": True,
         "transaction_isolation": "repeatable read",
         "transaction_read_only": "on",
-        "random_page_cost": "1.1",
+        "random_page_cost": "4",  # PostgreSQL's default: no planner setting of its own
     }
     with connection.cursor() as cursor:  # the session's own setting, untouched
         cursor.execute("SHOW random_page_cost")
@@ -1027,7 +1036,7 @@ def test_verify_ledger_reads_in_batches_across_chains(
 
 
 @pytest.mark.django_db
-def test_verify_ledger_names_problems_in_chain_order_when_batches_are_checked_beside_the_reads(
+def test_verify_ledger_names_problems_in_chain_order_across_batches(
     matter_turns: list[dict[str, Any]],
 ) -> None:
     # Given the second and the third turn's quotes changed in SQL
@@ -1037,7 +1046,7 @@ def test_verify_ledger_names_problems_in_chain_order_when_batches_are_checked_be
             {"quote": "must never be satisfied", "id": _db_id(_first_quote(turn["id"]).pk)},
         )
 
-    # When the record is checked a seal a batch (each batch read while the one before is checked)
+    # When the record is checked a seal a batch
     result = verify_record(batch_size=1)
 
     # Then both are named, the earlier turn first
@@ -1050,7 +1059,7 @@ def test_verify_ledger_names_problems_in_chain_order_when_batches_are_checked_be
 def test_an_error_in_the_check_of_a_batch_fails_verify_ledger_rather_than_passing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Given the check of the second seal failing (it runs in the checking thread)
+    # Given the check of the second seal failing
     checked = []
 
     def fail_on_the_second(**kwargs: Any) -> list[str]:
@@ -1081,8 +1090,73 @@ def test_an_error_in_the_check_of_a_batch_fails_verify_ledger_rather_than_passin
 def test_timestamps_the_database_prints_are_printed_as_sealed(value: datetime.datetime) -> None:
     # Given a timestamp read the way turn_facts and verify_ledger read theirs (printed by the server)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {seals.iso_sql('CAST(%(value)s AS timestamptz)')}", {"value": value})
+        cursor.execute(f"SELECT {integrity.iso_sql('CAST(%(value)s AS timestamptz)')}", {"value": value})
         printed = cursor.fetchone()[0]
 
     # Then it is the text a seal holds for it
-    assert seals.timestamp_text(printed) == seals.iso(value) == printed
+    assert integrity.timestamp_text(printed) == seals.iso(value) == printed
+
+
+# --- The byte format of what is sealed -------------------------------------------------------------------------
+
+
+def _fixed_turn() -> Message:
+    """A turn with every id, time and value fixed: a KB quote altered (with its alterations and a context flag),
+    a caselaw quote, a tool source and a case citation with a pin cite, answering a question."""
+    at = datetime.datetime(2026, 12, 1, 9, 40, 4, 123456, tzinfo=datetime.UTC)
+    uid = "00000000-0000-7000-8000-{:012d}".format
+    project = factories.ProjectFactory.create(pk=uid(1))
+    chat = factories.ChatFactory.create(pk=uid(2), project=project)
+    document = factories.DocumentFactory.create(pk=uid(3), project=project)
+    opinion = factories.CaselawOpinionFactory.create(pk=uid(4), provider="courtlistener")
+    question = factories.UserMessageFactory.create(pk=uid(5), chat=chat, content="Must the court be satisfied?")
+    message = factories.MessageFactory.create(
+        pk=uid(6), chat=chat, reply_to=question, content="It must.", finalized_at=at, model_name="m", verdict="pass"
+    )
+    factories.DocumentQuoteFactory.create(
+        pk=uid(7), message=message, document=document, altered=True, verification_method="altered",
+        verification_confidence=0.6, created_at=at, position=0,
+        answer_offset_start=3, answer_offset_end=7, context_flags=[FLAG],
+    )  # fmt: skip
+    factories.OpinionQuoteFactory.create(pk=uid(8), message=message, opinion=opinion, created_at=at, position=1)
+    factories.MessageToolSourceFactory.create(pk=uid(9), message=message, created_at=at, label="L", external_ref="1")
+    factories.CaseCitationFactory.create(
+        pk=uid(10), message=message, opinion=opinion, created_at=at, answer_offset_start=0, pin="310",
+        pin_status="within", case_name="Doe v. Roe", detail="570 U.S. 297 is Doe v. Roe",
+    )  # fmt: skip
+    return message
+
+
+@pytest.mark.django_db
+def test_the_facts_sealed_are_byte_for_byte_those_the_earlier_release_sealed() -> None:
+    # Given a turn whose every sealed value is fixed
+    message = _fixed_turn()
+
+    # When its facts are read as a seal reads them
+    facts = seals.turn_facts([message.pk])[str(message.pk)]
+    digests = facts.digests()
+
+    # Then its digests are those the release before the plain seal (bf2dfcb, one UNION ALL) computed for the
+    # same turn on either database: a seal it made still verifies
+    assert digests == EARLIER_RELEASE_DIGESTS
+
+
+# The digests the release before the plain seal computed for :func:`_fixed_turn`, on SQLite and PostgreSQL alike.
+EARLIER_RELEASE_DIGESTS = {
+    "format": "lqai-turn-facts/2",
+    "turn": "17df1070ad8e8a9af09d970967ca458a9b5c716754881eb2709b1753a8523ab7",
+    "rows": {
+        "message_citations:00000000-0000-7000-8000-000000000007": (
+            "316a976f0a1c6a0167890357ccfe832726ae93de74f99ed49b1a515df73d39e9"
+        ),
+        "message_caselaw_citations:00000000-0000-7000-8000-000000000008": (
+            "5fce3b64ab9ad92f5e851f553a678c771a823971401bfc5c310c2f7384547470"
+        ),
+        "message_tool_sources:00000000-0000-7000-8000-000000000009": (
+            "fe08bdb12a816c930e46842c2cae841dae629dfbd3c34238e9fd205aeb6f7200"
+        ),
+        "message_case_citations:00000000-0000-7000-8000-000000000010": (
+            "b3a969e23fcfdc8d474b2935a1b902fadfd459690015a6b7fdcc2b0dd8e84eac"
+        ),
+    },
+}
