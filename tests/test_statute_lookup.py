@@ -6,17 +6,22 @@ cites a statute, and a model through the OpenAI-compatible backend (tests/fake_o
 from __future__ import annotations
 
 import json
+import zipfile
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from authorities.loading import load_uslm
 from authorities.selectors import check_statutes
 from chats.models import Chat, Message, MessageToolSource
 from chats.tools import StatuteLookupTool, default_tools
+from citations import keys
 from citations.models import CitationLedgerEntry
+from lqai_verify.bundle import verify_bundle
 from tests.fake_openai import FakeOpenAIServer, answer, tool_round
 from tests.test_streaming import names, sse_events, stream
 
@@ -235,3 +240,22 @@ def test_a_model_looks_up_a_statute_reads_its_words_and_the_lookup_is_recorded(
         ("statute", "9 U.S.C. § 2 (Online@117-80)")
     ]
     assert _statute_entries(message) == [("provenance", "9 U.S.C. § 2 (Online@117-80)", "OLRC")]
+
+
+def test_a_statute_looked_up_is_sealed_exported_and_checked_offline(
+    library: None, api_client: APIClient, matter_chat: Chat, tmp_path: Path
+) -> None:
+    # Given a turn of the offline assistant that looked up 9 U.S.C. § 2
+    message = _done(list(sse_events(stream(api_client, matter_chat, QUESTION).streaming_content)))  # type: ignore[arg-type]
+    assert message.tool_sources.filter(source_kind="statute").exists()
+
+    # When its matter is exported and checked offline
+    bundle = tmp_path / "matter.zip"
+    call_command("export_matter", str(matter_chat.project_id), "--out", str(bundle), stdout=StringIO())
+    result = verify_bundle(bundle, public_key=keys.current_fingerprint())
+
+    # Then the bundle verifies, the statute among the sealed rows with its entry, named in the report
+    assert result.problems == []
+    assert result.entries == result.rows
+    with zipfile.ZipFile(bundle) as files:
+        assert "9 U.S.C. § 2 (Online@117-80)" in files.read("report.html").decode()
