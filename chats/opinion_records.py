@@ -1,7 +1,7 @@
 """Court opinions as their providers publish them, read into one shape: :class:`OpinionRecord`.
 
 The one normalising code for opinions from outside: CourtListener's JSON (REST API v4 clusters with their
-opinions, as its API and bulk files give them, and the search hits the caselaw tool fetches at run time) and the
+opinions, as its API gives them, and the search hits the caselaw tool fetches at run time) and the
 Caselaw Access Project's case JSON (its API's, with the body as text or as XML/HTML, and the static case.law
 files'). A record keeps the case name, every parallel citation, the court, the date, and the text with the
 reporter's page markers where the source has them (CourtListener's ``star-pagination`` spans, read by
@@ -196,7 +196,7 @@ def cap_record(case: Mapping[str, Any]) -> OpinionRecord:
 
 
 def records_of(item: Any) -> Iterator[OpinionRecord]:
-    """The opinions of one JSON value of a bulk file: a CAP case (it has a ``casebody``), a CourtListener
+    """The opinions of one JSON value of a case-law file: a CAP case (it has a ``casebody``), a CourtListener
     cluster with its opinions, or an API page of either (``results``). Raises :class:`RecordError` otherwise."""
     if not isinstance(item, Mapping):
         raise RecordError(f"expected a JSON object, got {type(item).__name__}")
