@@ -229,6 +229,7 @@ def test_a_model_looks_up_a_statute_reads_its_words_and_the_lookup_is_recorded(
 
     # Then the tool was offered and run, and the model read the section's words and the other's status
     assert "statute_lookup" in [t["function"]["name"] for t in fake_openai.requests[0]["tools"]]
+    assert "quote it right after its citation" in fake_openai.requests[0]["messages"][0]["content"]
     assert [data["tool"] for name, data in events if name == "tool_call"] == ["statute_lookup", "statute_lookup"]
     read = [json.loads(m["content"]) for m in fake_openai.requests[1]["messages"] if m["role"] == "tool"]
     assert read[0]["results"][0]["text"].startswith(SECTION_2_OPENING)
