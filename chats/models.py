@@ -858,13 +858,11 @@ class OpinionQuote(ClaimedQuote):
 
 
 class SourceKind(models.TextChoices):
-    """What a source is: a matter's KB document, a caselaw opinion, a statute or regulation of the authority
-    library, or a resource of an MCP tool. The ledger's ``source_kind`` and the API's ``kind`` name these; a tool
-    may report a kind of its own (the column is open)."""
+    """What a source is: a matter's KB document, a caselaw opinion, or a resource of an MCP tool. The ledger's
+    ``source_kind`` and the API's ``kind`` name these; a tool may report a kind of its own (the column is open)."""
 
     KB_DOCUMENT = "kb_document", "KB document"
     CASELAW = "caselaw", "Caselaw"
-    STATUTE = "statute", "Statute"
     MCP = "mcp", "MCP tool"
 
 

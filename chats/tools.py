@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# The kind of a statute or regulation consulted: a kind of the tool's own (``source_kind`` is open), which the
+# ledger copies as it is.
+STATUTE_SOURCE_KIND = "statute"
+
 
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
@@ -199,7 +203,7 @@ def statute_source(statute: StatuteText, *, tool: str) -> ConsultedSource:
     check = statute.check
     edition = "official edition" if check.release and check.release.official else "not the official edition"
     return ConsultedSource(
-        source_kind=MessageToolSource.SourceKind.STATUTE,
+        source_kind=STATUTE_SOURCE_KIND,
         tool=tool,
         provider=statute.publisher,
         label=check.cited,

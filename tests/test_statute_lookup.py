@@ -64,7 +64,7 @@ def test_a_section_or_subsection_is_returned_with_its_words_and_recorded_as_a_st
     assert result["heading"].startswith(heading)
     assert result["text"].startswith(opening)
     # and it is a consulted source named the way a lawyer cites it, with the release
-    assert source.source_kind == MessageToolSource.SourceKind.STATUTE
+    assert source.source_kind == "statute"
     assert (source.tool, source.label) == ("statute_lookup", cited)
     assert source.external_ref.startswith(f"{result['identifier']}@")
 
