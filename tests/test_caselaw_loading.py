@@ -285,3 +285,28 @@ def test_an_opinion_fetched_at_run_time_is_read_by_the_same_code_and_is_the_bulk
         "Supreme Court of the United States",
         ["380 U.S. 102", "85 S. Ct. 741"],
     )
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_an_opinion_the_database_refuses_is_counted_and_the_rest_of_its_batch_stored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given three clusters in one batch, the second's text holding a NUL (PostgreSQL's text cannot store it)
+    clusters = []
+    for n in (1, 2, 3):
+        cluster = fixture(CLUSTER)
+        cluster["id"] = n
+        cluster["sub_opinions"][0] |= {"id": n, "html_with_citations": "", "plain_text": f"Opinion {n}."}
+        clusters.append(cluster)
+    clusters[1]["sub_opinions"][0]["plain_text"] = "Opinion\x00 2."
+    path = tmp_path / "three.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in clusters), encoding="utf-8")
+
+    # When they are loaded
+    report = load_caselaw_file(path=path)
+
+    # Then the other two are stored, and the refusal is counted and logged with the opinion's id
+    assert (report.read, report.added, report.refused) == (3, 2, 1)
+    assert sorted(CaselawOpinion.objects.values_list("opinion_id", flat=True)) == ["1", "3"]
+    assert "courtlistener opinion 2 refused" in caplog.text
