@@ -21,7 +21,7 @@ from chats import courtlistener
 from chats.caselaw_loading import load_caselaw_file
 from chats.models import CaselawOpinion, Message
 from chats.opinion_records import RecordError, cap_record, courtlistener_text, records_of
-from chats.serializers import quote_pages
+from chats.serializers import quote_pages, quote_pin_cite
 from chats.services import ClaimedCitation, finalize_turn, start_turn
 from tests import factories
 
@@ -171,6 +171,12 @@ def test_quotes_of_the_loaded_opinions_get_reporter_pin_cites(user: Any) -> None
     rows = list(answer.caselaw_citations.order_by("position"))
     assert [row.verification_method for row in rows] == ["exact_match"] * 4
     assert [quote_pages(row) for row in rows] == [["103"], ["104"], ["104", "105"], ["758"]]
+    assert [quote_pin_cite(row) for row in rows] == [
+        "380 U.S. at 103",
+        "380 U.S. at 104",
+        "380 U.S. at 104\u201305",
+        "71 Ga. App. at 758",
+    ]
 
 
 @pytest.mark.django_db
