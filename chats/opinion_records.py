@@ -105,7 +105,7 @@ def courtlistener_citations(cluster: Mapping[str, Any]) -> tuple[str, ...]:
         raw = cluster.get("citation")  # a search hit's list of strings
     if not isinstance(raw, list):
         raw = [raw] if raw else []
-    ordered = sorted(raw, key=lambda c: c.get("type") or 99 if isinstance(c, Mapping) else 0)
+    ordered = sorted(raw, key=lambda c: (c.get("type") or 99) if isinstance(c, Mapping) else 0)
     return tuple(dict.fromkeys(c for c in map(_citation, ordered) if c))
 
 
