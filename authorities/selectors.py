@@ -1,4 +1,5 @@
-"""The authority library's one entry for the rest of the project: a text's statute citations and quotes checked.
+"""The authority library's one entry for the rest of the project: a text's statute citations and quotes checked,
+and a citation's words looked up (:mod:`authorities.lookup`, for the assistant's ``statute_lookup`` tool).
 
 ``chats`` imports this module and nothing else of ``authorities`` (tests/test_architecture.py).
 """
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from authorities.finder import FoundStatute, find_statutes
+from authorities.lookup import StatuteText, library_holds_a_title, look_up_statutes
 from authorities.resolver import (
     ALTERED_QUOTE,
     FAILED,
@@ -95,8 +97,11 @@ __all__ = [
     "StatuteChecks",
     "StatuteCitationCheck",
     "StatuteQuoteCheck",
+    "StatuteText",
     "check_statutes",
     "find_statutes",
+    "library_holds_a_title",
+    "look_up_statutes",
     "resolve_statutes",
     "verify_statute_quote",
 ]

@@ -12,9 +12,7 @@ command, a server until its first CourtListener search) do not pay for importing
 
 from __future__ import annotations
 
-import datetime
 import functools
-import html
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -22,21 +20,19 @@ import httpx
 from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
-from django.utils.html import strip_tags
 
 from chats.models import CaselawOpinion, fit
-from lqai_verify.verification import page_breaks
+from chats.opinion_records import COURTLISTENER, MARKUP_FIELDS, OpinionRecord, courtlistener_record
 
 if TYPE_CHECKING:
     from courtlistener import CourtListener
 
 logger = logging.getLogger(__name__)
 
-PROVIDER = "courtlistener"
-SITE = "https://www.courtlistener.com"
+PROVIDER = COURTLISTENER
 # A chat turn waits for these calls: fail fast and fall back to local opinions.
 TIMEOUT_SECONDS = 10.0
-OPINION_FIELDS = ["id", "cluster_id", "absolute_url", "plain_text", "html_with_citations", "html"]
+OPINION_FIELDS = ["id", "cluster_id", "absolute_url", "plain_text", *MARKUP_FIELDS]
 
 
 @functools.cache
@@ -73,40 +69,6 @@ def client_from_settings() -> CourtListener | None:
     return build_client(token) if token else None
 
 
-def _date(value: Any) -> datetime.date | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.date.fromisoformat(value[:10])
-    except ValueError:
-        return None
-
-
-def opinion_text(detail: dict[str, Any]) -> str:
-    """The text of a CourtListener opinion: its ``html_with_citations`` when that carries star-pagination
-    markers (kept as inline star paging, from which the opinion's pages are read when it is saved), else its
-    plain text, else its markup's text."""
-    with_citations = detail.get("html_with_citations") or ""
-    if "star-pagination" in with_citations:
-        return _markup_text(page_breaks.star_paged_markup(with_citations))
-    if plain := (detail.get("plain_text") or "").strip():
-        return plain
-    for key in ("html_with_citations", "html"):
-        if markup := detail.get(key):
-            return _markup_text(markup)
-    return ""
-
-
-def _markup_text(markup: str) -> str:
-    return html.unescape(strip_tags(markup)).strip()
-
-
-def _absolute(url: Any) -> str:
-    if not isinstance(url, str) or not url:
-        return ""
-    return url if url.startswith(("http://", "https://")) else f"{SITE}{url}"
-
-
 def search_and_materialize(client: CourtListener, query: str, *, limit: int) -> list[CaselawOpinion]:
     """Search CourtListener's opinions for ``query`` and materialize the first ``limit`` hits that have text.
 
@@ -123,13 +85,12 @@ def search_and_materialize(client: CourtListener, query: str, *, limit: int) -> 
             continue
         opinion_id = hit_opinions[0]["id"]
         detail = client.opinions.get(opinion_id, fields=OPINION_FIELDS)
-        text = opinion_text(detail)
-        if not text:
+        record = courtlistener_record(hit, {**detail, "id": opinion_id})
+        if not record.text:
             logger.info("courtlistener: opinion %s has no text; skipped", opinion_id)
             continue
-        citations = hit.get("citation") or []
         try:
-            opinion = _materialize(hit, opinion_id=opinion_id, detail=detail, text=text, citations=citations)
+            opinion = save_record(record)
         except DatabaseError:
             # E.g. a text too long for PostgreSQL's full-text index: skip this hit, keep the others.
             logger.warning("courtlistener: opinion %s could not be materialized; skipped", opinion_id, exc_info=True)
@@ -173,17 +134,20 @@ def save_opinion(*, opinion_id: str, metadata: dict[str, Any], text: str) -> Cas
     return opinion
 
 
-def _materialize(
-    hit: dict[str, Any], *, opinion_id: Any, detail: dict[str, Any], text: str, citations: list[str]
-) -> CaselawOpinion:
-    """The search hit's opinion, saved (:func:`save_opinion`)."""
-    metadata = {
-        "cluster_id": str(hit.get("cluster_id") or ""),
-        "case_name": hit.get("caseName") or hit.get("caseNameFull") or f"Opinion {opinion_id}",
-        "citation": citations[0] if citations else "",
-        "court": hit.get("court") or "",
-        "date_filed": _date(hit.get("dateFiled")),
-        "absolute_url": _absolute(hit.get("absolute_url") or detail.get("absolute_url")),
+def record_metadata(record: OpinionRecord) -> dict[str, Any]:
+    """What :func:`save_opinion` refreshes of an opinion, from its record."""
+    return {
+        "cluster_id": record.cluster_id,
+        "case_name": record.case_name,
+        "citation": record.citation,
+        "parallel_citations": list(record.citations),
+        "court": record.court,
+        "date_filed": record.date_filed,
+        "absolute_url": record.absolute_url,
         "retrieved_at": timezone.now(),
     }
-    return save_opinion(opinion_id=str(opinion_id), metadata=metadata, text=text)
+
+
+def save_record(record: OpinionRecord) -> CaselawOpinion:
+    """A CourtListener opinion read by :mod:`chats.opinion_records`, saved (:func:`save_opinion`)."""
+    return save_opinion(opinion_id=record.opinion_id, metadata=record_metadata(record), text=record.text)

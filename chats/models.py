@@ -594,6 +594,9 @@ class CaselawOpinion(CitedTextGuard):
     opinion_id = models.CharField(max_length=100)
     case_name = models.CharField(max_length=500)
     citation = models.CharField(max_length=200, blank=True)
+    # Every citation of the case, ``citation`` (the reporter whose pages the star paging gives) first, as the
+    # provider lists them: ["380 U.S. 102", "85 S. Ct. 741", "13 L. Ed. 2d 684"]; empty when not known.
+    parallel_citations = models.JSONField(blank=True, default=list, db_default=Value([], models.JSONField()))
     court = models.CharField(max_length=200, blank=True)
     date_filed = models.DateField(null=True, blank=True)
     absolute_url = models.URLField(max_length=500, blank=True)
@@ -614,6 +617,12 @@ class CaselawOpinion(CitedTextGuard):
                 condition=Exact(JSONTypeOf("pages"), Value("array")),
                 name="caselaw_opinions_pages_array",
                 violation_error_message="pages must be a JSON array.",
+            ),
+            # The API and the loaders read the parallel citations as a list of strings.
+            models.CheckConstraint(
+                condition=Exact(JSONTypeOf("parallel_citations"), Value("array")),
+                name="caselaw_opinions_parallel_citations_array",
+                violation_error_message="parallel_citations must be a JSON array.",
             ),
             # One materialized copy per provider opinion: re-fetching updates, never duplicates.
             models.UniqueConstraint(

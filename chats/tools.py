@@ -3,7 +3,8 @@
 A :class:`Tool` takes JSON-able arguments and returns a :class:`ToolOutput`: a JSON-able
 payload (what the model and the client see) and the :class:`~chats.services.ConsultedSource`
 list it drew on. The turn runner turns those into ``message_tool_sources`` rows at finalize,
-whatever the tool (``caselaw_search`` here; any other tool, such as an MCP server's, the same way).
+whatever the tool (``caselaw_search`` and ``statute_lookup`` here; any other tool, such as an MCP server's, the
+same way).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
+from authorities.selectors import VERIFIED, StatuteText, library_holds_a_title, look_up_statutes
 from chats import courtlistener
 from chats.models import CaselawOpinion, MessageToolSource
 from chats.retrieval import passages, rank_passages, rank_sources
@@ -24,6 +26,10 @@ if TYPE_CHECKING:
     from courtlistener import CourtListener
 
 logger = logging.getLogger(__name__)
+
+# The kind of a statute or regulation consulted: a kind of the tool's own (``source_kind`` is open), which the
+# ledger copies as it is.
+STATUTE_SOURCE_KIND = "statute"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +132,89 @@ def caselaw_source(opinion: CaselawOpinion, *, tool: str) -> ConsultedSource:
     )
 
 
+class StatuteLookupTool:
+    """Look up U.S. Code and C.F.R. sections by citation in the authority library (``authorities``): each
+    section's (or pinned subdivision's) words in the release a check of the answer uses (the latest loaded),
+    with its status in the library (verified, not found, unchecked) and why. A section found is a consulted
+    source (``statute``), named the way a lawyer cites it (``9 U.S.C. § 2 (Online@117-80)``)."""
+
+    name = "statute_lookup"
+    description = (
+        "Look up a section of the U.S. Code or the Code of Federal Regulations by its citation (9 U.S.C. § 2, "
+        "35 U.S.C. § 112(a), 27 C.F.R. § 478.11) in the official text loaded. Returns the section's words as the "
+        "named release gives them. To quote a statute, copy its words verbatim in double quotes right after its "
+        "citation in the answer: the quote is checked against this text (no cite call)."
+    )
+    parameters: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "citation": {"type": "string", "description": "One citation, or a few, as a lawyer writes them."},
+            "query": {"type": "string", "description": "Optional: words to find the passage that answers them."},
+        },
+        "required": ["citation"],
+    }
+    # The most characters of one section's text the model is sent (a long section is cut, and says so).
+    max_text = 12_000
+
+    def run(self, arguments: Mapping[str, Any]) -> ToolOutput:
+        citation = str(arguments.get("citation") or "").strip()
+        query = str(arguments.get("query") or "").strip()
+        looked_up = look_up_statutes(citation=citation) if citation else []
+        payload: dict[str, Any] = {"citation": citation, "results": [self._result(s, query) for s in looked_up]}
+        if not looked_up:
+            payload["error"] = f"no U.S. Code or C.F.R. section or part is cited in {citation!r}"
+        return ToolOutput(
+            payload=payload,
+            sources=tuple(statute_source(s, tool=self.name) for s in looked_up if s.check.status == VERIFIED),
+        )
+
+    def _result(self, statute: StatuteText, query: str) -> dict[str, Any]:
+        check = statute.check
+        release = check.release
+        result: dict[str, Any] = {
+            # As a lawyer cites it, with the release checked: 9 U.S.C. § 2 (Online@117-80).
+            "citation": check.cited or check.citation.written,
+            # How an answer cites it before a quotation of it: 9 U.S.C. § 2.
+            "cite": check.cited.removesuffix(f" ({release.cite_date})") if release else check.citation.written,
+            "status": check.status,
+            "reason": check.reason,
+            "identifier": check.identifier,
+            "release": release.release_point if release else None,
+            "official": release.official if release else None,
+        }
+        if check.status != VERIFIED:
+            return result
+        text = statute.text[: self.max_text]
+        # Ranked over the whole text, so that a passage past the cut is found; its offsets index the whole text.
+        best = rank_passages(passages(statute.text), query, limit=1) if query else []
+        return result | {
+            "heading": statute.heading,
+            "legal_status": statute.legal_status,
+            "text": text,
+            "truncated": len(statute.text) > len(text),
+            "contents": list(statute.contents),
+            "passage": {"text": best[0].text, "start": best[0].start, "end": best[0].end} if best else None,
+        }
+
+
+def statute_source(statute: StatuteText, *, tool: str) -> ConsultedSource:
+    """The provenance of a statute looked up: its cite with the release (``9 U.S.C. § 2 (Online@117-80)``), then
+    heading · whether the edition is official."""
+    check = statute.check
+    edition = "official edition" if check.release and check.release.official else "not the official edition"
+    return ConsultedSource(
+        source_kind=STATUTE_SOURCE_KIND,
+        tool=tool,
+        provider=statute.publisher,
+        label=check.cited,
+        subtitle=" · ".join(part for part in (statute.heading, edition) if part),
+        external_ref=f"{check.identifier}@{check.release.release_point}" if check.release else check.identifier,
+    )
+
+
 def default_tools() -> dict[str, Tool]:
-    """The tools of a streamed (tool-loop) turn."""
+    """The tools of a streamed (tool-loop) turn: ``statute_lookup`` once the authority library holds a title."""
     tools: list[Tool] = [CaselawSearchTool.from_settings()]
+    if library_holds_a_title():
+        tools.append(StatuteLookupTool())
     return {tool.name: tool for tool in tools}

@@ -1,18 +1,16 @@
 """The demo a newcomer runs with ``make demo``.
 
-It seeds a demo matter (a user, a project, KB documents and the bundled
-public-domain opinions), runs real chat turns through the HTTP API in-process
-(single-shot, streamed with the caselaw tool, one interrupted then resumed),
-creates a few older turns whose ledger entries are missing and repairs them
-with ``backfill_ledger``, and prints each turn's ledger entries. Last, the record proves itself: the older
-turns are sealed late, the matter's chain is checked with ``verify_ledger``, exported with
-``export_matter`` and the export verified offline by ``python -m lqai_verify``, as a recipient would.
+It seeds a demo matter (a user, a project, KB documents, the bundled public-domain opinions, and the trimmed
+copy of 9 U.S.C. the tests load), runs real chat turns through the HTTP API in-process (single-shot, streamed
+with the caselaw tool, streamed with a statute looked up, one interrupted then resumed), creates a few older
+turns whose ledger entries are missing and repairs them with ``backfill_ledger``, and prints each turn's ledger
+entries. Last, the record proves itself: the older turns are sealed late, the matter's chain is checked with
+``verify_ledger``, exported with ``export_matter`` and the export verified offline by ``python -m lqai_verify``.
 
-Re-runnable: the previous run's demo matter is purged (``citations.purge``, the one way a matter's
-permanent record goes, leaving a tombstone) and seeded afresh, so a second run neither fails nor
-duplicates anything. A matter holding anything the demo did not make (a turn asked by hand in a demo chat,
-say) is kept whole instead, renamed, beside the fresh one. Each run issues a new API token for the demo
-user (they expire).
+Re-runnable: the previous run's demo matter is purged (``citations.purge``, the one way a matter's permanent
+record goes, leaving a tombstone) and seeded afresh, so a second run neither fails nor duplicates anything. A
+matter holding anything the demo did not make (a turn asked by hand in a demo chat, say) is kept whole instead,
+renamed, beside the fresh one. Each run issues a new API token for the demo user (they expire).
 """
 
 from __future__ import annotations
@@ -37,6 +35,7 @@ from django.urls import reverse
 from django.utils import timezone
 from knox.models import AuthToken
 
+from authorities.loading import load_uslm
 from chats.assistant import FinalAnswer, ScriptedBackend, TextDelta
 from chats.documents import save_document
 from chats.models import (
@@ -60,6 +59,8 @@ from demo.models import DemoMade
 from lqai_verify.verification import verify_quote
 
 OPINIONS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
+# OLRC's usc09.xml (release point Online@117-80) trimmed to six sections, as the tests load it.
+STATUTE_TITLE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "authorities" / "usc09.xml"
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - a local demo login, printed for the newcomer
@@ -113,6 +114,7 @@ SINGLE_SHOT_QUESTION = (
     "when it did not nominate one in the primary?"
 )
 STREAMED_QUESTION = "Does the First Amendment protect a voter who photographs a marked ballot?"
+STATUTE_QUESTION = "Is a written agreement to arbitrate in a maritime contract enforceable under 9 U.S.C. § 2?"
 INTERRUPTED_QUESTION = "May election officers give voters the list of certified write-in candidates?"
 WRONG_NAME_QUESTION = "Which case requires a searching examination of race-conscious admissions?"
 # A scripted answer (the offline backend cites cases as the opinions name them): a real reporter citation,
@@ -173,6 +175,8 @@ def seed() -> DemoMatter:
                     "text": (OPINIONS_DIR / opinion.file).read_text(encoding="utf-8"),
                 },
             )
+    # The statute library is shared, not the matter's: loaded once, a later run finds it loaded and reads nothing.
+    load_uslm(path=STATUTE_TITLE)
     return DemoMatter(user=user, token=token, token_expiry=token_row.expiry, project=project)
 
 
@@ -435,8 +439,15 @@ class DemoTurn:
     unverified_count: int
 
 
+def _streamed_turn(client: Client, base: str, question: str, *, label: str) -> DemoTurn:
+    """One streamed turn asking ``question`` in the chat whose messages are at ``base``, read to its end."""
+    events = stream(client, f"{base}stream/", {"content": question})
+    done = _event_data(events, "done")
+    return DemoTurn(label, question, done["message_id"], [e for e, _ in events], len(done["unverified_citations"]))
+
+
 def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
-    """Run the three kinds of turn through the HTTP API, in-process, as a client would."""
+    """Run the demo's turns through the HTTP API, in-process, as a client would."""
     client = api_client(matter)
     chat = post_json(client, "/api/chats/", {"title": DEMO_CHAT_TITLE, "project": str(matter.project.pk)})
     base = f"/api/chats/{chat['id']}/messages/"
@@ -446,17 +457,8 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
     failed = len(single["message"]["unverified_citations"])
     turns.append(DemoTurn("single-shot", SINGLE_SHOT_QUESTION, single["message"]["id"], [], failed))
 
-    streamed = stream(client, f"{base}stream/", {"content": STREAMED_QUESTION})
-    done = _event_data(streamed, "done")
-    turns.append(
-        DemoTurn(
-            "streamed, caselaw tool",
-            STREAMED_QUESTION,
-            done["message_id"],
-            [e for e, _ in streamed],
-            len(done["unverified_citations"]),
-        )
-    )
+    turns.append(_streamed_turn(client, base, STREAMED_QUESTION, label="streamed, caselaw tool"))
+    turns.append(_streamed_turn(client, base, STATUTE_QUESTION, label="streamed, a statute looked up"))
 
     # The client goes away after the first words of the answer (the caselaw tool has already run).
     interrupted = stream(client, f"{base}stream/", {"content": INTERRUPTED_QUESTION}, stop_after=lambda e: e == "delta")

@@ -340,6 +340,9 @@ SPECTACULAR_SETTINGS = {
 LQAI_ASSISTANT_BACKEND = os.environ.get("LQAI_ASSISTANT_BACKEND", "chats.assistant.ExtractiveBackend")
 LQAI_MAX_MESSAGE_CHARS = env_int("LQAI_MAX_MESSAGE_CHARS", default=8000)
 COURTLISTENER_API_TOKEN = os.environ.get("COURTLISTENER_API_TOKEN", "")
+# What `manage.py load_authorities` calls for case-law JSON (CourtListener, CAP): the opinions are chats' rows, and
+# the authority library, below chats, imports none of it, so its command finds the loader by this name.
+LQAI_CASELAW_LOADER = "chats.caselaw_loading.load_caselaw_file"
 
 # The OpenAI-compatible backend (any chat-completions server: a hosted API, vLLM, Ollama, ...). When
 # LQAI_ASSISTANT_BACKEND selects it, chats' AppConfig.ready() refuses to start on a bad value.

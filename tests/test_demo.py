@@ -117,6 +117,12 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
 
     assert "Turn: single-shot" in first
     assert "Turn: streamed, caselaw tool" in first
+    assert "Turn: streamed, a statute looked up" in first
+    assert "statute      provenance   -           OLRC      statute_lookup: 9 U.S.C. § 2 (Online@117-80)" in first
+    assert (
+        '- 9 U.S.C. § 2 ("A written provision in any maritime transaction'
+        in Message.objects.get(role=Message.Role.ASSISTANT, reply_to__content__contains="9 U.S.C. § 2").content
+    )
     assert "Turn: streamed, disconnected (interrupted), then resumed" in first
     assert "backfill_ledger: created 9 entries (kb_document=3 caselaw=3 mcp=3) for 3 messages" in first
     assert "tolerant_match" in first
@@ -147,9 +153,9 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     # The record proves itself: the older turns sealed late, the chain intact, the export verified offline
     # (the older turns' quotes were stored before passage digests: re-verified, each with its warning).
     assert "seal_turns: sealed 3 turn(s) late; 0 unsealed" in first
-    assert "verify_ledger: intact: 9 seals in 1 chain(s), 8 turns" in first
+    assert "verify_ledger: intact: 10 seals in 1 chain(s), 9 turns" in first
     assert "export_matter: " in first
-    assert "8 turns (0 unsealed, 3 sealed late)" in first
+    assert "9 turns (0 unsealed, 3 sealed late)" in first
     assert "lqai_verify: OK: matter " in first
     assert "DEVELOPMENT key" not in first  # the tests sign with a key of their own
     assert first.count("no passage digest was recorded") == 2  # the first two of the six quotes' warnings

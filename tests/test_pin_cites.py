@@ -18,6 +18,7 @@ from chats import courtlistener
 from chats.assistant import FinalAnswer, Script, TextDelta
 from chats.case_citations.extraction import extract_citations
 from chats.models import CaseCitation, CaselawOpinion, Chat, Message
+from chats.opinion_records import courtlistener_text
 from chats.pages import opinion_pages, span_pin_cite
 from chats.services import ClaimedCitation, finalize_turn, start_turn
 from citations import keys
@@ -153,7 +154,7 @@ def test_courtlistener_star_pagination_markup_is_read_when_the_opinion_is_materi
     opinion = courtlistener.save_opinion(
         opinion_id="930010",
         metadata={"case_name": "In re S.J.S.", "citation": "134 S.W.3d 673"},
-        text=courtlistener.opinion_text(detail),
+        text=courtlistener_text(detail),
     )
 
     stored = CaselawOpinion.objects.get(pk=opinion.pk)

@@ -3,7 +3,10 @@
 It answers with verbatim passages of the chat's matter documents that best match the question
 (see :mod:`chats.retrieval`), each claimed with its document id. With tools (the
 streamed tool loop) it first calls ``caselaw_search`` and also quotes the best passage of the
-best opinion found, claimed with the opinion id. Same chat data and question, same answer.
+best opinion found, claimed with the opinion id; when the question cites a statute or regulation and
+``statute_lookup`` is offered, it looks the citation up and quotes the best passage of each section found
+right after its citation (statute quotes are checked against the section from the answer's text, not
+claimed). Same chat data and question, same answer.
 """
 
 from __future__ import annotations
@@ -12,13 +15,17 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from uuid import UUID
 
+from authorities.selectors import VERIFIED, find_statutes
 from chats.assistant.events import AssistantEvent, FinalAnswer, TextDelta, ToolCall, ToolResult, Turn
 from chats.models import Chat, Document
 from chats.passages import search_matter_passages
-from chats.retrieval import Passage
+from chats.retrieval import Passage, passages
 from chats.services import ClaimedCitation
 
 CASELAW_TOOL = "caselaw_search"
+STATUTE_TOOL = "statute_lookup"
+# The longest section (or subsection) quoted whole when it has no passage of its own to quote.
+MAX_WHOLE_SECTION_QUOTE = 1200
 NOTHING_FOUND = "I found no passage in this matter's documents or the caselaw consulted that addresses the question.\n"
 
 
@@ -52,6 +59,13 @@ class ExtractiveBackend:
             output = turn.tools[CASELAW_TOOL].run(call.arguments)
             yield ToolResult(call_id=call.call_id, tool=call.tool, payload=output.payload, sources=output.sources)
             caselaw = next((r for r in output.payload.get("results", []) if r.get("passage")), None)
+        statutes: list[tuple[str, str]] = []
+        if STATUTE_TOOL in turn.tools and find_statutes(question):
+            call = ToolCall(call_id="call_2", tool=STATUTE_TOOL, arguments={"citation": question, "query": question})
+            yield call
+            output = turn.tools[STATUTE_TOOL].run(call.arguments)
+            yield ToolResult(call_id=call.call_id, tool=call.tool, payload=output.payload, sources=output.sources)
+            statutes = self._statute_quotes(output.payload)
 
         kb = self._kb_passages(turn.chat, question)
         if kb:
@@ -65,12 +79,33 @@ class ExtractiveBackend:
             lines.append(("\n" if lines else "") + "From the caselaw consulted:\n")
             lines.append(f'- "{_display(quote)}" ({cited_as})\n')
             claims.append(ClaimedCitation(quote=quote, opinion_id=UUID(caselaw["opinion_id"])))
+        if statutes:
+            lines.append(("\n" if lines else "") + "From the statutes looked up:\n")
+            # The citation right before its quotation: the answer's statute check attributes the quote to it.
+            lines.extend(f'- {cited} ("{_display(quote)}")\n' for cited, quote in statutes)
         if not lines:
             lines.append(NOTHING_FOUND)
 
         for chunk in self._continuation(lines, partial=turn.partial):
             yield TextDelta(chunk)
         yield FinalAnswer(citations=tuple(claims))
+
+    @staticmethod
+    def _statute_quotes(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """``(citation as written, quote)`` for each section found: the passage that best matches the question,
+        else the text's first passage, else (a section of one long sentence, as many are) its whole text when
+        short enough to quote; a section with none of these is not quoted."""
+        quotes = []
+        for result in payload.get("results", []):
+            text = result.get("text") or ""
+            if result.get("status") != VERIFIED or not text:
+                continue
+            best = result.get("passage") or next(({"text": p.text} for p in passages(text)), None)
+            if best is None and len(text) <= MAX_WHOLE_SECTION_QUOTE and not result.get("truncated"):
+                best = {"text": text}
+            if best is not None:
+                quotes.append((result["cite"], best["text"]))
+        return quotes
 
     def _kb_passages(self, chat: Chat, question: str) -> list[tuple[Document, Passage]]:
         return matter_passages(chat, question, documents=self.candidate_documents, limit=self.kb_quotes)

@@ -84,12 +84,17 @@ CITE_SPEC: dict[str, Any] = {
 SYSTEM_PROMPT = """You are a legal research assistant working on a law firm's matter.
 Answer the user's question from the sources below{caselaw}.
 Quote sources verbatim, in double quotes, and for every quotation call the `cite` tool with the source id \
-and the exact quoted words. Never quote anything you were not given; if the sources do not answer the \
+and the exact quoted words.{statutes} Never quote anything you were not given; if the sources do not answer the \
 question, say so.
 
 Sources from the matter's documents:
 {sources}"""
 CASELAW_HINT = " and from court opinions you find with the `caselaw_search` tool (each result has a source_id)"
+# Statutes are not claimed with `cite`: the answer's statute check attributes a quote to the citation before it.
+STATUTE_HINT = (
+    " A statute or regulation you look up with the `statute_lookup` tool has no source id: quote it right after "
+    'its citation, as in 9 U.S.C. § 2 ("A written provision ..."), without calling `cite`.'
+)
 NO_SOURCES = "(none matched this question)"
 CONTINUE_PROMPT = (
     "Your answer above was cut off. Continue it exactly where it stopped, without repeating anything, "
@@ -358,6 +363,7 @@ class OpenAICompatibleBackend:
             lines.append(f"[S{n}] {document.title}\n{passage.text}\n")
         system = SYSTEM_PROMPT.format(
             caselaw=CASELAW_HINT if "caselaw_search" in turn.tools else "",
+            statutes=STATUTE_HINT if "statute_lookup" in turn.tools else "",
             sources="\n".join(lines) if lines else NO_SOURCES,
         )
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 from django.db import DatabaseError
-from django.utils import timezone
 
 from chats import courtlistener
 from chats.case_citations.extraction import CitationKey
 from chats.case_citations.names import parse_case_name
 from chats.models import CaselawOpinion
+from chats.opinion_records import courtlistener_record, courtlistener_text
 
 if TYPE_CHECKING:
     from courtlistener import CourtListener
@@ -245,14 +245,16 @@ def _materialize(client: CourtListener, key: CitationKey, cluster: Mapping[str, 
     found = _OPINION_URL_ID.search(str(sub_opinions[0])) if sub_opinions else None
     opinion_id = found.group(1) if found else f"cluster-{cluster_id}"
     text = _opinion_text(client, opinion_id) if found else ""
+    named = cluster.get("case_name") or cluster.get("case_name_full") or f"Cluster {cluster_id}"
+    record = courtlistener_record({**cluster, "case_name": named}, {"id": opinion_id})
+    # Stored under the citation looked up (the key the answer cites), its parallel citations after it.
     metadata = {
-        "cluster_id": str(cluster_id),
-        "case_name": str(cluster.get("case_name") or cluster.get("case_name_full") or f"Cluster {cluster_id}"),
+        **courtlistener.record_metadata(record),
         "citation": str(key),
-        "date_filed": courtlistener._date(cluster.get("date_filed")),
-        "absolute_url": courtlistener._absolute(cluster.get("absolute_url")),
-        "retrieved_at": timezone.now(),
+        "parallel_citations": list(dict.fromkeys([str(key), *record.citations])),
     }
+    if not record.court:  # a cluster names no court: keep the one stored, if any
+        del metadata["court"]
     try:
         return courtlistener.save_opinion(opinion_id=opinion_id, metadata=metadata, text=text)
     except DatabaseError:
@@ -264,7 +266,7 @@ def _opinion_text(client: CourtListener, opinion_id: str) -> str:
     from courtlistener import CourtListenerAPIError
 
     try:
-        return courtlistener.opinion_text(client.opinions.get(int(opinion_id), fields=courtlistener.OPINION_FIELDS))
+        return courtlistener_text(client.opinions.get(int(opinion_id), fields=courtlistener.OPINION_FIELDS))
     except (CourtListenerAPIError, httpx.HTTPError, ValueError, KeyError, TypeError):
         # The citation is still resolved; only quotes from this opinion cannot be verified until it is fetched.
         logger.warning("case citations: text of CourtListener opinion %s not fetched", opinion_id, exc_info=True)

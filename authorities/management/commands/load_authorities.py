@@ -1,26 +1,34 @@
-"""``manage.py load_authorities PATH...``: load USLM files (U.S. Code titles, CFR volumes) into the library."""
+"""``manage.py load_authorities PATH...``: load USLM files (U.S. Code titles, CFR volumes) into the library, and
+case-law JSON (CourtListener, CAP) into the opinions, through the loader ``LQAI_CASELAW_LOADER`` names."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.module_loading import import_string
 from tqdm import tqdm
 
 from authorities.loading import load_uslm
 from authorities.uslm import UslmError
+
+# Case-law JSON: CourtListener's and CAP's, one value or an array (.json), or one a line (.jsonl, .ndjson).
+CASELAW_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
 class Command(BaseCommand):
     help = (
         "Load USLM XML files into the authority library: U.S. Code titles as OLRC publishes them (usc09.xml) and "
         "annual CFR volumes as GPO publishes them (CFR-2017-title27-vol3.xml). A file loaded whole before is "
-        "skipped; a load that stopped part-way is finished by running the same command again."
+        "skipped; a load that stopped part-way is finished by running the same command again. Case law in bulk: "
+        "CourtListener clusters with their opinions and Caselaw Access Project cases, as JSON (.json: one, an "
+        "array or an API page; .jsonl: one a line); an opinion stored before is left as it is."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="USLM XML files")
+        parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="USLM XML files, case-law JSON files")
         parser.add_argument("--dry-run", action="store_true", help="read the files whole, write nothing")
 
     def handle(self, *args: Any, paths: list[Path], dry_run: bool, **options: Any) -> None:
@@ -35,6 +43,9 @@ class Command(BaseCommand):
                 def advance(position: int, bar: tqdm[Any] = bar) -> None:
                     bar.update(position - bar.n)
 
+                if path.suffix.lower() in CASELAW_SUFFIXES:
+                    self._load_caselaw(path, advance, dry_run=dry_run)
+                    continue
                 try:
                     report = load_uslm(path=path, progress=advance, dry_run=dry_run)
                 except UslmError as exc:
@@ -50,3 +61,12 @@ class Command(BaseCommand):
                     f"{path.name}: {report.release.label if report.release else ''} - {report.sections} sections read, "
                     f"{report.added} added"
                 )
+
+    def _load_caselaw(self, path: Path, advance: Any, *, dry_run: bool) -> None:
+        load = import_string(settings.LQAI_CASELAW_LOADER)
+        try:
+            report = load(path=path, progress=advance, dry_run=dry_run)
+        except ValueError as exc:  # the loader's error names the line or item and why
+            raise CommandError(f"{path}: {exc}") from None
+        suffix = " (dry run: nothing written)" if dry_run else ""
+        self.stdout.write(f"{path.name}: case law - {report.summary()}{suffix}")
