@@ -124,6 +124,15 @@ WRONG_NAME_ANSWER = (
     "Grutter v. Bollinger, 570 U.S. 297 (2013)."
 )
 
+PIN_CITE_QUESTION = "May a State limit whom a voter who needs help chooses to assist him?"
+# A scripted answer quoting Democracy N.C. with a pin cite: the quote is on the reporter's page 870 (the text
+# carries the reporter's own markers), so its card reads "590 F. Supp. 3d at 870" and the pin is checked there.
+PIN_CITE_QUOTE = "However, a 208-voter's choice is not unlimited."
+PIN_CITE_ANSWER = (
+    f"Not without limit: \u201c{PIN_CITE_QUOTE}\u201d Democracy North Carolina v. North Carolina State Board of "
+    "Elections, 590 F. Supp. 3d 850, 870 (M.D.N.C. 2022)."
+)
+
 ALTERED_QUESTION = "When is there a vacancy in a party's nomination?"
 # A scripted answer quoting the Alabama opinion with a trailing omission that drops its limiting "only if ...":
 # the quote is found, but the verifier cannot vouch for it (altered), and the omitted text is shown.
@@ -490,6 +499,24 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
             wrong["message"]["id"],
             [],
             len(wrong["message"]["unverified_citations"]),
+        )
+    )
+
+    # An answer quoting an opinion that carries its reporter's pages, with a pin cite on the quoted page.
+    democracy = CaselawOpinion.objects.get(provider="local", opinion_id="democracy-nc-2022")
+    quoted = ClaimedCitation(quote=PIN_CITE_QUOTE, opinion_id=democracy.pk)
+    with (
+        override_settings(LQAI_ASSISTANT_BACKEND="chats.assistant.ScriptedBackend"),
+        ScriptedBackend.scripted(TextDelta(PIN_CITE_ANSWER), FinalAnswer(citations=(quoted,))),
+    ):
+        pinned = post_json(client, base, {"content": PIN_CITE_QUESTION})
+    turns.append(
+        DemoTurn(
+            "single-shot, a scripted answer quoting an opinion with a pin cite",
+            PIN_CITE_QUESTION,
+            pinned["message"]["id"],
+            [],
+            len(pinned["message"]["unverified_citations"]),
         )
     )
 

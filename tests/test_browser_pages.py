@@ -317,25 +317,29 @@ def test_the_altered_turn_reads_review_in_amber_on_its_page_and_in_its_printed_r
         (tmp_path / "report.html").write_bytes(bundle.read("report.html"))
     altered = Message.objects.get(chat=chat, reply_to__content__startswith="When is there a vacancy")
     assert altered.verdict == "review"
+    pinned = Message.objects.get(chat=chat, reply_to__content=demo.PIN_CITE_QUESTION)  # the turn before it
+    top = "t => t.scrollIntoView({block: 'start'})"
     url = f"/chats/{chat.pk}/"
     amber = "rgb(122, 77, 0)"  # trace.css's --review
 
     with chromium_browser() as browser:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(viewport={"width": 1400, "height": 1500})
         page.set_default_timeout(15_000)
         _sign_in(page, live_server, member.username, url)
 
-        # Then the turn whose only claim is altered reads Review, in amber, with its claim to review: no green
+        # Then the quote of an opinion that carries its reporter's pages is cited as a court cites it
+        expect(page.locator(f"#turn-{pinned.pk}")).to_contain_text("590 F. Supp. 3d at 870")
+        # ... and the turn whose only claim is altered reads Review, in amber, with its claim to review: no green
         banner = page.locator(f"#turn-{altered.pk} .verdict")
         expect(banner).to_contain_text("Verdict: Review")
         expect(banner).to_contain_text("1 claim to review")
         assert banner.evaluate("b => getComputedStyle(b).color") == amber
         assert "\u2713" not in banner.inner_text()
-        page.locator(f"#turn-{altered.pk}").scroll_into_view_if_needed()
+        page.locator(f"#turn-{pinned.pk}").evaluate(top)
         page.screenshot(path=ARTIFACTS / "trace-page-review.png")
 
         # ... and so does the signed report, printed, with the omitted words spelled out
-        report = browser.new_page(viewport={"width": 900, "height": 1270})
+        report = browser.new_page(viewport={"width": 900, "height": 1600})
         report.goto((tmp_path / "report.html").as_uri())
         report.emulate_media(media="print")
         turn = report.locator(f"#turn-{altered.pk}")
@@ -344,7 +348,8 @@ def test_the_altered_turn_reads_review_in_amber_on_its_page_and_in_its_printed_r
         expect(turn.locator("ol.alterations")).to_contain_text(
             "omits \u201conly if the candidate is legally qualified for the office."
         )
-        turn.scroll_into_view_if_needed()
+        expect(report.locator(f"#turn-{pinned.pk}")).to_contain_text("590 F. Supp. 3d at 870")
+        report.locator(f"#turn-{pinned.pk}").evaluate(top)
         report.screenshot(path=ARTIFACTS / "report-review.png")
         report.pdf(path=ARTIFACTS / "report.pdf", format="A4")
         report.close()

@@ -28,6 +28,7 @@ from chats.models import (
     OpinionQuote,
     Project,
 )
+from chats.serializers import quote_pin_cite
 from citations import keys
 from citations.models import CitationLedgerEntry, MatterPurge
 from demo import seed as demo_seed
@@ -136,6 +137,13 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     ) in first
     assert "verdict=fail" in first
     assert "name_mismatch  -           local     cited: Grutter v. Bollinger, 570 U.S. 297" in first
+    # A quote of an opinion that carries its reporter's pages, with a pin cite on the quoted page: it passes,
+    # cited as a court cites it, never by a count of form feeds
+    assert "Turn: single-shot, a scripted answer quoting an opinion with a pin cite" in first
+    pinned = Message.objects.get(role=Message.Role.ASSISTANT, reply_to__content=demo_seed.PIN_CITE_QUESTION)
+    assert pinned.verdict == "pass"
+    assert [(c.pin, c.pin_status) for c in pinned.case_citations.all()] == [("870", "within")]
+    assert [quote_pin_cite(q) for q in pinned.caselaw_citations.all()] == ["590 F. Supp. 3d at 870"]
     # A quote that drops its limiting "only if ...": altered, with the omitted text, and the turn to review
     assert "Turn: single-shot, a scripted answer whose quote drops a limiting clause" in first
     assert (
@@ -153,9 +161,9 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     # The record proves itself: the older turns sealed late, the chain intact, the export verified offline
     # (the older turns' quotes were stored before passage digests: re-verified, each with its warning).
     assert "seal_turns: sealed 3 turn(s) late; 0 unsealed" in first
-    assert "verify_ledger: intact: 10 seals in 1 chain(s), 9 turns" in first
+    assert "verify_ledger: intact: 11 seals in 1 chain(s), 10 turns" in first
     assert "export_matter: " in first
-    assert "9 turns (0 unsealed, 3 sealed late)" in first
+    assert "10 turns (0 unsealed, 3 sealed late)" in first
     assert "lqai_verify: OK: matter " in first
     assert "DEVELOPMENT key" not in first  # the tests sign with a key of their own
     assert first.count("no passage digest was recorded") == 2  # the first two of the six quotes' warnings
