@@ -740,6 +740,14 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             name=f"{table}_answer_span_shape",
             violation_error_message="A claim's answer span has both ends (start <= end) and no reason, or neither.",
         ),
+        *_quote_alteration_constraints(table),
+    ]
+
+
+def _quote_alteration_constraints(table: str) -> list[models.BaseConstraint]:
+    """The rules of a quote row's alterations and context flags: lists, listed only where the match is tolerant
+    or altered, and an altered quote scored below what the verifier vouches for."""
+    return [
         # The admin and the trace iterate the alterations: anything but a list cannot be shown.
         models.CheckConstraint(
             condition=Exact(JSONTypeOf("alterations"), Value("array")),

@@ -400,29 +400,11 @@ def _export_batch(
             source = documents.get(row["document"]) if row["table"] == record.KB else opinions.get(row["opinion"])
             if source is None:
                 continue
-            text = source.content if isinstance(source, Document) else source.text
             # A turn sealed on time under earlier rules is re-verified under them too (lqai_verify.bundle).
             on_time = sealed and seal is not None and not seal["late"]
-            excerpt_start, excerpt = excerpt_for(
-                row, text, sealed_rules=seal["verifier_version"] if on_time and seal else VERIFIER_VERSION
-            )
-            key = record.row_key(row)
-            pages = pages_of_span(source.pages, row["offset_start"], row["offset_end"])
-            citation = None if isinstance(source, Document) else source.citation
-            passage = {
-                "row": key,
-                "source_table": source._meta.db_table,
-                "source_id": str(source.pk),
-                "source_title": _title(source),
-                # The pages the passage spans (chats.pages, as the API and the trace pages give them), and its
-                # pin cite: an opinion's Bluebook pin cite ("590 F. Supp. 3d at 870"), a document's "p. 4".
-                "pages": pages,
-                "pin_cite": span_pin_cite(source.pages, row["offset_start"], row["offset_end"], citation=citation),
-                # The citation whose reporter an opinion's pin cite names (the verifier reads it as its pages say).
-                **({} if citation is None else {"citation": citation}),
-                "excerpt_start": excerpt_start,
-                "excerpt": excerpt,
-            }
+            rules = seal["verifier_version"] if on_time and seal else VERIFIER_VERSION
+            passage = _passage(row, source, sealed_rules=rules)
+            key = passage["row"]
             files["passages.jsonl"].line(passage)
             passages[key] = passage
             summary.passages += 1
@@ -432,6 +414,28 @@ def _export_batch(
         files["report.html"].write(
             report.turn(line, seal=seal if sealed else None, rows=turn_facts.rows, passages=passages).encode()
         )
+
+
+def _passage(row: dict[str, Any], source: Document | CaselawOpinion, *, sealed_rules: str) -> dict[str, Any]:
+    """The line of ``passages.jsonl`` for a verified quote ``row`` of ``source``: the text around its passage
+    (enough to re-verify it under ``sealed_rules``), the pages it spans and its pin cite."""
+    text = source.content if isinstance(source, Document) else source.text
+    excerpt_start, excerpt = excerpt_for(row, text, sealed_rules=sealed_rules)
+    citation = None if isinstance(source, Document) else source.citation
+    return {
+        "row": record.row_key(row),
+        "source_table": source._meta.db_table,
+        "source_id": str(source.pk),
+        "source_title": _title(source),
+        # The pages the passage spans (chats.pages, as the API and the trace pages give them), and its
+        # pin cite: an opinion's Bluebook pin cite ("590 F. Supp. 3d at 870"), a document's "p. 4".
+        "pages": pages_of_span(source.pages, row["offset_start"], row["offset_end"]),
+        "pin_cite": span_pin_cite(source.pages, row["offset_start"], row["offset_end"], citation=citation),
+        # The citation whose reporter an opinion's pin cite names (the verifier reads it as its pages say).
+        **({} if citation is None else {"citation": citation}),
+        "excerpt_start": excerpt_start,
+        "excerpt": excerpt,
+    }
 
 
 def _title(source: Document | CaselawOpinion) -> str:

@@ -455,6 +455,24 @@ def _streamed_turn(client: Client, base: str, question: str, *, label: str) -> D
     return DemoTurn(label, question, done["message_id"], [e for e, _ in events], len(done["unverified_citations"]))
 
 
+def _scripted_turn(
+    client: Client,
+    base: str,
+    label: str,
+    question: str,
+    *,
+    answer: str,
+    claims: tuple[ClaimedCitation, ...] = (),
+) -> DemoTurn:
+    """One single-shot turn asking ``question`` whose answer is scripted: ``answer``, claiming ``claims``."""
+    with (
+        override_settings(LQAI_ASSISTANT_BACKEND="chats.assistant.ScriptedBackend"),
+        ScriptedBackend.scripted(TextDelta(answer), FinalAnswer(citations=claims)),
+    ):
+        body = post_json(client, base, {"content": question})
+    return DemoTurn(label, question, body["message"]["id"], [], len(body["message"]["unverified_citations"]))
+
+
 def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
     """Run the demo's turns through the HTTP API, in-process, as a client would."""
     client = api_client(matter)
@@ -487,54 +505,30 @@ def run_turns(matter: DemoMatter) -> tuple[list[DemoTurn], Chat]:
 
     # An answer that cites a real case under a wrong name: the check finds the case at that citation and
     # reports the mismatch, and the turn's verdict is fail.
-    with (
-        override_settings(LQAI_ASSISTANT_BACKEND="chats.assistant.ScriptedBackend"),
-        ScriptedBackend.scripted(TextDelta(WRONG_NAME_ANSWER), FinalAnswer()),
-    ):
-        wrong = post_json(client, base, {"content": WRONG_NAME_QUESTION})
-    turns.append(
-        DemoTurn(
-            "single-shot, a scripted answer citing a real case under a wrong name",
-            WRONG_NAME_QUESTION,
-            wrong["message"]["id"],
-            [],
-            len(wrong["message"]["unverified_citations"]),
-        )
-    )
-
+    wrong_name = "single-shot, a scripted answer citing a real case under a wrong name"
+    turns.append(_scripted_turn(client, base, wrong_name, WRONG_NAME_QUESTION, answer=WRONG_NAME_ANSWER))
     # An answer quoting an opinion that carries its reporter's pages, with a pin cite on the quoted page.
     democracy = CaselawOpinion.objects.get(provider="local", opinion_id="democracy-nc-2022")
-    quoted = ClaimedCitation(quote=PIN_CITE_QUOTE, opinion_id=democracy.pk)
-    with (
-        override_settings(LQAI_ASSISTANT_BACKEND="chats.assistant.ScriptedBackend"),
-        ScriptedBackend.scripted(TextDelta(PIN_CITE_ANSWER), FinalAnswer(citations=(quoted,))),
-    ):
-        pinned = post_json(client, base, {"content": PIN_CITE_QUESTION})
     turns.append(
-        DemoTurn(
+        _scripted_turn(
+            client,
+            base,
             "single-shot, a scripted answer quoting an opinion with a pin cite",
             PIN_CITE_QUESTION,
-            pinned["message"]["id"],
-            [],
-            len(pinned["message"]["unverified_citations"]),
+            answer=PIN_CITE_ANSWER,
+            claims=(ClaimedCitation(quote=PIN_CITE_QUOTE, opinion_id=democracy.pk),),
         )
     )
-
     # An answer whose quote omits the limiting clause that follows it: altered, and the turn to review.
     alabama = Document.objects.get(project=matter.project, title__startswith="Alabama AGO 2018-046")
-    claim = ClaimedCitation(quote=ALTERED_QUOTE, document_id=alabama.pk)
-    with (
-        override_settings(LQAI_ASSISTANT_BACKEND="chats.assistant.ScriptedBackend"),
-        ScriptedBackend.scripted(TextDelta(ALTERED_ANSWER), FinalAnswer(citations=(claim,))),
-    ):
-        altered = post_json(client, base, {"content": ALTERED_QUESTION})
     turns.append(
-        DemoTurn(
+        _scripted_turn(
+            client,
+            base,
             "single-shot, a scripted answer whose quote drops a limiting clause",
             ALTERED_QUESTION,
-            altered["message"]["id"],
-            [],
-            len(altered["message"]["unverified_citations"]),
+            answer=ALTERED_ANSWER,
+            claims=(ClaimedCitation(quote=ALTERED_QUOTE, document_id=alabama.pk),),
         )
     )
     return turns, Chat.objects.get(pk=chat["id"])

@@ -211,6 +211,23 @@ def _eyecite_citations(text: str) -> list[Any]:
     return sorted(_eyecite().get_citations(text), key=lambda c: c.span())
 
 
+def _resolved_antecedents(eyecite: Any, citations: list[Any]) -> dict[int, int]:
+    """For each short form, ``supra`` or reference among ``citations`` that eyecite's ``resolve_citations``
+    resolves, the index of the full citation it resolves to."""
+    from eyecite.models import FullCaseCitation
+
+    position = {id(citation): index for index, citation in enumerate(citations)}
+    antecedents: dict[int, int] = {}
+    for resource, resolved in eyecite.resolve_citations(citations).items():
+        full = position.get(id(getattr(resource, "citation", None)))
+        if full is None:
+            continue
+        for citation in resolved:
+            if citation is not resource.citation and not isinstance(citation, FullCaseCitation):
+                antecedents[position[id(citation)]] = full
+    return antecedents
+
+
 def _found_citations(original: str, text: str, placed: list[tuple[Any, int]]) -> list[FoundCitation]:
     """The :class:`FoundCitation` of each eyecite citation of ``placed``, in text order; each comes with the
     offset in ``original`` of the text eyecite read it from (0 for the whole text, a paragraph's start for a
@@ -227,17 +244,7 @@ def _found_citations(original: str, text: str, placed: list[tuple[Any, int]]) ->
     )
 
     placed = sorted(placed, key=lambda item: (item[0].span()[0] + item[1], item[0].span()[1] + item[1]))
-    citations = [citation for citation, _ in placed]
-    position = {id(citation): index for index, citation in enumerate(citations)}
-    antecedents: dict[int, int] = {}
-    for resource, resolved in eyecite.resolve_citations(citations).items():
-        full = position.get(id(getattr(resource, "citation", None)))
-        if full is None:
-            continue
-        for citation in resolved:
-            if citation is not resource.citation and not isinstance(citation, FullCaseCitation):
-                antecedents[position[id(citation)]] = full
-
+    antecedents = _resolved_antecedents(eyecite, [citation for citation, _ in placed])
     found: list[FoundCitation] = []
     floor = 0
     for index, (citation, offset) in enumerate(placed):
