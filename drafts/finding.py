@@ -6,7 +6,7 @@ cite and parentheticals), each statute and regulation citation (the authority li
 :func:`authorities.selectors.find_statutes`) and each quotation (:mod:`drafts.quotations`). Every citation
 names its authority, an entry of the table of authorities (a short form, ``id.`` and ``supra`` their full
 citation's); each quotation names the citation that supports it (see :func:`_supporting`) and so its authority,
-or none: a quotation without a citation. Nothing here is checked yet. Pure reading: no writes.
+or none: a quotation without a citation. Checked by :mod:`drafts.checking`. Pure reading: no writes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from authorities.selectors import FoundStatute, find_statutes
@@ -72,28 +72,10 @@ class Authority:
     pages: list[str] = field(default_factory=list)
 
 
-# Until the checks exist (issue 51, item 3), every finding is reported unchecked and for a person to review.
-UNCHECKED = "unchecked"
-_NOT_CHECKED_YET = "Found in the draft; not checked yet."
-
-
 @dataclass(frozen=True, slots=True)
 class DraftFindings:
     findings: list[Finding]
     authorities: list[Authority]
-
-    def record(self) -> dict[str, object]:
-        """The findings and the table of authorities as JSON-ready data, in the shape of docs/drafts.md:
-        nothing is checked yet, so each finding is ``unchecked`` and needs review, and the verdict is
-        ``review`` (``none`` for a draft that cites and quotes nothing)."""
-        findings = [
-            asdict(f) | {"status": UNCHECKED, "needs_review": True, "detail": _NOT_CHECKED_YET} for f in self.findings
-        ]
-        return {
-            "verdict": "review" if findings else "none",
-            "findings": findings,
-            "authorities": [asdict(a) for a in self.authorities],
-        }
 
 
 class _Table:

@@ -1,0 +1,153 @@
+"""Checking a draft: every citation and quotation of briefs made here, citing the project's own opinions
+(chats/data/opinions) and statutes (tests/fixtures/authorities), gets the finding it deserves; CourtListener is
+a local fake on 127.0.0.1 (tests/test_case_citations.py), never the network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from authorities.loading import load_uslm
+from chats.models import CaselawOpinion
+from drafts.checking import CheckedDraft, check_draft
+from drafts.finding import find_in_draft
+from drafts.reading import read_draft
+from tests import factories
+from tests.conftest import DEMOCRACY, FISHER, corpus_text
+from tests.docx_fixture import make_docx
+
+AUTHORITIES = Path(__file__).parent / "fixtures" / "authorities"
+PATEL = "opinions/los-angeles-v-patel-2015-slip.txt"
+
+
+@pytest.fixture
+def opinions(db: None) -> dict[str, CaselawOpinion]:
+    """Fisher, Patel and Democracy North Carolina as seeded (provider ``local``) opinions."""
+    made = {}
+    supreme = "Supreme Court of the United States"
+    for key, name, case_name, citation, court in (
+        ("fisher", FISHER, "Fisher v. University of Texas at Austin", "570 U.S. 297", supreme),
+        ("patel", PATEL, "City of Los Angeles v. Patel", "576 U.S. 409", supreme),
+        (
+            "democracy",
+            DEMOCRACY,
+            "Democracy North Carolina v. North Carolina State Board of Elections",
+            "590 F. Supp. 3d 850",
+            "",
+        ),
+    ):
+        made[key] = factories.CaselawOpinionFactory.create(
+            provider="local",
+            opinion_id=key,
+            case_name=case_name,
+            citation=citation,
+            court=court,
+            text=corpus_text(name),
+        )
+    return made
+
+
+@pytest.fixture
+def library(db: None) -> None:
+    for name in ("usc09.xml", "usc35.xml"):
+        load_uslm(path=AUTHORITIES / name)
+
+
+def checked(text: str, *, name: str = "brief.txt", **options: Any) -> CheckedDraft:
+    data = text.encode() if name.endswith(".txt") else make_docx(text.split("\n\n"))
+    draft = read_draft(data=data, name=name)
+    return check_draft(draft=draft, found=find_in_draft(draft), use_courtlistener=False, **options)
+
+
+def finding(result: CheckedDraft, text: str) -> dict[str, Any]:
+    record = result.record(matter="m")
+    hits = [f for f in record["findings"] if f["text"] == text]  # type: ignore[index]
+    assert len(hits) == 1, [(f["kind"], f["text"], f["status"]) for f in record["findings"]]  # type: ignore[index]
+    return hits[0]
+
+
+DEMOCRACY_CASE = "Democracy N.C. v. N.C. State Bd. of Elections, 590 F. Supp. 3d 850"
+PLEADINGS = "a court will not accept mere legal conclusions as true"  # at 590 F. Supp. 3d 861
+OMITTED = "subject only to a few . . . exceptions. . . . One exception is for administrative searches"
+
+
+FISHER_CASE = "Fisher v. University of Texas at Austin, 570 U.S. 297"
+SCRUTINY = "Strict scrutiny is a searching examination"
+SPECIFICATION = "The specification shall contain a written description of the invention"
+
+
+def _brief() -> str:
+    return "\n\n".join(
+        [
+            f'The standard is demanding: "{SCRUTINY}." {FISHER_CASE}, 310 (2013). Id. at 311.',
+            f'Courts have said it is "a lenient examination." {FISHER_CASE}, 310 (2013).',
+            "No such case exists. Smith v. Jones, 999 U.S. 123 (2001).",
+            "Wrong name. Grutter v. Bollinger, 576 U.S. 409 (2015).",
+            f'"{PLEADINGS}." {DEMOCRACY_CASE}, 858 (M.D.N.C. 2022).',
+            f'Again, "{PLEADINGS}." {DEMOCRACY_CASE}, 861 (M.D.N.C. 2022). Id. at 861.',
+            f'Searches are "{OMITTED}." City of Los Angeles v. Patel, 576 U.S. 409 (2015).',
+            "The burden stays. Fisher, 570 U.S. at 312. Not the same book: Fisher, 571 U.S. at 312.",
+            f'A patent must hold it: "{SPECIFICATION}." 35 U.S.C. § 112(a). And 9 U.S.C. § 99.',
+            '"Quoted from nowhere at all."',
+        ]
+    )
+
+
+def test_each_citation_and_quote_of_a_brief_gets_its_finding(
+    opinions: dict[str, CaselawOpinion], library: None
+) -> None:
+    # Given a brief citing the project's own opinions and statutes, when it is checked with the local library
+    result = checked(_brief())
+    record = result.record(matter="m")
+    statuses = {(f["text"], f["status"]) for f in record["findings"]}  # type: ignore[index]
+
+    # then a correct quote verifies, and the slip opinion's pin cite is shown as not checkable, for review
+    assert (f"{SCRUTINY}.", "exact_match") in statuses
+    fisher_first = [f for f in record["findings"] if f["text"] == f"{FISHER_CASE}, 310 (2013)"]  # type: ignore[index]
+    assert [f["status"] for f in fisher_first] == ["pin_unchecked", "pin_unchecked"]
+    # a misquote is not found in the case it cites
+    assert finding(result, "a lenient examination.")["status"] == "unverified"
+    # a fabricated case: nothing local holds it and CourtListener is off, so unchecked, saying what would check it
+    fabricated = finding(result, "Smith v. Jones, 999 U.S. 123 (2001)")
+    assert (fabricated["status"], fabricated["needs_review"]) == ("unchecked", True)
+    assert "COURTLISTENER_API_TOKEN" in fabricated["detail"]
+    # a real citation under another case's name
+    wrong_name = finding(result, "Grutter v. Bollinger, 576 U.S. 409 (2015)")
+    assert wrong_name["status"] == "name_mismatch"
+    assert "City of Los Angeles v. Patel" in wrong_name["detail"]
+    # a pin cite off the page of the passage quoted with it; the right one verifies
+    wrong_pin = finding(result, f"{DEMOCRACY_CASE}, 858 (M.D.N.C. 2022)")
+    assert wrong_pin["status"] == "pin_mismatch"
+    assert "590 F. Supp. 3d at 861" in wrong_pin["detail"]
+    assert finding(result, f"{DEMOCRACY_CASE}, 861 (M.D.N.C. 2022)")["status"] == "verified"
+    # a correct quote that omits a citation sentence verifies with the omission shown
+    omitted = finding(result, f"{OMITTED}.")
+    assert (omitted["status"], omitted["needs_review"]) == ("tolerant_match", False)
+    assert omitted["words"] == "verified, with marked alterations"
+    assert "Arizona v. Gant" in omitted["detail"]
+    assert any(a["kind"] == "ellipsis" for a in omitted["alterations"]), omitted["alterations"]
+    # a short form of the same volume is its case's; one naming another volume is not
+    assert finding(result, "Fisher, 570 U.S. at 312")["status"] == "pin_unchecked"
+    other_book = finding(result, "Fisher, 571 U.S. at 312")
+    assert other_book["status"] == "unchecked"
+    assert other_book["detail"].startswith("Writes 571 U.S., but the case it names (Fisher")
+    # id. follows its antecedent: after the verified pin 861, its own pin on the same case
+    ids = [f for f in record["findings"] if f["form"] == "id"]  # type: ignore[index]
+    assert [f["text"] for f in ids] == ["Id. at 311", "Id. at 861"]
+    assert ids[0]["authority"] == fisher_first[0]["authority"]
+    assert ids[1]["status"] in ("verified", "pin_unchecked")
+    assert "590 F. Supp. 3d 850" in ids[1]["detail"]
+    # a statute's quote verifies against the subsection cited; a section the title lacks is not found
+    assert finding(result, f"{SPECIFICATION}.")["status"] in ("exact_match", "tolerant_match")
+    assert finding(result, "35 U.S.C. § 112(a)")["status"] == "verified"
+    assert finding(result, "9 U.S.C. § 99")["status"] == "not_found"
+    # a quotation no citation supports is unchecked, saying why
+    orphan = finding(result, "Quoted from nowhere at all.")
+    assert (orphan["status"], orphan["authority"]) == ("unchecked", None)
+    assert "No citation supports" in orphan["detail"]
+    # nothing failed is green: the verdict fails, and every failed, altered or unchecked finding needs review
+    assert record["verdict"] == "fail"
+    for f in record["findings"]:  # type: ignore[union-attr]
+        assert f["needs_review"] == (f["status"] not in ("verified", "exact_match", "tolerant_match")), f
