@@ -17,6 +17,7 @@ from drafts.reading import read_draft
 from tests import factories
 from tests.conftest import DEMOCRACY, FISHER, corpus_text
 from tests.docx_fixture import make_docx
+from tests.test_case_citations import FakeCourtListener, fake_courtlistener  # noqa: F401 - the fixture
 
 AUTHORITIES = Path(__file__).parent / "fixtures" / "authorities"
 PATEL = "opinions/los-angeles-v-patel-2015-slip.txt"
@@ -58,13 +59,13 @@ def library(db: None) -> None:
 def checked(text: str, *, name: str = "brief.txt", **options: Any) -> CheckedDraft:
     data = text.encode() if name.endswith(".txt") else make_docx(text.split("\n\n"))
     draft = read_draft(data=data, name=name)
-    return check_draft(draft=draft, found=find_in_draft(draft), use_courtlistener=False, **options)
+    return check_draft(draft=draft, found=find_in_draft(draft), **({"use_courtlistener": False} | options))
 
 
 def finding(result: CheckedDraft, text: str) -> dict[str, Any]:
-    record = result.record(matter="m")
-    hits = [f for f in record["findings"] if f["text"] == text]  # type: ignore[index]
-    assert len(hits) == 1, [(f["kind"], f["text"], f["status"]) for f in record["findings"]]  # type: ignore[index]
+    record: Any = result.record(matter="m")
+    hits = [f for f in record["findings"] if f["text"] == text]
+    assert len(hits) == 1, [(f["kind"], f["text"], f["status"]) for f in record["findings"]]
     return hits[0]
 
 
@@ -100,12 +101,12 @@ def test_each_citation_and_quote_of_a_brief_gets_its_finding(
 ) -> None:
     # Given a brief citing the project's own opinions and statutes, when it is checked with the local library
     result = checked(_brief())
-    record = result.record(matter="m")
-    statuses = {(f["text"], f["status"]) for f in record["findings"]}  # type: ignore[index]
+    record: Any = result.record(matter="m")
+    statuses = {(f["text"], f["status"]) for f in record["findings"]}
 
     # then a correct quote verifies, and the slip opinion's pin cite is shown as not checkable, for review
     assert (f"{SCRUTINY}.", "exact_match") in statuses
-    fisher_first = [f for f in record["findings"] if f["text"] == f"{FISHER_CASE}, 310 (2013)"]  # type: ignore[index]
+    fisher_first = [f for f in record["findings"] if f["text"] == f"{FISHER_CASE}, 310 (2013)"]
     assert [f["status"] for f in fisher_first] == ["pin_unchecked", "pin_unchecked"]
     # a misquote is not found in the case it cites
     assert finding(result, "a lenient examination.")["status"] == "unverified"
@@ -134,7 +135,7 @@ def test_each_citation_and_quote_of_a_brief_gets_its_finding(
     assert other_book["status"] == "unchecked"
     assert other_book["detail"].startswith("Writes 571 U.S., but the case it names (Fisher")
     # id. follows its antecedent: after the verified pin 861, its own pin on the same case
-    ids = [f for f in record["findings"] if f["form"] == "id"]  # type: ignore[index]
+    ids = [f for f in record["findings"] if f["form"] == "id"]
     assert [f["text"] for f in ids] == ["Id. at 311", "Id. at 861"]
     assert ids[0]["authority"] == fisher_first[0]["authority"]
     assert ids[1]["status"] in ("verified", "pin_unchecked")
@@ -149,5 +150,40 @@ def test_each_citation_and_quote_of_a_brief_gets_its_finding(
     assert "No citation supports" in orphan["detail"]
     # nothing failed is green: the verdict fails, and every failed, altered or unchecked finding needs review
     assert record["verdict"] == "fail"
-    for f in record["findings"]:  # type: ignore[union-attr]
+    for f in record["findings"]:
         assert f["needs_review"] == (f["status"] not in ("verified", "exact_match", "tolerant_match")), f
+
+
+def test_courtlistener_found_not_found_and_rate_limited(
+    fake_courtlistener: FakeCourtListener,  # noqa: F811 - the fixture imported above
+    opinions: dict[str, CaselawOpinion],
+) -> None:
+    # Given a brief citing a case only CourtListener holds, one it has not, and one the local store holds
+    brief = f"Grutter v. Bollinger, 539 U.S. 306 (2003). Smith v. Jones, 999 U.S. 999 (2001). {FISHER_CASE} (2013)."
+
+    # when CourtListener (a fake on 127.0.0.1) answers
+    result = checked(brief, courtlistener_client=fake_courtlistener.client(), use_courtlistener=True)
+
+    # then it is asked once, only about what the store lacks; found verifies, not found fails
+    assert fake_courtlistener.lookups == ["539 U.S. 306\n999 U.S. 999"]
+    assert finding(result, "Grutter v. Bollinger, 539 U.S. 306 (2003)")["status"] == "verified"
+    assert finding(result, "Smith v. Jones, 999 U.S. 999 (2001)")["status"] == "not_found"
+    assert result.verdict == "fail"
+    # and the answer is kept: the case found is local the next time, CourtListener not asked about it again
+    again = checked(
+        "Grutter v. Bollinger, 539 U.S. 306 (2003).",
+        courtlistener_client=fake_courtlistener.client(),
+        use_courtlistener=True,
+    )
+    assert finding(again, "Grutter v. Bollinger, 539 U.S. 306 (2003)")["status"] == "verified"
+    assert len(fake_courtlistener.lookups) == 1
+
+    # when CourtListener rate-limits the account, what it was to check stays unchecked, saying so
+    fake_courtlistener.mode = "throttled"
+    limited = checked(
+        "Smith v. Jones, 999 U.S. 999 (2001).", courtlistener_client=fake_courtlistener.client(), use_courtlistener=True
+    )
+    held = finding(limited, "Smith v. Jones, 999 U.S. 999 (2001)")
+    assert (held["status"], held["needs_review"]) == ("unchecked", True)
+    assert "rate-limiting" in held["detail"]
+    assert limited.verdict == "review"
