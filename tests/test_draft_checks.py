@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from authorities.loading import load_uslm
+from chats.case_citations import lookup
 from chats.models import CaselawOpinion
 from drafts.checking import CheckedDraft, check_draft
 from drafts.finding import find_in_draft
@@ -187,3 +188,26 @@ def test_courtlistener_found_not_found_and_rate_limited(
     assert (held["status"], held["needs_review"]) == ("unchecked", True)
     assert "rate-limiting" in held["detail"]
     assert limited.verdict == "review"
+
+
+def test_courtlistener_is_asked_in_batches_and_not_again_after_a_rate_limit(
+    fake_courtlistener: FakeCourtListener,  # noqa: F811 - the fixture imported above
+    db: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given CourtListener's per-request limit (250 citations) made 2, and a brief citing five cases nobody holds
+    monkeypatch.setattr(lookup, "MAX_CITATIONS_PER_REQUEST", 2)
+    brief = " ".join(f"Case{n} v. Other{n}, {900 + n} U.S. {100 + n} (2001)." for n in range(5))
+
+    # when it is checked, CourtListener is asked three times, two citations at most each
+    result = checked(brief, courtlistener_client=fake_courtlistener.client(), use_courtlistener=True)
+    assert [len(asked.split("\n")) for asked in fake_courtlistener.lookups] == [2, 2, 1]
+    assert {c.status for c in result.checks} == {"not_found"}
+
+    # when CourtListener rate-limits the account, it is asked once: every citation stays unchecked, saying so
+    fake_courtlistener.mode = "throttled"
+    fake_courtlistener.lookups.clear()
+    limited = checked(brief, courtlistener_client=fake_courtlistener.client(), use_courtlistener=True)
+    assert len(fake_courtlistener.lookups) == 1
+    assert {c.status for c in limited.checks} == {"unchecked"}
+    assert all("rate-limiting this account" in c.detail for c in limited.checks)

@@ -83,7 +83,7 @@ def check_case_citations(
 ) -> list[CheckedCitation]:
     """Check every citation of ``answer_text`` (see the module docstring).
 
-    CourtListener is asked only about full citations the local store does not hold, in one request,
+    CourtListener is asked only about full citations the local store does not hold, 250 to a request,
     through ``courtlistener_client`` or, when none is given, the client of the settings' token (none when
     ``COURTLISTENER_API_TOKEN`` is unset); ``use_courtlistener=False`` checks against the local store only.
     Materializes the opinions CourtListener returns (each in a savepoint).
