@@ -177,14 +177,16 @@ def test_courtlistener_found_not_found_and_rate_limited(
         use_courtlistener=True,
     )
     assert finding(again, "Grutter v. Bollinger, 539 U.S. 306 (2003)")["status"] == "verified"
+    # and a citation to nothing is remembered: not asked about again for a while
+    client = fake_courtlistener.client()
+    nothing = checked("Smith v. Jones, 999 U.S. 999 (2001).", courtlistener_client=client, use_courtlistener=True)
+    assert finding(nothing, "Smith v. Jones, 999 U.S. 999 (2001)")["status"] == "not_found"
     assert len(fake_courtlistener.lookups) == 1
 
     # when CourtListener rate-limits the account, what it was to check stays unchecked, saying so
     fake_courtlistener.mode = "throttled"
-    limited = checked(
-        "Smith v. Jones, 999 U.S. 999 (2001).", courtlistener_client=fake_courtlistener.client(), use_courtlistener=True
-    )
-    held = finding(limited, "Smith v. Jones, 999 U.S. 999 (2001)")
+    limited = checked("Doe v. Roe, 998 U.S. 998 (2001).", courtlistener_client=client, use_courtlistener=True)
+    held = finding(limited, "Doe v. Roe, 998 U.S. 998 (2001)")
     assert (held["status"], held["needs_review"]) == ("unchecked", True)
     assert "rate-limiting" in held["detail"]
     assert limited.verdict == "review"
@@ -207,7 +209,9 @@ def test_courtlistener_is_asked_in_batches_and_not_again_after_a_rate_limit(
     # when CourtListener rate-limits the account, it is asked once: every citation stays unchecked, saying so
     fake_courtlistener.mode = "throttled"
     fake_courtlistener.lookups.clear()
-    limited = checked(brief, courtlistener_client=fake_courtlistener.client(), use_courtlistener=True)
+    limited = checked(
+        brief.replace(" U.S. ", " F.3d "), courtlistener_client=fake_courtlistener.client(), use_courtlistener=True
+    )
     assert len(fake_courtlistener.lookups) == 1
     assert {c.status for c in limited.checks} == {"unchecked"}
     assert all("rate-limiting this account" in c.detail for c in limited.checks)

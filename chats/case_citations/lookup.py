@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from django.core.cache import cache
 from django.db import DatabaseError
 from django.utils import timezone
 
@@ -40,6 +41,8 @@ MAX_CANDIDATES = 5  # candidates kept (and materialized) for an ambiguous citati
 LOCAL_ROW_LIMIT = 2000
 # The most citations CourtListener's citation-lookup API looks up in one request (the rest come back 429).
 MAX_CITATIONS_PER_REQUEST = 250
+# How long CourtListener's "no case at this citation" is trusted without asking again (the default cache).
+NOT_FOUND_CACHE_SECONDS = 24 * 60 * 60
 _OPINION_URL_ID = re.compile(r"/opinions/(\d+)/?$")
 
 
@@ -151,17 +154,47 @@ def lookup_courtlistener(client: CourtListener, keys: Sequence[CitationKey]) -> 
     unchecked, as does a key CourtListener returned nothing for. A whole-request failure leaves every key of
     that request unchecked with the reason (HTTP 429 with its ``wait_until``, another HTTP error, or the
     network), and the keys of the requests not yet made too: after a failure CourtListener is not asked again.
+    Its answers are kept: a case found is materialized, so local the next time; "not found" is cached for
+    :data:`NOT_FOUND_CACHE_SECONDS` (Django's default cache).
     """
-    lookups: dict[CitationKey, Lookup] = {}
+    lookups = _cached_not_found(client, keys)
+    keys = [key for key in keys if key not in lookups]
     for first in range(0, len(keys), MAX_CITATIONS_PER_REQUEST):
         batch = keys[first : first + MAX_CITATIONS_PER_REQUEST]
         answered, failure = _lookup_batch(client, batch)
         lookups |= answered
+        _cache_not_found(client, answered)
         if failure:
             rest = keys[first + MAX_CITATIONS_PER_REQUEST :]
             lookups |= dict.fromkeys(rest, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=failure))
             break
     return lookups
+
+
+def _not_found_cache_key(client: CourtListener, key: CitationKey) -> str:
+    return f"courtlistener-not-found:{client.base_url}:{key}".replace(" ", "_")
+
+
+def _cached_not_found(client: CourtListener, keys: Sequence[CitationKey]) -> dict[CitationKey, Lookup]:
+    """The keys CourtListener said it had no case at within :data:`NOT_FOUND_CACHE_SECONDS`, not asked again."""
+    wanted = {_not_found_cache_key(client, key): key for key in keys}
+    held = cache.get_many(list(wanted))
+    return {
+        wanted[name]: Lookup(Outcome.NOT_FOUND, provider=COURTLISTENER, detail=str(detail))
+        for name, detail in held.items()
+    }
+
+
+def _cache_not_found(client: CourtListener, answered: Mapping[CitationKey, Lookup]) -> None:
+    # A case found is materialized (local the next time); a citation to nothing is remembered for a while, since
+    # CourtListener may add the case later.
+    missing = {
+        _not_found_cache_key(client, key): lookup.detail
+        for key, lookup in answered.items()
+        if lookup.outcome == Outcome.NOT_FOUND
+    }
+    if missing:
+        cache.set_many(missing, timeout=NOT_FOUND_CACHE_SECONDS)
 
 
 def _lookup_batch(client: CourtListener, keys: Sequence[CitationKey]) -> tuple[dict[CitationKey, Lookup], str]:
