@@ -17,7 +17,7 @@ from drafts.finding import find_in_draft
 from drafts.reading import read_draft
 from tests import factories
 from tests.conftest import DEMOCRACY, FISHER, corpus_text
-from tests.docx_fixture import make_docx
+from tests.docx_fixture import Para, make_docx
 from tests.test_case_citations import FakeCourtListener, fake_courtlistener  # noqa: F401 - the fixture
 
 AUTHORITIES = Path(__file__).parent / "fixtures" / "authorities"
@@ -215,3 +215,33 @@ def test_courtlistener_is_asked_in_batches_and_not_again_after_a_rate_limit(
     assert len(fake_courtlistener.lookups) == 1
     assert {c.status for c in limited.checks} == {"unchecked"}
     assert all("rate-limiting this account" in c.detail for c in limited.checks)
+
+
+def test_a_docx_brief_its_footnote_and_block_quote_checked_on_their_pages(
+    opinions: dict[str, CaselawOpinion], library: None
+) -> None:
+    # Given a Word brief: a quotation whose citation is in its footnote, and a block quote of a statute, on page 2
+    data = make_docx(
+        [
+            "ARGUMENT",
+            f'\fSearches are "{OMITTED}."[^1] The statute is plain:',
+            Para(f"{SPECIFICATION}.", style="Quote"),
+            "35 U.S.C. § 112(a).",
+        ],
+        {1: ["See City of Los Angeles v. Patel, 576 U.S. 409 (2015)."]},
+    )
+    draft = read_draft(data=data, name="brief.docx")
+
+    # when it is checked
+    result = check_draft(draft=draft, found=find_in_draft(draft), use_courtlistener=False)
+
+    # then the footnote's case verifies, and the quotation tied to it verifies against the opinion, on page 2
+    patel = finding(result, "City of Los Angeles v. Patel, 576 U.S. 409 (2015)")
+    assert (patel["status"], patel["footnote"], patel["page"]) == ("verified", "1", "2")
+    quoted = finding(result, f"{OMITTED}.")
+    assert (quoted["status"], quoted["page"], quoted["authority"]) == ("tolerant_match", "2", patel["authority"])
+    # the block quote verifies against the subsection cited after it
+    block = finding(result, f"{SPECIFICATION}.")
+    assert block["form"] == "block"
+    assert block["status"] in ("exact_match", "tolerant_match")
+    assert "35 U.S.C. § 112(a)" in block["detail"]
