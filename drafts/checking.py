@@ -1,7 +1,7 @@
 """Each finding of a draft checked, through the project's own checks: nothing here decides what verifies.
 
 :func:`check_draft` gives every finding of :func:`drafts.finding.find_in_draft` a status and a detail: case
-citations by the case-citation check (:func:`chats.case_citations.check_case_citations`: the local opinions,
+citations by the case-citation check (:func:`chats.case_citations.check_found_citations`: the local opinions,
 then CourtListener when a token is set), their pin cites against the page of the passage quoted with them
 (:func:`chats.case_citations.pins.check_pins_against_quoted_passages`); statute and regulation citations and
 their quotations by the authority library (:mod:`authorities.selectors`); a case's quotations by the quote
@@ -18,12 +18,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from authorities import selectors as library
-from chats.case_citations import CheckedCitation, Kind, check_case_citations
+from chats.case_citations import CheckedCitation, Kind, check_found_citations
 from chats.case_citations.pins import check_pins_against_quoted_passages
 from chats.models import CaseCitation, CaselawOpinion, OpinionQuote
 from chats.pages import span_pin_cite
 from drafts.finding import Authority, DraftFindings, Finding
-from drafts.text import DraftText
 from lqai_verify import verdict as verdicts
 from lqai_verify.statuses import status_in_words
 from lqai_verify.verification import (
@@ -129,23 +128,22 @@ class CheckedDraft:
 
 def check_draft(
     *,
-    draft: DraftText,
     found: DraftFindings,
     courtlistener_client: CourtListener | None = None,
     use_courtlistener: bool = True,
     on_checked: Callable[[int], object] | None = None,
 ) -> CheckedDraft:
-    """Every finding of ``found`` (read from ``draft``) checked, in order (see the module). CourtListener is
-    asked (through ``courtlistener_client``, else the settings' token; never with ``use_courtlistener=False``)
-    only about full citations the local opinions lack; its failures leave them ``unchecked`` saying why.
-    ``on_checked`` is called with how many findings each step checked: a caller's progress."""
+    """Every finding of ``found`` (:func:`~drafts.finding.find_in_draft`'s) checked, in order (see the module).
+    CourtListener is asked (through ``courtlistener_client``, else the settings' token; never with
+    ``use_courtlistener=False``) only about full citations the local opinions lack; its failures leave them
+    ``unchecked`` saying why. ``on_checked`` is called with how many findings each step checked: a progress."""
     done = on_checked or (lambda count: None)
     findings = found.findings
     checks: dict[int, Check] = {}
-    cases = _case_checks(draft, findings, courtlistener_client=courtlistener_client, use=use_courtlistener)
+    cases = _case_checks(found, courtlistener_client=courtlistener_client, use=use_courtlistener)
     # An id. the draft ties to a statute (one eyecite does not read) is its statute's, not eyecite's antecedent's.
     cases = {i: c for i, c in cases.items() if _entry_kind(found, findings[i]) in (None, "case")}
-    statutes = _statute_checks(draft, findings)
+    statutes = _statute_checks(found)
     done(sum(f.kind != "quote" for f in findings))
     quote_checks, opinion_quotes = _quote_checks(findings, found.authorities, cases, statutes)
     checks |= quote_checks
@@ -159,12 +157,13 @@ def check_draft(
 
 
 def _case_checks(
-    draft: DraftText, findings: Sequence[Finding], *, courtlistener_client: CourtListener | None, use: bool
+    found: DraftFindings, *, courtlistener_client: CourtListener | None, use: bool
 ) -> dict[int, CheckedCitation]:
     """The case-citation check of each case citation finding, by its index: the checked span that starts
     within it (the finding starts at the case name written before the citation)."""
-    checked = check_case_citations(
-        draft.text, courtlistener_client=courtlistener_client, use_courtlistener=use, max_chars=len(draft.text) + 1
+    findings = found.findings
+    checked = check_found_citations(
+        found.case_citations, courtlistener_client=courtlistener_client, use_courtlistener=use
     )
     spans = sorted(((c.start, c) for c in checked if c.kind is not Kind.STATUTE), key=lambda pair: pair[0])
     starts = [start for start, _ in spans]
@@ -178,9 +177,10 @@ def _case_checks(
     return out
 
 
-def _statute_checks(draft: DraftText, findings: Sequence[Finding]) -> dict[int, library.StatuteCitationCheck]:
+def _statute_checks(found: DraftFindings) -> dict[int, library.StatuteCitationCheck]:
     """The library's check of each statute or regulation citation finding, by its index."""
-    resolved = library.resolve_statutes(sorted(library.find_statutes(draft.text), key=lambda s: (s.start, s.end)))
+    findings = found.findings
+    resolved = library.resolve_statutes(found.statutes)
     by_start = {check.citation.start: check for check in resolved}
     return {
         index: by_start[finding.start]

@@ -74,8 +74,14 @@ class Authority:
 
 @dataclass(frozen=True, slots=True)
 class DraftFindings:
+    """The findings in text order and the table of authorities; and what the readers found, for the checks
+    (:mod:`drafts.checking`) to take without reading the text again: eyecite's case citations, in its order,
+    and the authority library's statute citations."""
+
     findings: list[Finding]
     authorities: list[Authority]
+    case_citations: list[FoundCitation] = field(default_factory=list)
+    statutes: list[FoundStatute] = field(default_factory=list)
 
 
 class _Table:
@@ -136,9 +142,10 @@ def _name_start(text: str, citation: FoundCitation) -> int:
 _CASE_FORMS = {Kind.FULL: "full", Kind.SHORT: "short", Kind.ID: "id", Kind.SUPRA: "supra", Kind.REFERENCE: "reference"}
 
 
-def _case_findings(draft: DraftText, table: _Table, statutes: list[FoundStatute]) -> list[Finding]:
+def _case_findings(
+    draft: DraftText, table: _Table, statutes: list[FoundStatute], found: list[FoundCitation]
+) -> list[Finding]:
     text = draft.text
-    found = extract_citations(text)
     authority_of: dict[int, int | None] = {}
     findings: list[Finding] = []
     statute_spans = [(s.start, s.end) for s in statutes]
@@ -280,7 +287,8 @@ def find_in_draft(draft: DraftText, *, on_step: Callable[[str], None] | None = N
     done = on_step or (lambda step: None)
     table = _Table()
     statutes = sorted(find_statutes(draft.text), key=lambda s: (s.start, s.end))
-    citations = _case_findings(draft, table, statutes)
+    case_citations = extract_citations(draft.text)
+    citations = _case_findings(draft, table, statutes, case_citations)
     done(STEPS[0])
     citations += _statute_findings(draft, table, statutes)
     done(STEPS[1])
@@ -313,7 +321,7 @@ def find_in_draft(draft: DraftText, *, on_step: Callable[[str], None] | None = N
     for entry in table.entries:
         entry.pages.sort(key=_page_order)
     done(STEPS[2])
-    return DraftFindings(findings=findings, authorities=table.entries)
+    return DraftFindings(findings=findings, authorities=table.entries, case_citations=case_citations, statutes=statutes)
 
 
 def _ids_to_the_one_before(citations: list[Finding]) -> list[Finding]:

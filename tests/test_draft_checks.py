@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from authorities.loading import load_uslm
+from benchmarks import draft_check_bench
 from chats.case_citations import lookup
 from chats.models import CaselawOpinion
 from drafts.checking import CheckedDraft, check_draft
@@ -60,7 +61,7 @@ def library(db: None) -> None:
 def checked(text: str, *, name: str = "brief.txt", **options: Any) -> CheckedDraft:
     data = text.encode() if name.endswith(".txt") else make_docx(text.split("\n\n"))
     draft = read_draft(data=data, name=name)
-    return check_draft(draft=draft, found=find_in_draft(draft), **({"use_courtlistener": False} | options))
+    return check_draft(found=find_in_draft(draft), **({"use_courtlistener": False} | options))
 
 
 def finding(result: CheckedDraft, text: str) -> dict[str, Any]:
@@ -233,7 +234,7 @@ def test_a_docx_brief_its_footnote_and_block_quote_checked_on_their_pages(
     draft = read_draft(data=data, name="brief.docx")
 
     # when it is checked
-    result = check_draft(draft=draft, found=find_in_draft(draft), use_courtlistener=False)
+    result = check_draft(found=find_in_draft(draft), use_courtlistener=False)
 
     # then the footnote's case verifies, and the quotation tied to it verifies against the opinion, on page 2
     patel = finding(result, "City of Los Angeles v. Patel, 576 U.S. 409 (2015)")
@@ -245,3 +246,15 @@ def test_a_docx_brief_its_footnote_and_block_quote_checked_on_their_pages(
     assert block["form"] == "block"
     assert block["status"] in ("exact_match", "tolerant_match")
     assert "35 U.S.C. § 112(a)" in block["detail"]
+
+
+def test_the_bench_brief_has_its_pages_citations_and_quotations() -> None:
+    # Given the bench's brief of 40 pages (make bench item 16), when it is read, then it has what the bench says
+    draft = read_draft(data=draft_check_bench.brief(draft_check_bench.PAGES), name="brief.docx")
+    found = find_in_draft(draft)
+
+    assert len(draft.pages or []) == draft_check_bench.PAGES
+    quotes = [f for f in found.findings if f.kind == "quote"]
+    assert len(quotes) == draft_check_bench.QUOTES
+    assert all(q.authority is not None for q in quotes)
+    assert draft_check_bench.CITATIONS <= len(found.findings) - len(quotes) <= draft_check_bench.CITATIONS + 10

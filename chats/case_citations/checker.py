@@ -115,6 +115,15 @@ def check_case_citations(
     return [*checked, rest] if rest is not None else checked
 
 
+def check_found_citations(
+    found: list[FoundCitation], *, courtlistener_client: CourtListener | None = None, use_courtlistener: bool = True
+) -> list[CheckedCitation]:
+    """The check of :func:`check_case_citations` on citations already read from a text (by
+    :func:`~chats.case_citations.extraction.extract_citations`, whose list, in order, it takes whole), for a
+    caller that read them itself: eyecite does not read the text twice. No length bound: the caller's."""
+    return _check_found(found, courtlistener_client=courtlistener_client, use_courtlistener=use_courtlistener)
+
+
 def _cut_before(text: str, limit: int) -> int:
     """Where to stop reading ``text`` at most ``limit`` characters in: at its last paragraph, line or word break
     before the limit (a citation is never cut in two), or at the limit."""

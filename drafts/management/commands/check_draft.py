@@ -57,7 +57,7 @@ class Command(BaseCommand):
             result = find_in_draft(draft, on_step=step_done)
             bar.reset(total=len(result.findings))
             bar.set_description("checking")
-            checked = check_draft(draft=draft, found=result, on_checked=lambda count: bar.update(count))
+            checked = check_draft(found=result, on_checked=lambda count: bar.update(count))
         for finding, check in zip(result.findings, checked.checks, strict=True):
             self.stdout.write(_line(finding, check, result))
         self._write_table(result)
