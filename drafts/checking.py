@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from authorities import selectors as library
 from chats.case_citations import CheckedCitation, Kind, check_found_citations
 from chats.case_citations.pins import check_pins_against_quoted_passages
-from chats.models import CaseCitation, CaselawOpinion, OpinionQuote
+from chats.models import CaseCitation, CaselawOpinion, Document, OpinionQuote, Project
 from chats.pages import span_pin_cite
+from chats.selectors import documents_of
 from drafts.finding import Authority, DraftFindings, Finding
 from lqai_verify import verdict as verdicts
 from lqai_verify.statuses import status_in_words
@@ -69,6 +70,10 @@ _CONTEXT_WORDS = {
     NEGATED_BEFORE: "the source negates the clause just before the quotation",
     LIMITED_BEFORE: "the source limits the clause just before the quotation",
 }
+# How far from a quotation, in its paragraph, a matter document's title names its source.
+_DOCUMENT_NAMED_WITHIN = 200
+# A title shorter than this is too common a phrase to name a document.
+_MIN_TITLE = 6
 # American usage puts a sentence's period or comma inside the closing quotation mark: not the source's.
 _INSIDE_PUNCTUATION = ".,;"
 
@@ -92,6 +97,9 @@ class Check:
     def needs_review(self) -> bool:
         """Failed, altered or unchecked: a person must look at it (the project's rule, unknown codes included)."""
         return status_in_words(self.status).needs_review
+
+
+_NO_CITATION = Check(UNCHECKED, "No citation supports this quotation: cite its source to have it checked.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +137,7 @@ class CheckedDraft:
 def check_draft(
     *,
     found: DraftFindings,
+    matter: Project | None = None,
     courtlistener_client: CourtListener | None = None,
     use_courtlistener: bool = True,
     on_checked: Callable[[int], object] | None = None,
@@ -136,7 +145,9 @@ def check_draft(
     """Every finding of ``found`` (:func:`~drafts.finding.find_in_draft`'s) checked, in order (see the module).
     CourtListener is asked (through ``courtlistener_client``, else the settings' token; never with
     ``use_courtlistener=False``) only about full citations the local opinions lack; its failures leave them
-    ``unchecked`` saying why. ``on_checked`` is called with how many findings each step checked: a progress."""
+    ``unchecked`` saying why. A quotation no citation supports is checked against the document of ``matter``
+    (only that matter's) whose title its paragraph names next to it, if one does (:func:`_named_document`).
+    ``on_checked`` is called with how many findings each step checked: a caller's progress."""
     done = on_checked or (lambda count: None)
     findings = found.findings
     checks: dict[int, Check] = {}
@@ -146,6 +157,7 @@ def check_draft(
     statutes = _statute_checks(found)
     done(sum(f.kind != "quote" for f in findings))
     quote_checks, opinion_quotes = _quote_checks(findings, found.authorities, cases, statutes)
+    quote_checks |= _document_quote_checks(found, matter, [i for i, c in quote_checks.items() if c is _NO_CITATION])
     checks |= quote_checks
     done(len(quote_checks))
     checks |= _pins_checked(findings, cases, opinion_quotes)
@@ -211,7 +223,7 @@ def _quote_checks(
         quoted = finding.text.strip().rstrip(_INSIDE_PUNCTUATION)
         cited_by = _citing(findings, finding)
         if cited_by is None:
-            checks[index] = Check(UNCHECKED, "No citation supports this quotation: cite its source to have it checked.")
+            checks[index] = _NO_CITATION
         elif cited_by in statutes:
             checks[index] = _statute_quote_check(quoted, statutes[cited_by])
         elif cited_by in cases:
@@ -229,6 +241,52 @@ def _quote_checks(
 
 def _entry_kind(found: DraftFindings, finding: Finding) -> str | None:
     return found.authorities[finding.authority].kind if finding.authority is not None else None
+
+
+def _document_quote_checks(found: DraftFindings, matter: Project | None, indexes: list[int]) -> dict[int, Check]:
+    """The quotations at ``indexes`` (no citation supports them) checked against the matter's document named
+    next to each, by its index; those naming none are left out."""
+    if matter is None or not indexes:
+        return {}
+    titles = [(pk, title) for pk, title in documents_of(matter).values_list("pk", "title") if len(title) >= _MIN_TITLE]
+    named = {i: pk for i in indexes if (pk := _named_document(found.text, found.findings[i], titles)) is not None}
+    documents = {d.pk: d for d in Document.objects.filter(project=matter, pk__in=set(named.values()))}
+    sources: dict[Any, NormalizedSource] = {}
+    checks: dict[int, Check] = {}
+    for index, pk in named.items():
+        document = documents[pk]
+        if pk not in sources:
+            sources[pk] = NormalizedSource.build(document.content)
+        quoted = found.findings[index].text.strip().rstrip(_INSIDE_PUNCTUATION)
+        match, why = sources[pk].verify_detailed(quoted)
+        if match is None:
+            checks[index] = Check(
+                UNVERIFIED, f"Not found in the matter's document \u201c{document.title}\u201d: {why}."
+            )
+            continue
+        where = span_pin_cite(document.pages, match.start, match.end, citation=None)
+        alterations = alterations_record(match)
+        detail = f"Found in the matter's document \u201c{document.title}\u201d" + (f" at {where}" if where else "")
+        detail += "." + _marked(alterations, context_flags_record(match), document.content)
+        checks[index] = Check(match.method, detail, alterations)
+    return checks
+
+
+def _named_document(text: str, quote: Finding, titles: Sequence[tuple[Any, str]]) -> Any:
+    """The document whose title the quotation's paragraph writes closest to it (within
+    :data:`_DOCUMENT_NAMED_WITHIN` characters before or after it), or None."""
+    start = max(text.rfind("\n\n", 0, quote.start) + 1, quote.start - _DOCUMENT_NAMED_WITHIN)
+    paragraph_end = text.find("\n\n", quote.end)
+    end = min(paragraph_end if paragraph_end >= 0 else len(text), quote.end + _DOCUMENT_NAMED_WITHIN)
+    before, after = text[start : quote.start].lower(), text[quote.end : end].lower()
+    best: tuple[int, Any] | None = None
+    for pk, title in titles:
+        wanted = title.lower()
+        distances = [len(before) - at - len(wanted) for at in [before.rfind(wanted)] if at >= 0]
+        distances += [at for at in [after.find(wanted)] if at >= 0]
+        if distances and (best is None or min(distances) < best[0]):
+            best = (min(distances), pk)
+    return best[1] if best is not None else None
 
 
 def _citing(findings: Sequence[Finding], quote: Finding) -> int | None:

@@ -75,11 +75,12 @@ class Authority:
 @dataclass(frozen=True, slots=True)
 class DraftFindings:
     """The findings in text order and the table of authorities; and what the readers found, for the checks
-    (:mod:`drafts.checking`) to take without reading the text again: eyecite's case citations, in its order,
-    and the authority library's statute citations."""
+    (:mod:`drafts.checking`) to take without reading the text again: the draft's text, eyecite's case citations,
+    in its order, and the authority library's statute citations."""
 
     findings: list[Finding]
     authorities: list[Authority]
+    text: str
     case_citations: list[FoundCitation] = field(default_factory=list)
     statutes: list[FoundStatute] = field(default_factory=list)
 
@@ -321,7 +322,13 @@ def find_in_draft(draft: DraftText, *, on_step: Callable[[str], None] | None = N
     for entry in table.entries:
         entry.pages.sort(key=_page_order)
     done(STEPS[2])
-    return DraftFindings(findings=findings, authorities=table.entries, case_citations=case_citations, statutes=statutes)
+    return DraftFindings(
+        findings=findings,
+        authorities=table.entries,
+        text=draft.text,
+        case_citations=case_citations,
+        statutes=statutes,
+    )
 
 
 def _ids_to_the_one_before(citations: list[Finding]) -> list[Finding]:

@@ -258,3 +258,32 @@ def test_the_bench_brief_has_its_pages_citations_and_quotations() -> None:
     assert len(quotes) == draft_check_bench.QUOTES
     assert all(q.authority is not None for q in quotes)
     assert draft_check_bench.CITATIONS <= len(found.findings) - len(quotes) <= draft_check_bench.CITATIONS + 10
+
+
+def test_a_quotation_of_a_matter_document_named_beside_it_is_checked_against_that_document(db: None) -> None:
+    # Given a matter holding a services agreement, and another matter's document of the same title
+    matter = factories.ProjectFactory.create()
+    factories.DocumentFactory.create(
+        project=matter,
+        title="Services Agreement",
+        content="4. Term. The Provider shall deliver the reports within thirty days of each quarter's end.",
+    )
+    factories.DocumentFactory.create(title="Services Agreement", content="The Provider may deliver nothing.")
+    brief = (
+        'The Services Agreement requires that the Provider "shall deliver the reports within thirty days."\n\n'
+        'Under the Services Agreement, the Provider "may deliver the reports whenever it likes."\n\n'
+        'Elsewhere the Provider "may deliver nothing."'
+    )
+    draft = read_draft(data=brief.encode(), name="brief.txt")
+
+    # when it is checked for the matter
+    result = check_draft(found=find_in_draft(draft), matter=matter, use_courtlistener=False)
+
+    # then a quotation is checked against the document its paragraph names, and only the matter's own
+    right = finding(result, "shall deliver the reports within thirty days.")
+    assert right["status"] in ("exact_match", "tolerant_match"), right
+    assert "\u201cServices Agreement\u201d" in right["detail"]
+    assert finding(result, "may deliver the reports whenever it likes.")["status"] == "unverified"
+    unnamed = finding(result, "may deliver nothing.")
+    assert unnamed["status"] == "unchecked"
+    assert "No citation supports" in unnamed["detail"]

@@ -38,7 +38,8 @@ class Command(BaseCommand):
         path: Path = options["path"]
         matter: UUID = options["matter"]
         json_out: Path | None = options["json_out"]
-        if not Project.objects.filter(pk=matter).exists():
+        project = Project.objects.filter(pk=matter).first()
+        if project is None:
             raise CommandError(f"No matter {matter}: pass a project id (see the admin's Projects).")
         if json_out is not None and not json_out.parent.is_dir():
             raise CommandError(f"--json {json_out}: the directory {json_out.parent} does not exist.")
@@ -57,7 +58,7 @@ class Command(BaseCommand):
             result = find_in_draft(draft, on_step=step_done)
             bar.reset(total=len(result.findings))
             bar.set_description("checking")
-            checked = check_draft(found=result, on_checked=lambda count: bar.update(count))
+            checked = check_draft(found=result, matter=project, on_checked=lambda count: bar.update(count))
         for finding, check in zip(result.findings, checked.checks, strict=True):
             self.stdout.write(_line(finding, check, result))
         self._write_table(result)
