@@ -321,7 +321,7 @@ def _case_quote_check(
 ) -> tuple[Check, QuoteMatch | None]:
     opinion = case.opinion
     if opinion is None:
-        why = f"the case cited ({case.citation}) could not be resolved to one opinion: {case.detail}"
+        why = f"the case cited ({case.citation}) could not be resolved to one opinion: {_in_a_draft(case.detail)}"
         return Check(UNCHECKED, f"Not checked: {why}."), None
     if not opinion.text:
         return Check(UNCHECKED, f"Not checked: the text of {opinion.case_name} is not stored."), None
@@ -389,8 +389,13 @@ def _pins_checked(
         if quoted and case.opinion is not None:
             check_pins_against_quoted_passages(citations=[row], quotes=quoted, answer=" " * (case.end + 1))
         status = verdicts.case_claim_status(row.status, row.pin_status)
-        out[index] = Check(status, _sentence(row.detail))
+        out[index] = Check(status, _sentence(_in_a_draft(row.detail)))
     return out
+
+
+def _in_a_draft(detail: str) -> str:
+    """The case-citation check's words, written of an answer, said of a draft (what a lawyer reads is right)."""
+    return detail.replace("the answer", "the draft").replace("The answer", "The draft")
 
 
 def _sentence(detail: str) -> str:

@@ -119,7 +119,9 @@ def test_each_citation_and_quote_of_a_brief_gets_its_finding(
     # a real citation under another case's name
     wrong_name = finding(result, "Grutter v. Bollinger, 576 U.S. 409 (2015)")
     assert wrong_name["status"] == "name_mismatch"
-    assert "City of Los Angeles v. Patel" in wrong_name["detail"]
+    assert wrong_name["detail"] == (
+        "The draft names 'Grutter v. Bollinger', but 576 U.S. 409 is 'City of Los Angeles v. Patel'."
+    )
     # a pin cite off the page of the passage quoted with it; the right one verifies
     wrong_pin = finding(result, f"{DEMOCRACY_CASE}, 858 (M.D.N.C. 2022)")
     assert wrong_pin["status"] == "pin_mismatch"
@@ -136,6 +138,7 @@ def test_each_citation_and_quote_of_a_brief_gets_its_finding(
     other_book = finding(result, "Fisher, 571 U.S. at 312")
     assert other_book["status"] == "unchecked"
     assert other_book["detail"].startswith("Writes 571 U.S., but the case it names (Fisher")
+    assert other_book["detail"].endswith("no full citation of this volume earlier in the draft.")
     # id. follows its antecedent: after the verified pin 861, its own pin on the same case
     ids = [f for f in record["findings"] if f["form"] == "id"]
     assert [f["text"] for f in ids] == ["Id. at 311", "Id. at 861"]
