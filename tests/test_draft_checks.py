@@ -19,6 +19,7 @@ from drafts.reading import read_draft
 from tests import factories
 from tests.conftest import DEMOCRACY, FISHER, corpus_text
 from tests.docx_fixture import Para, make_docx
+from tests.pdf_fixture import make_pdf
 from tests.test_case_citations import FakeCourtListener, fake_courtlistener  # noqa: F401 - the fixture
 
 AUTHORITIES = Path(__file__).parent / "fixtures" / "authorities"
@@ -290,3 +291,24 @@ def test_a_quotation_of_a_matter_document_named_beside_it_is_checked_against_tha
     unnamed = finding(result, "may deliver nothing.")
     assert unnamed["status"] == "unchecked"
     assert "No citation supports" in unnamed["detail"]
+
+
+def test_a_pdf_brief_is_checked_on_its_pages(opinions: dict[str, CaselawOpinion]) -> None:
+    # Given a PDF brief whose second page quotes Democracy North Carolina with a wrong pin cite
+    data = make_pdf(
+        [
+            ["ARGUMENT", "The pleadings must state a claim."],
+            [f'A court holds that "{PLEADINGS}."', f"{DEMOCRACY_CASE}, 858 (M.D.N.C. 2022)."],
+        ]
+    )
+    draft = read_draft(data=data, name="brief.pdf")
+
+    # when it is checked
+    result = check_draft(found=find_in_draft(draft), use_courtlistener=False)
+
+    # then the quotation verifies and the pin cite is off its page, both on the draft's page 2
+    quoted = finding(result, f"{PLEADINGS}.")
+    assert (quoted["status"], quoted["page"]) == ("exact_match", "2")
+    cited = finding(result, f"{DEMOCRACY_CASE}, 858 (M.D.N.C. 2022)")
+    assert (cited["status"], cited["page"]) == ("pin_mismatch", "2")
+    assert result.verdict == "fail"
