@@ -99,6 +99,7 @@ class Check:
         return status_in_words(self.status).needs_review
 
 
+_SEVERITY = {"ok": 0, "info": 0, "review": 1, "fail": 2}
 _NO_CITATION = Check(UNCHECKED, "No citation supports this quotation: cite its source to have it checked.")
 
 
@@ -114,6 +115,18 @@ class CheckedDraft:
         cited = [c.status for f, c in zip(self.found.findings, self.checks, strict=True) if f.kind != "quote"]
         return verdicts.verdict_of(methods=quotes, case_statuses=cited)
 
+    def authority_statuses(self) -> list[str]:
+        """Each entry of the table of authorities' status: the worst of its citations' (a failure before what
+        needs review before what passed; ``unchecked`` for an entry only an ``id.`` of a statute cites)."""
+        worst: dict[int, str] = {}
+        for finding, check in zip(self.found.findings, self.checks, strict=True):
+            if finding.kind == "quote" or finding.authority is None:
+                continue
+            held = worst.get(finding.authority)
+            if held is None or _SEVERITY[status_in_words(check.status).tone] > _SEVERITY[status_in_words(held).tone]:
+                worst[finding.authority] = check.status
+        return [worst.get(index, UNCHECKED) for index in range(len(self.found.authorities))]
+
     def record(self, *, draft_id: str | None = None, matter: str) -> dict[str, object]:
         """The JSON of docs/drafts.md: ``id``, ``matter``, ``verdict``, ``findings`` and ``authorities``."""
         findings = []
@@ -124,7 +137,10 @@ class CheckedDraft:
                 | {"status": check.status, "words": words, "needs_review": check.needs_review, "detail": check.detail}
                 | ({"alterations": check.alterations} if finding.kind == "quote" else {})
             )
-        authorities = [asdict(entry) for entry in self.found.authorities]
+        authorities = [
+            asdict(entry) | {"status": status}
+            for entry, status in zip(self.found.authorities, self.authority_statuses(), strict=True)
+        ]
         return {
             "id": draft_id,
             "matter": matter,

@@ -154,6 +154,12 @@ def test_each_citation_and_quote_of_a_brief_gets_its_finding(
     orphan = finding(result, "Quoted from nowhere at all.")
     assert (orphan["status"], orphan["authority"]) == ("unchecked", None)
     assert "No citation supports" in orphan["detail"]
+    # the table of authorities gives each its worst status: Democracy's wrong pin cite fails it
+    table = {entry["cite"]: entry["status"] for entry in record["authorities"]}
+    assert table["590 F. Supp. 3d 850"] == "pin_mismatch"
+    assert table["570 U.S. 297"] == "pin_unchecked"
+    assert table["35 U.S.C. § 112"] == "verified"
+    assert table["9 U.S.C. § 99"] == "not_found"
     # nothing failed is green: the verdict fails, and every failed, altered or unchecked finding needs review
     assert record["verdict"] == "fail"
     for f in record["findings"]:

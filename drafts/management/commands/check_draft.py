@@ -61,7 +61,7 @@ class Command(BaseCommand):
             checked = check_draft(found=result, matter=project, on_checked=lambda count: bar.update(count))
         for finding, check in zip(result.findings, checked.checks, strict=True):
             self.stdout.write(_line(finding, check, result))
-        self._write_table(result)
+        self._write_table(result, checked.authority_statuses())
         if json_out is not None:
             _write_json(json_out, checked.record(matter=str(matter)))
         counts = {
@@ -76,12 +76,12 @@ class Command(BaseCommand):
             f"verdict {checked.verdict}"
         )
 
-    def _write_table(self, result: DraftFindings) -> None:
+    def _write_table(self, result: DraftFindings, statuses: list[str]) -> None:
         self.stdout.write("Table of authorities:")
-        for entry in result.authorities:
+        for entry, status in zip(result.authorities, statuses, strict=True):
             pages = ", ".join(entry.pages) or "no page numbers"
             name = f"{entry.name}, " if entry.name else ""
-            self.stdout.write(f"  {entry.kind:<10} {name}{entry.cite}: {pages}")
+            self.stdout.write(f"  {entry.kind:<10} {name}{entry.cite}: {pages} ({status})")
 
 
 def _read_bytes(path: Path) -> bytes:
