@@ -5,7 +5,8 @@ citations by the case-citation check (:func:`chats.case_citations.check_found_ci
 then CourtListener when a token is set), their pin cites against the page of the passage quoted with them
 (:func:`chats.case_citations.pins.check_pins_against_quoted_passages`); statute and regulation citations and
 their quotations by the authority library (:mod:`authorities.selectors`); a case's quotations by the quote
-verifier (:mod:`lqai_verify.verification`) against the opinion's text. The statuses (one vocabulary, in
+verifier (:mod:`lqai_verify.verification`) against the opinion's text, or against the matter's document named
+beside a quotation that cites nothing. The statuses (one vocabulary, in
 :data:`STATUSES`) are the project's codes, read through :func:`lqai_verify.statuses.status_in_words`; the
 verdict is :func:`lqai_verify.verdict.verdict_of`'s. Reads, and materializes what CourtListener returns.
 """
@@ -115,6 +116,12 @@ class CheckedDraft:
         cited = [c.status for f, c in zip(self.found.findings, self.checks, strict=True) if f.kind != "quote"]
         return verdicts.verdict_of(methods=quotes, case_statuses=cited)
 
+    def _of_a_statute(self, finding: Finding) -> bool:
+        """A statute or regulation citation, or an ``id.`` of one."""
+        if finding.kind == "quote" or finding.authority is None:
+            return finding.kind == "statute_citation"
+        return self.found.authorities[finding.authority].kind in ("statute", "regulation")
+
     def authority_statuses(self) -> list[str]:
         """Each entry of the table of authorities' status: the worst of its citations' (a failure before what
         needs review before what passed; ``unchecked`` for an entry only an ``id.`` of a statute cites)."""
@@ -131,7 +138,7 @@ class CheckedDraft:
         """The JSON of docs/drafts.md: ``id``, ``matter``, ``verdict``, ``findings`` and ``authorities``."""
         findings = []
         for finding, check in zip(self.found.findings, self.checks, strict=True):
-            words = _STATUTE_WORDS.get(check.status, check.words) if finding.kind == "statute_citation" else check.words
+            words = _STATUTE_WORDS.get(check.status, check.words) if self._of_a_statute(finding) else check.words
             findings.append(
                 asdict(finding)
                 | {"status": check.status, "words": words, "needs_review": check.needs_review, "detail": check.detail}

@@ -13,7 +13,7 @@ from authorities.loading import load_uslm
 from benchmarks import draft_check_bench
 from chats.case_citations import lookup
 from chats.models import CaselawOpinion
-from drafts.checking import CheckedDraft, check_draft
+from drafts.checking import STATUSES, CheckedDraft, check_draft
 from drafts.finding import find_in_draft
 from drafts.reading import read_draft
 from tests import factories
@@ -160,6 +160,8 @@ def test_each_citation_and_quote_of_a_brief_gets_its_finding(
     assert table["570 U.S. 297"] == "pin_unchecked"
     assert table["35 U.S.C. § 112"] == "verified"
     assert table["9 U.S.C. § 99"] == "not_found"
+    # every status is of the one vocabulary docs/drafts.md explains
+    assert {f["status"] for f in record["findings"]} <= set(STATUSES)
     # nothing failed is green: the verdict fails, and every failed, altered or unchecked finding needs review
     assert record["verdict"] == "fail"
     for f in record["findings"]:
