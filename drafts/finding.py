@@ -6,7 +6,7 @@ cite and parentheticals), each statute and regulation citation (the authority li
 :func:`authorities.selectors.find_statutes`) and each quotation (:mod:`drafts.quotations`). Every citation
 names its authority, an entry of the table of authorities (a short form, ``id.`` and ``supra`` their full
 citation's); each quotation names the citation that supports it (see :func:`_supporting`) and so its authority,
-or none: a quotation without a citation. Nothing here is checked yet. Pure reading: no writes.
+or none: a quotation without a citation. Checked by :mod:`drafts.checking`. Pure reading: no writes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from authorities.selectors import FoundStatute, find_statutes
@@ -72,28 +72,17 @@ class Authority:
     pages: list[str] = field(default_factory=list)
 
 
-# Until the checks exist (issue 51, item 3), every finding is reported unchecked and for a person to review.
-UNCHECKED = "unchecked"
-_NOT_CHECKED_YET = "Found in the draft; not checked yet."
-
-
 @dataclass(frozen=True, slots=True)
 class DraftFindings:
+    """The findings in text order and the table of authorities; and what the readers found, for the checks
+    (:mod:`drafts.checking`) to take without reading the text again: the draft's text, eyecite's case citations,
+    in its order, and the authority library's statute citations."""
+
     findings: list[Finding]
     authorities: list[Authority]
-
-    def record(self) -> dict[str, object]:
-        """The findings and the table of authorities as JSON-ready data, in the shape of docs/drafts.md:
-        nothing is checked yet, so each finding is ``unchecked`` and needs review, and the verdict is
-        ``review`` (``none`` for a draft that cites and quotes nothing)."""
-        findings = [
-            asdict(f) | {"status": UNCHECKED, "needs_review": True, "detail": _NOT_CHECKED_YET} for f in self.findings
-        ]
-        return {
-            "verdict": "review" if findings else "none",
-            "findings": findings,
-            "authorities": [asdict(a) for a in self.authorities],
-        }
+    text: str
+    case_citations: list[FoundCitation] = field(default_factory=list)
+    statutes: list[FoundStatute] = field(default_factory=list)
 
 
 class _Table:
@@ -154,9 +143,10 @@ def _name_start(text: str, citation: FoundCitation) -> int:
 _CASE_FORMS = {Kind.FULL: "full", Kind.SHORT: "short", Kind.ID: "id", Kind.SUPRA: "supra", Kind.REFERENCE: "reference"}
 
 
-def _case_findings(draft: DraftText, table: _Table, statutes: list[FoundStatute]) -> list[Finding]:
+def _case_findings(
+    draft: DraftText, table: _Table, statutes: list[FoundStatute], found: list[FoundCitation]
+) -> list[Finding]:
     text = draft.text
-    found = extract_citations(text)
     authority_of: dict[int, int | None] = {}
     findings: list[Finding] = []
     statute_spans = [(s.start, s.end) for s in statutes]
@@ -298,7 +288,8 @@ def find_in_draft(draft: DraftText, *, on_step: Callable[[str], None] | None = N
     done = on_step or (lambda step: None)
     table = _Table()
     statutes = sorted(find_statutes(draft.text), key=lambda s: (s.start, s.end))
-    citations = _case_findings(draft, table, statutes)
+    case_citations = extract_citations(draft.text)
+    citations = _case_findings(draft, table, statutes, case_citations)
     done(STEPS[0])
     citations += _statute_findings(draft, table, statutes)
     done(STEPS[1])
@@ -331,7 +322,13 @@ def find_in_draft(draft: DraftText, *, on_step: Callable[[str], None] | None = N
     for entry in table.entries:
         entry.pages.sort(key=_page_order)
     done(STEPS[2])
-    return DraftFindings(findings=findings, authorities=table.entries)
+    return DraftFindings(
+        findings=findings,
+        authorities=table.entries,
+        text=draft.text,
+        case_citations=case_citations,
+        statutes=statutes,
+    )
 
 
 def _ids_to_the_one_before(citations: list[Finding]) -> list[Finding]:

@@ -46,16 +46,18 @@ def test_the_findings_are_listed_and_written_as_json(matter: Project, tmp_path: 
     )
 
     lines = out.getvalue().splitlines()
-    assert any(line.startswith("p. 2") and "Id. at 311 -> 570 U.S. 297" in line for line in lines)
+    assert any(line.startswith("! p. 2") and "Id. at 311 -> 570 U.S. 297" in line for line in lines)
     assert any("Unsupported. -> no citation" in line for line in lines)
-    assert "  case       Fisher v. University of Texas at Austin, 570 U.S. 297: 1, 2" in lines
+    assert "  case       Fisher v. University of Texas at Austin, 570 U.S. 297: 1, 2 (unchecked)" in lines
     assert lines[-1] == (
         "check_draft: brief.docx: 2 case citations, 0 statute and regulation citations, 2 quotations "
-        "(1 without a citation), 1 authorities; nothing checked yet"
+        "(1 without a citation), 1 authorities; 4 to review; verdict review"
     )
     record = json.loads((tmp_path / "f.json").read_text(encoding="utf-8"))
     assert (record["matter"], record["verdict"]) == (str(matter.pk), "review")
     first = record["findings"][0]
+    # no opinion is stored and CourtListener is off: nothing could check the case, so neither its quote
+    assert first["detail"].startswith("Not checked: the case cited (570 U.S. 297) could not be resolved")
     assert {k: first[k] for k in ("kind", "text", "page", "status", "needs_review", "authority")} == {
         "kind": "quote",
         "text": "Strict scrutiny is a searching examination.",
@@ -65,7 +67,13 @@ def test_the_findings_are_listed_and_written_as_json(matter: Project, tmp_path: 
         "authority": 0,
     }
     assert record["authorities"] == [
-        {"kind": "case", "cite": "570 U.S. 297", "name": "Fisher v. University of Texas at Austin", "pages": ["1", "2"]}
+        {
+            "kind": "case",
+            "cite": "570 U.S. 297",
+            "name": "Fisher v. University of Texas at Austin",
+            "pages": ["1", "2"],
+            "status": "unchecked",
+        }
     ]
 
 

@@ -4,7 +4,7 @@ The service is :func:`check_case_citations`, given the answer's text or, for a s
 :class:`StreamedCitations` read of it while it streamed; see :mod:`chats.case_citations.checker` for its contract.
 """
 
-from chats.case_citations.checker import CheckedCitation, Status, check_case_citations
+from chats.case_citations.checker import CheckedCitation, Status, check_case_citations, check_found_citations
 from chats.case_citations.extraction import Kind, StreamedCitations
 
-__all__ = ["CheckedCitation", "Kind", "Status", "StreamedCitations", "check_case_citations"]
+__all__ = ["CheckedCitation", "Kind", "Status", "StreamedCitations", "check_case_citations", "check_found_citations"]

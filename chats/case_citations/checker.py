@@ -83,7 +83,7 @@ def check_case_citations(
 ) -> list[CheckedCitation]:
     """Check every citation of ``answer_text`` (see the module docstring).
 
-    CourtListener is asked only about full citations the local store does not hold, in one request,
+    CourtListener is asked only about full citations the local store does not hold, 250 to a request,
     through ``courtlistener_client`` or, when none is given, the client of the settings' token (none when
     ``COURTLISTENER_API_TOKEN`` is unset); ``use_courtlistener=False`` checks against the local store only.
     Materializes the opinions CourtListener returns (each in a savepoint).
@@ -113,6 +113,15 @@ def check_case_citations(
     found = streamed.citations(answer_text) if streamed is not None else extract_citations(answer_text)
     checked = _check_found(found, courtlistener_client=courtlistener_client, use_courtlistener=use_courtlistener)
     return [*checked, rest] if rest is not None else checked
+
+
+def check_found_citations(
+    found: list[FoundCitation], *, courtlistener_client: CourtListener | None = None, use_courtlistener: bool = True
+) -> list[CheckedCitation]:
+    """The check of :func:`check_case_citations` on citations already read from a text (by
+    :func:`~chats.case_citations.extraction.extract_citations`, whose list, in order, it takes whole), for a
+    caller that read them itself: eyecite does not read the text twice. No length bound: the caller's."""
+    return _check_found(found, courtlistener_client=courtlistener_client, use_courtlistener=use_courtlistener)
 
 
 def _cut_before(text: str, limit: int) -> int:

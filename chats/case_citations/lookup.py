@@ -2,9 +2,9 @@
 
 :func:`find_local` looks citation keys up in ``caselaw_opinions`` (seeded ``local`` opinions and every
 opinion materialized earlier), whatever spelling of the reporter the stored citation uses.
-:func:`lookup_courtlistener` asks CourtListener about the keys the store does not hold, in one request
-through the official client, maps each per-citation status explicitly and materializes the clusters it
-returns, like the ``caselaw_search`` tool does, so that they are local next time.
+:func:`lookup_courtlistener` asks CourtListener about the keys the store does not hold, in as few requests
+as its per-request limit allows, through the official client, maps each per-citation status explicitly and
+materializes the clusters it returns, like the ``caselaw_search`` tool does, so that they are local next time.
 
 A :class:`Lookup` is the outcome for one key. CourtListener's failures (HTTP 429 with its ``wait_until``,
 other API errors, the network) become ``unchecked`` lookups with the reason: they never raise.
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from django.core.cache import cache
 from django.db import DatabaseError
 
 from chats import courtlistener
@@ -38,6 +39,10 @@ COURTLISTENER = courtlistener.PROVIDER
 MAX_CANDIDATES = 5  # candidates kept (and materialized) for an ambiguous citation
 # Rows read by one local lookup (those of the cited volumes, newest first): enough for any real answer.
 LOCAL_ROW_LIMIT = 2000
+# The most citations CourtListener's citation-lookup API looks up in one request (the rest come back 429).
+MAX_CITATIONS_PER_REQUEST = 250
+# How long CourtListener's "no case at this citation" is trusted without asking again (the default cache).
+NOT_FOUND_CACHE_SECONDS = 24 * 60 * 60
 _OPINION_URL_ID = re.compile(r"/opinions/(\d+)/?$")
 
 
@@ -141,18 +146,64 @@ def _local_lookup(opinions: Sequence[CaselawOpinion]) -> Lookup:
 
 
 def lookup_courtlistener(client: CourtListener, keys: Sequence[CitationKey]) -> dict[CitationKey, Lookup]:
-    """CourtListener's answer for each key (one request for all), resolved clusters materialized.
+    """CourtListener's answer for each key, resolved clusters materialized: one request per
+    :data:`MAX_CITATIONS_PER_REQUEST` keys (the most the API looks up in one request).
 
     Per-citation statuses: 200 with one cluster resolves it, with several is ambiguous; 300 is ambiguous;
     404 is not found; 400 (invalid citation) and 429 (over the per-request citation limit) leave it
-    unchecked, as does a key CourtListener returned nothing for. A whole-request failure leaves every key
-    unchecked with the reason: HTTP 429 with its ``wait_until``, another HTTP error, or the network.
+    unchecked, as does a key CourtListener returned nothing for. A whole-request failure leaves every key of
+    that request unchecked with the reason (HTTP 429 with its ``wait_until``, another HTTP error, or the
+    network), and the keys of the requests not yet made too: after a failure CourtListener is not asked again.
+    Its answers are kept: a case found is materialized, so local the next time; "not found" is cached for
+    :data:`NOT_FOUND_CACHE_SECONDS` (Django's default cache).
     """
+    lookups = _cached_not_found(client, keys)
+    keys = [key for key in keys if key not in lookups]
+    for first in range(0, len(keys), MAX_CITATIONS_PER_REQUEST):
+        batch = keys[first : first + MAX_CITATIONS_PER_REQUEST]
+        answered, failure = _lookup_batch(client, batch)
+        lookups |= answered
+        _cache_not_found(client, answered)
+        if failure:
+            rest = keys[first + MAX_CITATIONS_PER_REQUEST :]
+            lookups |= dict.fromkeys(rest, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=failure))
+            break
+    return lookups
+
+
+def _not_found_cache_key(client: CourtListener, key: CitationKey) -> str:
+    return f"courtlistener-not-found:{client.base_url}:{key}".replace(" ", "_")
+
+
+def _cached_not_found(client: CourtListener, keys: Sequence[CitationKey]) -> dict[CitationKey, Lookup]:
+    """The keys CourtListener said it had no case at within :data:`NOT_FOUND_CACHE_SECONDS`, not asked again."""
+    wanted = {_not_found_cache_key(client, key): key for key in keys}
+    held = cache.get_many(list(wanted))
+    return {
+        wanted[name]: Lookup(Outcome.NOT_FOUND, provider=COURTLISTENER, detail=str(detail))
+        for name, detail in held.items()
+    }
+
+
+def _cache_not_found(client: CourtListener, answered: Mapping[CitationKey, Lookup]) -> None:
+    # A case found is materialized (local the next time); a citation to nothing is remembered for a while, since
+    # CourtListener may add the case later.
+    missing = {
+        _not_found_cache_key(client, key): lookup.detail
+        for key, lookup in answered.items()
+        if lookup.outcome == Outcome.NOT_FOUND
+    }
+    if missing:
+        cache.set_many(missing, timeout=NOT_FOUND_CACHE_SECONDS)
+
+
+def _lookup_batch(client: CourtListener, keys: Sequence[CitationKey]) -> tuple[dict[CitationKey, Lookup], str]:
+    """One request's answers, and why the whole request failed ("" if it did not)."""
     from courtlistener import CourtListenerAPIError
     from courtlistener.sync_client.citation_lookup import parse_wait_until
 
     if not keys:
-        return {}
+        return {}, ""
     text, offsets = _lookup_text(keys)
     try:
         results = client.citation_lookup.lookup_text(text)
@@ -165,11 +216,11 @@ def lookup_courtlistener(client: CourtListener, keys: Sequence[CitationKey]) -> 
         else:
             reason = f"CourtListener answered HTTP {exc.status_code}"
         logger.warning("case citations: %s; %d citation(s) left unchecked", reason, len(keys))
-        return dict.fromkeys(keys, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=reason))
+        return dict.fromkeys(keys, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=reason)), reason
     except (httpx.HTTPError, ValueError) as exc:
         reason = f"CourtListener could not be reached ({type(exc).__name__})"
         logger.warning("case citations: %s; %d citation(s) left unchecked", reason, len(keys), exc_info=True)
-        return dict.fromkeys(keys, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=reason))
+        return dict.fromkeys(keys, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail=reason)), reason
 
     lookups: dict[CitationKey, Lookup] = {}
     for result in results if isinstance(results, list) else []:
@@ -188,7 +239,7 @@ def lookup_courtlistener(client: CourtListener, keys: Sequence[CitationKey]) -> 
         lookups.setdefault(
             key, Lookup(Outcome.UNCHECKED, provider=COURTLISTENER, detail="CourtListener returned no result for it")
         )
-    return lookups
+    return lookups, ""
 
 
 def _lookup_text(keys: Sequence[CitationKey]) -> tuple[str, dict[int, CitationKey]]:

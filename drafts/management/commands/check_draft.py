@@ -1,4 +1,4 @@
-"""``manage.py check_draft PATH --matter ID [--json OUT]``: read a draft and list what it cites and quotes."""
+"""``manage.py check_draft PATH --matter ID [--json OUT]``: read a draft, check what it cites and quotes, list it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from chats.models import Project
+from drafts.checking import Check, check_draft
 from drafts.errors import UnreadableDraft
 from drafts.finding import STEPS, DraftFindings, Finding, find_in_draft
 from drafts.reading import read_draft
@@ -24,7 +25,8 @@ class Command(BaseCommand):
     help = (
         "Read a draft brief (DOCX, PDF with a text layer, plain text or Markdown) for a matter and list every case "
         "citation, statute or regulation citation and quotation in it, each with its page and the authority it is "
-        "tied to, then the table of authorities. The findings are not checked yet. Writes nothing but --json."
+        "tied to, checked (docs/drafts.md says each status in words), then the table of authorities and the verdict. "
+        "Writes nothing but --json (and the opinions CourtListener returns, when COURTLISTENER_API_TOKEN is set)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -36,7 +38,8 @@ class Command(BaseCommand):
         path: Path = options["path"]
         matter: UUID = options["matter"]
         json_out: Path | None = options["json_out"]
-        if not Project.objects.filter(pk=matter).exists():
+        project = Project.objects.filter(pk=matter).first()
+        if project is None:
             raise CommandError(f"No matter {matter}: pass a project id (see the admin's Projects).")
         if json_out is not None and not json_out.parent.is_dir():
             raise CommandError(f"--json {json_out}: the directory {json_out.parent} does not exist.")
@@ -53,11 +56,14 @@ class Command(BaseCommand):
                 bar.update()
 
             result = find_in_draft(draft, on_step=step_done)
-        for finding in result.findings:
-            self.stdout.write(_line(finding, result))
-        self._write_table(result)
+            bar.reset(total=len(result.findings))
+            bar.set_description("checking")
+            checked = check_draft(found=result, matter=project, on_checked=lambda count: bar.update(count))
+        for finding, check in zip(result.findings, checked.checks, strict=True):
+            self.stdout.write(_line(finding, check, result))
+        self._write_table(result, checked.authority_statuses())
         if json_out is not None:
-            _write_json(json_out, {"id": None, "matter": str(matter)} | result.record())
+            _write_json(json_out, checked.record(matter=str(matter)))
         counts = {
             kind: sum(f.kind == kind for f in result.findings)
             for kind in ("case_citation", "statute_citation", "quote")
@@ -66,15 +72,16 @@ class Command(BaseCommand):
         self.stdout.write(
             f"check_draft: {path.name}: {counts['case_citation']} case citations, {counts['statute_citation']} statute "
             f"and regulation citations, {counts['quote']} quotations ({uncited} without a citation), "
-            f"{len(result.authorities)} authorities; nothing checked yet"
+            f"{len(result.authorities)} authorities; {sum(c.needs_review for c in checked.checks)} to review; "
+            f"verdict {checked.verdict}"
         )
 
-    def _write_table(self, result: DraftFindings) -> None:
+    def _write_table(self, result: DraftFindings, statuses: list[str]) -> None:
         self.stdout.write("Table of authorities:")
-        for entry in result.authorities:
+        for entry, status in zip(result.authorities, statuses, strict=True):
             pages = ", ".join(entry.pages) or "no page numbers"
             name = f"{entry.name}, " if entry.name else ""
-            self.stdout.write(f"  {entry.kind:<10} {name}{entry.cite}: {pages}")
+            self.stdout.write(f"  {entry.kind:<10} {name}{entry.cite}: {pages} ({status})")
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -86,7 +93,7 @@ def _read_bytes(path: Path) -> bytes:
         raise CommandError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
 
 
-def _line(finding: Finding, result: DraftFindings) -> str:
+def _line(finding: Finding, check: Check, result: DraftFindings) -> str:
     page = f"p. {finding.page}" if finding.page is not None else "p. -"
     where = f" (footnote {finding.footnote})" if finding.footnote else ""
     if finding.authority is not None:
@@ -95,7 +102,8 @@ def _line(finding: Finding, result: DraftFindings) -> str:
         to = " -> no citation" if finding.kind == "quote" else " -> no full citation before it"
     text = " ".join(finding.text.split())
     text = text if len(text) <= 100 else text[:97] + "..."
-    return f"{page:<8} {finding.kind:<17} {finding.form:<16} {text}{to}{where}"
+    mark = "!" if check.needs_review else " "
+    return f"{mark} {page:<8} {finding.kind:<17} {finding.form:<16} {text}{to}{where}: {check.status}: {check.detail}"
 
 
 def _write_json(out: Path, record: dict[str, object]) -> None:

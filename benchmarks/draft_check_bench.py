@@ -1,0 +1,206 @@
+"""Checking a brief (``make bench`` item 16): a 40-page brief with 150 citations and 60 quotations, read and checked
+as ``manage.py check_draft`` does it, with the library local (CourtListener not asked), and a brief twice as long.
+
+The briefs are Word documents made here from the project's own texts: their filler and their quotations are
+sentences of the real opinions of chats/data/opinions (Fisher, Patel, Democracy North Carolina, seeded as local
+opinions), each cited in full the first time and by short form after (as the Bluebook has it), by ``id.``, and
+cases nobody holds (one for every two pages, so a longer brief cites more authorities), and 9 and 35 U.S.C.
+(tests/fixtures/authorities, loaded into the library) with quotations of their sections. Timed: reading the
+DOCX, finding everything, checking everything (goal: <= 20 s for 40 pages; twice the pages <= 2.2 x the time),
+medians of alternating runs; each brief's peak of Python memory (tracemalloc, in a run of its own) is for the
+record.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from authorities.loading import load_uslm
+from chats.models import CaselawOpinion
+from drafts.checking import check_draft
+from drafts.finding import find_in_draft
+from drafts.reading import read_draft
+from tests.docx_fixture import make_docx
+
+ROOT = Path(__file__).resolve().parent.parent
+OPINIONS = ROOT / "chats" / "data" / "opinions"
+AUTHORITIES = ROOT / "tests" / "fixtures" / "authorities"
+PAGES, CITATIONS, QUOTES = 40, 150, 60
+TIME_GOAL_S = 20.0
+GROWTH_GOAL = 2.2
+WORDS_PER_PAGE = 450
+# (file, case name, citation as the local store holds it, first page, last page)
+CASES = (
+    ("fisher-v-university-of-texas-2013-slip.txt", "Fisher v. University of Texas at Austin", "570 U.S. 297", 297, 315),
+    ("los-angeles-v-patel-2015-slip.txt", "City of Los Angeles v. Patel", "576 U.S. 409", 409, 428),
+    (
+        "democracy-nc-v-nc-board-of-elections-mdnc-2022.txt",
+        "Democracy North Carolina v. North Carolina State Board of Elections",
+        "590 F. Supp. 3d 850",
+        850,
+        872,
+    ),
+)
+STATUTE_QUOTES = (
+    ("9 U.S.C. § 2", "shall be valid, irrevocable, and enforceable"),
+    ("35 U.S.C. § 112(a)", "The specification shall contain a written description of the invention"),
+)
+_SENTENCE = re.compile(r"(?<=[a-z]{3}[.])\s+(?=[A-Z])")
+
+
+@dataclass(frozen=True, slots=True)
+class DraftCheckResult:
+    pages: int
+    citations: int
+    quotes: int
+    seconds: float
+    peak_mb: float
+    double_pages: int
+    double_seconds: float
+    double_peak_mb: float
+
+    @property
+    def growth(self) -> float:
+        return self.double_seconds / self.seconds
+
+
+def _sentences(text: str) -> list[str]:
+    """Plain sentences of 8-30 words of ``text``, on one line, with no quotation marks."""
+    out = []
+    for raw in _SENTENCE.split(" ".join(text.split())):
+        words = raw.split()
+        if 8 <= len(words) <= 30 and not re.search(r"[\"\u201c\u201d\u2018\u2019\[\]*\u00a7]|\d{3}|\bId\b|\bv\.", raw):
+            out.append(raw)
+    return out
+
+
+def _cite(rng: random.Random, case: tuple[str, str, str, int, int], seen: set[str]) -> str:
+    """A citation of ``case`` as a brief writes it: in full the first time, then by its short form."""
+    _, name, citation, first, last = case
+    pin = rng.randint(first, last)
+    volume, reporter = citation.split(" ")[0], " ".join(citation.split(" ")[1:-1])
+    if citation in seen:
+        return f"{name.split(' v. ')[0].split()[-1]}, {volume} {reporter} at {pin}."
+    seen.add(citation)
+    return f"{name}, {citation}, {pin} (20{rng.randint(10, 22)})."
+
+
+def _fabricated(pages: int) -> list[tuple[str, str, str, int, int]]:
+    """Cases nobody holds, one for every two pages (a longer brief cites more authorities)."""
+    return [
+        ("", f"Roe{n} v. Doe{n}", f"{700 + n} F.3d {100 + 3 * n}", 100 + 3 * n, 110 + 3 * n) for n in range(pages // 2)
+    ]
+
+
+def brief(pages: int, *, seed: int = 51) -> bytes:
+    """A Word brief of ``pages`` pages with ``CITATIONS`` and ``QUOTES`` per 40 pages (see the module)."""
+    rng = random.Random(seed)
+    texts = {case[0]: _sentences((OPINIONS / case[0]).read_text(encoding="utf-8")) for case in CASES}
+    citations, quotes = CITATIONS * pages // PAGES, QUOTES * pages // PAGES
+    per_page_citations = [citations // pages + (1 if p < citations % pages else 0) for p in range(pages)]
+    per_page_quotes = [quotes // pages + (1 if p < quotes % pages else 0) for p in range(pages)]
+    seen: set[str] = set()
+    fabricated = _fabricated(pages)
+    paragraphs: list[str] = []
+    for page in range(pages):
+        parts: list[str] = []
+        cited = 0
+        for _ in range(per_page_quotes[page]):
+            if rng.random() < 0.2:
+                statute, words = rng.choice(STATUTE_QUOTES)
+                parts.append(f'The statute provides that an agreement "{words}." {statute}.')
+            else:
+                case = rng.choice(CASES)
+                parts.append(f'The court said: "{rng.choice(texts[case[0]])}" {_cite(rng, case, seen)}')
+            cited += 1
+        while cited < per_page_citations[page]:
+            roll = rng.random()
+            if roll < 0.1:
+                parts.append(f"See also {_cite(rng, rng.choice(fabricated), seen)}")
+            elif roll < 0.25 and parts:
+                parts.append(f"Id. at {rng.randint(300, 420)}.")
+            elif roll < 0.35:
+                parts.append(rng.choice(("9 U.S.C. § 3.", "35 U.S.C. § 101.", "9 U.S.C. § 4.")))
+            else:
+                case = rng.choice(CASES)
+                parts.append(f"{rng.choice(texts[case[0]])} {_cite(rng, case, seen)}")
+            cited += 1
+        filler: list[str] = []
+        while sum(len(p.split()) for p in parts + filler) < WORDS_PER_PAGE:
+            filler.append(rng.choice(texts[rng.choice(CASES)[0]]))
+        text = " ".join(filler[: len(filler) // 2] + parts + filler[len(filler) // 2 :])
+        paragraphs.append(("\f" if page else "") + text)
+    return make_docx(paragraphs)
+
+
+def seed_library() -> None:
+    """The three opinions as local opinions and 9 and 35 U.S.C. in the authority library (idempotent)."""
+    for file, name, citation, _, _ in CASES:
+        CaselawOpinion.objects.get_or_create(
+            provider="local",
+            opinion_id=f"bench-{file}",
+            defaults={
+                "case_name": name,
+                "citation": citation,
+                "text": (OPINIONS / file).read_text(encoding="utf-8"),
+                "cluster_id": f"bench-{file}",
+            },
+        )
+    for title in ("usc09.xml", "usc35.xml"):
+        load_uslm(path=AUTHORITIES / title)
+
+
+def _check(data: bytes) -> tuple[int, int]:
+    """Read, find and check ``data`` as ``manage.py check_draft`` does; how many citations and quotations."""
+    draft = read_draft(data=data, name="brief.docx")
+    found = find_in_draft(draft)
+    check_draft(found=found, use_courtlistener=False)
+    return sum(f.kind != "quote" for f in found.findings), sum(f.kind == "quote" for f in found.findings)
+
+
+def _seconds(data: bytes) -> float:
+    started = time.perf_counter()
+    _check(data)
+    return time.perf_counter() - started
+
+
+def _peak_mb(data: bytes) -> float:
+    """The peak of Python memory while checking (tracemalloc, which slows the run: never timed with it)."""
+    tracemalloc.start()
+    try:
+        _check(data)
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def run(*, step: Callable[[str], None] = lambda message: None, repeats: int = 5) -> DraftCheckResult:
+    """Seed, build both briefs, time each check ``repeats`` times, alternating (medians kept), then measure
+    each one's peak memory once."""
+    step("drafts: seeding the opinions and the library")
+    seed_library()
+    small, large = brief(PAGES), brief(2 * PAGES)
+    citations, quotes = _check(small)  # warm: eyecite's and the reporters' tables load once per process
+    small_s: list[float] = []
+    large_s: list[float] = []
+    for attempt in range(repeats):
+        step(f"drafts: checking the briefs, run {attempt + 1} of {repeats}")
+        small_s.append(_seconds(small))
+        large_s.append(_seconds(large))
+    return DraftCheckResult(
+        pages=PAGES,
+        citations=citations,
+        quotes=quotes,
+        seconds=statistics.median(small_s),
+        peak_mb=_peak_mb(small),
+        double_pages=2 * PAGES,
+        double_seconds=statistics.median(large_s),
+        double_peak_mb=_peak_mb(large),
+    )
