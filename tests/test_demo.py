@@ -169,7 +169,10 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     assert first.count("no passage digest was recorded") == 2  # the first two of the six quotes' warnings
     assert "... and 4 more warning(s)" in first
     export = tmp_path / "demo-matter.zip"
-    assert f"a recipient runs: python -m lqai_verify {export} --public-key {keys.current_fingerprint()}" in first
+    assert (
+        "a recipient runs, after `pip install ./lqai_verify`: "
+        f"python -m lqai_verify {export} --public-key {keys.current_fingerprint()}"
+    ) in first
 
     second = _run_demo()
 

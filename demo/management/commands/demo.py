@@ -89,7 +89,10 @@ class Command(BaseCommand):
             out.write(f"  {line}")
         if proven.offline_exit != 0:
             raise CommandError(f"The demo matter's export did not verify offline (exit {proven.offline_exit}).")
-        out.write(f"  a recipient runs: python -m lqai_verify {proven.export} --public-key {proven.fingerprint}")
+        out.write(
+            "  a recipient runs, after `pip install ./lqai_verify`: "
+            f"python -m lqai_verify {proven.export} --public-key {proven.fingerprint}"
+        )
         if not settings.LQAI_LEDGER_KEY:
             out.write("  (signed with the development key; a deployment sets LQAI_LEDGER_KEY: `manage.py ledger_key`)")
 

@@ -20,7 +20,7 @@ class Command(BaseCommand):
         base = base_url.rstrip("/")
         self.stdout.write(f"Trace pages:    {base}/   (your matters; sign in at {base}/accounts/login/)")
         self.stdout.write(f"Admin:          {base}/admin/   (ledger: {base}/admin/citations/citationledgerentry/)")
-        self.stdout.write(f"API schema:     {base}/api/schema/   (interactive docs: {base}/api/docs/)")
+        self.stdout.write(f"API schema:     {base}/api/schema/   (interactive docs: {base}/api/docs/; signed in)")
         self.stdout.write(f"Get a token:    curl -X POST {base}/api/auth/token/ -H 'Content-Type: application/json' \\")
         self.stdout.write("""                  -d '{"username": "...", "password": "..."}'""")
         self.stdout.write(f"Chats API:      {base}/api/chats/")
