@@ -156,36 +156,43 @@ SELECT CAST(m.id AS text) AS message, CAST(m.chat_id AS text) AS chat, CAST(c.pr
   LEFT JOIN {Message._meta.db_table} q ON q.id = m.reply_to_id
  WHERE m.id {{in_turns}}
 """  # noqa: S608 - table names from the models' _meta, values as parameters
-_QUOTE_SQL = """r.position AS position, r.quote AS quote, r.source_offset_start AS offset_start,
-       r.source_offset_end AS offset_end, r.verification_method AS method,
-       r.verification_confidence AS confidence, r.unverified_reason AS unverified_reason,
-       r.passage_sha256 AS passage_sha256, r.alterations AS alterations,
-       r.answer_offset_start AS answer_offset_start, r.answer_offset_end AS answer_offset_end,
-       r.answer_unplaced_reason AS answer_unplaced_reason, r.context_flags AS context_flags"""
-_ROW_SQL = "CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {created_at} AS created_at"
 ROWS_SQL = {
     record.KB: f"""
-SELECT {_ROW_SQL}, CAST(r.document_id AS text) AS document, {_QUOTE_SQL}
+SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{created_at}} AS created_at,
+       CAST(r.document_id AS text) AS document, r.position AS position, r.quote AS quote,
+       r.source_offset_start AS offset_start, r.source_offset_end AS offset_end,
+       r.verification_method AS method, r.verification_confidence AS confidence,
+       r.unverified_reason AS unverified_reason, r.passage_sha256 AS passage_sha256, r.alterations AS alterations,
+       r.answer_offset_start AS answer_offset_start, r.answer_offset_end AS answer_offset_end,
+       r.answer_unplaced_reason AS answer_unplaced_reason, r.context_flags AS context_flags
   FROM {DocumentQuote._meta.db_table} r
  WHERE r.message_id {{in_turns}}
  ORDER BY r.id
 """,  # noqa: S608 - table names from the models' _meta, values as parameters
     record.CASELAW: f"""
-SELECT {_ROW_SQL}, CAST(r.opinion_id AS text) AS opinion, o.provider AS opinion_provider, {_QUOTE_SQL}
+SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{created_at}} AS created_at,
+       CAST(r.opinion_id AS text) AS opinion, o.provider AS opinion_provider, r.position AS position,
+       r.quote AS quote, r.source_offset_start AS offset_start, r.source_offset_end AS offset_end,
+       r.verification_method AS method, r.verification_confidence AS confidence,
+       r.unverified_reason AS unverified_reason, r.passage_sha256 AS passage_sha256, r.alterations AS alterations,
+       r.answer_offset_start AS answer_offset_start, r.answer_offset_end AS answer_offset_end,
+       r.answer_unplaced_reason AS answer_unplaced_reason, r.context_flags AS context_flags
   FROM {OpinionQuote._meta.db_table} r
   LEFT JOIN {CaselawOpinion._meta.db_table} o ON o.id = r.opinion_id
  WHERE r.message_id {{in_turns}}
  ORDER BY r.id
 """,  # noqa: S608
     record.TOOL: f"""
-SELECT {_ROW_SQL}, r.position AS position, r.source_kind AS source_kind, r.tool AS tool, r.provider AS provider,
+SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{created_at}} AS created_at,
+       r.position AS position, r.source_kind AS source_kind, r.tool AS tool, r.provider AS provider,
        r.label AS label, r.subtitle AS subtitle, r.url AS url, r.external_ref AS external_ref
   FROM {MessageToolSource._meta.db_table} r
  WHERE r.message_id {{in_turns}}
  ORDER BY r.id
 """,  # noqa: S608
     record.CASE: f"""
-SELECT {_ROW_SQL}, r.answer_offset_start AS answer_offset_start, r.answer_offset_end AS answer_offset_end,
+SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{created_at}} AS created_at,
+       r.answer_offset_start AS answer_offset_start, r.answer_offset_end AS answer_offset_end,
        r.kind AS kind, r.citation AS citation, r.case_name AS case_name, r.status AS status, r.detail AS detail,
        CAST(r.opinion_id AS text) AS opinion, r.provider AS provider, r.pin AS pin, r.pin_status AS pin_status
   FROM {CaseCitation._meta.db_table} r
