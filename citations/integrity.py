@@ -11,7 +11,6 @@ why: docs/export.md.
 from __future__ import annotations
 
 import datetime
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +22,16 @@ from django.db.models import Q, QuerySet
 
 from citations import keys, partitions, seals
 from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
-from citations.seals import unsealed_turns
+from citations.seals import (
+    id_text,
+    ids_parameter,
+    in_ids,
+    iso_sql,
+    json_value,
+    row_key_text,
+    timestamp_text,
+    unsealed_turns,
+)
 from lqai_verify import record
 
 DEFAULT_BATCH_SIZE = 2_000
@@ -33,62 +41,6 @@ _SOURCE_TABLES = (
     ("message_tool_source_id", record.TOOL),
     ("message_case_citation_id", record.CASE),
 )
-
-
-# The SQL below reads ids and (on PostgreSQL) timestamps as text; these print them as sealed on both databases.
-def iso_sql(column: str) -> str:
-    """SQL for a timestamp column as :func:`timestamp_text` reads it: on PostgreSQL its text as ``seals.iso``
-    prints it (UTC, microseconds, "+00:00"); elsewhere the column itself."""
-    if connection.vendor == "postgresql":
-        return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""
-    return column
-
-
-def in_ids(name: str) -> str:
-    """SQL saying that the column before it is one of the ids of the ``%(<name>)s`` parameter
-    (:func:`ids_parameter`): ``= ANY`` of a ``uuid[]`` on PostgreSQL, the values of a JSON array on SQLite."""
-    if connection.vendor == "postgresql":
-        return f"= ANY(CAST(%({name})s AS uuid[]))"
-    return f"IN (SELECT value FROM json_each(%({name})s))"  # noqa: S608 - a parameter's name, no value
-
-
-def ids_parameter(ids: Iterable[UUID | str]) -> str:
-    """The value of an :func:`in_ids` parameter: PostgreSQL's array literal of the distinct ids, or a JSON
-    array of them as SQLite stores them (32 hex digits)."""
-    distinct = dict.fromkeys(UUID(str(i)) for i in ids)
-    if connection.vendor == "postgresql":
-        return "{" + ",".join(map(str, distinct)) + "}"
-    return json.dumps([i.hex for i in distinct])
-
-
-def id_text(value: str | None) -> str | None:
-    """An id as sealed (canonical hyphenated form), from its text: PostgreSQL's, or SQLite's 32 hex digits."""
-    if value is None or len(value) == 36:
-        return value
-    return str(UUID(value))
-
-
-def row_key_text(value: str | None) -> str | None:
-    """A row's key (``lqai_verify.record.row_key``) as sealed, from the database's ``<table>:<id text>``."""
-    if value is None:
-        return None
-    table, _, row_id = value.partition(":")
-    return f"{table}:{id_text(row_id)}"
-
-
-def timestamp_text(value: Any) -> str | None:
-    """A timestamp as sealed, from what the backend returns: PostgreSQL's text (:func:`iso_sql`), an aware
-    datetime, or SQLite's naive UTC text."""
-    if isinstance(value, str):
-        value = datetime.datetime.fromisoformat(value)
-    if value is not None and value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.UTC)
-    return seals.iso(value)
-
-
-def json_value(value: Any) -> Any:
-    """A JSON column's value, from what the backend returns (its text, or the value already decoded)."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,18 +14,21 @@ or the verification. Seals of one chain are therefore numbered in commit order.
 from __future__ import annotations
 
 import datetime
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 from uuid import UUID
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from chats.models import (
     CaseCitation,
+    CaselawOpinion,
+    Chat,
     DocumentQuote,
     Message,
     MessageToolSource,
@@ -83,47 +86,143 @@ def chain_of(*, project_id: str | None, chat_id: str) -> str:
     return f"matter:{project_id}" if project_id else f"chat:{chat_id}"
 
 
-# Where each sealed field of a row is read (lqai_verify.record.ROW_FIELDS, less "table"): the model field of
-# the same name unless named here.
-_QUOTE_COLUMNS = {
-    "message": "message_id",
-    "offset_start": "source_offset_start",
-    "offset_end": "source_offset_end",
-    "method": "verification_method",
-    "confidence": "verification_confidence",
-}
-ROW_SOURCES: dict[str, tuple[type[Any], dict[str, str]]] = {
-    record.KB: (DocumentQuote, {**_QUOTE_COLUMNS, "document": "document_id"}),
-    record.CASELAW: (
-        OpinionQuote,
-        {**_QUOTE_COLUMNS, "opinion": "opinion_id", "opinion_provider": "opinion__provider"},
-    ),
-    record.TOOL: (MessageToolSource, {"message": "message_id"}),
-    record.CASE: (CaseCitation, {"message": "message_id", "opinion": "opinion_id"}),
-}
-# Where each sealed field of a turn is read, from its assistant message (but its answer, which is sealed by its
-# digest: TurnFacts.answer).
-TURN_COLUMNS = {
-    "message": "id",
-    "chat": "chat_id",
-    "project": "chat__project_id",
-    "question_message": "reply_to_id",
-    "question": "reply_to__content",
-    "status": "status",
-    "verdict": "verdict",
-    "finalized_at": "finalized_at",
-    "model_name": "model_name",
-}
+# The SQL below reads ids and (on PostgreSQL) timestamps as text; these print them as sealed on both databases.
+def iso_sql(column: str) -> str:
+    """SQL for a timestamp column as :func:`timestamp_text` reads it: on PostgreSQL its text as :func:`iso`
+    prints it (UTC, microseconds, "+00:00"); elsewhere the column itself."""
+    if connection.vendor == "postgresql":
+        return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""
+    return column
 
 
-def sealed_value(value: Any) -> Any:
-    """A column's value as sealed: an id in its canonical hyphenated form, a timestamp as :func:`iso` prints
-    it, anything else as the ORM reads it (a JSON column decoded)."""
-    if isinstance(value, UUID):
-        return str(value)
-    if isinstance(value, datetime.datetime):
-        return iso(value)
-    return value
+def in_ids(name: str) -> str:
+    """SQL saying that the column before it is one of the ids of the ``%(<name>)s`` parameter
+    (:func:`ids_parameter`): ``= ANY`` of a ``uuid[]`` on PostgreSQL, the values of a JSON array on SQLite."""
+    if connection.vendor == "postgresql":
+        return f"= ANY(CAST(%({name})s AS uuid[]))"
+    return f"IN (SELECT value FROM json_each(%({name})s))"  # noqa: S608 - a parameter's name, no value
+
+
+def ids_parameter(ids: Iterable[UUID | str]) -> str:
+    """The value of an :func:`in_ids` parameter: PostgreSQL's array literal of the distinct ids, or a JSON
+    array of them as SQLite stores them (32 hex digits)."""
+    distinct = dict.fromkeys(UUID(str(i)) for i in ids)
+    if connection.vendor == "postgresql":
+        return "{" + ",".join(map(str, distinct)) + "}"
+    return json.dumps([i.hex for i in distinct])
+
+
+def id_text(value: str | None) -> str | None:
+    """An id as sealed (canonical hyphenated form), from its text: PostgreSQL's, or SQLite's 32 hex digits."""
+    if value is None or len(value) == 36:
+        return value
+    return str(UUID(value))
+
+
+def row_key_text(value: str | None) -> str | None:
+    """A row's key (``lqai_verify.record.row_key``) as sealed, from the database's ``<table>:<id text>``."""
+    if value is None:
+        return None
+    table, _, row_id = value.partition(":")
+    return f"{table}:{id_text(row_id)}"
+
+
+def timestamp_text(value: Any) -> str | None:
+    """A timestamp as sealed, from what the backend returns: PostgreSQL's text (:func:`iso_sql`), an aware
+    datetime, or SQLite's naive UTC text."""
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    if value is not None and value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    return iso(value)
+
+
+def json_value(value: Any) -> Any:
+    """A JSON column's value, from what the backend returns (its text, or the value already decoded)."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+# A batch of turns' facts: one statement per table, each naming the sealed field it reads (``AS <field>``,
+# lqai_verify.record.TURN_FIELDS and ROW_FIELDS), rows by id. Ids are read as text and, on PostgreSQL,
+# timestamps printed as sealed by the server (:func:`iso_sql`): no UUID or datetime object is made per value
+# only to be printed again. The turns are one parameter, ``%(turns)s`` (:func:`in_ids`).
+_TURNS_SQL = f"""
+SELECT CAST(m.id AS text) AS message, CAST(m.chat_id AS text) AS chat, CAST(c.project_id AS text) AS project,
+       CAST(m.reply_to_id AS text) AS question_message, q.content AS question, m.status AS status,
+       m.verdict AS verdict, {{finalized_at}} AS finalized_at, m.model_name AS model_name, m.content AS answer,
+       (SELECT COUNT(*) FROM {TurnSeal._meta.db_table} s WHERE s.message_id = m.id) AS seals
+  FROM {Message._meta.db_table} m
+  JOIN {Chat._meta.db_table} c ON c.id = m.chat_id
+  LEFT JOIN {Message._meta.db_table} q ON q.id = m.reply_to_id
+ WHERE m.id {{in_turns}}
+"""  # noqa: S608 - table names from the models' _meta, values as parameters
+ROWS_SQL = {
+    record.KB: f"""
+SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{created_at}} AS created_at,
+       CAST(r.document_id AS text) AS document, r.position AS position, r.quote AS quote,
+       r.source_offset_start AS offset_start, r.source_offset_end AS offset_end,
+       r.verification_method AS method, r.verification_confidence AS confidence,
+       r.unverified_reason AS unverified_reason, r.passage_sha256 AS passage_sha256, r.alterations AS alterations,
+       r.answer_offset_start AS answer_offset_start, r.answer_offset_end AS answer_offset_end,
+       r.answer_unplaced_reason AS answer_unplaced_reason, r.context_flags AS context_flags
+  FROM {DocumentQuote._meta.db_table} r
+ WHERE r.message_id {{in_turns}}
+ ORDER BY r.id
+""",  # noqa: S608 - table names from the models' _meta, values as parameters
+    record.CASELAW: f"""
+SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{created_at}} AS created_at,
+       CAST(r.opinion_id AS text) AS opinion, o.provider AS opinion_provider, r.position AS position,
+       r.quote AS quote, r.source_offset_start AS offset_start, r.source_offset_end AS offset_end,
+       r.verification_method AS method, r.verification_confidence AS confidence,
+       r.unverified_reason AS unverified_reason, r.passage_sha256 AS passage_sha256, r.alterations AS alterations,
+       r.answer_offset_start AS answer_offset_start, r.answer_offset_end AS answer_offset_end,
+       r.answer_unplaced_reason AS answer_unplaced_reason, r.context_flags AS context_flags
+  FROM {OpinionQuote._meta.db_table} r
+  LEFT JOIN {CaselawOpinion._meta.db_table} o ON o.id = r.opinion_id
+ WHERE r.message_id {{in_turns}}
+ ORDER BY r.id
+""",  # noqa: S608
+    record.TOOL: f"""
+SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{created_at}} AS created_at,
+       r.position AS position, r.source_kind AS source_kind, r.tool AS tool, r.provider AS provider,
+       r.label AS label, r.subtitle AS subtitle, r.url AS url, r.external_ref AS external_ref
+  FROM {MessageToolSource._meta.db_table} r
+ WHERE r.message_id {{in_turns}}
+ ORDER BY r.id
+""",  # noqa: S608
+    record.CASE: f"""
+SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{created_at}} AS created_at,
+       r.answer_offset_start AS answer_offset_start, r.answer_offset_end AS answer_offset_end,
+       r.kind AS kind, r.citation AS citation, r.case_name AS case_name, r.status AS status, r.detail AS detail,
+       CAST(r.opinion_id AS text) AS opinion, r.provider AS provider, r.pin AS pin, r.pin_status AS pin_status
+  FROM {CaseCitation._meta.db_table} r
+ WHERE r.message_id {{in_turns}}
+ ORDER BY r.id
+""",  # noqa: S608
+}
+# What turns a column's value into its sealed form, by the field it is read as: PostgreSQL's ids and timestamps
+# are already (CAST, iso_sql); SQLite keeps 32 hex digits and naive UTC text, which it has no function to print.
+_PRINTED_BY_POSTGRESQL: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(("id", "message", "chat", "project", "question_message", "document", "opinion"), id_text),
+    **dict.fromkeys(("created_at", "finalized_at"), timestamp_text),
+}
+_DECODED = dict.fromkeys(("alterations", "context_flags"), json_value)
+
+
+def _sealed_rows(sql: str, parameters: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of one statement of :func:`turn_facts`, each by the fields its columns are named as, in their
+    sealed form."""
+    postgresql = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, parameters)
+        names = [column[0] for column in cursor.description]
+        rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    converters = {**({} if postgresql else _PRINTED_BY_POSTGRESQL), **_DECODED}
+    convert = [(name, converters[name]) for name in names if name in converters]
+    for row in rows:
+        for name, function in convert:
+            row[name] = function(row[name])
+    return rows
 
 
 def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
@@ -131,30 +230,23 @@ def turn_facts(message_ids: Iterable[UUID | str]) -> dict[str, TurnFacts]:
     chats, questions and numbers of seals), then one per row table, whatever the number of turns. Rows are in
     the order of their table in :data:`lqai_verify.record.ROW_TABLES`, then by id. A row whose message is not
     among them is left out (a turn deleted below the application has no facts)."""
-    ids = list(dict.fromkeys(UUID(str(message_id)) for message_id in message_ids))
+    ids = list(message_ids)
     if not ids:
         return {}
     facts: dict[str, TurnFacts] = {}
-    sealed = TurnSeal.objects.filter(message_id=OuterRef("pk")).order_by().values("message_id")
-    messages = (
-        Message.objects.filter(pk__in=ids)
-        .order_by()
-        .values("content", *TURN_COLUMNS.values(), seals=Subquery(sealed.annotate(count=Count("id")).values("count")))
-    )
-    for values in messages:
-        turn = {name: sealed_value(values[column]) for name, column in TURN_COLUMNS.items()}
-        turn["answer_sha256"] = record.text_sha256(values["content"])
+    parameters = {"turns": ids_parameter(ids)}
+    in_turns = in_ids("turns")
+    for turn in _sealed_rows(_TURNS_SQL.format(in_turns=in_turns, finalized_at=iso_sql("m.finalized_at")), parameters):
+        answer, count = turn.pop("answer"), turn.pop("seals")
+        turn["answer_sha256"] = record.text_sha256(answer)
         facts[turn["message"]] = TurnFacts(
-            turn={name: turn[name] for name in record.TURN_FIELDS}, answer=values["content"], seals=values["seals"] or 0
+            turn={name: turn[name] for name in record.TURN_FIELDS}, answer=answer, seals=count or 0
         )
-    for table, (model, columns) in ROW_SOURCES.items():
-        names = record.ROW_FIELDS[table][1:]
-        paths = [columns.get(name, name) for name in names]
-        for values in model.objects.filter(message_id__in=ids).order_by("id").values_list(*paths):
-            row = {"table": table, **{name: sealed_value(value) for name, value in zip(names, values, strict=True)}}
+    for table, sql in ROWS_SQL.items():
+        for row in _sealed_rows(sql.format(in_turns=in_turns, created_at=iso_sql("r.created_at")), parameters):
             turn_of_row = facts.get(row["message"])
             if turn_of_row is not None:  # a row whose message is gone belongs to no turn: the turn is missing
-                turn_of_row.rows.append(row)
+                turn_of_row.rows.append({"table": table, **row})
     return facts
 
 
