@@ -5,7 +5,7 @@ The briefs are Word documents made here from the project's own texts: their fill
 sentences of the real opinions of chats/data/opinions (Fisher, Patel, Democracy North Carolina, seeded as local
 opinions), each cited in full the first time and by short form after (as the Bluebook has it), by ``id.``, and
 cases nobody holds (one for every two pages, so a longer brief cites more authorities), and 9 and 35 U.S.C.
-(tests/fixtures/authorities, loaded into the library) with quotations of their sections. Timed: reading the
+(authorities/data/uslm, loaded into the library) with quotations of their sections. Timed: reading the
 DOCX, finding everything, checking everything (goal: <= 20 s for 40 pages; twice the pages <= 2.2 x the time),
 medians of alternating runs; each brief's peak of Python memory (tracemalloc, in a run of its own) is for the
 record.
@@ -31,7 +31,7 @@ from tests.docx_fixture import make_docx
 
 ROOT = Path(__file__).resolve().parent.parent
 OPINIONS = ROOT / "chats" / "data" / "opinions"
-AUTHORITIES = ROOT / "tests" / "fixtures" / "authorities"
+AUTHORITIES = ROOT / "authorities" / "data" / "uslm"
 PAGES, CITATIONS, QUOTES = 40, 150, 60
 TIME_GOAL_S = 20.0
 GROWTH_GOAL = 2.2

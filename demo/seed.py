@@ -59,8 +59,8 @@ from demo.models import DemoMade
 from lqai_verify.verification import verify_quote
 
 OPINIONS_DIR = Path(__file__).resolve().parent.parent / "chats" / "data" / "opinions"
-# OLRC's usc09.xml (release point Online@117-80) trimmed to six sections, as the tests load it.
-STATUTE_TITLE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "authorities" / "usc09.xml"
+# OLRC's usc09.xml (release point Online@117-80) trimmed to six sections (the copy the tests load too).
+STATUTE_TITLE = Path(__file__).resolve().parent.parent / "authorities" / "data" / "uslm" / "usc09.xml"
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - a local demo login, printed for the newcomer

@@ -1,4 +1,4 @@
-"""The authority library on the publishers' own files (tests/fixtures/authorities: 1, 9, 35 U.S.C. and 27 C.F.R.):
+"""The authority library on the publishers' own files (authorities/data/uslm: 1, 9, 35 U.S.C. and 27 C.F.R.):
 loading by release, statute citations resolved, statute quotes verified."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from authorities.selectors import (
 )
 from authorities.uslm import UslmError, read_uslm
 
-FIXTURES = Path(__file__).parent / "fixtures" / "authorities"
+FIXTURES = Path(__file__).resolve().parent.parent / "authorities" / "data" / "uslm"
 TITLES = ("usc01.xml", "usc09.xml", "usc35.xml", "CFR-2018-title27-vol3-uslm.xml")
 
 

@@ -1,5 +1,5 @@
 """Checking a draft: every citation and quotation of briefs made here, citing the project's own opinions
-(chats/data/opinions) and statutes (tests/fixtures/authorities), gets the finding it deserves; CourtListener is
+(chats/data/opinions) and statutes (authorities/data/uslm), gets the finding it deserves; CourtListener is
 a local fake on 127.0.0.1 (tests/test_case_citations.py), never the network."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.docx_fixture import Para, make_docx
 from tests.pdf_fixture import make_pdf
 from tests.test_case_citations import FakeCourtListener, fake_courtlistener  # noqa: F401 - the fixture
 
-AUTHORITIES = Path(__file__).parent / "fixtures" / "authorities"
+AUTHORITIES = Path(__file__).resolve().parent.parent / "authorities" / "data" / "uslm"
 PATEL = "opinions/los-angeles-v-patel-2015-slip.txt"
 
 

@@ -1,5 +1,5 @@
 """Reading a draft and finding what it cites and quotes: real DOCX, PDF and text drafts made here, citing the
-project's own opinions (chats/data/opinions) and statutes (tests/fixtures/authorities)."""
+project's own opinions (chats/data/opinions) and statutes (authorities/data/uslm)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.pdf_fixture import make_pdf
 FISHER = "Fisher v. University of Texas at Austin, 570 U.S. 297, 310 (2013)"
 PATEL = "City of Los Angeles v. Patel, 576 U.S. 409, 415 (2015)"
 # Fisher and Patel (their slip opinions in chats/data/opinions, Patel with an omission and an alteration), and
-# 9 U.S.C. § 2 and 35 U.S.C. § 112(a) as their publishers print them (tests/fixtures/authorities).
+# 9 U.S.C. § 2 and 35 U.S.C. § 112(a) as their publishers print them (authorities/data/uslm).
 SCRUTINY = "Strict scrutiny is a searching examination"
 ARBITRATION = "shall be valid, irrevocable, and enforceable"
 PER_SE = "per se unreasonable under the Fourth Amendment\u2014subject only to a few . . . exceptions"

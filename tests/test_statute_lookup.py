@@ -1,4 +1,4 @@
-"""The assistant's ``statute_lookup`` tool on the publishers' own files (tests/fixtures/authorities): what it
+"""The assistant's ``statute_lookup`` tool on the publishers' own files (authorities/data/uslm): what it
 returns, what it records as consulted (``message_tool_sources`` rows of kind ``statute`` and their ledger
 entries, as ``caselaw_search`` records opinions), and its use by both backends: the offline one when a question
 cites a statute, and a model through the OpenAI-compatible backend (tests/fake_openai.py)."""
@@ -27,7 +27,7 @@ from tests.test_streaming import names, sse_events, stream
 
 pytestmark = pytest.mark.django_db
 
-FIXTURES = Path(__file__).parent / "fixtures" / "authorities"
+FIXTURES = Path(__file__).resolve().parent.parent / "authorities" / "data" / "uslm"
 TITLES = ("usc01.xml", "usc09.xml", "usc35.xml", "CFR-2018-title27-vol3-uslm.xml")
 SECTION_2_OPENING = "A written provision in any maritime transaction or a contract evidencing a transaction"
 QUESTION = "Is an agreement to arbitrate in a contract enforceable under 9 U.S.C. § 2?"
