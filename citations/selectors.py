@@ -28,6 +28,7 @@ from chats.services import passage_sha256
 from citations import partitions
 from citations.ledger import OFF_TIME_TABLE, SOURCE_MAPPINGS
 from citations.models import CitationLedgerEntry, TurnSeal
+from lqai_verify.passage_html import Excerpt
 
 # Annotation names set by with_sources() and read by passage().
 _START = "passage_start"
@@ -114,25 +115,8 @@ def passage(entry: CitationLedgerEntry) -> Passage | None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class PassageInContext:
-    """A passage and the source text around it, ``text`` = ``source[start:end]``: up to ``CONTEXT_CHARS``
-    characters on each side, cut at whitespace so that no word is shown in part. ``more_before`` and
-    ``more_after`` tell whether the source goes on beyond it."""
-
-    passage: Passage
-    start: int
-    text: str
-    more_before: bool = False
-    more_after: bool = False
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self.text)
-
-    def slice(self, start: int, end: int) -> str:
-        """``source[start:end]``, for offsets within the context."""
-        return self.text[max(start - self.start, 0) : max(end - self.start, 0)]
+# A passage and the source text around it, as the one renderer draws it (lqai_verify.passage_html).
+PassageInContext = Excerpt
 
 
 def entry_in_context(

@@ -34,7 +34,7 @@ class Span(Protocol):
 
 
 class Context(Protocol):
-    """A passage and the source text around it (``citations.selectors.PassageInContext``, :class:`Excerpt`)."""
+    """A passage and the source text around it (:class:`Excerpt`)."""
 
     @property
     def passage(self) -> Span: ...
@@ -58,9 +58,11 @@ class ExcerptSpan:
 
 @dataclass(frozen=True, slots=True)
 class Excerpt:
-    """A passage in a known stretch of its source, ``text`` = ``source[start:start + len(text)]``."""
+    """A passage in a known stretch of its source, ``text`` = ``source[start:start + len(text)]``: up to the
+    context asked for on each side, cut at whitespace; ``more_before`` and ``more_after`` tell whether the source
+    goes on beyond it."""
 
-    passage: ExcerptSpan
+    passage: Span
     start: int
     text: str
     more_before: bool = False
