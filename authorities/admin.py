@@ -3,23 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from authorities.models import AuthorityFile, AuthorityRelease, StatuteSection
+from lqai.admin_mixins import ReadOnlyAdminMixin
 
 
-class ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+class ReadOnly(ReadOnlyAdminMixin, admin.ModelAdmin):
+    pass
 
 
 @admin.register(AuthorityRelease)

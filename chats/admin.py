@@ -44,33 +44,13 @@ from chats.models import (
     TurnRateCount,
 )
 from chats.selectors import chats_visible_to, projects_visible_to, users_visible_to
+from lqai.admin_mixins import ReadOnlyAdminMixin
 
 
 def admin_link(model: type[Model], pk: object, label: object) -> SafeString:
     """An ``<a href>`` to the admin change page of ``model`` row ``pk``. Built from the id: no query."""
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
     return format_html('<a href="{}">{}</a>', url, label)
-
-
-class ReadOnlyAdminMixin(BaseModelAdmin):
-    """Read-only means read-only, superusers included: no add, change or delete, no bulk actions,
-    every field read-only. The change page still renders (view permission), read-only; the add,
-    delete and change-POST URLs answer 403. Works for ``ModelAdmin`` and ``InlineModelAdmin``."""
-
-    actions: Sequence[Any] | None = None
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        declared = [str(name) for name in super().get_readonly_fields(request, obj)]
-        return declared + [f.name for f in self.model._meta.concrete_fields if f.name not in declared]
 
 
 class UUIDSearchAdmin(admin.ModelAdmin):

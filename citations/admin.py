@@ -30,7 +30,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
-from chats.admin import MatterScopedAdmin, MessageAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin, admin_link
+from chats.admin import MatterScopedAdmin, MessageAdmin, UUIDSearchAdmin, admin_link
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
@@ -56,6 +56,7 @@ from citations.models import (
     SourceKind,
     TurnSeal,
 )
+from lqai.admin_mixins import ReadOnlyAdminMixin
 from lqai_verify.statuses import StatusInWords, status_in_words
 from lqai_verify.verification import ALTERED, EXACT_MATCH, TOLERANT_MATCH
 
