@@ -41,11 +41,6 @@ def join_pages(page_texts: Iterable[str]) -> tuple[str, Pages]:
     return "".join(parts), pages
 
 
-def star_pages(text: str, *, citation: str = "") -> Pages:
-    """The reporter's pages of an opinion (``page_breaks.reporter_pages``), or ``[]`` if its text marks none."""
-    return page_breaks.reporter_pages(text, citation=citation)
-
-
 def pages_of_span(pages: Sequence[Sequence[int | str | None]], start: int | None, end: int | None) -> list[str] | None:
     """The labels of the pages that ``text[start:end]`` covers, in order; ``None`` when the source has no known
     pages or the span is not known (a failed claim). An unlabelled page contributes nothing."""

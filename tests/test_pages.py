@@ -15,8 +15,9 @@ from rest_framework.test import APIClient
 
 from chats.assistant import FinalAnswer, Script, TextDelta
 from chats.models import CaselawOpinion, Chat, Document
-from chats.pages import PAGE_SEPARATOR, join_pages, pages_of_span, pages_valid, star_pages
+from chats.pages import PAGE_SEPARATOR, join_pages, pages_of_span, pages_valid
 from chats.services import ClaimedCitation
+from lqai_verify.verification.page_breaks import reporter_pages
 from tests import factories
 from tests.pdf_fixture import make_pdf
 
@@ -56,7 +57,7 @@ def test_a_source_without_pages_reports_none() -> None:
 
 
 def test_star_paging_of_a_real_opinion() -> None:
-    pages = star_pages(SJS, citation="134 S.W.3d 673")
+    pages = reporter_pages(SJS, citation="134 S.W.3d 673")
 
     assert [label for _, label in pages] == ["673-674", "675", "676", "677", "678"]
     assert SJS[cast(int, pages[2][0]) :].startswith("*676in 1993")
@@ -77,8 +78,8 @@ def test_star_paging_of_a_real_opinion() -> None:
         ("a *851 b *17 c *852", "590 F. Supp. 3d 850", ["850", "851", "852"]),
     ],
 )
-def test_star_pages(text: str, citation: str, labels: list[str | None]) -> None:
-    assert [label for _, label in star_pages(text, citation=citation)] == labels
+def test_reporter_pages(text: str, citation: str, labels: list[str | None]) -> None:
+    assert [label for _, label in reporter_pages(text, citation=citation)] == labels
 
 
 @given(st.lists(st.text(max_size=30), min_size=1, max_size=8), st.data())
@@ -194,7 +195,7 @@ def test_quotes_from_a_pdf_report_their_pages_in_the_api_the_stream_and_the_trac
 
 def star_pages_of(text: str, quote: str) -> list[str]:
     start = text.index(quote)
-    result = pages_of_span(star_pages(text, citation="134 S.W.3d 673"), start, start + len(quote))
+    result = pages_of_span(reporter_pages(text, citation="134 S.W.3d 673"), start, start + len(quote))
     assert result is not None
     return result
 

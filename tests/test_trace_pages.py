@@ -22,13 +22,14 @@ from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries as AssertNumQueries
 
 from chats.models import CaseCitation, Chat, Message
-from chats.pages import pages_of_span, star_pages
+from chats.pages import pages_of_span
 from citations import export, ledger, seals
 from citations.models import TurnSeal
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, PassageInContext
 from lqai_verify.bundle import verify_bundle
 from lqai_verify.statuses import status_in_words, verdict_in_words
+from lqai_verify.verification.page_breaks import reporter_pages
 from lqai_verify.verification.page_cites import page_cite
 from pages import answer, selectors
 from tests import factories
@@ -494,7 +495,7 @@ def test_a_quote_is_found_in_the_answer_whatever_its_line_breaks() -> None:
 
 def test_page_cites_read_the_sources_stored_pages() -> None:
     # The card's page cite is the API's pages of the span (chats.pages), written as a lawyer cites them
-    pages = star_pages(SJS, citation="134 S.W.3d 673")
+    pages = reporter_pages(SJS, citation="134 S.W.3d 673")
     start = SJS.index("*676")
     assert page_cite(pages_of_span(pages, start - 10, start - 1)) == "p. 675"
     assert page_cite(pages_of_span(pages, start - 10, start + 10)) == "pp. 675\u2013676"
