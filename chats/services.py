@@ -50,7 +50,7 @@ from chats.models import (
 from chats.selectors import open_streams_of, stale_before, stopped, stopped_turns
 from chats.signals import post_finalize
 from lqai_verify import verdict as verdict_rule
-from lqai_verify.verification import NormalizedSource, QuoteMatch, alterations_record, context_flags_record
+from lqai_verify.verification import NormalizedSources, QuoteMatch, alterations_record, context_flags_record
 
 logger = logging.getLogger(__name__)
 
@@ -343,13 +343,11 @@ class _ClaimSources:
 
     documents: dict[UUID, Document]
     opinions: dict[UUID, CaselawOpinion]
-    normalized: dict[UUID, NormalizedSource] = field(default_factory=dict)
+    normalized: NormalizedSources = field(default_factory=NormalizedSources)
 
     def verify(self, key: UUID, text: str, quote: str) -> tuple[QuoteMatch | None, str]:
         """``quote`` verified against ``text`` (the source ``key``): the match, or None and why not."""
-        if key not in self.normalized:
-            self.normalized[key] = NormalizedSource.build(text)
-        return self.normalized[key].verify_detailed(quote)
+        return self.normalized.verify_detailed(key, text, quote)
 
 
 def _claim_sources(*, message: Message, claims: Sequence[ClaimedCitation]) -> _ClaimSources:

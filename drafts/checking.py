@@ -31,7 +31,7 @@ from lqai_verify.verification import (
     LIMITED_AFTER,
     LIMITED_BEFORE,
     NEGATED_BEFORE,
-    NormalizedSource,
+    NormalizedSources,
     QuoteMatch,
     alterations_record,
     context_flags_record,
@@ -237,7 +237,7 @@ def _quote_checks(
 ) -> tuple[dict[int, Check], dict[int, list[tuple[Finding, CaselawOpinion, QuoteMatch]]]]:
     """Each quotation checked against the authority its citation names, by its index; and, per citation, the
     passages of its case verified with it (for its pin cite)."""
-    sources: dict[Any, NormalizedSource] = {}
+    sources = NormalizedSources()
     checks: dict[int, Check] = {}
     passages: dict[int, list[tuple[Finding, CaselawOpinion, QuoteMatch]]] = {}
     for index, finding in enumerate(findings):
@@ -274,14 +274,12 @@ def _document_quote_checks(found: DraftFindings, matter: Project | None, indexes
     titles = [(pk, title) for pk, title in documents_of(matter).values_list("pk", "title") if len(title) >= _MIN_TITLE]
     named = {i: pk for i in indexes if (pk := _named_document(found.text, found.findings[i], titles)) is not None}
     documents = {d.pk: d for d in Document.objects.filter(project=matter, pk__in=set(named.values()))}
-    sources: dict[Any, NormalizedSource] = {}
+    sources = NormalizedSources()
     checks: dict[int, Check] = {}
     for index, pk in named.items():
         document = documents[pk]
-        if pk not in sources:
-            sources[pk] = NormalizedSource.build(document.content)
         quoted = found.findings[index].text.strip().rstrip(_INSIDE_PUNCTUATION)
-        match, why = sources[pk].verify_detailed(quoted)
+        match, why = sources.verify_detailed(pk, document.content, quoted)
         if match is None:
             checks[index] = Check(
                 UNVERIFIED, f"Not found in the matter's document \u201c{document.title}\u201d: {why}."
@@ -340,7 +338,7 @@ def _statute_quote_check(quoted: str, citation: library.StatuteCitationCheck) ->
 
 
 def _case_quote_check(
-    quoted: str, case: CheckedCitation, sources: dict[Any, NormalizedSource]
+    quoted: str, case: CheckedCitation, sources: NormalizedSources
 ) -> tuple[Check, QuoteMatch | None]:
     opinion = case.opinion
     if opinion is None:
@@ -348,9 +346,7 @@ def _case_quote_check(
         return Check(UNCHECKED, f"Not checked: {why}."), None
     if not opinion.text:
         return Check(UNCHECKED, f"Not checked: the text of {opinion.case_name} is not stored."), None
-    if opinion.pk not in sources:
-        sources[opinion.pk] = NormalizedSource.build(opinion.text)
-    match, why = sources[opinion.pk].verify_detailed(quoted)
+    match, why = sources.verify_detailed(opinion.pk, opinion.text, quoted)
     if match is None:
         return Check(UNVERIFIED, f"Not found in {opinion.case_name}: {why}."), None
     where = span_pin_cite(opinion.pages, match.start, match.end, citation=opinion.citation)

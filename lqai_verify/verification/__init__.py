@@ -12,7 +12,7 @@ Each rule belongs to a version (``RULES``; version 4 adds :mod:`.omissions` and 
 ``verify_quote(..., rules=3)`` still applies an earlier one.
 """
 
-from lqai_verify.verification.engine import NormalizedSource, verify_quote, verify_quote_detailed
+from lqai_verify.verification.engine import NormalizedSource, NormalizedSources, verify_quote, verify_quote_detailed
 from lqai_verify.verification.policy import (
     ALTERED_MAX_CONFIDENCE,
     CURRENT_RULES,
@@ -60,6 +60,7 @@ __all__ = [
     "Alteration",
     "ContextFlag",
     "NormalizedSource",
+    "NormalizedSources",
     "QuoteMatch",
     "alterations_record",
     "context_flags_record",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import replace
 
 from lqai_verify.verification import omissions, policy, referents
@@ -415,6 +415,23 @@ class NormalizedSource:
             return canon.orig_start(s), canon.orig_start(s)
         pos = canon.orig_end(len(text) - 1) if text else 0
         return pos, pos
+
+
+class NormalizedSources:
+    """Sources normalized once each, kept by a key of the caller's (a document's or an opinion's id), to verify
+    many quotes against many sources: each text is normalized the first time a quote is verified against it."""
+
+    __slots__ = ("_built",)
+
+    def __init__(self) -> None:
+        self._built: dict[Hashable, NormalizedSource] = {}
+
+    def verify_detailed(self, key: Hashable, text: str, quote: str) -> tuple[QuoteMatch | None, str]:
+        """``quote`` verified against ``text``, the source ``key`` (:meth:`NormalizedSource.verify_detailed`)."""
+        built = self._built.get(key)
+        if built is None:
+            built = self._built[key] = NormalizedSource.build(text)
+        return built.verify_detailed(quote)
 
 
 def _case_changes_a_word(canon: _Canon, pattern: Pattern, starts: list[int]) -> str:
