@@ -23,6 +23,7 @@ import ijson
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from chats.courtlistener import record_metadata
 from chats.models import CaselawOpinion, fit
 from chats.opinion_records import OpinionRecord, RecordError, records_of
 from chats.pages import opinion_pages
@@ -101,26 +102,16 @@ def _records(items: Iterable[tuple[str, Any]]) -> Iterator[OpinionRecord]:
 
 
 def _opinion(record: OpinionRecord, *, now: Any) -> CaselawOpinion:
-    """The row of a record, each value fitted to its column, its pages computed from the text (``bulk_create``
-    does not call ``save()``)."""
+    """The row of a record: what the run-time fetch saves of it (``courtlistener.record_metadata``), each value
+    fitted to its column, its pages computed from the text (``bulk_create`` does not call ``save()``)."""
     values = {
         "provider": record.provider,
         "opinion_id": record.opinion_id,
-        "cluster_id": record.cluster_id,
-        "case_name": record.case_name,
-        "citation": record.citation,
-        "court": record.court,
-        "absolute_url": record.absolute_url,
+        **record_metadata(record),
+        "retrieved_at": now,
     }
     fitted = {name: fit(CaselawOpinion, name, value) for name, value in values.items()}
-    return CaselawOpinion(
-        **fitted,
-        parallel_citations=list(record.citations),
-        date_filed=record.date_filed,
-        text=record.text,
-        pages=opinion_pages(record.text, citation=fitted["citation"]),
-        retrieved_at=now,
-    )
+    return CaselawOpinion(**fitted, text=record.text, pages=opinion_pages(record.text, citation=fitted["citation"]))
 
 
 def _store(batch: list[OpinionRecord]) -> tuple[int, int, int]:
