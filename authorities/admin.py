@@ -60,14 +60,13 @@ class AuthorityReleaseAdmin(ReadOnly):
         if not request.user.has_perm(LOAD_PERMISSION):
             raise PermissionDenied
         limit = settings.LQAI_MAX_AUTHORITY_UPLOAD_BYTES
-        form = LoadFileForm()
+        form, refused = LoadFileForm(), ""
         if request.method == "POST":
             if _declared_length(request) > limit + FORM_OVERHEAD_BYTES:
                 # Refused before the body is read: Django would write it to disk first.
-                form.add_error(
-                    None,
+                refused = (
                     f"The file is over LQAI_MAX_AUTHORITY_UPLOAD_BYTES ({limit:,} bytes): load it with "
-                    "manage.py load_authorities.",
+                    "manage.py load_authorities."
                 )
             else:
                 form = LoadFileForm(request.POST, request.FILES)
@@ -85,6 +84,7 @@ class AuthorityReleaseAdmin(ReadOnly):
             "opts": self.model._meta,
             "title": "Load a statute, regulation or case-law file",
             "form": form,
+            "refused": refused,
             "limit": limit,
             "suffixes": ", ".join(USLM_SUFFIXES + CASELAW_SUFFIXES),
         }

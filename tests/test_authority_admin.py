@@ -132,3 +132,18 @@ def test_a_file_over_the_bound_is_refused_naming_the_setting(operator: Client, s
     assert response.status_code == 200
     assert "LQAI_MAX_AUTHORITY_UPLOAD_BYTES" in response.content.decode()
     assert _library() == (0, 0, 0)
+
+
+def test_a_request_declaring_more_than_the_bound_is_refused_before_its_file_is_read(
+    operator: Client, settings: LazySettings
+) -> None:
+    settings.LQAI_MAX_AUTHORITY_UPLOAD_BYTES = 1000
+    cfr = (
+        ROOT / "authorities" / "data" / "uslm" / "CFR-2018-title27-vol3-uslm.xml"
+    )  # 153 KB: over 1000 + the form's room
+
+    response = _upload(operator, cfr.name, cfr.read_bytes())
+
+    assert response.status_code == 200
+    assert "The file is over LQAI_MAX_AUTHORITY_UPLOAD_BYTES (1,000 bytes)" in response.content.decode()
+    assert _library() == (0, 0, 0)
