@@ -137,10 +137,14 @@ LQAI_MAX_PDF_SECONDS = env_int("LQAI_MAX_PDF_SECONDS", default=60)
 LQAI_MAX_ZIP_MEMBERS = env_int("LQAI_MAX_ZIP_MEMBERS", default=1_000)
 LQAI_MAX_ZIP_BYTES = env_int("LQAI_MAX_ZIP_BYTES", default=100 * 1024 * 1024)
 LQAI_MAX_ZIP_RATIO = env_int("LQAI_MAX_ZIP_RATIO", default=100)
+# A USLM or case-law file an operator uploads in the admin (authorities.loading.load_uploaded_file), loaded in one
+# transaction; a larger one is loaded with manage.py load_authorities, batch by batch.
+LQAI_MAX_AUTHORITY_UPLOAD_BYTES = env_int("LQAI_MAX_AUTHORITY_UPLOAD_BYTES", default=50 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 for _name in (
     "DATA_UPLOAD_MAX_MEMORY_SIZE",
     "LQAI_MAX_UPLOAD_BYTES",
+    "LQAI_MAX_AUTHORITY_UPLOAD_BYTES",
     "LQAI_MAX_DOCUMENT_CHARS",
     "LQAI_MAX_PDF_PAGES",
     "LQAI_MAX_PDF_SECONDS",
