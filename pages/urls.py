@@ -31,7 +31,8 @@ urlpatterns = [
         workspace.invitation_revoke,
         name="invitation-revoke",
     ),
-    path("invitations/<str:token>/", workspace.invitation_page, name="invitation"),
+    path("invitations/join/", workspace.invitation_join, name="invitation-join"),
+    path("invitations/<str:token>/", workspace.invitation_link, name="invitation"),
     path("chats/<uuid:chat_id>/record/", views.chat_record, name="chat-record"),
 ]
 

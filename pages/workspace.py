@@ -38,6 +38,8 @@ from pages.forms import ChatForm, DocumentUploadForm, MatterForm, MemberForm, Si
 # The session key under which a new invitation's link waits for the owner's next view of the matter: the link
 # is shown once, and only its digest is stored.
 NEW_INVITATION_LINK = "lqai_new_invitation_link"
+# The session key holding the invitation link the visitor opened, until she has joined.
+OPENED_INVITATION = "lqai_invitation_token"
 # The backend that logs in a colleague who just made her account (two are configured: django-axes' and Django's).
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -234,12 +236,31 @@ def _invitation_ended(request: HttpRequest, why: str) -> HttpResponse:
     return render(request, "pages/invitation_ended.html", {"why": why}, status=410)
 
 
+@require_GET
+def invitation_link(request: HttpRequest, token: str) -> HttpResponse:
+    """An invitation link, opened: an unknown one is a 404, a used, expired or withdrawn one a 410 saying which;
+    a live one is kept in the visitor's session and she is sent on to :func:`invitation_join`, so that the token
+    appears in no later request's path (the log of a refused sign-up, a page's referrer), as Django's
+    password-reset link does."""
+    try:
+        invitations.open_invitation(token=token)
+    except invitations.NoSuchInvitation:
+        raise Http404("No such invitation.") from None
+    except invitations.InvitationEnded as ended:
+        return _invitation_ended(request, str(ended))
+    request.session[OPENED_INVITATION] = token
+    return redirect("pages:invitation-join")
+
+
 @require_http_methods(["GET", "POST"])
-def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
-    """An invitation link. Someone signed in joins the matter with a button (a POST: a link opened by a mail
-    scanner or a preview uses nothing up); a visitor makes her account with the sign-up form (Django's password
-    validators), joins, is signed in and sent to the matter. An unknown link is a 404; a used, expired or
-    revoked one a 410 saying which."""
+def invitation_join(request: HttpRequest) -> HttpResponse:
+    """The invitation the visitor opened (:func:`invitation_link`). Someone signed in joins the matter with a
+    button (a POST: a mail scanner or link preview opening the link uses nothing up); a visitor makes her account
+    with the sign-up form (Django's password validators), joins, is signed in and sent to the matter. Without an
+    opened invitation, a 404; once it ended, a 410 saying why."""
+    token = request.session.get(OPENED_INVITATION)
+    if not isinstance(token, str):
+        raise Http404("Open the invitation link again.")
     try:
         invitation = invitations.open_invitation(token=token)
     except invitations.NoSuchInvitation:
@@ -247,33 +268,34 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
     except invitations.InvitationEnded as ended:
         return _invitation_ended(request, str(ended))
     form = SignUpForm(request.POST if request.method == "POST" and not request.user.is_authenticated else None)
-    if request.method == "POST":
-        try:
-            if request.user.is_authenticated:
-                project = invitations.accept_invitation(token=token, user=_user(request))
-            elif form.is_valid():
-                user, project = invitations.sign_up_with_invitation(
-                    token=token, username=form.cleaned_data["username"], password=form.cleaned_data["password"]
-                )
-                login(request, user, backend=LOGIN_BACKEND)
-            else:
-                return _render_invitation(request, invitation, form, status=400)
-        except invitations.InvitationEnded as ended:
-            return _invitation_ended(request, str(ended))
-        except invitations.AlreadyInTheMatter as already:
-            messages.info(request, str(already))
-            return redirect("pages:matter", project_id=invitation.project_id)
-        except AccountExists as exists:
-            form.add_error("username", f"{exists} Choose another, or sign in first and open this link again.")
+    if request.method == "GET":
+        return _render_invitation(request, invitation, form)
+    try:
+        if request.user.is_authenticated:
+            project = invitations.accept_invitation(token=token, user=_user(request))
+        elif form.is_valid():
+            user, project = invitations.sign_up_with_invitation(
+                token=token, username=form.cleaned_data["username"], password=form.cleaned_data["password"]
+            )
+            login(request, user, backend=LOGIN_BACKEND)
+        else:
             return _render_invitation(request, invitation, form, status=400)
-        except ValidationError as invalid:
-            for field, field_messages in invalid.message_dict.items():
-                for message in field_messages:
-                    form.add_error(field, message)
-            return _render_invitation(request, invitation, form, status=400)
-        messages.success(request, f"You joined the matter {project.name!r}.")
-        return redirect("pages:matter", project_id=project.pk)
-    return _render_invitation(request, invitation, form)
+    except invitations.InvitationEnded as ended:
+        return _invitation_ended(request, str(ended))
+    except invitations.AlreadyInTheMatter as already:
+        messages.info(request, str(already))
+        return redirect("pages:matter", project_id=invitation.project_id)
+    except AccountExists as exists:
+        form.add_error("username", f"{exists} Choose another, or sign in with it (below) to join.")
+        return _render_invitation(request, invitation, form, status=400)
+    except ValidationError as invalid:
+        for field, field_messages in invalid.message_dict.items():
+            for message in field_messages:
+                form.add_error(field, message)
+        return _render_invitation(request, invitation, form, status=400)
+    request.session.pop(OPENED_INVITATION, None)
+    messages.success(request, f"You joined the matter {project.name!r}.")
+    return redirect("pages:matter", project_id=project.pk)
 
 
 def _render_invitation(

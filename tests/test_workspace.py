@@ -149,6 +149,16 @@ def test_only_the_owner_adds_and_removes_members_and_invites(matter: Project, me
     assert not Invitation.objects.exists()
 
 
+def test_the_workspace_pages_carry_the_security_headers_of_the_trace_pages(matter: Project, owner: User) -> None:
+    document = factories.DocumentFactory.create(project=matter)
+    client = client_of(owner)
+    for url in (matter_url(matter), matter_url(matter, "pages:document", document_id=document.pk)):
+        response = client.get(url)
+        assert "default-src 'self'" in response["Content-Security-Policy"]
+        assert response["X-Frame-Options"] == "DENY"
+        assert response["X-Content-Type-Options"] == "nosniff"
+
+
 def test_every_form_needs_the_csrf_token(matter: Project, owner: User) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(owner)
@@ -283,14 +293,25 @@ def _invitation_link(client: Client, matter: Project) -> str:
     return found.group(1).removeprefix("http://testserver")
 
 
+JOIN = "/invitations/join/"
+
+
+def opened(client: Client, link: str) -> Client:
+    """``client`` after opening ``link``: it is sent on to the join page, which no longer shows the token."""
+    response = client.get(link)
+    assert response.status_code == 302
+    assert response["Location"] == JOIN
+    return client
+
+
 def test_a_colleague_without_an_account_signs_up_by_the_link_and_joins(matter: Project, owner: User) -> None:
     link = _invitation_link(client_of(owner), matter)
     invitation = Invitation.objects.get()
     assert link.split("/")[-2] not in invitation.token_sha256  # only the digest is stored
-    visitor = Client()
-    assert "Make my account and join" in visitor.get(link).content.decode()
+    visitor = opened(Client(), link)
+    assert "Make my account and join" in visitor.get(JOIN).content.decode()
 
-    response = visitor.post(link, {"username": "dana", "password": PASSWORD, "password_again": PASSWORD})
+    response = visitor.post(JOIN, {"username": "dana", "password": PASSWORD, "password_again": PASSWORD})
 
     dana = User.objects.get(username="dana")
     assert dana.check_password(PASSWORD)
@@ -303,11 +324,29 @@ def test_a_colleague_without_an_account_signs_up_by_the_link_and_joins(matter: P
     assert invitation.used_by == dana
     assert invitation.used_at is not None
 
-    # the link is used up: a second visitor gets a page saying so, and no account
-    used = Client().post(link, {"username": "eve", "password": PASSWORD, "password_again": PASSWORD})
+    # the link is used up: a second visitor gets a page saying so
+    used = Client().get(link)
     assert used.status_code == 410
     assert "used already" in used.content.decode()
+
+
+def test_a_link_used_while_another_visitor_fills_the_form_refuses_her_and_makes_no_account(
+    matter: Project, owner: User
+) -> None:
+    link = _invitation_link(client_of(owner), matter)
+    first, second = opened(Client(), link), opened(Client(), link)
+    first.post(JOIN, {"username": "dana", "password": PASSWORD, "password_again": PASSWORD})
+
+    response = second.post(JOIN, {"username": "eve", "password": PASSWORD, "password_again": PASSWORD})
+
+    assert response.status_code == 410
+    assert "used already" in response.content.decode()
     assert not User.objects.filter(username="eve").exists()
+    assert list(matter.members.values_list("username", flat=True)) == ["bob", "dana"]
+
+
+def test_the_join_page_without_an_opened_link_is_a_404() -> None:
+    assert Client().get(JOIN).status_code == 404
 
 
 @pytest.mark.parametrize(
@@ -324,7 +363,7 @@ def test_a_refused_sign_up_says_why_and_writes_nothing(
 ) -> None:
     link = _invitation_link(client_of(owner), matter)
     users = User.objects.count()
-    response = Client().post(link, data)
+    response = opened(Client(), link).post(JOIN, data)
     assert response.status_code == 400
     assert error in response.content.decode()
     assert User.objects.count() == users
@@ -336,12 +375,12 @@ def test_a_refused_sign_up_says_why_and_writes_nothing(
 def test_someone_signed_in_joins_with_the_button_and_a_get_uses_nothing(matter: Project, owner: User) -> None:
     link = _invitation_link(client_of(owner), matter)
     carol = factories.UserFactory.create(username="carol")
-    client = client_of(carol)
+    client = opened(client_of(carol), link)
 
-    assert "Join the matter" in client.get(link).content.decode()
+    assert "Join the matter" in client.get(JOIN).content.decode()
     assert Invitation.objects.get().used_at is None
 
-    response = client.post(link)
+    response = client.post(JOIN)
     assert response["Location"] == matter_url(matter)
     assert matter.members.filter(pk=carol.pk).exists()
     assert Invitation.objects.get().used_by == carol
@@ -349,7 +388,7 @@ def test_someone_signed_in_joins_with_the_button_and_a_get_uses_nothing(matter: 
 
 def test_a_member_opening_a_link_does_not_use_it_up(matter: Project, owner: User, member: User) -> None:
     link = _invitation_link(client_of(owner), matter)
-    response = client_of(member).post(link, follow=True)
+    response = opened(client_of(member), link).post(JOIN, follow=True)
     assert "You are already in the matter 'Doe v. Roe'." in messages_of(response)
     assert Invitation.objects.get().used_at is None
 
@@ -359,17 +398,19 @@ def test_an_expired_link_is_a_410_saying_so(matter: Project, owner: User, settin
     link = _invitation_link(client_of(owner), matter)
     invitation = Invitation.objects.get()
     assert invitation.expires_at - invitation.created_at == datetime.timedelta(days=2)
-    # (two days later)
+    visitor = opened(Client(), link)
+    # (two days later, the visitor submits the form she opened)
     Invitation.objects.update(
         created_at=invitation.created_at - datetime.timedelta(days=2),
         expires_at=invitation.expires_at - datetime.timedelta(days=2),
     )
 
-    response = Client().post(link, {"username": "dana", "password": PASSWORD, "password_again": PASSWORD})
+    response = visitor.post(JOIN, {"username": "dana", "password": PASSWORD, "password_again": PASSWORD})
 
     assert response.status_code == 410
     assert "This invitation has expired" in response.content.decode()
     assert not User.objects.filter(username="dana").exists()
+    assert Client().get(link).status_code == 410
 
 
 def test_a_revoked_link_is_a_410_and_leaves_the_list(matter: Project, owner: User) -> None:
