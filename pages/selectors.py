@@ -20,7 +20,7 @@ from datetime import datetime
 from uuid import UUID
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import F, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.functions import Length
 from django.utils.safestring import SafeString
 
@@ -158,8 +158,9 @@ def visible_matter(user: AbstractBaseUser | AnonymousUser, project_id: UUID) -> 
 
 @dataclass(frozen=True)
 class MatterPage:
-    """What a matter's page shows: its chats, its documents (without their text; ``content_length`` and
-    ``citation_count`` annotated), its owner and members, and, for its owner, its open invitation links."""
+    """What a matter's page shows: its chats, its documents (without their text; ``content_length``,
+    ``citation_count`` and ``claim_count`` annotated), its members, and, for its owner, its open invitation
+    links."""
 
     project: Project
     chats: list[ChatSummary]
@@ -170,8 +171,12 @@ class MatterPage:
 
 def matter_page(project: Project, *, for_owner: bool) -> MatterPage:
     """The matter's page (:class:`MatterPage`); the invitations only ``for_owner``. Four queries."""
+    # claim_count: every quote row naming the document, failed claims too (each keeps it: delete_document).
     documents = (
-        documents_of(project).defer("content").annotate(content_length=Length("content")).order_by("title", "id")
+        documents_of(project)
+        .defer("content")
+        .annotate(content_length=Length("content"), claim_count=Count("citations"))
+        .order_by("title", "id")
     )
     return MatterPage(
         project=project,

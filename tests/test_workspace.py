@@ -11,8 +11,9 @@ import pytest
 from django.conf import LazySettings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import IntegrityError
+from django.db import IntegrityError, connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -100,6 +101,24 @@ def test_the_matter_page_lists_its_chats_documents_and_members(matter: Project, 
     assert "Only the matter's owner adds and removes members." in page
     assert matter_url(matter, "pages:member-add") not in page
     assert matter_url(matter, "pages:invitation-create") not in page
+
+
+def test_the_matter_page_costs_the_same_queries_whatever_its_size(matter: Project, owner: User) -> None:
+    client = client_of(owner)
+    client.get(matter_url(matter))  # the session and user, read once
+
+    def queries_of_the_page() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(matter_url(matter)).status_code == 200
+        return len(captured.captured_queries)
+
+    small = queries_of_the_page()
+    for _ in range(4):
+        chat = factories.ChatFactory.create(project=matter)
+        factories.DocumentQuoteFactory.create(message__chat=chat)
+        matter.members.add(factories.UserFactory.create())
+        invitations.create_invitation(project=matter, by=owner)
+    assert queries_of_the_page() == small
 
 
 # --- access ------------------------------------------------------------------------------------------------------
@@ -252,7 +271,7 @@ def test_a_quoted_document_is_not_deleted_and_the_page_says_why(matter: Project,
     assert document is not None
 
     page = client_of(member).get(matter_url(matter)).content.decode()
-    assert "kept: quoted" in page
+    assert "kept: an answer's record names it" in page
     response = client_of(member).post(matter_url(matter, "pages:document-delete", document_id=document.pk), follow=True)
 
     assert Document.objects.filter(pk=document.pk).exists()
@@ -262,11 +281,14 @@ def test_a_quoted_document_is_not_deleted_and_the_page_says_why(matter: Project,
     ]
 
 
-def test_delete_document_refuses_a_document_a_failed_claim_names_too(matter: Project) -> None:
+def test_delete_document_refuses_a_document_a_failed_claim_names_too(matter: Project, member: User) -> None:
     # The quote rows' RESTRICT holds for a failed claim naming the document: the turn's record keeps it.
     chat = factories.ChatFactory.create(project=matter)
     document = factories.DocumentFactory.create(project=matter)
     factories.DocumentQuoteFactory.create(message__chat=chat, document=document, failed=True)
+    page = client_of(member).get(matter_url(matter)).content.decode()
+    assert "named by a claim that failed" in page
+    assert matter_url(matter, "pages:document-delete", document_id=document.pk) not in page
     with pytest.raises(DocumentCited):
         delete_document(document=document)
     assert Document.objects.filter(pk=document.pk).exists()
