@@ -30,7 +30,6 @@ from chats import archives, pdf_text
 from chats.models import Document, Project
 from chats.pages import Pages, join_pages
 from chats.passages import count_terms, make_passages
-from chats.record import LegalHoldError
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +42,9 @@ class UnreadableDocument(ValueError):
     """The upload is not a text or PDF file the server can read; the message says why, for the client."""
 
 
-class DocumentCited(ValueError):
-    """The document is quoted by an answer: it stays as long as the turn that quotes it (the message says so)."""
+class DocumentKept(ValueError):
+    """The document cannot be deleted: an answer quotes it (it stays as long as the turn that quotes it), or its
+    matter is on legal hold. The message says which, for the user."""
 
 
 class DocumentTooLarge(ValueError):
@@ -176,17 +176,16 @@ def upload_document(*, project: Project, title: str, file: IO[bytes], size: int,
 
 
 def delete_document(*, document: Document) -> None:
-    """Delete a KB document and its passages. Refused with :class:`DocumentCited` while a quote row of an
-    answer names it (the rows' ``RESTRICT``: a turn's record keeps what it quoted), and with
-    ``chats.record.LegalHoldError`` while its matter is on legal hold. Its words stay in the matter's counts
-    (an over-count, see ``chats.models.MatterTerm``)."""
+    """Delete a KB document and its passages. Refused with :class:`DocumentKept` while a quote row of an answer
+    names it (the rows' ``RESTRICT``: a turn's record keeps what it quoted) or while its matter is on legal
+    hold. Its words stay in the matter's counts (an over-count, see ``chats.models.MatterTerm``)."""
     if Project.objects.filter(pk=document.project_id, legal_hold=True).exists():
-        raise LegalHoldError(f"The matter is on legal hold: {document.title!r} cannot be deleted.")
+        raise DocumentKept(f"The matter is on legal hold: {document.title!r} cannot be deleted.")
     try:
         with transaction.atomic():
             document.delete()
     except RestrictedError:
-        raise DocumentCited(
+        raise DocumentKept(
             f"{document.title!r} is quoted by an answer in this matter: it stays as long as that turn's record."
         ) from None
 

@@ -27,10 +27,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from chats import invitations
 from chats.accounts import AccountExists
-from chats.documents import DocumentCited, DocumentTooLarge, UnreadableDocument, delete_document, upload_document
+from chats.documents import DocumentKept, DocumentTooLarge, UnreadableDocument, delete_document, upload_document
 from chats.matters import NoSuchMember, NotTheOwner, add_member, create_project, remove_member
 from chats.models import Invitation, Project
-from chats.record import LegalHoldError
 from chats.services import create_chat
 from pages import selectors
 from pages.forms import ChatForm, DocumentUploadForm, MatterForm, MemberForm, SignUpForm
@@ -152,7 +151,7 @@ def document_delete(request: HttpRequest, project_id: UUID, document_id: UUID) -
         raise Http404("No such document in this matter.")
     try:
         delete_document(document=document)
-    except (DocumentCited, LegalHoldError) as refused:
+    except DocumentKept as refused:
         messages.error(request, f"Not deleted: {refused}")
     else:
         messages.success(request, f"Document {document.title!r} deleted.")

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from chats import invitations
-from chats.documents import DocumentCited, delete_document
+from chats.documents import DocumentKept, delete_document
 from chats.models import Chat, Document, DocumentPassage, Invitation, Project
 from tests import factories
 from tests.pdf_fixture import make_pdf
@@ -289,9 +289,17 @@ def test_delete_document_refuses_a_document_a_failed_claim_names_too(matter: Pro
     page = client_of(member).get(matter_url(matter)).content.decode()
     assert "named by a claim that failed" in page
     assert matter_url(matter, "pages:document-delete", document_id=document.pk) not in page
-    with pytest.raises(DocumentCited):
+    with pytest.raises(DocumentKept):
         delete_document(document=document)
     assert Document.objects.filter(pk=document.pk).exists()
+
+
+def test_no_document_of_a_matter_on_legal_hold_is_deleted(matter: Project, member: User) -> None:
+    document = factories.DocumentFactory.create(project=matter)
+    Project.objects.filter(pk=matter.pk).update(legal_hold=True)
+    response = client_of(member).post(matter_url(matter, "pages:document-delete", document_id=document.pk), follow=True)
+    assert Document.objects.filter(pk=document.pk).exists()
+    assert messages_of(response) == [f"Not deleted: The matter is on legal hold: {document.title!r} cannot be deleted."]
 
 
 def test_another_matters_document_is_not_found_through_this_matter(matter: Project, member: User) -> None:
