@@ -473,3 +473,39 @@ def test_the_invitation_constraints_hold_in_the_database(matter: Project, owner:
     made = invitations.create_invitation(project=matter, by=owner)
     with pytest.raises(IntegrityError):
         Invitation.objects.filter(pk=made.invitation.pk).update(used_at=timezone.now())  # used, by nobody
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_visitors_signing_up_by_one_link_at_once_make_one_account() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from django.db import connections
+
+    # Given one live link, and six visitors who submit the sign-up form at the same moment
+    owner = factories.UserFactory.create(username="alice")
+    matter = factories.ProjectFactory.create(owner=owner)
+    token = invitations.create_invitation(project=matter, by=owner).token
+    start = Barrier(6)
+
+    def sign_up(n: int) -> str:
+        try:
+            start.wait()
+            invitations.sign_up_with_invitation(token=token, username=f"visitor{n}", password=PASSWORD)
+            return "joined"
+        except invitations.InvitationEnded:
+            return "ended"
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = list(pool.map(sign_up, range(6)))
+
+    # Then one joined, the others were told the link was used, and no account was made for them
+    assert sorted(outcomes) == ["ended"] * 5 + ["joined"]
+    joined = User.objects.exclude(username="alice")
+    assert joined.count() == 1
+    assert list(matter.members.all()) == list(joined)
+    assert Invitation.objects.get().used_by == joined.get()
