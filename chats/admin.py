@@ -36,6 +36,7 @@ from chats.models import (
     Document,
     DocumentPassage,
     DocumentQuote,
+    Invitation,
     MatterTerm,
     Message,
     MessageToolSource,
@@ -361,6 +362,21 @@ class MatterTermAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("project",)
     show_full_result_count = False
     search_fields = ("=lexeme",)
+
+
+# Made and withdrawn on the matter's page by its owner (chats.invitations); here only seen, or deleted with the matter.
+@admin.register(Invitation)
+class InvitationAdmin(MatterScopedAdmin, admin.ModelAdmin):
+    matter_scope = ("project", "project")
+    list_display = ("project", "created_by", "created_at", "expires_at", "used_by", "used_at", "revoked_at")
+    list_select_related = ("project", "created_by", "used_by")
+    readonly_fields = ("token_sha256",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(TurnRateCount)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
@@ -30,7 +29,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chats.api_fields import StrictCharField
-from chats.documents import DocumentTooLarge, UnreadableDocument, add_document, text_of_upload
+from chats.documents import DocumentTooLarge, UnreadableDocument, add_document, upload_document
 from chats.errors import PayloadTooLarge
 from chats.matters import NoSuchMember, NotTheOwner, add_member, create_project, remove_member
 from chats.models import Document, Project
@@ -294,15 +293,19 @@ class ProjectDocumentsView(generics.ListAPIView[Document]):
                 upload = UploadedDocumentSerializer(data=request.data)
                 upload.is_valid(raise_exception=True)
                 file = upload.validated_data["file"]
-                if file.size > settings.LQAI_MAX_UPLOAD_BYTES:
-                    raise PayloadTooLarge(f"The file is too large: at most {settings.LQAI_MAX_UPLOAD_BYTES} bytes.")
-                extracted = text_of_upload(file, content_type=file.content_type or "")
-                title, text, pages = upload.validated_data["title"], extracted.text, extracted.pages
+                document = upload_document(
+                    project=project,
+                    title=upload.validated_data["title"],
+                    file=file,
+                    size=file.size,
+                    content_type=file.content_type or "",
+                )
             else:
                 typed = TextDocumentSerializer(data=request.data)
                 typed.is_valid(raise_exception=True)
-                title, text, pages = typed.validated_data["title"], typed.validated_data["content"], []
-            document = add_document(project=project, title=title, text=text, pages=pages)
+                document = add_document(
+                    project=project, title=typed.validated_data["title"], text=typed.validated_data["content"]
+                )
         except UnreadableDocument as exc:
             field = "file" if request.content_type.startswith("multipart/") else "content"
             raise serializers.ValidationError({field: [str(exc)]}) from None

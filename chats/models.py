@@ -1056,3 +1056,49 @@ class TurnRateCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.turns} turn(s) of user {self.user_id} from {self.window_start}"
+
+
+class Invitation(models.Model):
+    """A one-time link by which a matter's owner brings in a colleague, with or without an account yet
+    (``chats.invitations``). Only the SHA-256 of the link's token is stored: the link itself is shown once, to
+    the owner who made it. It works until ``expires_at``, once (``used_at``, ``used_by``), unless revoked."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    token_sha256 = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "project_invitations"
+        ordering = ["-created_at"]
+        constraints = [
+            # A link that expires before it is made could never be used: a mistake, not an invitation.
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=F("created_at")),
+                name="project_invitations_expires_after_creation",
+                violation_error_message="An invitation expires after it is made.",
+            ),
+            # Used means used by someone: the matter's record says who joined by which link.
+            models.CheckConstraint(
+                condition=Q(used_at__isnull=True, used_by__isnull=True)
+                | Q(used_at__isnull=False, used_by__isnull=False),
+                name="project_invitations_used_by_whom",
+                violation_error_message="A used invitation names who used it.",
+            ),
+            # A link ends once: used or revoked, never both.
+            models.CheckConstraint(
+                condition=Q(used_at__isnull=True) | Q(revoked_at__isnull=True),
+                name="project_invitations_used_or_revoked",
+                violation_error_message="An invitation is used or revoked, not both.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"invitation {self.id} to {self.project_id}"

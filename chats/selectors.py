@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from chats.models import UNVERIFIED, Chat, Document, Message, Project
+from chats.models import UNVERIFIED, Chat, Document, Invitation, Message, Project
 
 
 def projects_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Project]:
@@ -40,6 +40,13 @@ def documents_of(project: Project) -> QuerySet[Document]:
     (a failed claim naming it does not count). One query."""
     verified = Count("citations", filter=~Q(citations__verification_method=UNVERIFIED))
     return Document.objects.filter(project=project).annotate(citation_count=verified)
+
+
+def open_invitations_of(project: Project) -> QuerySet[Invitation]:
+    """The matter's invitation links that can still be used (unused, not revoked, not expired), newest first."""
+    return Invitation.objects.filter(
+        project=project, used_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now()
+    ).order_by("-created_at", "-id")
 
 
 def users_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[AbstractBaseUser]:

@@ -129,6 +129,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_6
 # the file's limit plus a little for the form; a PDF is read from a temporary file, not from memory.
 LQAI_MAX_UPLOAD_BYTES = env_int("LQAI_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
 LQAI_MAX_DOCUMENT_CHARS = env_int("LQAI_MAX_DOCUMENT_CHARS", default=2_000_000)
+# How long a matter's invitation link (chats.invitations) can be used after the owner made it.
+LQAI_INVITATION_DAYS = env_int("LQAI_INVITATION_DAYS", default=7)
 # Bounds on the work of reading an upload, not only its bytes (a 4 KB PDF can list 10,000 pages): a PDF's
 # pages, counted before any is read, and the seconds its reading may take, in a process of its own (else 413);
 # a zip's (a DOCX's) members, their uncompressed bytes and their compression ratio (chats.archives).
@@ -146,6 +148,7 @@ for _name in (
     "LQAI_MAX_UPLOAD_BYTES",
     "LQAI_MAX_AUTHORITY_UPLOAD_BYTES",
     "LQAI_MAX_DOCUMENT_CHARS",
+    "LQAI_INVITATION_DAYS",
     "LQAI_MAX_PDF_PAGES",
     "LQAI_MAX_PDF_SECONDS",
     "LQAI_MAX_ZIP_MEMBERS",
