@@ -310,6 +310,8 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
             files["decisions.jsonl"].line(decision)
             fingerprints.add(decision["key_fingerprint"])
             summary.decisions += 1
+        if not summary.decisions:  # a record nobody reviewed: its bundle is as before review decisions existed
+            files.pop("decisions.jsonl").file.close()
         head = SealChainHead.objects.filter(chain=chain).values_list("sequence", "seal_sha256").first()
         manifest: dict[str, Any] = {
             "format": record.EXPORT_FORMAT,

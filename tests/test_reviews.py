@@ -470,3 +470,15 @@ def test_two_reviewers_deciding_at_once_leave_an_intact_chain(committed_matter_c
     result = verify_record()
     assert result.intact, [str(p) for p in result.problems]
     assert result.decisions == 20
+
+
+def test_a_matter_purge_takes_its_decisions_with_it(reviewer: User, turn: Message) -> None:
+    from citations.purge import purge_matter
+
+    decided(reviewer, turn)
+    project = turn.chat.project
+    assert project is not None
+
+    purge_matter(project_id=project.pk, purged_by="test")
+
+    assert not ReviewDecision.objects.exists()
