@@ -161,23 +161,6 @@ class PermanentRecordDeleteAdmin(admin.ModelAdmin):
         return to_delete, model_count, perms_needed, protected
 
 
-class ProjectMembershipInline(admin.TabularInline):
-    """A matter's members and their roles, read-only here: only the matter's owner changes them, through
-    ``chats.matters.set_member_role`` (the API and the pages), so that the one rule holds everywhere."""
-
-    model = ProjectMembership
-    fields = ("user", "role")
-    readonly_fields = ("user", "role")
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(ProjectMembership)
 class ProjectMembershipAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """Who is in which matter, in which role: read-only (the owner changes roles through
@@ -196,9 +179,10 @@ class ProjectAdmin(MatterScopedAdmin, PermanentRecordDeleteAdmin):
     list_filter = ("legal_hold",)
     list_select_related = ("owner",)
     search_fields = ("name",)
+    # The members and their roles are listed read-only by ProjectMembershipAdmin: only the owner changes them,
+    # through chats.matters.set_member_role (the API, the pages).
     raw_id_fields = ("owner",)
     readonly_fields = ("id", "created_at")
-    inlines = (ProjectMembershipInline,)
 
     def deletion_refusals(self, objs: Sequence[Any]) -> list[str]:
         refusals = []

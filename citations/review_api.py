@@ -24,8 +24,9 @@ from chats.models import Message
 from chats.selectors import chats_visible_to
 from citations.claims import Claim, claims_of
 from citations.models import Decision, ReviewDecision
-from citations.reviews import DecisionInvalid, NoSuchClaim, NotAReviewer, record_decision
+from citations.reviews import DecisionInvalid, NoSuchClaim, NotAReviewer, may_decide, record_decision
 
+NOT_A_REVIEWER = "Only the matter's owner and its reviewers record decisions on its claims."
 NOT_FOUND = OpenApiResponse(description="No such turn, or not in a matter (or chat) you belong to.")
 
 
@@ -135,10 +136,12 @@ class MessageReviewsView(APIView):
     )
     def post(self, request: Request, message_id: UUID) -> Response:
         message = _visible_turn(request, message_id)
+        user: AbstractBaseUser = request.user  # type: ignore[assignment]  # IsAuthenticated: never anonymous here
+        if not may_decide(user=user, chat=message.chat):  # a member learns nothing more of the input than 403
+            raise PermissionDenied(NOT_A_REVIEWER)
         serializer = ReviewInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        user: AbstractBaseUser = request.user  # type: ignore[assignment]  # IsAuthenticated: never anonymous here
         try:
             decision = record_decision(
                 message=message,

@@ -57,6 +57,12 @@ class DecisionInvalid(ValueError):
         self.errors = errors
 
 
+def may_decide(*, user: AbstractBaseUser, chat: Chat) -> bool:
+    """Whether ``user`` records decisions on the claims of ``chat``'s turns: its matter's owner or a reviewer
+    of it (a matter-less chat: its owner). The one rule, for the API, the pages and :func:`record_decision`."""
+    return role_in_chat(user, chat) in DECIDING_ROLES
+
+
 def _validated(*, decision: str, source: str, corrected_text: str) -> None:
     errors = {}
     if decision not in Decision.values:
@@ -114,7 +120,7 @@ def record_decision(
     written then."""
     chat: Chat = message.chat
     role = role_in_chat(by, chat)
-    if role not in DECIDING_ROLES:
+    if role not in DECIDING_ROLES:  # may_decide(), with the role kept for the seal
         raise NotAReviewer("Only the matter's owner and its reviewers record decisions on its claims.")
     _validated(decision=decision, source=source, corrected_text=corrected_text)
     claim = claim_of(message, claim_id) if message.finalized_at is not None else None

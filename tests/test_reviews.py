@@ -25,6 +25,7 @@ from citations.claims import claims_of
 from citations.integrity import verify_record
 from citations.models import ReviewDecision
 from citations.reviews import NotAReviewer, record_decision
+from lqai_verify import decisions as sealed_decisions
 from lqai_verify import record
 from lqai_verify.bundle import verify_bundle
 from tests import factories
@@ -212,8 +213,9 @@ def test_a_member_who_is_not_a_reviewer_gets_403_and_nothing_is_written(
     claim = claims_body(client, turn)[0]  # she reads the claims
 
     answer = post_review(client, turn, claim=claim["id"], decision="removed")
+    bad_input = post_review(client, turn, claim="nothing", decision="approved")
 
-    assert answer.status_code == 403
+    assert answer.status_code == bad_input.status_code == 403
     assert not ReviewDecision.objects.exists()
 
 
@@ -482,3 +484,31 @@ def test_a_matter_purge_takes_its_decisions_with_it(reviewer: User, turn: Messag
     purge_matter(project_id=project.pk, purged_by="test")
 
     assert not ReviewDecision.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("edit", "found"),
+    [
+        (lambda line: {**line, "decision": "removed"}, "changed after it was sealed"),
+        (lambda line: {**line, "claim": f"message_citations:{line['id']}"}, "is not a sealed row"),
+        (lambda line: {**line, "sequence": 2}, "decisions are missing"),
+    ],
+)
+def test_a_decision_edited_in_the_bundle_fails_offline(
+    reviewer: User, turn: Message, tmp_path: Path, edit: Any, found: str
+) -> None:
+    from tests.test_export import jsonl, lines, members, rewrite
+
+    decided(reviewer, turn)
+    files = members(export(turn.chat, tmp_path / "matter.zip"))
+    # Given the decision edited (and, for a claim of its own making, sealed again by someone holding the key), the
+    # manifest signed again over the edited file
+    changed = edit(lines(files["decisions.jsonl"])[0])
+    if "sealed row" in found:
+        changed["seal_sha256"] = sealed_decisions.decision_sha256(changed)
+        changed["signature"] = record.sign(keys.signing_key(), sealed_decisions.decision_payload(changed))
+    files["decisions.jsonl"] = jsonl([changed])
+
+    result = verify_bundle(rewrite(tmp_path / "edited.zip", files, resign=keys.signing_key()))
+
+    assert any(found in problem for problem in result.problems), result.problems
