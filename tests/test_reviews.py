@@ -512,3 +512,33 @@ def test_a_decision_edited_in_the_bundle_fails_offline(
     result = verify_bundle(rewrite(tmp_path / "edited.zip", files, resign=keys.signing_key()))
 
     assert any(found in problem for problem in result.problems), result.problems
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_roles_migration_makes_every_existing_membership_a_member() -> None:
+    from django.db.migrations.executor import MigrationExecutor
+
+    owner = factories.UserFactory.create(username="olga")
+    member = factories.UserFactory.create(username="mia")
+    project = factories.ProjectFactory.create(owner=owner)
+    try:
+        # Given a membership stored before roles existed
+        MigrationExecutor(connection).migrate([("chats", "0038_lookup_opinion_parallel_citations")])
+        assert "role" not in {
+            c.name for c in connection.introspection.get_table_description(connection.cursor(), "project_members")
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO project_members (project_id, user_id) VALUES (%s, %s)",
+                [project.pk.hex if connection.vendor == "sqlite" else str(project.pk), member.pk],
+            )
+    finally:
+        # When the migrations run again
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
+
+    # Then she is a member, the owner still the owner
+    assert ProjectMembership.objects.get(project=project, user=member).role == Role.MEMBER
+    assert list(Project.objects.get(pk=project.pk).members.all()) == [member]
+    assert roles_of(client_of(owner).get(f"/api/projects/{project.pk}/").json()) == {"olga": "owner", "mia": "member"}
