@@ -542,3 +542,32 @@ def test_the_roles_migration_makes_every_existing_membership_a_member() -> None:
     assert ProjectMembership.objects.get(project=project, user=member).role == Role.MEMBER
     assert list(Project.objects.get(pk=project.pk).members.all()) == [member]
     assert roles_of(client_of(owner).get(f"/api/projects/{project.pk}/").json()) == {"olga": "owner", "mia": "member"}
+
+
+def test_the_owner_of_a_matterless_chat_decides_on_its_own_chain(
+    user: User, other_user: User, local_opinion: Any, tmp_path: Path
+) -> None:
+    chat = factories.ChatFactory.create(project=None, owner=user)
+    _, turn = start_turn(chat=chat, content=QUESTION, author=user)
+    finalize_turn(
+        message=turn,
+        content="The court must be satisfied.",
+        status=Message.Status.COMPLETE,
+        claimed_citations=[
+            ClaimedCitation("[t]he reviewing court must . . . be satisfied", opinion_id=local_opinion.pk)
+        ],
+    )
+    claims = claims_body(client_of(user), turn)
+    assert [c["kind"] for c in claims] == ["caselaw_quote"]
+
+    decided_now = post_review(client_of(user), turn, claim=claims[0]["id"], decision="removed")
+
+    assert decided_now.status_code == 201, decided_now.content
+    assert ReviewDecision.objects.get().chain == f"reviews:chat:{chat.pk}"
+    assert client_of(other_user).get(f"/api/messages/{turn.pk}/claims/").status_code == 404
+    assert verify_record().intact
+    path = tmp_path / "chat.zip"
+    call_command("export_matter", "--chat", str(chat.pk), "--out", str(path), stdout=StringIO())
+    result = verify_bundle(path, public_key=keys.current_fingerprint())
+    assert result.ok, result.problems
+    assert result.decisions == 1
