@@ -42,6 +42,7 @@ from chats.models import (
     MessageToolSource,
     OpinionQuote,
     Project,
+    ProjectMembership,
     TurnRateCount,
 )
 from chats.selectors import chats_visible_to, projects_visible_to, users_visible_to
@@ -161,6 +162,17 @@ class PermanentRecordDeleteAdmin(admin.ModelAdmin):
         return to_delete, model_count, perms_needed, protected
 
 
+@admin.register(ProjectMembership)
+class ProjectMembershipAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Who is in which matter, in which role: read-only (the owner changes roles through
+    ``chats.matters.set_member_role``); a staff user who is not a superuser sees those of their matters only."""
+
+    matter_scope = ("project", "project")
+    list_display = ("project", "user", "role")
+    list_filter = ("role",)
+    list_select_related = ("project", "user")
+
+
 @admin.register(Project)
 class ProjectAdmin(MatterScopedAdmin, PermanentRecordDeleteAdmin):
     matter_scope = ("project", "pk")
@@ -168,7 +180,9 @@ class ProjectAdmin(MatterScopedAdmin, PermanentRecordDeleteAdmin):
     list_filter = ("legal_hold",)
     list_select_related = ("owner",)
     search_fields = ("name",)
-    raw_id_fields = ("owner", "members")
+    # The members and their roles are listed read-only by ProjectMembershipAdmin: only the owner changes them,
+    # through chats.matters.set_member_role (the API, the pages).
+    raw_id_fields = ("owner",)
     readonly_fields = ("id", "created_at")
 
     def deletion_refusals(self, objs: Sequence[Any]) -> list[str]:

@@ -167,8 +167,9 @@ class Project(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_projects")
-    members = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, related_name="projects", blank=True, db_table="project_members"
+    # Everyone in the matter besides its owner, each with a role (``ProjectMembership``).
+    members: models.ManyToManyField[Any, ProjectMembership] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="projects", blank=True, through="ProjectMembership"
     )
     legal_hold = models.BooleanField(
         default=False,
@@ -199,6 +200,44 @@ class Project(models.Model):
             messages=Message.objects.filter(chat__project=self.pk),
         )
         return super().delete(*args, **kwargs)
+
+
+class Role(models.TextChoices):
+    """A person's role in a matter. The owner is ``Project.owner`` (one per matter); a membership is a
+    reviewer's or a member's. Owner and reviewers record review decisions; members read and ask."""
+
+    OWNER = "owner", "owner"
+    REVIEWER = "reviewer", "reviewer"
+    MEMBER = "member", "member"
+
+
+# The roles that record review decisions on a matter's claims.
+DECIDING_ROLES = (Role.OWNER, Role.REVIEWER)
+
+
+class ProjectMembership(models.Model):
+    """One person's membership of a matter, with her role (reviewer or member; the owner is the matter's
+    ``owner``, not a membership). Written by ``chats.matters.set_member_role``, ``add_member`` and
+    ``remove_member`` only."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER, db_default=Role.MEMBER)
+
+    class Meta:
+        db_table = "project_members"
+        unique_together = [("project", "user")]
+        constraints = [
+            # The owner's role is the matter's owner field: a membership row is a reviewer's or a member's.
+            models.CheckConstraint(
+                condition=Q(role__in=[Role.REVIEWER, Role.MEMBER]),
+                name="project_members_role_known",
+                violation_error_message="A member's role is reviewer or member (the owner is the matter's owner).",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.project_id} as {self.role}"
 
 
 def _refuse_move(chats: models.QuerySet[Chat], project: Any) -> None:

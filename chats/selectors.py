@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from chats.models import UNVERIFIED, Chat, Document, Invitation, Message, Project
+from chats.models import UNVERIFIED, Chat, Document, Invitation, Message, Project, ProjectMembership, Role
 
 
 def projects_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Project]:
@@ -33,6 +33,21 @@ def chats_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Chat]:
         return Chat.objects.none()
     visible_projects = Project.objects.filter(Q(owner=user) | Q(members=user)).values("pk")
     return Chat.objects.filter(Q(project__isnull=True, owner=user) | Q(project__in=visible_projects))
+
+
+def role_in_chat(user: AbstractBaseUser | AnonymousUser, chat: Chat) -> Role | None:
+    """The user's role where ``chat`` is, as of now: in its matter (``owner``, ``reviewer`` or ``member``), or
+    ``owner`` of her own matter-less chat; ``None`` for anyone else. One query at most (none for a matter-less
+    chat). Callers look the chat up through :func:`chats_visible_to` first (others get 404, not a role)."""
+    if not user.is_authenticated:
+        return None
+    if chat.project_id is None:
+        return Role.OWNER if chat.owner_id == user.pk else None
+    if chat.project is not None and chat.project.owner_id == user.pk:  # the matter read with the chat
+        return Role.OWNER
+    role = ProjectMembership.objects.filter(project_id=chat.project_id, user=user.pk).values_list("role", flat=True)
+    found = role.first()
+    return Role(found) if found is not None else None
 
 
 def documents_of(project: Project) -> QuerySet[Document]:

@@ -340,6 +340,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MessageStatusEnum": "chats.models.Message.Status",
         "CaseCitationStatusEnum": "chats.models.CaseCitation.Status",
+        # A person's role in a matter (owner, reviewer, member), and the roles a membership takes.
+        "RoleEnum": "chats.models.Role",
+        "MembershipRoleEnum": "chats.api_projects.MEMBERSHIP_ROLES",
     },
 }
 
