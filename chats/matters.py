@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from chats.models import Project, ProjectMembership, Role
+from lqai_verify.certificates import COURTS
 
 
 class NotTheOwner(PermissionError):
@@ -75,6 +76,29 @@ def set_member_role(*, project: Project, user: User, role: str | None, by: Abstr
             membership.role = role
             membership.save(update_fields=["role"])
     return RoleChange(added=created, role=membership.role)
+
+
+class WordingInvalid(ValueError):
+    """A certificate's court is one of ``lqai_verify.certificates.COURTS``, and a judge's wording is bounded."""
+
+
+JUDGE_WORDING_MAX_CHARS = 4_000
+
+
+def set_certificate_wording(*, project: Project, court: str, judge_wording: str, by: AbstractBaseUser) -> None:
+    """Set the court whose template words ``project``'s certificates of verification, and the assigned judge's
+    own wording they add (``''``: none). Certificates issued before keep their sealed words.
+
+    Raises :class:`NotTheOwner` unless ``by`` owns the matter, :class:`WordingInvalid` for a court lqai has no
+    template for or a wording longer than :data:`JUDGE_WORDING_MAX_CHARS`."""
+    _check_owner(project, by)
+    if court not in COURTS:
+        raise WordingInvalid(f"lqai has no certificate template for the court {court!r}: one of {', '.join(COURTS)}.")
+    if len(judge_wording) > JUDGE_WORDING_MAX_CHARS:
+        raise WordingInvalid(f"The judge's wording is at most {JUDGE_WORDING_MAX_CHARS:,} characters.")
+    project.certificate_court = court
+    project.judge_wording = judge_wording.strip()
+    project.save(update_fields=["certificate_court", "judge_wording"])
 
 
 def remove_member(*, project: Project, username: str, by: AbstractBaseUser) -> None:

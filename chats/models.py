@@ -33,6 +33,7 @@ from chats.record import (
     purge_in_progress,
 )
 from lqai_verify import verdict as verdict_rule
+from lqai_verify.certificates import COURTS
 from lqai_verify.verification import results as verification_results
 
 
@@ -177,6 +178,11 @@ class Project(models.Model):
         help_text="While on hold, neither the matter nor its chats or messages can be deleted.",
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # The court whose certification its certificates of verification use (a key of
+    # ``lqai_verify.certificates.COURTS``), and the assigned judge's own wording, added by the owner
+    # (``chats.matters.set_certificate_wording``). A certificate copies both into its sealed text when issued.
+    certificate_court = models.CharField(max_length=32, default="default", db_default="default")
+    judge_wording = models.TextField(blank=True, default="", db_default="")
 
     objects = ProjectQuerySet.as_manager()
 
@@ -187,6 +193,12 @@ class Project(models.Model):
             # A matter needs a name a lawyer can recognise in a list.
             models.CheckConstraint(
                 condition=~Q(name=""), name="projects_name_not_empty", violation_error_message="A project needs a name."
+            ),
+            # A certificate is worded by a court's template the code holds.
+            models.CheckConstraint(
+                condition=Q(certificate_court__in=sorted(COURTS)),
+                name="projects_certificate_court_known",
+                violation_error_message="The court is one whose certificate template lqai holds.",
             ),
         ]
 

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from chats.models import CaselawOpinion, Chat, Document, Message, Project
 from chats.pages import pages_of_span, span_pin_cite
-from citations import keys, reviews, seals
+from citations import certificates, keys, reviews, seals
 from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
 from lqai_verify import record, report
@@ -47,6 +47,7 @@ DATA_FILES = (
     "seals.jsonl",
     "passages.jsonl",
     "decisions.jsonl",
+    "certificates.jsonl",
     "report.html",
 )
 
@@ -59,6 +60,7 @@ class ExportSummary:
     seals: int = 0
     passages: int = 0
     decisions: int = 0
+    certificates: int = 0
     unsealed: int = 0
     late: int = 0
     development_key: bool = False
@@ -312,6 +314,12 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
             summary.decisions += 1
         if not summary.decisions:  # a record nobody reviewed: its bundle is as before review decisions existed
             files.pop("decisions.jsonl").file.close()
+        for certificate in certificates.certificate_lines(chain):  # chained beside the decisions they name
+            files["certificates.jsonl"].line(certificate)
+            fingerprints.add(certificate["key_fingerprint"])
+            summary.certificates += 1
+        if not summary.certificates:
+            files.pop("certificates.jsonl").file.close()
         head = SealChainHead.objects.filter(chain=chain).values_list("sequence", "seal_sha256").first()
         manifest: dict[str, Any] = {
             "format": record.EXPORT_FORMAT,
@@ -348,6 +356,7 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
             "rows": summary.rows,
             "seals": summary.seals,
             "decisions": summary.decisions,
+            "certificates": summary.certificates,
         }
         manifest["files"] = files_listed
         manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode() + b"\n"

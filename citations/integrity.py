@@ -20,7 +20,7 @@ from uuid import UUID
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
-from citations import keys, partitions, reviews, seals
+from citations import certificates, keys, partitions, reviews, seals
 from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
 from citations.seals import (
     id_text,
@@ -84,6 +84,8 @@ class Integrity:
     dropped: int = 0
     # Review decisions checked (citations.reviews): each recomputed, linked and signed.
     decisions: int = 0
+    # Certificates of verification checked (citations.certificates): each recomputed, rendered, linked, signed.
+    certificates: int = 0
     problem_count: int = 0
     problems: list[Problem] = field(default_factory=list)
 
@@ -443,6 +445,7 @@ def verify_record(
     )
     _check_filing(result, matter_id=matter_id)
     _check_decisions(result, only=only, batch_size=batch_size)
+    _check_certificates(result, only=only, batch_size=batch_size)
     _check_held(result, held)
     for message_id in unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("id", flat=True)[:limit]:
         result.add(Problem("unsealed: its last finalize has no seal (run `manage.py seal_turns`)", str(message_id)))
@@ -465,6 +468,22 @@ def _check_decisions(result: Integrity, *, only: str | None, batch_size: int) ->
             )
         )
     result.decisions = reviews.decisions_count(only)
+
+
+def _check_certificates(result: Integrity, *, only: str | None, batch_size: int) -> None:
+    """The certificates of verification (of the matter's chain, or of all): each named by its id when its digest,
+    text, link or signature does not hold, or a decision it names is not as sealed
+    (``citations.certificates.certificate_problems``)."""
+    for certificate, what in certificates.certificate_problems(turn_chain=only, batch_size=batch_size):
+        result.add(
+            Problem(
+                f"certificate {certificate['id']}: {what}",
+                certificate["message"],
+                certificate["chain"],
+                certificate["sequence"],
+            )
+        )
+    result.certificates = certificates.certificates_count(only)
 
 
 def _where(seal: dict[str, Any]) -> tuple[str, str, int]:

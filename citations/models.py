@@ -623,3 +623,69 @@ class ReviewDecision(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.decision} {self.claim_table}:{self.claim_id} ({self.chain} #{self.sequence})"
+
+
+class Certificate(AppendOnlyModel):
+    """A certificate of verification of one turn (issue 52, item 3): what the machine checked, what each person
+    checked and decided (the sealed decisions it names) and what nobody checked, in the words of a court's
+    template, issued by the matter's owner or a reviewer once no claim is open.
+
+    Append-only: a later certificate of the same turn (after later decisions) supersedes it, and both stay. Written
+    only by ``citations.certificates.issue_certificate``, which seals it in the transaction that issues it as the
+    next link of its matter's certificates chain (``certificates:<the turn chain>``), signed with the ledger key.
+    ``statement`` is the data, ``text`` its rendering (``lqai_verify.certificates.render_text``); the byte format is
+    ``lqai_verify.certificates``'. The same triggers as the decisions' (``citations.0022``)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    # The turn certified. Deleted only with its turn, in a matter purge.
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+", db_index=False)
+    statement = models.JSONField()
+    text = models.TextField()
+    issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    # Who, as sealed: her username and role when she issued it.
+    issuer = models.CharField(max_length=150)
+    role = models.CharField(max_length=16)
+    issued_at = models.DateTimeField()
+    # The turn's last seal when issued: the record the certificate is of.
+    turn_seal_sha256 = models.CharField(max_length=64)
+    chain = models.CharField(max_length=100)
+    sequence = models.PositiveBigIntegerField()
+    previous_sha256 = models.CharField(max_length=64, blank=True)
+    key_fingerprint = models.CharField(max_length=64)
+    seal_sha256 = models.CharField(max_length=64)
+    signature = models.CharField(max_length=100)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        db_table = "review_certificates"
+        ordering = ["chain", "sequence"]
+        indexes = [
+            # A turn's latest certificate (the API, the pages, the review queue's NOT EXISTS).
+            models.Index(fields=["message", "sequence"], name="review_certificates_turn_idx"),
+        ]
+        constraints = [
+            # A chain is a sequence: two certificates at one place would fork it. Also the verifiers' walk order.
+            models.UniqueConstraint(
+                fields=["chain", "sequence"],
+                name="review_certificates_chain_sequence_uniq",
+                violation_error_message="This certificates chain already has a certificate at this place.",
+            ),
+            models.CheckConstraint(
+                condition=(Q(sequence=1) & Q(previous_sha256="")) | (Q(sequence__gt=1) & ~Q(previous_sha256="")),
+                name="review_certificates_previous_iff_not_first",
+                violation_error_message="A certificate names its predecessor, except the first of its chain.",
+            ),
+            # A certificate is of a sealed record: it names the seal of the turn it certifies.
+            models.CheckConstraint(
+                condition=Q(seal_sha256__regex=_HEX64)
+                & Q(key_fingerprint__regex=_HEX64)
+                & Q(turn_seal_sha256__regex=_HEX64)
+                & (Q(previous_sha256="") | Q(previous_sha256__regex=_HEX64)),
+                name="review_certificates_digests_hex",
+                violation_error_message="Certificate digests and the key fingerprint are 64 lowercase hex digits.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"certificate of {self.message_id} ({self.chain} #{self.sequence})"

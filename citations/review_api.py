@@ -1,6 +1,8 @@
-"""The review API (issue 52): a turn's claims with their current decisions, and a person's decision on one.
+"""The review API (issue 52): a turn's claims with their current decisions, a person's decision on one, and the
+turn's certificate of verification.
 
-``GET /api/messages/{id}/claims/`` and ``POST /api/messages/{id}/reviews/``. Access is the matter's: the turn is
+``GET /api/messages/{id}/claims/``, ``POST /api/messages/{id}/reviews/``, ``POST /api/messages/{id}/certificate/``
+and ``GET /api/certificates/{id}/``. Access is the matter's: the turn is
 looked up through ``chats.selectors.chats_visible_to`` (404 to anyone outside the matter); recording a decision
 takes the owner's or a reviewer's role (403 for a member). The writing is ``citations.reviews.record_decision``'s.
 """
@@ -14,7 +16,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -22,8 +24,9 @@ from rest_framework.views import APIView
 from chats.api_fields import StrictCharField
 from chats.models import Message
 from chats.selectors import chats_visible_to
+from citations.certificates import ClaimsOpen, OpenClaim, issue_certificate
 from citations.claims import Claim, claims_of
-from citations.models import Decision, ReviewDecision
+from citations.models import Certificate, Decision, ReviewDecision
 from citations.reviews import DecisionInvalid, NoSuchClaim, NotAReviewer, may_decide, record_decision
 
 NOT_A_REVIEWER = "Only the matter's owner and its reviewers record decisions on its claims."
@@ -159,3 +162,107 @@ class MessageReviewsView(APIView):
         except NoSuchClaim as exc:
             raise serializers.ValidationError({"claim": [str(exc)]}) from None
         return Response(DecisionSerializer(decision).data, status=status.HTTP_201_CREATED)
+
+
+class CertificateSerializer(serializers.ModelSerializer[Certificate]):
+    """A certificate of verification as issued and sealed."""
+
+    turn = serializers.UUIDField(source="message_id", read_only=True)
+    issued_by = serializers.CharField(source="issuer", read_only=True, help_text="Her username when she issued it.")
+    role = serializers.CharField(read_only=True, help_text="`owner` or `reviewer`, when she issued it.")
+    statement = serializers.JSONField(
+        read_only=True,
+        help_text="What the text says, as data: the turn and its seal, each claim with the machine's check and "
+        "the sealed decision it names (id and digest), what nobody checked, the court's and judge's wording.",
+    )
+    text = serializers.CharField(read_only=True, help_text="The certificate in plain words, as sealed.")
+    sequence = serializers.IntegerField(read_only=True, help_text="Its place in the matter's certificates chain.")
+    page = serializers.SerializerMethodField(help_text="The printable page of the certificate.")
+
+    class Meta:
+        model = Certificate
+        fields = [
+            "id",
+            "turn",
+            "issued_by",
+            "role",
+            "issued_at",
+            "turn_seal_sha256",
+            "statement",
+            "text",
+            "sequence",
+            "key_fingerprint",
+            "seal_sha256",
+            "signature",
+            "page",
+        ]
+        read_only_fields = fields
+
+    def get_page(self, certificate: Certificate) -> str:
+        return f"/certificates/{certificate.pk}/"
+
+
+class OpenClaimSerializer(serializers.Serializer[OpenClaim]):
+    claim = serializers.UUIDField(source="claim.id", read_only=True, allow_null=True, default=None)
+    kind = serializers.CharField(source="claim.kind.name", read_only=True, allow_null=True, default=None)
+    text = serializers.CharField(source="claim.text", read_only=True, allow_null=True, default=None)
+    why = serializers.CharField(read_only=True)
+
+
+class OpenClaimsSerializer(serializers.Serializer[dict[str, Any]]):
+    detail = serializers.CharField()
+    open_claims = OpenClaimSerializer(many=True)
+
+
+class MessageCertificateView(APIView):
+    @extend_schema(
+        summary="Issue the certificate of verification of a turn (owner or reviewer)",
+        description=(
+            "Issued only when every claim that needs review has a current decision and no failed claim stands "
+            "unremoved and uncorrected; else 409 listing the open claims. Sealed into the matter's record in the "
+            "same transaction; a later certificate of the same turn supersedes it and both stay."
+        ),
+        request=None,
+        responses={
+            201: CertificateSerializer,
+            403: OpenApiResponse(description="You are a member of the matter, not its owner or a reviewer."),
+            404: NOT_FOUND,
+            409: OpenApiResponse(OpenClaimsSerializer, description="Claims are open: each with why."),
+        },
+        tags=["reviews"],
+    )
+    def post(self, request: Request, message_id: UUID) -> Response:
+        message = _visible_turn(request, message_id)
+        user: AbstractBaseUser = request.user  # type: ignore[assignment]  # IsAuthenticated: never anonymous here
+        if message.finalized_at is None:
+            raise NotFound("This turn is not finished: there is nothing to certify yet.")
+        try:
+            certificate = issue_certificate(message=message, by=user)
+        except NotAReviewer as exc:
+            raise PermissionDenied(str(exc)) from None
+        except ClaimsOpen as exc:
+            body = {
+                "detail": "The certificate cannot be issued while claims are open: decide on each of them first.",
+                "open_claims": OpenClaimSerializer(exc.open, many=True).data,  # type: ignore[arg-type]  # many=True
+            }
+            return Response(body, status=status.HTTP_409_CONFLICT)
+        return Response(CertificateSerializer(certificate).data, status=status.HTTP_201_CREATED)
+
+
+class CertificateView(APIView):
+    @extend_schema(
+        summary="A certificate of verification, as sealed",
+        responses={
+            200: CertificateSerializer,
+            404: OpenApiResponse(description="No such certificate, or not in a matter (or chat) you belong to."),
+        },
+        tags=["reviews"],
+    )
+    def get(self, request: Request, certificate_id: UUID) -> Response:
+        return Response(CertificateSerializer(visible_certificate(request, certificate_id)).data)
+
+
+def visible_certificate(request: Request | Any, certificate_id: UUID) -> Certificate:
+    """The certificate ``certificate_id`` of a turn in a chat the user sees (``chats_visible_to``), or 404."""
+    turns = Message.objects.filter(chat__in=chats_visible_to(request.user))
+    return get_object_or_404(Certificate.objects.filter(message__in=turns), pk=certificate_id)

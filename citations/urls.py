@@ -3,7 +3,7 @@ matter or of a matter-less chat (mounted under /api/)."""
 
 from django.urls import path
 
-from citations.review_api import MessageClaimsView, MessageReviewsView
+from citations.review_api import CertificateView, MessageCertificateView, MessageClaimsView, MessageReviewsView
 from citations.views import ChatExportView, ChatLedgerView, MatterExportView
 
 app_name = "citations"
@@ -14,4 +14,6 @@ urlpatterns = [
     path("chats/<uuid:chat_id>/export/", ChatExportView.as_view(), name="chat-export"),
     path("messages/<uuid:message_id>/claims/", MessageClaimsView.as_view(), name="message-claims"),
     path("messages/<uuid:message_id>/reviews/", MessageReviewsView.as_view(), name="message-reviews"),
+    path("messages/<uuid:message_id>/certificate/", MessageCertificateView.as_view(), name="message-certificate"),
+    path("certificates/<uuid:certificate_id>/", CertificateView.as_view(), name="certificate"),
 ]

@@ -30,11 +30,19 @@ from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
-from lqai_verify import decisions, record, report
+from lqai_verify import certificates, decisions, record, report
 from lqai_verify.verification import RULES, VERIFIER_VERSION, page_cites
 
 REQUIRED = ("manifest.json", "manifest.sig", "public_key.json")
-JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl", "decisions.jsonl")
+JSONL = (
+    "turns.jsonl",
+    "rows.jsonl",
+    "ledger.jsonl",
+    "seals.jsonl",
+    "passages.jsonl",
+    "decisions.jsonl",
+    "certificates.jsonl",
+)
 # The most a bundle may unpack to (``--max-mb``): a matter's export is about 12 KB a turn, so this holds some
 # 80,000 turns, and a hostile zip (a few KB that unpack to gigabytes) is refused before it is read.
 DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
@@ -133,6 +141,7 @@ class Verification:
     case_citations: int = 0
     late: int = 0
     decisions: int = 0  # review decisions whose digest, link, signature and claim held
+    certificates: int = 0  # certificates whose digest, text, link, signature and named decisions held
     exported_at: str = ""
     chain: str = ""
     # Each valid seal's digest by its number, for :func:`extension_problems`; and the manifest's chain head.
@@ -153,6 +162,7 @@ class Verification:
             f"{self.quotes} quotes re-verified, {self.case_citations} case citations, {self.entries} ledger entries, "
             f"a chain of {self.seals} seals; "
             + (f"{self.decisions} review decisions; " if self.decisions else "")
+            + (f"{self.certificates} certificates of verification; " if self.certificates else "")
             + self._signed()
         )
 
@@ -728,6 +738,7 @@ def _check_record(
     data = {name: members.get(name, b"") for name in JSONL}
     seals = _chain(data["seals.jsonl"], manifest["chain"], seal_keys, result)
     _check_chain_head(manifest["chain_head"], seals, result)
+    held: dict[str, Any] = {}
     result.decisions, decision_problems = decisions.bundle_problems(
         _lines(data["decisions.jsonl"], "decisions.jsonl", result),
         turn_chain=manifest["chain"],
@@ -735,8 +746,21 @@ def _check_record(
         sealed_rows={
             seal["message"]: set(seal["row_digests"]["rows"]) for seal in seals if isinstance(seal.get("message"), str)
         },
+        held=held,
     )
     result.problems += decision_problems
+    sealed_turns: dict[str, set[str]] = {}
+    for seal in seals:
+        if isinstance(seal.get("message"), str):
+            sealed_turns.setdefault(seal["message"], set()).add(seal["seal_sha256"])
+    result.certificates, certificate_problems = certificates.bundle_problems(
+        _lines(data["certificates.jsonl"], "certificates.jsonl", result),
+        turn_chain=manifest["chain"],
+        seal_keys=seal_keys,
+        sealed_turns=sealed_turns,
+        decisions=held,
+    )
+    result.problems += certificate_problems
     walk = _TurnWalk(
         seals_of=_by_turn(seals),
         rows_of=_rows_by_turn(data["rows.jsonl"], result),

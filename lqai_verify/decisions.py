@@ -108,11 +108,13 @@ def bundle_problems(
     turn_chain: str,
     seal_keys: Mapping[str, Any],
     sealed_rows: Mapping[str, set[str]],
+    held: dict[str, Mapping[str, Any]] | None = None,
 ) -> tuple[int, list[str]]:
     """The offline verifier's check of an export's ``decisions.jsonl`` (its numbered ``lines``): each line
     well formed, of the matter's decisions chain, in order, its digest, link and signature holding (by a key of
     ``seal_keys``), and about a claim the bundle's seals hold (``sealed_rows``: each sealed turn's row keys).
-    Returns how many decisions held, and the problems, each naming its line and decision."""
+    Returns how many decisions held, and the problems, each naming its line and decision; ``held``, if given, is
+    filled with the decisions that held, by id (what a certificate may name)."""
     chain = decisions_chain(turn_chain)
     problems: list[str] = []
     well_formed: list[tuple[int, Mapping[str, Any]]] = []
@@ -137,4 +139,6 @@ def bundle_problems(
                 f"decisions.jsonl line {number} (decision {line['id']}): its claim {line['claim']} is not a sealed "
                 f"row of turn {line['message']} in this bundle"
             )
+    if held is not None:
+        held.update((line["id"], line) for _, line in well_formed if id(line) not in bad)
     return len(well_formed) - len(bad), problems

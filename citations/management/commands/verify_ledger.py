@@ -92,6 +92,7 @@ class Command(BaseCommand):
                 else ""
             )
             + (f"{result.decisions} review decision(s) checked; " if result.decisions else "")
+            + (f"{result.certificates} certificate(s) checked; " if result.certificates else "")
             + (f"{len(held)} earlier export(s) held; " if held else "")
             + f"{time.monotonic() - started:.1f} s"
         )
