@@ -10,7 +10,9 @@ from typing import Any
 
 from django import forms
 
+from chats.matters import JUDGE_WORDING_MAX_CHARS
 from chats.models import Chat, Document, Project
+from lqai_verify.certificates import COURTS
 
 
 def _max_length(model: type[Project] | type[Chat] | type[Document], field: str) -> int:
@@ -64,3 +66,39 @@ class SignUpForm(forms.Form):
         if data.get("password") and data.get("password_again") and data["password"] != data["password_again"]:
             self.add_error("password_again", "The two passwords differ.")
         return data
+
+
+class DecisionForm(forms.Form):
+    """A person's decision on one claim of a turn (``citations.reviews.record_decision`` checks the rest: a
+    confirmation names its source, a correction gives its text)."""
+
+    decision = forms.ChoiceField(
+        label="Decision",
+        choices=[
+            ("confirmed", "Confirmed: I checked it against the source"),
+            ("corrected", "Corrected: it is wrong, here is the right text"),
+            ("removed", "Removed: it will not be filed"),
+        ],
+        widget=forms.RadioSelect,
+    )
+    source = forms.CharField(
+        label="Source I consulted (reporter, database or document, with the page)", max_length=1000, required=False
+    )
+    corrected_text = forms.CharField(label="Corrected text", widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    note = forms.CharField(label="Note", widget=forms.Textarea(attrs={"rows": 2}), required=False)
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(label="Role", choices=[("member", "member"), ("reviewer", "reviewer")])
+
+
+class CertificateWordingForm(_OneOfSeveral):
+    id_prefix = "wording"
+
+    court = forms.ChoiceField(label="Court", choices=[(court.key, court.name) for court in COURTS.values()])
+    judge_wording = forms.CharField(
+        label="The assigned judge's own wording (added to every certificate of this matter)",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        max_length=JUDGE_WORDING_MAX_CHARS,
+    )

@@ -35,9 +35,11 @@ from chats.models import (
     MessageToolSource,
     OpinionQuote,
     Project,
+    ProjectMembership,
 )
 from chats.pages import span_pin_cite
 from chats.selectors import chats_visible_to, documents_of, open_invitations_of, projects_visible_to
+from citations.models import Certificate, ReviewDecision
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
 from lqai_verify.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
@@ -67,6 +69,8 @@ class Claim:
     name_found: str = ""
     citation: str = ""
     detail: str = ""
+    # Its current review decision (``citations.reviews``), if a person decided on it.
+    decision: ReviewDecision | None = None
     # Where its marker goes in the answer; None when the answer does not write it.
     answer_offset: int | None = None
     order: int = 0  # the claim's place among its turn's claims of its kind
@@ -91,6 +95,8 @@ class Turn:
     claims: list[Claim] = field(default_factory=list)
     parts: list[answer_text.Part[Claim]] = field(default_factory=list)
     consulted: list[MessageToolSource] = field(default_factory=list)
+    # The turn's latest certificate of verification, if one was issued.
+    certificate: Certificate | None = None
 
     @property
     def anchor(self) -> str:
@@ -165,7 +171,7 @@ class MatterPage:
     project: Project
     chats: list[ChatSummary]
     documents: list[Document]
-    members: list[AbstractBaseUser]
+    members: list[ProjectMembership]  # each with its user
     invitations: list[Invitation]
 
 
@@ -182,7 +188,9 @@ def matter_page(project: Project, *, for_owner: bool) -> MatterPage:
         project=project,
         chats=_chat_summaries(Chat.objects.filter(project=project)),
         documents=list(documents),
-        members=list(project.members.order_by("username")),
+        members=list(
+            ProjectMembership.objects.filter(project=project).select_related("user").order_by("user__username")
+        ),
         invitations=list(open_invitations_of(project).select_related("created_by")) if for_owner else [],
     )
 
@@ -256,7 +264,27 @@ def chat_turns(chat: Chat, *, answer_id: UUID | None = None) -> list[Turn]:
         if question in unanswered:
             unanswered.remove(question)
         turns.append(_turn(message, question, seal=seals.get(message.pk)))
+    _with_reviews(turns)
     return turns
+
+
+def _with_reviews(turns: list[Turn]) -> None:
+    """Each claim's current decision and each turn's latest certificate: two queries for all the turns."""
+    ids = [turn.answer.pk for turn in turns]
+    current = {
+        decision.claim_id: decision
+        for decision in ReviewDecision.objects.filter(message_id__in=ids).order_by("sequence")
+    }
+    certificates = {
+        certificate.message_id: certificate
+        for certificate in Certificate.objects.filter(message_id__in=ids)
+        .order_by("sequence")
+        .defer("statement", "text")
+    }
+    for turn in turns:
+        turn.certificate = certificates.get(turn.answer.pk)
+        for claim in turn.claims:
+            claim.decision = current.get(claim.id)
 
 
 def _turn(message: Message, question: Message | None, *, seal: TurnSealState | None) -> Turn:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from pages import views, workspace
+from pages import review, views, workspace
 
 app_name = "pages"
 
@@ -34,6 +34,17 @@ urlpatterns = [
     path("invitations/join/", workspace.invitation_join, name="invitation-join"),
     path("invitations/<str:token>/", workspace.invitation_link, name="invitation"),
     path("chats/<uuid:chat_id>/record/", views.chat_record, name="chat-record"),
+    # Review (pages/review.py): decisions on claims, certificates, the queue, roles and the certificate wording.
+    path(
+        "chats/<uuid:chat_id>/turns/<uuid:message_id>/claims/<uuid:claim_id>/decision/",
+        review.decide,
+        name="claim-decision",
+    ),
+    path("chats/<uuid:chat_id>/turns/<uuid:message_id>/certificate/", review.certify, name="turn-certificate"),
+    path("certificates/<uuid:certificate_id>/", review.certificate_page, name="certificate"),
+    path("matters/<uuid:project_id>/review/", review.queue_page, name="review-queue"),
+    path("matters/<uuid:project_id>/members/<str:username>/role/", review.member_role, name="member-role"),
+    path("matters/<uuid:project_id>/certificate-wording/", review.certificate_wording, name="certificate-wording"),
 ]
 
 # Outside the namespace: LOGIN_URL is /accounts/login/, Django's default.

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET
 from chats.models import Chat, Project
 from chats.selectors import projects_visible_to
 from citations import export
+from citations.reviews import may_decide
 from pages import selectors
 from pages.forms import MatterForm
 
@@ -65,6 +66,7 @@ def chat_page(request: HttpRequest, chat_id: UUID) -> HttpResponse:
         "stream_url": reverse("chats:message-stream", args=[chat.pk]),
         "turn_url": reverse("pages:turn", args=[chat.pk, UUID(int=0)]),
         "printed_at": timezone.now(),
+        "can_decide": may_decide(user=request.user, chat=chat),  # type: ignore[arg-type]  # login_required
     }
     return render(request, "pages/chat.html", context)
 
@@ -77,7 +79,13 @@ def turn_fragment(request: HttpRequest, chat_id: UUID, message_id: UUID) -> Http
     turns = [] if chat is None else selectors.chat_turns(chat, answer_id=message_id)
     if chat is None or not turns:
         raise Http404("No such turn visible to you.")
-    return render(request, "pages/_turn.html", {"chat": chat, "turn": turns[0], "review_only": _review_only(request)})
+    context = {
+        "chat": chat,
+        "turn": turns[0],
+        "review_only": _review_only(request),
+        "can_decide": may_decide(user=request.user, chat=chat),  # type: ignore[arg-type]  # login_required
+    }
+    return render(request, "pages/_turn.html", context)
 
 
 @require_GET

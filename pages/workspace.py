@@ -32,7 +32,7 @@ from chats.matters import NoSuchMember, NotTheOwner, add_member, create_project,
 from chats.models import Invitation, Project
 from chats.services import create_chat
 from pages import selectors
-from pages.forms import ChatForm, DocumentUploadForm, MatterForm, MemberForm, SignUpForm
+from pages.forms import CertificateWordingForm, ChatForm, DocumentUploadForm, MatterForm, MemberForm, SignUpForm
 
 # The session key under which a new invitation's link waits for the owner's next view of the matter: the link
 # is shown once, and only its digest is stored.
@@ -68,6 +68,8 @@ def _render_matter(request: HttpRequest, project: Project, *, status: int = 200,
         "chat_form": forms.get("chat_form") or ChatForm(),
         "upload_form": forms.get("upload_form") or DocumentUploadForm(),
         "member_form": forms.get("member_form") or MemberForm(),
+        "wording_form": forms.get("wording_form")
+        or CertificateWordingForm(initial={"court": project.certificate_court, "judge_wording": project.judge_wording}),
         "new_invitation_link": request.session.pop(NEW_INVITATION_LINK, None) if is_owner else None,
         "invitation_days": settings.LQAI_INVITATION_DAYS,
     }
