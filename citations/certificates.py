@@ -90,6 +90,14 @@ def open_claims(claims: list[Claim], *, turn_seal: str | None) -> list[OpenClaim
     return found
 
 
+def _held_from(provider: str) -> str:
+    if provider == "courtlistener":
+        return "its text as lqai fetched it from CourtListener"
+    if provider == "local":
+        return "its text as loaded into lqai's opinion store"
+    return f"its text as lqai holds it, from {provider}"
+
+
 def _labels(claims: list[Claim]) -> dict[str, str]:
     """Each claim's source in words, by claim key: the document's title, the opinion's name and citation, or a
     case citation as checked. Two queries at most (the titles of the documents and opinions quoted)."""
@@ -103,7 +111,7 @@ def _labels(claims: list[Claim]) -> dict[str, str]:
     titles = dict(Document.objects.filter(pk__in=document_ids).values_list("id", "title")) if document_ids else {}
     opinions = (
         {
-            o["id"]: ", ".join(p for p in (o["case_name"], o["citation"]) if p) + f" (as held from {o['provider']})"
+            o["id"]: ", ".join(p for p in (o["case_name"], o["citation"]) if p) + f" ({_held_from(o['provider'])})"
             for o in CaselawOpinion.objects.filter(pk__in=opinion_ids | case_opinions).values(
                 "id", "case_name", "citation", "provider"
             )
@@ -116,7 +124,7 @@ def _labels(claims: list[Claim]) -> dict[str, str]:
         row = claim.row
         if isinstance(row, CaseCitation):
             found = opinions.get(row.opinion_id) if row.opinion_id else None
-            labels[claim.key] = f"looked up: {found}" if found else "looked up: no opinion found at this citation"
+            labels[claim.key] = found or "none found by lqai"
         elif getattr(row, "document_id", None):
             labels[claim.key] = f"the matter's document {titles.get(row.document_id, '(gone)')!r}"
         elif getattr(row, "opinion_id", None):
@@ -124,6 +132,13 @@ def _labels(claims: list[Claim]) -> dict[str, str]:
         else:
             labels[claim.key] = "no source held by lqai"
     return labels
+
+
+def _detail(claim: Claim) -> str:
+    """The machine's own reason, where it gave one: a case citation's check, or why a quote failed."""
+    if isinstance(claim.row, CaseCitation):
+        return str(claim.row.detail)
+    return str(getattr(claim.row, "unverified_reason", "") or "")
 
 
 def _correction_words(check: dict[str, Any]) -> str:
@@ -167,7 +182,7 @@ def statement_of(*, message: Message, claims: list[Claim], turn_seal: tuple[int,
             "kind_words": KIND_WORDS.get(claim.kind.name, claim.kind.name),
             "text": claim.text,
             "source": labels[claim.key],
-            "machine": f"{words} ({labels[claim.key]})",
+            "machine": f"{words}{f' ({detail})' if (detail := _detail(claim)) else ''}",
             "decision": None if claim.decision is None else _decision_named(claim.decision),
         }
         if claim.decision is not None and claim.decision.decision == Decision.CORRECTED:

@@ -13,6 +13,7 @@ same words (:func:`bundle_problems`). Byte by byte: docs/export.md.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,17 +56,20 @@ COURTS: dict[str, Court] = {
     for court in (
         Court(
             DEFAULT_COURT,
-            "Any court",
-            "The undersigned certifies that each quotation and citation listed under 2 was checked for accuracy, "
-            "against the source named beside it, by a human being, and decided as stated there. No other part of "
-            "the answer is certified.",
+            "No court-specific order (the standing orders' common wording)",
+            "The undersigned certifies that each quotation and citation listed under 2 as confirmed or corrected "
+            "was checked for accuracy by a human being, against the source that person names there, and that each "
+            "listed as removed will not be filed. No other part of the answer is certified: part 3 lists what no "
+            "person checked.",
         ),
         Court(
             "txnd",
             "United States District Court for the Northern District of Texas",
-            "The undersigned certifies that the language listed under 2, drafted with a generative artificial "
-            "intelligence tool, was checked for accuracy, using print reporters or traditional legal databases, "
-            "by a human being, as stated beside each item. No other part of the answer is certified.",
+            "The undersigned certifies that the quotations and citations listed under 2 as confirmed or corrected, "
+            "drafted with a generative artificial intelligence tool, were checked for accuracy, using print "
+            "reporters or traditional legal databases, by a human being, who names the source used beside each; "
+            "those listed as removed will not be filed. No other part of the answer is certified: part 3 lists "
+            "what no person checked.",
         ),
     )
 }
@@ -94,15 +98,24 @@ _DECISION_WORDS = {
 }
 
 
+def when(value: str) -> str:
+    """A sealed ISO 8601 time in words a reader takes in at a glance: ``5 December 2026, 14:12:03 UTC``."""
+    moment = datetime.datetime.fromisoformat(value).astimezone(datetime.UTC)
+    return f"{moment.day} {moment:%B %Y, %H:%M:%S} UTC"
+
+
 def _claim_lines(claim: Mapping[str, Any]) -> list[str]:
     lines = [f"{claim['number']}. {claim['kind_words']}: {claim['text']}"]
-    lines.append(f"   Source: {claim['source']}")
+    if claim["kind"] == "case_citation":
+        lines.append(f"   Case found at this citation: {claim['source']}")
+    else:
+        lines.append(f"   Source named: {claim['source']}")
     lines.append(f"   Machine's check: {claim['machine']}")
     decision = claim.get("decision")
     if decision is not None:
         lines.append(
             f"   Person's decision: {_DECISION_WORDS[decision['decision']]}, by {decision['reviewer']} "
-            f"({decision['role']}) at {decision['decided_at']}"
+            f"({decision['role']}), {when(decision['decided_at'])}"
         )
         if decision["source"]:
             lines.append(f"   Source the person consulted: {decision['source']}")
@@ -126,9 +139,11 @@ def render_text(statement: Mapping[str, Any], *, issuer: str, role: str, issued_
     machine_only = [claim for claim in statement["claims"] if claim.get("decision") is None]
     lines = [
         "CERTIFICATE OF VERIFICATION",
+        f"Date: {when(issued_at)}",
         f"Court: {court['name']}",
         f"Matter: {subject['matter']}" if subject["matter"] else f"Chat: {subject['chat']}",
-        f"Answer (turn {subject['turn']}), given {subject['answered_at']}, to the question: {subject['question']}",
+        f"Answer (turn {subject['turn']}), given {when(subject['answered_at'])}, to the question: "
+        f"{subject['question']}",
         f"Record of the answer: seal #{subject['turn_seal_sequence']}, SHA-256 {subject['turn_seal_sha256']}",
         "",
         court["certification"],
@@ -139,12 +154,17 @@ def render_text(statement: Mapping[str, Any], *, issuer: str, role: str, issued_
         "",
         "1. WHAT THE MACHINE CHECKED",
         f"The machine (lqai, verification rules {statement['verifier_version']}) compared each quotation with the "
-        "text of the source it names, held by lqai (a document of the matter or a court opinion as stored from "
-        "the source named), and looked each case citation up in the opinions held or fetched from CourtListener. "
-        f"It found {len(statement['claims'])} claim(s) in the answer:",
+        "text lqai holds of the source it names (a document of the matter, or a court opinion), and looked each "
+        "case citation up in the opinions lqai holds and, where it is configured to, at CourtListener. It found "
+        f"{len(statement['claims'])} claim(s) in the answer; what it found of each:",
     ]
     for claim in statement["claims"]:
-        lines.append(f"- claim {claim['number']}: {claim['machine']}")
+        what = (
+            f"case cited, {claim['text']}"
+            if claim["kind"] == "case_citation"
+            else f"{claim['kind_words'].lower()}, {claim['source']}"
+        )
+        lines.append(f"- claim {claim['number']} ({what}): {claim['machine']}")
     lines += ["", "2. WHAT A PERSON CHECKED AND DECIDED"]
     if people:
         for claim in people:
@@ -159,10 +179,10 @@ def render_text(statement: Mapping[str, Any], *, issuer: str, role: str, issued_
         )
         for claim in machine_only:
             lines += _claim_lines(claim)
-    lines += list(statement["not_checked"])
+    lines += ["", *statement["not_checked"]]
     lines += [
         "",
-        f"Issued by {issuer} ({role}) at {issued_at}.",
+        f"Issued by {issuer} ({role}), {when(issued_at)}.",
         f"Signed with the record's key {key_fingerprint} (Ed25519); sealed in the matter's record. Check it with "
         "the matter's export: python -m lqai_verify <export.zip>.",
     ]
@@ -203,7 +223,7 @@ def chain_problems(
                 issued_at=certificate["issued_at"],
                 key_fingerprint=certificate["key_fingerprint"],
             )
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
             rendered = None
         if rendered != certificate["text"]:
             yield certificate, "its text is not what its statement says"
