@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,12 +14,13 @@ from urllib.parse import quote
 import pytest
 from django.conf import LazySettings
 from django.contrib.auth.models import User
-from django.db import connection
+from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from chats.assistant import Script, ScriptedBackend
 from chats.assistant.openai_compatible import _client
 from chats.models import CaselawOpinion, Chat
+from chats.record import purging
 from lqai_verify.verification import NormalizedSource
 from tests import factories
 from tests.fake_openai import MODEL, FakeOpenAIServer
@@ -38,6 +40,21 @@ def triggers_off(cursor: Any) -> Iterator[None]:
     cursor.execute(migration.SQLITE_REVERSE)
     yield
     cursor.execute(migration.SQLITE)
+
+
+@pytest.fixture(autouse=True)
+def _review_rows_go_before_the_flush(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a transactional test on SQLite, its review decisions and certificates go as in a matter's purge:
+    their triggers refuse any other DELETE, and Django empties a transactional test's SQLite database with DELETE
+    (PostgreSQL's TRUNCATE is allowed on test databases: lqai.settings_test). Set up after pytest-django's
+    database fixture (plugins' autouse fixtures come first), so this runs before its flush."""
+    yield
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None or not marker.kwargs.get("transaction") or connection.vendor != "sqlite":
+        return
+    with transaction.atomic(), purging(uuid.UUID(int=0)), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM review_certificates")
+        cursor.execute("DELETE FROM review_decisions")
 
 
 @pytest.fixture(autouse=True)

@@ -9,15 +9,12 @@ before the browser starts or after it stops. Screenshots go to ``artifacts/brows
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
-from django.db import connection, transaction
 from playwright.sync_api import Page, expect
 from pytest_django.live_server_helper import LiveServer
 
 from chats.models import Message, Role
-from chats.record import purging
 from citations.integrity import verify_record
 from citations.models import Certificate, ReviewDecision
 from demo import seed as demo
@@ -25,17 +22,6 @@ from tests import factories
 from tests.test_browser_pages import ARTIFACTS, DOCS, PASSWORD, WRITE_SCREENSHOTS, _sign_in, chromium_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _decisions_purged_after() -> Iterator[None]:
-    """After the test, its decisions and certificates go as in their matter's purge (their triggers refuse any
-    other delete), so that the transactional test's database can be emptied."""
-    yield
-    for project_id in {*ReviewDecision.objects.values_list("message__chat__project_id", flat=True)}:
-        with transaction.atomic(), purging(project_id), connection.cursor() as cursor:
-            cursor.execute("DELETE FROM review_certificates")
-            cursor.execute("DELETE FROM review_decisions")
 
 
 def _decide_on(page: Page, card_id: str) -> str:

@@ -117,6 +117,7 @@ def test_a_certificate_is_refused_listing_the_open_claim_then_issued_and_printab
     assert "CERTIFICATE OF VERIFICATION" in page
     assert certificate.seal_sha256 in page
     assert "Print or save as PDF" in page
+    assert "onclick" not in page  # the pages allow no inline script (CSP)
     chat_page = client.get(reverse("pages:chat", args=[turn.chat_id])).content.decode()
     assert reverse("pages:certificate", args=[certificate.pk]) in chat_page
 
