@@ -69,8 +69,12 @@ plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), 
     1 to 35 U.S.C. (goal: <= 2 x for a file 7.6 x larger); a statute quote's verification against an opinion
     quote's of the same length (goal: <= 1 x).
 
+18. review at matter scale (``benchmarks.review_bench``): recording a decision, issuing a certificate and reading
+    the first and a deep page of the "needs review" queue in a matter of 100 turns and of 10,000 (goal: the same
+    number of queries at both sizes; the times for the record).
+
 ``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10), ``seal`` (11-12),
-``admin`` (13), ``partitions`` (14), ``bulk`` (15), ``drafts`` (16), ``authorities`` (17); e.g.
+``admin`` (13), ``partitions`` (14), ``bulk`` (15), ``drafts`` (16), ``authorities`` (17), ``review`` (18); e.g.
 ``make bench BENCH_ARGS="--items scale,retrieval"``.
 """
 
@@ -103,7 +107,7 @@ RERUN_GOAL = 0.10
 MEMORY_LIMIT_MB = 200.0
 MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
 TURN_SHARE_GOAL = 0.05
-ITEMS = ("ledger", "seal", "scale", "retrieval", "admin", "partitions", "bulk", "drafts", "authorities")
+ITEMS = ("ledger", "seal", "scale", "retrieval", "admin", "partitions", "bulk", "drafts", "authorities", "review")
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +255,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         ("bulk", "a bulk import", lambda: bulk_import_suite(args)),
         ("drafts", "checking a brief", lambda: drafts_suite(args)),
         ("authorities", "the authority library", lambda: authorities_suite(args)),
+        ("review", "review at matter scale", lambda: review_suite(args)),
     )
     rows: list[Row] = []
     notes: list[str] = []
@@ -708,6 +713,31 @@ def drafts_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         "once then by short form, id., and a fabricated case per two pages; nearly all the time is eyecite's "
         "two readings of the text (the case citations, the authority library's statute finder), whose search for "
         "references by name after each full citation grows with the citations times the text.",
+    ]
+    return rows, notes
+
+
+def review_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
+    """Item 18: a decision, a certificate and the review queue in a matter of 100 turns and of 10,000."""
+    from benchmarks import review_bench as bench
+
+    result = bench.run(step=step, repeats=max(args.repeats, 5))
+    small, large = result.small, result.large
+    rows = [
+        Row(
+            "18",
+            f"{what}: queries at {small.turns:,} turns vs {large.turns:,} (median time at each)",
+            f"{small.queries[what]} vs {large.queries[what]} ({small.median_ms[what]:.1f} ms vs "
+            f"{large.median_ms[what]:.1f} ms)",
+            "the same number",
+            _verdict(small.queries[what] == large.queries[what]),
+        )
+        for what in small.queries
+    ]
+    notes = [
+        "Review (18): one matter, one chat, grown in SQL to 10,000 turns whose one quote failed (verdict fail: "
+        "every turn is in the queue); a turn of the middle decided on (removed) and certified; the queue's "
+        "page is 25 turns, a deep page the one after the 30th turn from the end.",
     ]
     return rows, notes
 

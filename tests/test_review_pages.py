@@ -163,6 +163,23 @@ def test_the_queue_is_a_keyset_page_in_constant_queries(
     assert len(seen) == len(set(seen)) == 6
 
 
+def test_the_queue_page_costs_the_same_queries_whatever_the_matter_size(reviewer: User, matter_chat: Chat) -> None:
+    client = client_of(reviewer)
+    url = reverse("pages:review-queue", args=[matter_chat.project_id])
+    answered_turn(matter_chat, claims=2)
+    client.get(url)  # the session and the user read once, as on any page
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    small = queries()
+    for _ in range(4):
+        answered_turn(matter_chat, claims=2)
+    assert queries() == small
+
+
 def test_the_owner_sets_a_role_on_the_matter_page(user: User, matter_chat: Chat) -> None:
     colleague = factories.UserFactory.create(username="carol")
     matter_chat.project.members.add(colleague)  # type: ignore[union-attr]
