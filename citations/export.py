@@ -1,7 +1,7 @@
 """The signed export of a matter (``manage.py export_matter``, ``GET /api/projects/{id}/export/``), or of a chat
 outside any matter, whose turns chain on their own (``export_matter --chat``, ``GET /api/chats/{id}/export/``).
 
-One zip (format ``lqai-export/4``, read by ``lqai_verify``): the turns, their rows, ledger entries and seals,
+One zip (format ``lqai-export/5``, read by ``lqai_verify``): the turns, their rows, ledger entries and seals,
 the passages of the verified quotes (with their pin cites), ``report.html``, the public keys, and
 ``manifest.json`` with the SHA-256 of every other file, signed (``manifest.sig``). Each file is written to a
 temporary file batch by batch of turns (one query per table per batch), so memory stays flat. Each file's
@@ -31,7 +31,7 @@ from chats.models import CaselawOpinion, Chat, Document, Message, Project
 from chats.pages import pages_of_span, span_pin_cite
 from citations import certificates, keys, reviews, seals
 from citations.integrity import entries_by_message, one_snapshot
-from citations.models import SealChainHead, TurnSeal
+from citations.models import Certificate, ReviewDecision, SealChainHead, TurnSeal
 from lqai_verify import record, report
 from lqai_verify.verification import RULES, VERIFIER_VERSION
 
@@ -397,6 +397,13 @@ def _export_batch(
         )
     }
     entries = entries_by_message([str(i) for i in batch])
+    # The batch's decisions and certificates, for its turns' part of the report (in chain order, as exported).
+    decisions: dict[UUID, list[dict[str, Any]]] = {}
+    for decision in ReviewDecision.objects.filter(message_id__in=batch).order_by("sequence"):
+        decisions.setdefault(decision.message_id, []).append(reviews.decision_line(decision))
+    certificates_of: dict[UUID, list[dict[str, Any]]] = {}
+    for issued in Certificate.objects.filter(message_id__in=batch).order_by("sequence"):
+        certificates_of.setdefault(issued.message_id, []).append(certificates.certificate_line(issued))
     rows = [row for turn in facts.values() for row in turn.rows]
     document_ids = {row["document"] for row in rows if row["table"] == record.KB and row["offset_start"] is not None}
     opinion_ids = {row["opinion"] for row in rows if row["table"] == record.CASELAW and row["offset_start"] is not None}
@@ -441,7 +448,14 @@ def _export_batch(
             files["ledger.jsonl"].line(entry)
             summary.entries += 1
         files["report.html"].write(
-            report.turn(line, seal=seal if sealed else None, rows=turn_facts.rows, passages=passages).encode()
+            report.turn(
+                line,
+                seal=seal if sealed else None,
+                rows=turn_facts.rows,
+                passages=passages,
+                decisions=decisions.get(message_id, ()),
+                certificates=certificates_of.get(message_id, ()),
+            ).encode()
         )
 
 

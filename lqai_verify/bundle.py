@@ -1,4 +1,4 @@
-"""Checking a matter export (``lqai-export/4``, or ``/3`` to ``/1`` before it, written by ``citations.export``), or a
+"""Checking a matter export (``lqai-export/5``, or ``/4`` to ``/1`` before it, written by ``citations.export``), or a
 matter-less chat's, with nothing but the bundle (docs/export.md, "Verifying an export"):
 
 1. the zip: exactly its listed files end to end, no comment, no name twice, no path out of its folder;
@@ -749,6 +749,7 @@ def _check_record(
         held=held,
     )
     result.problems += decision_problems
+    certified: dict[str, Any] = {}
     sealed_turns: dict[str, set[str]] = {}
     for seal in seals:
         if isinstance(seal.get("message"), str):
@@ -759,6 +760,7 @@ def _check_record(
         seal_keys=seal_keys,
         sealed_turns=sealed_turns,
         decisions=held,
+        held=certified,
     )
     result.problems += certificate_problems
     walk = _TurnWalk(
@@ -767,6 +769,8 @@ def _check_record(
         passages=_passages_by_quote(data["passages.jsonl"], result),
         entries_of=_by_turn(entry for _, entry in _lines(data["ledger.jsonl"], "ledger.jsonl", result)),
         report=_ReportParts(manifest),
+        decisions_of=_by_turn(held.values()),
+        certificates_of=_by_turn(certified.values()),
     )
     for number, line in _lines(data["turns.jsonl"], "turns.jsonl", result):
         _check_turn(number, line, walk, result)
@@ -897,6 +901,9 @@ class _TurnWalk:
     passages: dict[str, tuple[int, dict[str, Any]]]
     entries_of: dict[str, list[dict[str, Any]]]
     report: _ReportParts
+    # The decisions and certificates that held, by turn, in chain order (the report shows them with their turn).
+    decisions_of: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    certificates_of: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seen: dict[str, int] = field(default_factory=dict)  # each turn's line
     last_sequence: int = 0
     unsealed: int = 0
@@ -936,7 +943,14 @@ def _check_turn(number: int, line: dict[str, Any], walk: _TurnWalk, result: Veri
                 for p in record.ledger_problems(entries=entries, turn=turn, rows=rows, sealed_rows=sealed_rows)
             ]
         passages = _check_quotes(message, rows, latest, walk=walk, result=result)
-        walk.report.turn(line, seal=latest, rows=rows, passages=passages)
+        walk.report.turn(
+            line,
+            seal=latest,
+            rows=rows,
+            passages=passages,
+            decisions=walk.decisions_of.get(message, []),
+            certificates=walk.certificates_of.get(message, []),
+        )
     except _MALFORMED as exc:
         result.problems.append(f"{where}: malformed turn, rows or passages ({exc!r})")
         walk.report.broken = True

@@ -271,12 +271,14 @@ def bundle_problems(
     seal_keys: Mapping[str, Any],
     sealed_turns: Mapping[str, set[str]],
     decisions: Mapping[str, Mapping[str, Any]],
+    held: dict[str, Mapping[str, Any]] | None = None,
 ) -> tuple[int, list[str]]:
     """The offline verifier's check of an export's ``certificates.jsonl``: each line well formed, of the matter's
     certificates chain, in order, its digest, text, link and signature holding (by a key of ``seal_keys``),
     about a turn sealed in the bundle with the seal it names (``sealed_turns``: each turn's seal digests), and
     naming only decisions the bundle holds (``decisions``: the decisions that held, by id) as they were sealed.
-    Returns how many certificates held, and the problems, each naming its line and certificate."""
+    Returns how many certificates held, and the problems, each naming its line and certificate; ``held``, if
+    given, is filled with the certificates that held, by id."""
     chain = certificates_chain(turn_chain)
     problems: list[str] = []
     well_formed: list[tuple[int, Mapping[str, Any]]] = []
@@ -307,4 +309,6 @@ def bundle_problems(
         if found:
             bad.add(id(line))
             problems += [f"{where}: {what}" for what in found]
+    if held is not None:
+        held.update((line["id"], line) for _, line in well_formed if id(line) not in bad)
     return len(well_formed) - len(bad), problems

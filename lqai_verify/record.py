@@ -32,10 +32,12 @@ SEAL_FORMAT = "lqai-seal/1"
 # rows of facts format /1; /1 (before that) is still read, its report unchecked.
 # /4: the data of /3, with report.html laid out as the trace pages read (each quote's passage in context, verdicts
 # and statuses in words).
-EXPORT_FORMAT = "lqai-export/4"
-EXPORT_FORMATS = ("lqai-export/1", "lqai-export/2", "lqai-export/3", EXPORT_FORMAT)
-# The formats whose report.html this version of lqai_verify.report renders, and so checks (/2 and /3 were
-# rendered by its earlier layout).
+# /5: the data of /4 (with review decisions and certificates of verification), with report.html showing each
+# turn's decisions and certificates.
+EXPORT_FORMAT = "lqai-export/5"
+EXPORT_FORMATS = ("lqai-export/1", "lqai-export/2", "lqai-export/3", "lqai-export/4", EXPORT_FORMAT)
+# The formats whose report.html this version of lqai_verify.report renders, and so checks (/2 to /4 were
+# rendered by its earlier layouts).
 RENDERED_REPORT_FORMATS = (EXPORT_FORMAT,)
 
 KB = "message_citations"

@@ -52,6 +52,7 @@ _STYLE = """\
   th, td { border: 1px solid #bbb; padding: .2rem .4rem; text-align: left; vertical-align: top; }
   th { background: #eee; }
   .text { white-space: pre-wrap; }
+  .certificate { border: 1px solid #999; padding: .6rem .8rem; margin: .3rem 0 .8rem; }
   @media print { body { margin: 0; max-width: none; } .turn { break-inside: auto; } }
 """  # noqa: E501 - one CSS rule a line
 
@@ -120,6 +121,8 @@ def turn(
     seal: Mapping[str, Any] | None,
     rows: Sequence[Mapping[str, Any]],
     passages: Mapping[str, Mapping[str, Any]],
+    decisions: Sequence[Mapping[str, Any]] = (),
+    certificates: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """One turn: ``line`` is its line of ``turns.jsonl`` (its turn object, answer and chat title), ``seal`` its
     latest seal if that seal is of its last finalize (else the turn reads NOT SEALED), ``rows`` its rows as in
@@ -127,7 +130,9 @@ def turn(
     quote's source, pages and passage in context. The verdict reads as the trace pages say it (a turn sealed
     under earlier rules by its claims, saying so), with the count of claims to review; each quote is a card as
     on the pages: its pin cite, its status in words, its passage in context with every alteration marked and
-    every omission spelled out."""
+    every omission spelled out. Then, if people reviewed it, each of its ``decisions`` (as in ``decisions.jsonl``,
+    in chain order: who, when, what, the source consulted, a correction and a note; one superseded by a later
+    decision on its claim says so) and each of its ``certificates`` (as in ``certificates.jsonl``) with its text."""
     facts = line["turn"]
     title = line.get("chat_title") or ""
     quotes = sorted((r for r in rows if r["table"] in record.QUOTE_TABLES), key=lambda r: r["position"])
@@ -178,7 +183,61 @@ def turn(
             ],
         )
     )
+    parts.append(_decisions(decisions, rows))
+    parts.append(_certificates(certificates))
     parts.append("</section>\n")
+    return "".join(parts)
+
+
+_DECISION_WORDS = {"confirmed": "confirmed", "corrected": "corrected", "removed": "removed (not to be filed)"}
+
+
+def _claim_named(key: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The claim a decision is about, as the reader knows it: its quote or its citation."""
+    for row in rows:
+        if record.row_key(row) == key:
+            if row["table"] == record.CASE:
+                return f"case cited {row['citation']}" + (f", {row['pin']}" if row.get("pin") else "")
+            return f"quote “{row['quote']}”"
+    return key
+
+
+def _decisions(decisions: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
+    """The people's decisions on the turn's claims, in the order they were made; nothing when there is none."""
+    last = {decision["claim"]: decision["id"] for decision in decisions}
+    cells = []
+    for decision in decisions:
+        what = _e(_DECISION_WORDS.get(str(decision["decision"]), decision["decision"]))
+        if decision["corrected_text"]:
+            what += f"<br>to “{_e(decision['corrected_text'])}”" + _small(
+                f"machine's check of it: {decision['correction_check'].get('status', '—')}"
+            )
+        if last[decision["claim"]] != decision["id"]:
+            what += _small("superseded by a later decision")
+        cells.append(
+            (
+                _e(_claim_named(decision["claim"], rows)),
+                what,
+                f"{_e(decision['reviewer'])} ({_e(decision['role'])}), {_time(decision['decided_at'])} UTC",
+                _e(decision["source"] or "—"),
+                _e(decision["note"] or "—"),
+            )
+        )
+    return _table("Decisions by people", ("Claim", "Decision", "By, when", "Source consulted", "Note"), cells)
+
+
+def _certificates(certificates: Sequence[Mapping[str, Any]]) -> str:
+    """The turn's certificates of verification, each with its sealed text; nothing when there is none."""
+    if not certificates:
+        return ""
+    parts = [f"<h3>Certificates of verification ({len(certificates)})</h3>\n"]
+    for certificate in certificates:
+        parts.append(
+            f'<p class="meta">Certificate {_e(certificate["id"])} issued by {_e(certificate["issuer"])} '
+            f"({_e(certificate['role'])}), {_time(certificate['issued_at'])} UTC · digest "
+            f"<code>{_e(certificate['seal_sha256'])}</code></p>\n"
+            f'<div class="text certificate">{_e(certificate["text"])}</div>\n'
+        )
     return "".join(parts)
 
 

@@ -183,6 +183,31 @@ def test_the_export_holds_the_certificate_and_the_offline_verifier_checks_it(
     assert "1 certificates of verification" in result.summary()
 
 
+def test_the_report_shows_each_decision_and_the_certificate(
+    certified: Certificate, reviewer: User, turn: Message, tmp_path: Path
+) -> None:
+    from tests.test_export import members
+
+    # Given a superseded decision beside the current one
+    record_decision(message=turn, claim_id=claims_of(turn)[0].id, decision="confirmed", source="memo p. 1", by=reviewer)
+    record_decision(message=turn, claim_id=claims_of(turn)[0].id, decision="confirmed", source="memo p. 2", by=reviewer)
+
+    bundle = export(turn.chat, tmp_path / "matter.zip")
+
+    page = members(bundle)["report.html"].decode()
+    assert "Decisions by people (3)" in page
+    assert "removed (not to be filed)" in page
+    assert "rita (reviewer)" in page
+    assert "memo p. 1" in page
+    assert page.count("superseded by a later decision") == 1
+    assert "Certificates of verification (1)" in page
+    assert certified.seal_sha256 in page
+    assert "CERTIFICATE OF VERIFICATION" in page
+    # ... and the verifier renders it again from the checked data: byte for byte the same
+    result = verify_bundle(bundle, public_key=keys.current_fingerprint())
+    assert result.ok, result.problems
+
+
 def resealed(line: dict[str, Any]) -> dict[str, Any]:
     """``line`` sealed and signed again, as someone holding the key could."""
     line = {**line, "seal_sha256": sealed_certificates.certificate_sha256(line)}

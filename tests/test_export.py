@@ -1507,11 +1507,16 @@ def test_a_bundle_from_before_reports_were_rendered_from_the_data_verifies_with_
     )
     assert earlier.problems == []
     assert any("report.html is not checked: an lqai-export/3 bundle's report" in w for w in earlier.warnings)
-    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/5"}).encode()
+    # ... and one of /4, laid out before the report showed review decisions and certificates
+    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/4"}).encode()
+    fourth = verify_bundle(rewrite(tmp_path / "fourth.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+    assert fourth.problems == []
+    assert any("report.html is not checked: an lqai-export/4 bundle's report" in w for w in fourth.warnings)
+    files["manifest.json"] = json.dumps({**manifest, "format": "lqai-export/6"}).encode()
     future = verify_bundle(rewrite(tmp_path / "new.zip", files, resign=keys.signing_key()))
     assert future.problems == [
-        "manifest.json: format 'lqai-export/5', expected one of lqai-export/1, lqai-export/2, lqai-export/3, "
-        "lqai-export/4"
+        "manifest.json: format 'lqai-export/6', expected one of lqai-export/1, lqai-export/2, lqai-export/3, "
+        "lqai-export/4, lqai-export/5"
     ]
 
 
