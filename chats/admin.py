@@ -183,7 +183,8 @@ class ProjectAdmin(MatterScopedAdmin, PermanentRecordDeleteAdmin):
     # The members and their roles are listed read-only by ProjectMembershipAdmin: only the owner changes them,
     # through chats.matters.set_member_role (the API, the pages).
     raw_id_fields = ("owner",)
-    readonly_fields = ("id", "created_at")
+    # The certificates' wording is the owner's, set on the matter's page (chats.matters.set_certificate_wording).
+    readonly_fields = ("id", "created_at", "certificate_court", "judge_wording")
 
     def deletion_refusals(self, objs: Sequence[Any]) -> list[str]:
         refusals = []

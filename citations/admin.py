@@ -49,9 +49,11 @@ from chats.selectors import chats_visible_to, projects_visible_to
 from citations import passages, selectors
 from citations.models import (
     PROVENANCE,
+    Certificate,
     CitationLedgerEntry,
     LedgerPartitionDrop,
     MatterPurge,
+    ReviewChainHead,
     ReviewDecision,
     SealChainHead,
     SourceKind,
@@ -675,4 +677,33 @@ class ReviewDecisionAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmi
     list_select_related = ("message",)
     search_fields = ("=chain",)
     ordering = ("chain", "sequence")
+    show_full_result_count = False
+
+
+@admin.register(Certificate)
+class CertificateAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Certificates of verification, read-only: written only by ``citations.certificates.issue_certificate``,
+    sealed, checked by ``verify_ledger``; a staff user who is not a superuser sees those of their matters only."""
+
+    matter_scope = ("chat", "message__chat")
+
+    list_display = ("chain", "sequence", "message", "issuer", "role", "issued_at")
+    list_select_related = ("message",)
+    search_fields = ("=chain",)
+    ordering = ("chain", "sequence")
+    show_full_result_count = False
+
+
+@admin.register(ReviewChainHead)
+class ReviewChainHeadAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Where each decisions and certificates chain ends, read-only, and for superusers only (as the seal heads)."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+    list_display = ("chain", "sequence", "seal_sha256")
+    search_fields = ("=chain",)
     show_full_result_count = False

@@ -31,7 +31,7 @@ from citations.claims import Claim, claims_of
 from citations.ledger import bounded_waits
 from citations.models import Certificate, Decision, ReviewDecision, TurnSeal
 from citations.reviews import NOT_CHECKED as CORRECTION_NOT_CHECKED
-from citations.reviews import SOURCE_GONE, NotAReviewer, decision_line
+from citations.reviews import SOURCE_GONE, NotAReviewer, decision_line, move_review_head
 from citations.seals import chain_of, iso, lock_heads
 from lqai_verify import certificates as sealed
 from lqai_verify import record
@@ -264,6 +264,7 @@ def issue_certificate(*, message: Message, by: AbstractBaseUser) -> Certificate:
         row.seal_sha256 = sealed.certificate_sha256(fields)
         row.signature = record.sign(keys.signing_key(), sealed.certificate_payload(fields))
         row.save(force_insert=True)
+        move_review_head(chain=chain, sequence=row.sequence, digest=row.seal_sha256, chat=chat)
     return row
 
 

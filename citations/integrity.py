@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from citations import certificates, keys, partitions, reviews, seals
-from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
+from citations.models import Certificate, CitationLedgerEntry, ReviewChainHead, ReviewDecision, SealChainHead, TurnSeal
 from citations.seals import (
     id_text,
     ids_parameter,
@@ -32,7 +32,8 @@ from citations.seals import (
     timestamp_text,
     unsealed_turns,
 )
-from lqai_verify import record
+from lqai_verify import certificates as certificate_format
+from lqai_verify import decisions, record
 
 DEFAULT_BATCH_SIZE = 2_000
 _SOURCE_TABLES = (
@@ -446,6 +447,7 @@ def verify_record(
     _check_filing(result, matter_id=matter_id)
     _check_decisions(result, only=only, batch_size=batch_size)
     _check_certificates(result, only=only, batch_size=batch_size)
+    _check_review_heads(result, only=only)
     _check_held(result, held)
     for message_id in unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("id", flat=True)[:limit]:
         result.add(Problem("unsealed: its last finalize has no seal (run `manage.py seal_turns`)", str(message_id)))
@@ -484,6 +486,39 @@ def _check_certificates(result: Integrity, *, only: str | None, batch_size: int)
             )
         )
     result.certificates = certificates.certificates_count(only)
+
+
+def _check_review_heads(result: Integrity, *, only: str | None) -> None:
+    """Each decisions and certificates chain (of the matter, or all) against its head (``ReviewChainHead``): a head
+    past its chain's last link (links removed below the application), a head at it with another digest, or a chain
+    with links and no head, is named. Three queries."""
+    chains = [decisions.decisions_chain(only), certificate_format.certificates_chain(only)] if only else None
+    lasts: dict[str, tuple[int, str]] = {}
+    for model in (ReviewDecision, Certificate):
+        links = model.objects.all() if chains is None else model.objects.filter(chain__in=chains)
+        newest = model.objects.filter(chain=OuterRef("chain")).order_by("-sequence")
+        ends = (
+            links.values("chain")
+            .distinct()
+            .annotate(last=Subquery(newest.values("sequence")[:1]), digest=Subquery(newest.values("seal_sha256")[:1]))
+        )
+        lasts.update((end["chain"], (end["last"], end["digest"])) for end in ends)
+    heads = ReviewChainHead.objects.all() if chains is None else ReviewChainHead.objects.filter(chain__in=chains)
+    for chain, sequence, digest in heads.values_list("chain", "sequence", "seal_sha256"):
+        last, last_digest = lasts.pop(chain, (0, ""))
+        if sequence > last:
+            what = (
+                f"the chain {chain} ends at #{last}, but its head says #{sequence}: "
+                f"{sequence - last} link(s) were removed below the application"
+            )
+            result.add(Problem(what, None, chain, sequence))
+        elif sequence < last or digest != last_digest:
+            what = f"the chain {chain} ends at #{last}, but its head is at #{sequence} with another digest"
+            result.add(Problem(what, None, chain, last))
+    for chain, (last, _) in sorted(lasts.items()):
+        result.add(
+            Problem(f"the chain {chain} has links up to #{last} but no head (review_chain_heads)", None, chain, last)
+        )
 
 
 def _where(seal: dict[str, Any]) -> tuple[str, str, int]:

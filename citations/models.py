@@ -689,3 +689,34 @@ class Certificate(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"certificate of {self.message_id} ({self.chain} #{self.sequence})"
+
+
+class ReviewChainHead(models.Model):
+    """Where a matter's decisions chain (``reviews:<turn chain>``) or certificates chain (``certificates:<turn
+    chain>``) ends: its last link's number and digest, moved by ``citations.reviews.record_decision`` and
+    ``citations.certificates.issue_certificate`` in the transaction that writes the link. A check of the chain's
+    end, as ``SealChainHead`` is of a seal chain's: ``verify_ledger`` compares it with the chain's last link, so
+    that a last decision (or certificate) removed below the application is named. Triggers (``citations.0023``,
+    both databases) let it only be created at, or move strictly forward to, its chain's last link, and be deleted
+    only in its matter's purge."""
+
+    chain = models.CharField(max_length=100, primary_key=True)
+    sequence = models.PositiveBigIntegerField()
+    seal_sha256 = models.CharField(max_length=64)
+    # Whose chain it is (a matter, or a matter-less chat): it goes with it, in its purge.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+
+    class Meta:
+        db_table = "review_chain_heads"
+        constraints = [
+            # A chain belongs to a matter or, for a matter-less chat, to the chat: never both, never neither.
+            models.CheckConstraint(
+                condition=Q(project__isnull=True) ^ Q(chat__isnull=True),
+                name="review_chain_heads_one_owner",
+                violation_error_message="A review chain belongs to a matter or to a matter-less chat.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chain} at #{self.sequence}"

@@ -10,7 +10,8 @@ the claim's own source (``lqai_verify.verification``) before the transaction; th
 matter's chain head (``citations.seals.lock_heads``, the lock every seal of the matter takes: decisions and seals
 of one matter are written one after the other, and a decision is never written between a turn's rows and its
 seal), reads its chain's last decision and the turn's last seal, and inserts the decision as the next link,
-signed. A constant number of queries whatever the matter's size. :func:`decision_problems` is
+signed, and moves the chain's head to it (``citations.ReviewChainHead``). A constant number of queries whatever the
+matter's size. :func:`decision_problems` is
 ``verify_ledger``'s check of the decisions chains; :func:`decision_lines` the export's ``decisions.jsonl``.
 """
 
@@ -30,7 +31,7 @@ from chats.selectors import role_in_chat
 from citations import keys
 from citations.claims import Claim, claim_of
 from citations.ledger import bounded_waits
-from citations.models import Decision, ReviewDecision, TurnSeal
+from citations.models import Decision, ReviewChainHead, ReviewDecision, TurnSeal
 from citations.seals import chain_of, iso, lock_heads
 from lqai_verify import decisions as sealed
 from lqai_verify import record
@@ -162,7 +163,29 @@ def record_decision(
         row.seal_sha256 = sealed.decision_sha256(fields)
         row.signature = record.sign(keys.signing_key(), sealed.decision_payload(fields))
         row.save(force_insert=True)
+        move_review_head(chain=chain, sequence=row.sequence, digest=row.seal_sha256, chat=chat)
     return row
+
+
+def move_review_head(*, chain: str, sequence: int, digest: str, chat: Chat) -> None:
+    """Move the head of the decisions or certificates ``chain`` of ``chat``'s matter (or of the matter-less
+    ``chat``) to its link just written (#``sequence``, ``digest``), creating it at its first: one upsert, in the
+    transaction that wrote the link, under the lock of the matter's turn chain head (``citations.seals.lock_heads``)
+    that the writer holds. The triggers of ``citations.0023`` let a head only move forward to its chain's last link."""
+    ReviewChainHead.objects.bulk_create(
+        [
+            ReviewChainHead(
+                chain=chain,
+                sequence=sequence,
+                seal_sha256=digest,
+                project_id=chat.project_id,
+                chat_id=None if chat.project_id else chat.pk,
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["chain"],
+        update_fields=["sequence", "seal_sha256"],
+    )
 
 
 def decision_fields(row: ReviewDecision) -> dict[str, Any]:

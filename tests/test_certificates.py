@@ -270,3 +270,61 @@ def test_verify_ledger_checks_the_certificates(certified: Certificate) -> None:
     out = StringIO()
     call_command("verify_ledger", stdout=out)
     assert "1 certificate(s) checked" in out.getvalue()
+
+
+# --- the heads of the decisions and certificates chains ------------------------------------------------------
+
+
+def remove_below_the_app(table: str, row_id: Any) -> None:
+    """A row deleted as a database superuser could: triggers off (PostgreSQL), or as in a purge (SQLite)."""
+    from chats.record import purging
+    from tests.conftest import triggers_off
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with triggers_off(cursor):
+                cursor.execute(f"DELETE FROM {table} WHERE id = %s", [str(row_id)])
+        else:
+            with purging(__import__("uuid").UUID(int=0)):
+                cursor.execute(f"DELETE FROM {table} WHERE id = %s", [row_id.hex])
+
+
+@pytest.mark.parametrize("table", ["review_decisions", "review_certificates"])
+def test_verify_ledger_names_a_last_link_removed_below_the_app(
+    certified: Certificate, reviewer: User, turn: Message, table: str
+) -> None:
+    from citations.models import ReviewDecision
+    from tests.test_reviews import verify
+
+    status, output = verify()
+    assert status == 0, output
+    last = ReviewDecision.objects.order_by("-sequence").first() if table == "review_decisions" else certified
+    assert last is not None
+
+    remove_below_the_app(table, last.pk)
+
+    status, output = verify()
+    assert status == 1
+    kind = "reviews" if table == "review_decisions" else "certificates"
+    assert f"the chain {kind}:matter:{turn.chat.project_id} ends at #0, but its head says #1" in output
+
+
+def test_a_chain_head_moves_only_forward_to_its_last_link_and_stays(certified: Certificate, reviewer: User) -> None:
+    from citations.models import ReviewChainHead
+
+    chain = certified.chain
+    head = ReviewChainHead.objects.get(chain=chain)
+    assert (head.sequence, head.seal_sha256) == (1, certified.seal_sha256)
+    for statement, parameters in [
+        ("UPDATE review_chain_heads SET sequence = 0, seal_sha256 = '' WHERE chain = %s", [chain]),
+        ("UPDATE review_chain_heads SET sequence = 2 WHERE chain = %s", [chain]),
+        ("DELETE FROM review_chain_heads WHERE chain = %s", [chain]),
+        (
+            "INSERT INTO review_chain_heads (chain, sequence, seal_sha256, project_id) "
+            "SELECT 'reviews:matter:x', 3, '', project_id FROM review_chain_heads WHERE chain = %s",
+            [chain],
+        ),
+    ]:
+        with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(statement, parameters)
+    assert ReviewChainHead.objects.get(chain=chain).sequence == 1
