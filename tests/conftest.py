@@ -44,7 +44,8 @@ def triggers_off(cursor: Any) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _review_rows_go_before_the_flush(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After a transactional test on SQLite, its review decisions and certificates go as in a matter's purge:
+    """After a transactional test on SQLite, its review decisions, certificates and their chains' heads go as in a
+    matter's purge:
     their triggers refuse any other DELETE, and Django empties a transactional test's SQLite database with DELETE
     (PostgreSQL's TRUNCATE is allowed on test databases: lqai.settings_test). Set up after pytest-django's
     database fixture (plugins' autouse fixtures come first), so this runs before its flush."""
@@ -53,6 +54,7 @@ def _review_rows_go_before_the_flush(request: pytest.FixtureRequest) -> Iterator
     if marker is None or not marker.kwargs.get("transaction") or connection.vendor != "sqlite":
         return
     with transaction.atomic(), purging(uuid.UUID(int=0)), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM review_chain_heads")
         cursor.execute("DELETE FROM review_certificates")
         cursor.execute("DELETE FROM review_decisions")
 

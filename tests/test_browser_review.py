@@ -43,6 +43,7 @@ def _decide_on(page: Page, card_id: str) -> str:
         form.locator("input[value=confirmed]").check()
         form.locator("input[name=source]").fill("The opinion as printed in the official reporter, at the pin page")
         decision = "confirmed"
+    card.screenshot(path=ARTIFACTS / "review-card.png")
     form.locator("button[type=submit]").click()
     return decision
 

@@ -328,3 +328,23 @@ def test_a_chain_head_moves_only_forward_to_its_last_link_and_stays(certified: C
         with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(statement, parameters)
     assert ReviewChainHead.objects.get(chain=chain).sequence == 1
+
+
+def test_a_turn_not_sealed_is_open_as_a_whole(
+    reviewer: User, matter_chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citations import seals
+
+    def broken(message_ids: Any) -> Any:
+        raise RuntimeError("sealing is down")
+
+    monkeypatch.setattr(seals, "turn_facts", broken)  # the turn commits unsealed (its receiver logs the failure)
+    turn = answered_turn(matter_chat, claims=1)
+    monkeypatch.undo()
+
+    refused = certify(client_of(reviewer), turn)
+
+    assert refused.status_code == 409, refused.content
+    assert refused.json()["open_claims"] == [
+        {"claim": None, "kind": None, "text": None, "why": "the turn's record is not sealed yet (manage.py seal_turns)"}
+    ]
