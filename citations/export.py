@@ -31,7 +31,9 @@ from chats.models import CaselawOpinion, Chat, Document, Message, Project
 from chats.pages import pages_of_span, span_pin_cite
 from citations import certificates, keys, reviews, seals
 from citations.integrity import entries_by_message, one_snapshot
-from citations.models import Certificate, ReviewDecision, SealChainHead, TurnSeal
+from citations.models import Certificate, ReviewChainHead, ReviewDecision, SealChainHead, TurnSeal
+from lqai_verify import certificates as certificate_format
+from lqai_verify import decisions as decision_format
 from lqai_verify import record, report
 from lqai_verify.verification import RULES, VERIFIER_VERSION
 
@@ -321,12 +323,20 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
         if not summary.certificates:
             files.pop("certificates.jsonl").file.close()
         head = SealChainHead.objects.filter(chain=chain).values_list("sequence", "seal_sha256").first()
+        # Where the matter's decisions and certificates chains end, for the verifier to check the files end there.
+        review_heads = {
+            review_chain: {"sequence": sequence, "seal_sha256": digest}
+            for review_chain, sequence, digest in ReviewChainHead.objects.filter(
+                chain__in=[decision_format.decisions_chain(chain), certificate_format.certificates_chain(chain)]
+            ).values_list("chain", "sequence", "seal_sha256")
+        }
         manifest: dict[str, Any] = {
             "format": record.EXPORT_FORMAT,
             **subject.manifest(),
             "exported_at": seals.iso(exported_at),
             "chain": chain,
             "chain_head": None if head is None else {"sequence": head[0], "seal_sha256": head[1]},
+            **({"review_heads": review_heads} if review_heads else {}),
             "verifier_version": VERIFIER_VERSION,
             "signing_key": summary.fingerprint,
             "development_key": summary.development_key,

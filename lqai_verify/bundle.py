@@ -739,8 +739,12 @@ def _check_record(
     seals = _chain(data["seals.jsonl"], manifest["chain"], seal_keys, result)
     _check_chain_head(manifest["chain_head"], seals, result)
     held: dict[str, Any] = {}
+    decision_lines = list(_lines(data["decisions.jsonl"], "decisions.jsonl", result))
+    certificate_lines = list(_lines(data["certificates.jsonl"], "certificates.jsonl", result))
+    if manifest["format"] == record.EXPORT_FORMAT:
+        _check_review_heads(manifest, manifest["chain"], decision_lines, certificate_lines, result)
     result.decisions, decision_problems = decisions.bundle_problems(
-        _lines(data["decisions.jsonl"], "decisions.jsonl", result),
+        decision_lines,
         turn_chain=manifest["chain"],
         seal_keys=seal_keys,
         sealed_rows={
@@ -755,7 +759,7 @@ def _check_record(
         if isinstance(seal.get("message"), str):
             sealed_turns.setdefault(seal["message"], set()).add(seal["seal_sha256"])
     result.certificates, certificate_problems = certificates.bundle_problems(
-        _lines(data["certificates.jsonl"], "certificates.jsonl", result),
+        certificate_lines,
         turn_chain=manifest["chain"],
         seal_keys=seal_keys,
         sealed_turns=sealed_turns,
@@ -829,6 +833,47 @@ def _seal_problems(
     key = seal_keys.get(seal["key_fingerprint"])
     if key is None or not record.signature_valid(key, seal["signature"], record.seal_payload(seal)):
         yield "its signature is not valid"
+
+
+def _check_review_heads(
+    manifest: dict[str, Any],
+    turn_chain: str,
+    decision_lines: list[tuple[int, dict[str, Any]]],
+    certificate_lines: list[tuple[int, dict[str, Any]]],
+    result: Verification,
+) -> None:
+    """``decisions.jsonl`` and ``certificates.jsonl`` end where the manifest's ``review_heads`` say their chains
+    end (an ``lqai-export/5`` bundle names the head of each chain that has a link): a last decision or certificate
+    removed from the record, or one past its head, is a problem."""
+    heads = manifest.get("review_heads", {})
+    if type(heads) is not dict:
+        result.problems.append("manifest.json.review_heads is not an object")
+        return
+    for name, chain, lines in (
+        ("decisions.jsonl", decisions.decisions_chain(turn_chain), decision_lines),
+        ("certificates.jsonl", certificates.certificates_chain(turn_chain), certificate_lines),
+    ):
+        head = heads.get(chain)
+        malformed = [] if head is None else shape_problems(head, _HEAD_SHAPE, f"manifest.json.review_heads[{chain}]")
+        result.problems += malformed
+        if malformed:
+            continue
+        last_line = lines[-1][1] if lines else None
+        last = None if last_line is None else (last_line.get("sequence"), last_line.get("seal_sha256"))
+        expected = None if head is None else (head["sequence"], head["seal_sha256"])
+        if last == expected:
+            continue
+        if expected is None:
+            result.problems.append(f"{name}: it holds links of {chain}, but the manifest names no head for it")
+        elif last is None or not isinstance(last[0], int) or last[0] < expected[0]:
+            result.problems.append(
+                f"{name}: it ends at #{0 if last is None else last[0]}, but its chain's head is at #{expected[0]}: "
+                "links were removed from the record"
+            )
+        else:
+            result.problems.append(
+                f"{name}: it ends at #{last[0]}, not at its chain's head (#{expected[0]}, its digest)"
+            )
 
 
 def _check_chain_head(head: dict[str, Any] | None, seals: list[dict[str, Any]], result: Verification) -> None:

@@ -348,3 +348,35 @@ def test_a_turn_not_sealed_is_open_as_a_whole(
     assert refused.json()["open_claims"] == [
         {"claim": None, "kind": None, "text": None, "why": "the turn's record is not sealed yet (manage.py seal_turns)"}
     ]
+
+
+def test_the_offline_verifier_names_a_last_decision_removed_below_the_app(
+    certified: Certificate, reviewer: User, turn: Message, tmp_path: Path
+) -> None:
+    from citations.models import ReviewDecision
+
+    later = record_decision(message=turn, claim_id=claims_of(turn)[0].id, decision="removed", by=reviewer)
+    assert ReviewDecision.objects.order_by("-sequence").first() == later
+    remove_below_the_app("review_decisions", later.pk)
+
+    result = verify_bundle(export(turn.chat, tmp_path / "matter.zip"), public_key=keys.current_fingerprint())
+
+    assert "decisions.jsonl: it ends at #1, but its chain's head is at #2: links were removed from the record" in (
+        result.problems
+    )
+
+
+def test_a_bundle_cut_short_of_its_last_certificate_fails_offline(
+    certified: Certificate, turn: Message, tmp_path: Path
+) -> None:
+    from tests.test_export import members, rewrite
+
+    files = members(export(turn.chat, tmp_path / "matter.zip"))
+    # Given the bundle's only certificate left out, the manifest signed again (by someone holding the key)
+    files["certificates.jsonl"] = b""
+
+    result = verify_bundle(rewrite(tmp_path / "cut.zip", files, resign=keys.signing_key()))
+
+    assert any(
+        p.startswith("certificates.jsonl: it ends at #0, but its chain's head is at #1") for p in result.problems
+    )
