@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chats.api_fields import StrictCharField
+from chats.matters import JUDGE_WORDING_MAX_CHARS
 from chats.models import (
     UNVERIFIED,
     CaseCitation,
@@ -26,6 +27,7 @@ from chats.models import (
 )
 from chats.pages import pages_of_span, span_pin_cite
 from chats.selectors import projects_visible_to
+from lqai_verify.certificates import COURTS
 from lqai_verify.statuses import review_count
 from lqai_verify.verdict import case_claim_status
 
@@ -434,6 +436,22 @@ class TurnDoneSerializer(serializers.Serializer[dict[str, Any]]):
 class ResumeConflictSerializer(serializers.Serializer[dict[str, Any]]):
     detail = serializers.CharField()
     status = serializers.CharField()
+
+
+class CertificateWordingSerializer(serializers.Serializer[dict[str, Any]]):
+    """The wording of a matter's certificates of verification: its court's template and the judge's own words."""
+
+    project_id = serializers.UUIDField(read_only=True)
+    court = serializers.ChoiceField(
+        choices=sorted(COURTS), help_text="The court whose template words the certificates (`default`: no order)."
+    )
+    judge_wording = StrictCharField(
+        allow_blank=True,
+        required=False,
+        default="",
+        max_length=JUDGE_WORDING_MAX_CHARS,
+        help_text="The assigned judge's own wording, added to every certificate of the matter ('' for none).",
+    )
 
 
 class LegalHoldSerializer(serializers.Serializer[dict[str, Any]]):

@@ -13,6 +13,11 @@ urlpatterns = [
     path("chats/<uuid:chat_id>/messages/stream/", views.MessageStreamView.as_view(), name="message-stream"),
     path("projects/<uuid:project_id>/legal-hold/", views.LegalHoldView.as_view(), name="project-legal-hold"),
     path(
+        "projects/<uuid:project_id>/certificate-wording/",
+        views.CertificateWordingView.as_view(),
+        name="project-certificate-wording",
+    ),
+    path(
         "chats/<uuid:chat_id>/messages/<uuid:message_id>/resume/",
         views.MessageResumeView.as_view(),
         name="message-resume",

@@ -23,7 +23,8 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import generics, status
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -45,11 +46,13 @@ from chats.assistant import (
     load_backend,
 )
 from chats.assistant.runner import RunEvent, TurnNotSaved
+from chats.matters import WordingInvalid, set_certificate_wording
 from chats.models import UNVERIFIED, CaseCitation, Chat, DocumentQuote, Message, OpinionQuote
 from chats.pagination import LIST_BAD_INPUT, ApiPagination
 from chats.selectors import chats_visible_to, projects_visible_to
 from chats.serializers import (
     CaselawCitationSerializer,
+    CertificateWordingSerializer,
     ChatDetailSerializer,
     ChatListQuerySerializer,
     ChatSerializer,
@@ -437,6 +440,48 @@ class MessageResumeView(APIView):
             }
             return Response(ResumeConflictSerializer(conflict).data, status=status.HTTP_409_CONFLICT)
         return stream_response(paced_run(message=message, backend=backend, tools=tools))
+
+
+class CertificateWordingView(APIView):
+    """The wording of a matter's certificates of verification: any member reads it; only its owner sets it
+    (``chats.matters.set_certificate_wording``). A certificate keeps the words it was issued with."""
+
+    def _body(self, project: Any) -> dict[str, Any]:
+        wording = {"court": project.certificate_court, "judge_wording": project.judge_wording}
+        return CertificateWordingSerializer({"project_id": project.pk, **wording}).data
+
+    @extend_schema(
+        summary="The wording of a matter's certificates of verification",
+        responses={200: CertificateWordingSerializer, 404: MATTER_NOT_FOUND},
+    )
+    def get(self, request: Request, project_id: UUID) -> Response:
+        return Response(self._body(get_object_or_404(projects_visible_to(request.user), pk=project_id)))
+
+    @extend_schema(
+        summary="Set the wording of a matter's certificates of verification (its owner only)",
+        request=CertificateWordingSerializer,
+        responses={
+            200: CertificateWordingSerializer,
+            400: BAD_INPUT,
+            403: OpenApiResponse(description="Only the matter's owner words its certificates."),
+            404: MATTER_NOT_FOUND,
+        },
+    )
+    def put(self, request: Request, project_id: UUID) -> Response:
+        project = get_object_or_404(projects_visible_to(request.user), pk=project_id)
+        if project.owner_id != request.user.pk:  # a member learns nothing more of her input than 403
+            raise PermissionDenied("Only the matter's owner words its certificates.")
+        serializer = CertificateWordingSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            set_certificate_wording(project=project, by=_author(request), **serializer.validated_data)
+        except WordingInvalid as exc:
+            raise serializers.ValidationError({"court": [str(exc)]}) from None
+        return Response(self._body(project))
+
+    @extend_schema(exclude=True)  # the same as PUT: the whole wording, each time
+    def patch(self, request: Request, project_id: UUID) -> Response:
+        return self.put(request, project_id)
 
 
 # PUT and PATCH of a matter's legal hold take the same body and answer the same.

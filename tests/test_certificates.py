@@ -380,3 +380,25 @@ def test_a_bundle_cut_short_of_its_last_certificate_fails_offline(
     assert any(
         p.startswith("certificates.jsonl: it ends at #0, but its chain's head is at #1") for p in result.problems
     )
+
+
+def test_the_owner_words_the_certificates_through_the_api(
+    user: User, reviewer: User, other_user: User, matter_chat: Chat
+) -> None:
+    url = f"/api/projects/{matter_chat.project_id}/certificate-wording/"
+    body = {"court": "txnd", "judge_wording": "Also list each source."}
+
+    assert client_of(reviewer).get(url).json() == {
+        "project_id": str(matter_chat.project_id),
+        "court": "default",
+        "judge_wording": "",
+    }
+    assert client_of(reviewer).put(url, body, format="json").status_code == 403
+    assert client_of(other_user).put(url, body, format="json").status_code == 404
+    assert "court" in client_of(user).put(url, {"court": "moon"}, format="json").json()
+    assert client_of(user).put(url, {"court": "txnd", "judge_wording": ["x"]}, format="json").status_code == 400
+    answer = client_of(user).put(url, body, format="json")
+
+    assert answer.status_code == 200
+    assert (answer.json()["court"], answer.json()["judge_wording"]) == ("txnd", "Also list each source.")
+    assert Project.objects.get(chats=matter_chat).certificate_court == "txnd"
