@@ -27,6 +27,9 @@ from django.utils import timezone
 from chats.ids import uuid7
 from chats.models import (
     ALTERED_MAX_CONFIDENCE,
+    STATUTE_CITATION_STATUSES,
+    STATUTE_QUOTE_FOUND,
+    STATUTE_QUOTE_STATUSES,
     UNVERIFIED,
     CaseCitation,
     Chat,
@@ -36,9 +39,11 @@ from chats.models import (
     OpinionQuote,
     Project,
     SourceKind,
+    StatuteCitation,
     VerificationMethod,
 )
 from chats.record import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet, purge_in_progress
+from lqai_verify import verdict as verdict_rule
 
 PROVENANCE = "provenance"
 # A checked case citation's status is the check's outcome (verified, name_mismatch, not_found, ...).
@@ -48,9 +53,28 @@ CASE_CITATION_STATUSES = tuple(CaseCitation.Status.values)
 UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED, *CASE_CITATION_STATUSES)
 # A quote's status is how it fared against its source (exact_match, tolerant_match, altered, unverified).
 QUOTE_STATUSES = tuple(VerificationMethod.values)
+# A statute row's entry status: ``statute_<status>`` for a citation, ``statute_quote_<status>`` for a quote
+# (lqai_verify.verdict.statute_claim_status), so that it never reads as a case citation's or a quote's status.
+STATUTE_STATUSES = tuple(
+    verdict_rule.statute_claim_status(kind, status)
+    for kind, statuses in ((StatuteCitation.Kind.CITATION, STATUTE_CITATION_STATUSES),
+                           (StatuteCitation.Kind.QUOTE, STATUTE_QUOTE_STATUSES))
+    for status in statuses
+)  # fmt: skip
+# The statute entries with a score: a quote found in a section's text (its match's confidence).
+STATUTE_SCORED_STATUSES = tuple(
+    verdict_rule.statute_claim_status(StatuteCitation.Kind.QUOTE, status) for status in STATUTE_QUOTE_FOUND
+)
+UNSCORED_STATUSES = (*UNSCORED_STATUSES, *(s for s in STATUTE_STATUSES if s not in STATUTE_SCORED_STATUSES))
 
 
-SOURCE_FIELDS = ("message_citation", "message_caselaw_citation", "message_tool_source", "message_case_citation")
+SOURCE_FIELDS = (
+    "message_citation",
+    "message_caselaw_citation",
+    "message_tool_source",
+    "message_case_citation",
+    "message_statute_citation",
+)
 
 # Exactly one of the four source foreign keys is set.
 _exactly_one_source = reduce(
@@ -89,7 +113,7 @@ class CitationLedgerEntry(AppendOnlyModel):
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="ledger_entries", db_index=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="ledger_entries")
     source_kind = models.CharField(max_length=32)
-    # The source: exactly one of these four is set. The fields keep the names of the tables they point at
+    # The source: exactly one of these five is set. The fields keep the names of the tables they point at
     # (message_citations, ...), so their columns and constraints are those of the seed design. The unique
     # constraints below index these four columns; a second plain index would be redundant.
     message_citation = models.ForeignKey(
@@ -103,6 +127,10 @@ class CitationLedgerEntry(AppendOnlyModel):
     )
     message_case_citation = models.ForeignKey(
         CaseCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
+    )
+    # A statute or regulation citation, or a quote of one, checked by the authority library.
+    message_statute_citation = models.ForeignKey(
+        StatuteCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
     )
     verification_status = models.CharField(max_length=32)
     confidence = models.FloatField(null=True, blank=True)
@@ -138,7 +166,7 @@ class CitationLedgerEntry(AppendOnlyModel):
                 condition=_exactly_one_source,
                 name="citation_ledger_entry_exactly_one_source",
                 violation_error_message="Exactly one of message_citation, message_caselaw_citation, "
-                "message_tool_source and message_case_citation must be set.",
+                "message_tool_source, message_case_citation and message_statute_citation must be set.",
             ),
             # Confidence mirrors a verification score; outside 0..1 it means nothing.
             models.CheckConstraint(
@@ -169,6 +197,21 @@ class CitationLedgerEntry(AppendOnlyModel):
                 condition=Q(message_case_citation__isnull=True) | Q(source_kind=SourceKind.CASELAW),
                 name="citation_ledger_entry_case_citation_kind",
                 violation_error_message="An entry for a case citation must have source_kind 'caselaw'.",
+            ),
+            # A statute row is a statute entry.
+            models.CheckConstraint(
+                condition=Q(message_statute_citation__isnull=True) | Q(source_kind=SourceKind.STATUTE),
+                name="citation_ledger_entry_statute_kind",
+                violation_error_message="An entry for a statute citation or quote must have source_kind 'statute'.",
+            ),
+            # A statute row's status is the library's outcome (statute_...), and only a statute row has one.
+            models.CheckConstraint(
+                condition=(Q(message_statute_citation__isnull=True) & ~Q(verification_status__in=STATUTE_STATUSES))
+                | (Q(message_statute_citation__isnull=False) & Q(verification_status__in=STATUTE_STATUSES)),
+                name="citation_ledger_entry_statute_status",
+                violation_error_message="A statute entry has the library's status ("
+                + ", ".join(STATUTE_STATUSES)
+                + "), and only a statute entry has one.",
             ),
             # A checked case citation's status is the check's outcome, and only a case citation has one.
             models.CheckConstraint(
@@ -235,6 +278,11 @@ class CitationLedgerEntry(AppendOnlyModel):
                 name="citation_ledger_entry_case_citation_uniq",
                 violation_error_message="This case citation already has a ledger entry.",
             ),
+            models.UniqueConstraint(
+                fields=["message_statute_citation"],
+                name="citation_ledger_entry_statute_citation_uniq",
+                violation_error_message="This statute citation or quote already has a ledger entry.",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -247,6 +295,7 @@ class CitationLedgerEntry(AppendOnlyModel):
             or self.message_caselaw_citation_id
             or self.message_tool_source_id
             or self.message_case_citation_id
+            or self.message_statute_citation_id
         )
 
 

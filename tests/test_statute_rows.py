@@ -1,0 +1,246 @@
+"""``message_statute_citations``: an answer's statute and regulation citations, and the quotes attributed to
+them, checked against the authority library at finalize and kept on the record (ledger, seal), with the
+table's rules (each constraint twice: ``full_clean()`` and a direct insert)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import LazySettings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from authorities.loading import load_uslm
+from authorities.models import StatuteSection
+from chats.models import CaseCitation, Message, StatuteCitation, Verdict
+from chats.services import finalize_turn, passage_sha256
+from citations import seals
+from citations.integrity import verify_record
+from citations.models import CitationLedgerEntry, TurnSeal
+from lqai_verify import record
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).resolve().parent.parent / "authorities" / "data" / "uslm"
+
+QUOTE_9_USC_2 = (
+    "An arbitration clause “shall be valid, irrevocable, and enforceable, save upon such grounds as exist at "
+    "law or in equity for the revocation of any contract.” 9 U.S.C. § 2."
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_courtlistener(settings: LazySettings) -> None:
+    settings.COURTLISTENER_API_TOKEN = ""
+
+
+@pytest.fixture
+def library(db: None) -> None:
+    for name in ("usc09.xml", "usc35.xml"):
+        load_uslm(path=FIXTURES / name)
+
+
+def finalize(content: str) -> Message:
+    message = factories.MessageFactory.create(status=Message.Status.STREAMING, content="", finalized_at=None)
+    finalize_turn(message=message, content=content, status=Message.Status.COMPLETE)
+    message.refresh_from_db()
+    return message
+
+
+def rows_of(message: Message) -> list[StatuteCitation]:
+    return list(StatuteCitation.objects.filter(message=message).order_by("position"))
+
+
+def test_a_correct_quote_of_9_usc_2_is_a_verified_citation_and_quote_on_the_record(library: None) -> None:
+    message = finalize(QUOTE_9_USC_2)
+
+    citation, quote = rows_of(message)
+    section = StatuteSection.objects.get(identifier="/us/usc/t9/s2")
+    assert (citation.kind, citation.status, quote.kind, quote.status) == ("citation", "verified", "quote", "verified")
+    assert citation.citation == "9 U.S.C. § 2"
+    assert QUOTE_9_USC_2[citation.answer_offset_start : citation.answer_offset_end] == "9 U.S.C. § 2"
+    assert citation.cited == "9 U.S.C. § 2 (Online@117-80)"
+    assert (citation.identifier, citation.section_id) == ("/us/usc/t9/s2", section.pk)
+    assert (citation.code, citation.title, citation.release_point) == ("usc", 9, "Online@117-80")
+    assert citation.release_official is not None
+    # the quote: its passage in the section's text, digested
+    assert quote.section_id == section.pk
+    assert quote.source_offset_start is not None
+    assert quote.source_offset_end is not None
+    passage = section.text[quote.source_offset_start : quote.source_offset_end]
+    assert passage.startswith("shall be valid, irrevocable, and enforceable")
+    assert quote.passage_sha256 == passage_sha256(passage)
+    assert message.verdict == Verdict.PASS
+    # the statute citation is no longer an unchecked case-citation row
+    assert not CaseCitation.objects.filter(message=message).exists()
+
+
+def test_each_row_gets_one_statute_entry_in_the_ledger(library: None) -> None:
+    message = finalize(QUOTE_9_USC_2)
+
+    entries = CitationLedgerEntry.objects.filter(message=message).order_by("verification_status")
+    assert [(e.source_kind, e.verification_status) for e in entries] == [
+        ("statute", "statute_quote_verified"),
+        ("statute", "statute_verified"),
+    ]
+    assert {e.message_statute_citation_id for e in entries} == {row.pk for row in rows_of(message)}
+    quote_entry = entries[0]
+    assert quote_entry.confidence is not None
+
+
+def test_a_word_changed_in_the_quote_fails_the_turn(library: None) -> None:
+    message = finalize(QUOTE_9_USC_2.replace("irrevocable", "revocable"))
+
+    citation, quote = rows_of(message)
+    assert (citation.status, quote.status) == ("verified", "failed")
+    assert quote.source_offset_start is None
+    assert quote.passage_sha256 == ""
+    assert quote.section_id is None
+    assert quote.reason.startswith("not found in 9 U.S.C. § 2 (Online@117-80)")
+    assert message.verdict == Verdict.FAIL
+    entry = CitationLedgerEntry.objects.get(message_statute_citation=quote)
+    assert (entry.verification_status, entry.confidence) == ("statute_quote_failed", None)
+
+
+def test_a_section_the_title_does_not_have_is_not_found_and_fails(library: None) -> None:
+    message = finalize("See 35 U.S.C. § 1011.")
+
+    [citation] = rows_of(message)
+    assert citation.status == "not_found"
+    assert "may be fabricated" in citation.reason
+    assert citation.section_id is None
+    assert message.verdict == Verdict.FAIL
+
+
+def test_a_title_not_loaded_is_unchecked_naming_the_title_and_needs_review(library: None) -> None:
+    message = finalize("Suits lie under 42 U.S.C. § 1983.")
+
+    [citation] = rows_of(message)
+    assert citation.status == "unchecked"
+    assert "title 42 of the U.S. Code is not loaded" in citation.reason
+    assert (citation.release_point, citation.title) == ("", None)
+    assert message.verdict == Verdict.REVIEW
+
+
+def test_a_quote_found_in_another_section_fails_naming_where(library: None) -> None:
+    text = "9 U.S.C. § 2 (“the court in which such suit is pending, upon being satisfied that the issue involved”)"
+
+    message = finalize(text)
+
+    _, quote = rows_of(message)
+    assert (quote.status, quote.found_in, quote.identifier) == ("found_elsewhere", "9 U.S.C. § 3", "/us/usc/t9/s3")
+    assert quote.reason == "found in 9 U.S.C. § 3, cited as § 2"
+    assert quote.section == StatuteSection.objects.get(identifier="/us/usc/t9/s3")
+    assert message.verdict == Verdict.FAIL
+
+
+def test_when_the_statute_check_fails_the_citations_stay_unchecked_case_citations(
+    library: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(**kwargs: Any) -> None:
+        raise RuntimeError("library down")
+
+    monkeypatch.setattr("authorities.selectors.check_statutes", broken)
+
+    message = finalize("Suits lie under 42 U.S.C. § 1983.")
+
+    assert rows_of(message) == []
+    [case] = CaseCitation.objects.filter(message=message)
+    assert (case.kind, case.status) == ("statute", "unchecked")
+
+
+def test_the_rows_are_sealed_and_verify_ledger_covers_them(library: None) -> None:
+    message = finalize(QUOTE_9_USC_2)
+
+    facts = seals.turn_facts([message.pk])[str(message.pk)]
+    statute_rows = [row for row in facts.rows if row["table"] == record.STATUTE]
+    assert len(statute_rows) == 2
+    assert all(set(row) == set(record.ROW_FIELDS[record.STATUTE]) for row in statute_rows)
+    seal = TurnSeal.objects.get(message_id=message.pk)
+    assert {f"{record.STATUTE}:{row.pk}" for row in rows_of(message)} <= set(seal.row_digests["rows"])
+
+    result = verify_record()
+
+    assert result.problems == [], result.problems
+    assert result.entries >= 2
+
+
+def test_a_cited_section_cannot_be_deleted_from_under_the_record(library: None) -> None:
+    finalize(QUOTE_9_USC_2)
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        StatuteSection.objects.filter(identifier="/us/usc/t9/s2").delete()
+
+
+# --- the table's rules -----------------------------------------------------------------------------------------
+
+
+def _row(**overrides: Any) -> StatuteCitation:
+    message = factories.MessageFactory.create(status=Message.Status.STREAMING, content="", finalized_at=None)
+    fields: dict[str, Any] = {
+        "message": message,
+        "kind": "citation",
+        "citation": "9 U.S.C. § 2",
+        "answer_offset_start": 0,
+        "answer_offset_end": 12,
+        "status": "unchecked",
+        "reason": "title 9 of the U.S. Code is not loaded",
+    }
+    return StatuteCitation(**{**fields, **overrides})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "constraint"),
+    [
+        ({"status": "failed"}, "message_statute_citations_kind_status_valid"),
+        ({"kind": "quote", "status": "not_found", "quote": "x"}, "message_statute_citations_kind_status_valid"),
+        ({"answer_offset_end": 0}, "message_statute_citations_written_and_reasoned"),
+        ({"status": "verified"}, "message_statute_citations_verified_named"),
+        ({"quote": "shall be valid"}, "message_statute_citations_citation_shape"),
+        ({"kind": "quote", "status": "verified", "quote": "shall be valid"}, "message_statute_citations_quote_shape"),
+        (
+            {"kind": "quote", "status": "failed", "quote": "x", "passage_sha256": "0" * 64},
+            "message_statute_citations_quote_shape",
+        ),
+    ],
+)
+def test_each_rule_is_held_by_the_model_and_the_database(overrides: dict[str, Any], constraint: str) -> None:
+    row = _row(**overrides)
+
+    [rule] = [c for c in StatuteCitation._meta.constraints if c.name == constraint]
+
+    with pytest.raises(ValidationError) as invalid:
+        row.full_clean()
+    assert rule.violation_error_message in invalid.value.messages
+
+    with pytest.raises(IntegrityError, match=constraint), transaction.atomic():
+        row.save()
+
+
+def test_a_well_formed_unchecked_citation_is_accepted() -> None:
+    row = _row()
+
+    row.full_clean()
+    row.save()
+
+    assert StatuteCitation.objects.filter(pk=row.pk).exists()
+
+
+def test_a_resumed_turn_adds_only_the_statute_rows_it_had_not_written(library: None) -> None:
+    message = factories.MessageFactory.create(status=Message.Status.STREAMING, content="", finalized_at=None)
+    first = "See 35 U.S.C. § 1011."
+    finalize_turn(message=message, content=first, status=Message.Status.INTERRUPTED)
+    message.refresh_from_db()
+
+    turn = finalize_turn(message=message, content=f"{first} {QUOTE_9_USC_2}", status=Message.Status.COMPLETE)
+
+    assert [(r.kind, r.citation, r.position) for r in turn.statute_citations] == [
+        ("citation", "9 U.S.C. § 2", 1),
+        ("quote", "9 U.S.C. § 2", 2),
+    ]
+    assert StatuteCitation.objects.filter(message=message).count() == 3
+    message.refresh_from_db()
+    assert message.verdict == Verdict.FAIL  # the first run's section not found stays
