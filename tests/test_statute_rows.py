@@ -4,6 +4,7 @@ table's rules (each constraint twice: ``full_clean()`` and a direct insert)."""
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,11 @@ from authorities.loading import load_uslm
 from authorities.models import StatuteSection
 from chats.models import CaseCitation, Message, StatuteCitation, Verdict
 from chats.services import finalize_turn, passage_sha256
-from citations import seals
+from citations import keys, seals
 from citations.integrity import verify_record
 from citations.models import CitationLedgerEntry, TurnSeal
 from lqai_verify import record
+from lqai_verify.bundle import verify_bundle
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -244,3 +246,80 @@ def test_a_resumed_turn_adds_only_the_statute_rows_it_had_not_written(library: N
     assert StatuteCitation.objects.filter(message=message).count() == 3
     message.refresh_from_db()
     assert message.verdict == Verdict.FAIL  # the first run's section not found stays
+
+
+# --- exported and re-checked offline -------------------------------------------------------------------------------
+
+
+def _exported(tmp_path: Path, content: str) -> tuple[Path, Message]:
+    from tests.test_export import export
+
+    project = factories.ProjectFactory.create()
+    chat = factories.ChatFactory.create(project=project, owner=project.owner)
+    message = factories.MessageFactory.create(chat=chat, status=Message.Status.STREAMING, content="", finalized_at=None)
+    finalize_turn(message=message, content=content, status=Message.Status.COMPLETE)
+    return export(chat, tmp_path / "matter.zip"), message
+
+
+def test_the_statute_quote_is_exported_with_its_section_text_and_re_checked_offline(
+    tmp_path: Path, library: None
+) -> None:
+    from tests.test_export import fingerprint, lines, members
+
+    bundle, message = _exported(tmp_path, QUOTE_9_USC_2)
+
+    result = verify_bundle(bundle, public_key=fingerprint())
+
+    assert result.problems == []
+    assert (result.statutes, result.quotes) == (2, 1)
+    files = members(bundle)
+    [passage] = lines(files["passages.jsonl"])
+    quote = StatuteCitation.objects.get(message=message, kind="quote")
+    section = StatuteSection.objects.get(identifier="/us/usc/t9/s2")
+    assert passage["row"] == f"{record.STATUTE}:{quote.pk}"
+    assert passage["excerpt"] == section.text and passage["excerpt_start"] == 0
+    assert passage["section"] == "/us/usc/t9/s2"
+    assert passage["release"]["release_point"] == "Online@117-80"
+    report = files["report.html"].decode()
+    assert "9 U.S.C. § 2 (Online@117-80)" in report
+    assert "\u2713 section verified in the release checked</span>" in report
+    assert (
+        escape("\u2713 quote verified in the section's official text</span>", quote=True).replace(
+            "&lt;/span&gt;", "</span>"
+        )
+        in report
+    )
+
+
+def _tampered(bundle: Path, tmp_path: Path, change: Any) -> Any:
+    from tests.test_export import fingerprint, jsonl, lines, members, rewrite
+
+    files = members(bundle)
+    passages, rows = lines(files["passages.jsonl"]), lines(files["rows.jsonl"])
+    change(passages, rows)
+    files["passages.jsonl"], files["rows.jsonl"] = jsonl(passages), jsonl(rows)
+    return verify_bundle(rewrite(tmp_path / "tampered.zip", files, resign=keys.signing_key()), public_key=fingerprint())
+
+
+def test_a_changed_byte_of_the_section_text_fails_offline(tmp_path: Path, library: None) -> None:
+    bundle, _ = _exported(tmp_path, QUOTE_9_USC_2)
+
+    def change(passages: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+        passages[0]["excerpt"] = passages[0]["excerpt"].replace("irrevocable", "irrevocabl3", 1)
+
+    result = _tampered(bundle, tmp_path, change)
+
+    assert any("statute quote" in p and "digest" in p for p in result.problems), result.problems
+
+
+def test_a_changed_row_fails_offline(tmp_path: Path, library: None) -> None:
+    bundle, _ = _exported(tmp_path, QUOTE_9_USC_2)
+
+    def change(passages: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+        [quote] = [r for r in rows if r["table"] == record.STATUTE and r["kind"] == "quote"]
+        quote["release_point"] = "Online@118-1"
+
+    result = _tampered(bundle, tmp_path, change)
+
+    assert any("differs from its seal (edited)" in p for p in result.problems), result.problems
+    assert any("the row was checked against 'Online@118-1'" in p for p in result.problems), result.problems
