@@ -343,7 +343,9 @@ def _release(row: Mapping[str, Any]) -> str:
     """The release a statute row was checked against, in words: its label and whether it is an official edition."""
     if not row.get("release_point"):
         return "none loaded"
-    official = {True: "official", False: "not an official edition"}.get(row.get("release_official"), "")
+    official = {True: "official", False: "not an official edition"}.get(bool(row.get("release_official")), "")
+    if row.get("release_official") is None:
+        official = ""
     return _e(row.get("release_label") or row["release_point"]) + _small(official)
 
 

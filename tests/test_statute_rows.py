@@ -277,7 +277,8 @@ def test_the_statute_quote_is_exported_with_its_section_text_and_re_checked_offl
     quote = StatuteCitation.objects.get(message=message, kind="quote")
     section = StatuteSection.objects.get(identifier="/us/usc/t9/s2")
     assert passage["row"] == f"{record.STATUTE}:{quote.pk}"
-    assert passage["excerpt"] == section.text and passage["excerpt_start"] == 0
+    assert passage["excerpt"] == section.text
+    assert passage["excerpt_start"] == 0
     assert passage["section"] == "/us/usc/t9/s2"
     assert passage["release"]["release_point"] == "Online@117-80"
     report = files["report.html"].decode()
