@@ -637,9 +637,10 @@ def _statute_rows(
     return rows
 
 
-def statute_claim_statuses(rows: Sequence[StatuteCitation]) -> set[str]:
-    """The claim statuses of statute rows, as the verdict rule reads them (``statute_verified``, ...)."""
-    return {verdict_rule.statute_claim_status(row.kind, row.status) for row in rows}
+def statute_claim_statuses(rows: Sequence[StatuteCitation]) -> list[str]:
+    """The claim status of each statute row, as the verdict rule and the review count read them
+    (``statute_verified``, ``statute_quote_failed``, ...)."""
+    return [verdict_rule.statute_claim_status(row.kind, row.status) for row in rows]
 
 
 def finalize_turn(
@@ -688,7 +689,7 @@ def finalize_turn(
         verdict = turn_verdict(
             methods={row.verification_method for row in [*kb, *caselaw]},
             case_statuses={verdict_rule.case_claim_status(case.status, case.pin_status) for case in case_citations}
-            | statute_claim_statuses(statutes),
+            | set(statute_claim_statuses(statutes)),
         )
         update_fields = _final_state(
             message, stored, content=content, status=status, verdict=verdict, now=now, usage=usage

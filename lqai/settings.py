@@ -333,6 +333,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MessageStatusEnum": "chats.models.Message.Status",
         "CaseCitationStatusEnum": "chats.models.CaseCitation.Status",
+        "CaseCitationKindEnum": "chats.models.CaseCitation.Kind",
+        "StatuteCitationKindEnum": "chats.models.StatuteCitation.Kind",
+        "StatuteCitationStatusEnum": "chats.models.StatuteCitation.Status",
     },
 }
 

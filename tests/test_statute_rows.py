@@ -324,3 +324,52 @@ def test_a_changed_row_fails_offline(tmp_path: Path, library: None) -> None:
 
     assert any("differs from its seal (edited)" in p for p in result.problems), result.problems
     assert any("the row was checked against 'Online@118-1'" in p for p in result.problems), result.problems
+
+
+# --- the API ---------------------------------------------------------------------------------------------------------
+
+
+def test_the_api_gives_the_turns_statute_rows_with_their_statuses_in_words(
+    library: None, api_client: Any, matter_chat: Any
+) -> None:
+    from django.urls import reverse
+
+    message = factories.MessageFactory.create(
+        chat=matter_chat, status=Message.Status.STREAMING, content="", finalized_at=None
+    )
+    finalize_turn(message=message, content=QUOTE_9_USC_2, status=Message.Status.COMPLETE)
+
+    response = api_client.get(reverse("chats:message-create", kwargs={"chat_id": matter_chat.pk}))
+
+    assert response.status_code == 200, response.content
+    [data] = [m for m in response.json()["results"] if m["id"] == str(message.pk)]
+    citation, quote = data["statute_citations"]
+    assert (citation["kind"], citation["cited"], citation["status"]) == (
+        "citation",
+        "9 U.S.C. § 2 (Online@117-80)",
+        "verified",
+    )
+    assert citation["status_words"] == "section verified in the release checked"
+    assert (quote["kind"], quote["status"], quote["release_point"]) == ("quote", "verified", "Online@117-80")
+    assert quote["source_start"] is not None
+    assert data["review_count"] == 0
+    assert data["verdict"] == "pass"
+
+
+def test_another_users_chat_and_its_statute_rows_are_not_found(library: None, matter_chat: Any) -> None:
+    from django.urls import reverse
+    from rest_framework.test import APIClient
+
+    finalize_turn(
+        message=factories.MessageFactory.create(
+            chat=matter_chat, status=Message.Status.STREAMING, content="", finalized_at=None
+        ),
+        content=QUOTE_9_USC_2,
+        status=Message.Status.COMPLETE,
+    )
+    stranger = APIClient()
+    stranger.force_authenticate(factories.UserFactory.create())
+
+    response = stranger.get(reverse("chats:message-create", kwargs={"chat_id": matter_chat.pk}))
+
+    assert response.status_code == 404
