@@ -41,6 +41,7 @@ from chats.models import (
     MessageToolSource,
     OpinionQuote,
     Project,
+    StatuteCitation,
     TurnRateCount,
 )
 from chats.selectors import chats_visible_to, projects_visible_to, users_visible_to
@@ -341,6 +342,15 @@ class CaseCitationAdmin(_ArtifactAdmin):
     joined = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact case-citation, message or opinion id (UUID)."
+
+
+@admin.register(StatuteCitation)
+class StatuteCitationAdmin(_ArtifactAdmin):
+    list_display = ("citation", "cited", "kind", "status", "release_point", "message", "created_at")
+    list_filter = ("status", "kind")
+    joined = ("message",)
+    search_fields = ("id", "message_id")
+    search_help_text = "An exact statute-row or message id (UUID)."
 
 
 # Derived search data (chats.passages): made from the documents, never edited by hand.

@@ -125,7 +125,7 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
         in Message.objects.get(role=Message.Role.ASSISTANT, reply_to__content__contains="9 U.S.C. § 2").content
     )
     assert "Turn: streamed, disconnected (interrupted), then resumed" in first
-    assert "backfill_ledger: created 9 entries (kb_document=3 caselaw=3 mcp=3) for 3 messages" in first
+    assert "backfill_ledger: created 9 entries (kb_document=3 caselaw=3 mcp=3 statute=0) for 3 messages" in first
     assert "tolerant_match" in first
     assert "provenance" in first
     assert "verdict=pass" in first
