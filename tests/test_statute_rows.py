@@ -373,3 +373,57 @@ def test_another_users_chat_and_its_statute_rows_are_not_found(library: None, ma
     response = stranger.get(reverse("chats:message-create", kwargs={"chat_id": matter_chat.pk}))
 
     assert response.status_code == 404
+
+
+# --- the trace page and the ledger's trace API ------------------------------------------------------------------------
+
+
+def test_the_trace_page_cites_the_statute_as_a_lawyer_does_with_its_status_in_words(
+    library: None, client: Any, user: Any, matter_chat: Any
+) -> None:
+    from django.urls import reverse
+
+    message = factories.MessageFactory.create(
+        chat=matter_chat, status=Message.Status.STREAMING, content="", finalized_at=None
+    )
+    finalize_turn(
+        message=message,
+        content=f"{QUOTE_9_USC_2} Also see 35 U.S.C. § 1011.",
+        status=Message.Status.COMPLETE,
+    )
+    client.force_login(user)
+
+    page = client.get(reverse("pages:chat", args=[matter_chat.pk])).content.decode()
+
+    assert "Statute cited</span> 9 U.S.C. § 2 (Online@117-80)" in page
+    assert "section verified in the release checked" in page
+    assert "quote verified in the section" in page
+    assert "no such section in the release checked: the citation may be fabricated" in page
+    assert "35 U.S.C. § 1011" in page
+    assert "Verdict: Fail" in page
+
+
+def test_the_ledgers_trace_api_gives_the_statute_entries_and_the_quotes_passage(
+    library: None, api_client: Any, matter_chat: Any
+) -> None:
+    from django.urls import reverse
+
+    message = factories.MessageFactory.create(
+        chat=matter_chat, status=Message.Status.STREAMING, content="", finalized_at=None
+    )
+    finalize_turn(message=message, content=QUOTE_9_USC_2, status=Message.Status.COMPLETE)
+
+    response = api_client.get(reverse("citations:chat-ledger", kwargs={"chat_id": matter_chat.pk}))
+
+    assert response.status_code == 200, response.content
+    entries = [e for e in response.json()["results"] if e["message_id"] == str(message.pk)]
+    assert [(e["source_kind"], e["verification_status"]) for e in entries] == [
+        ("statute", "statute_verified"),
+        ("statute", "statute_quote_verified"),
+    ]
+    citation, quote = entries
+    assert citation["statute_citation"]["cited"] == "9 U.S.C. § 2 (Online@117-80)"
+    assert citation["passage"] is None
+    assert quote["passage"]["text"].startswith("shall be valid, irrevocable, and enforceable")
+    assert quote["passage_intact"] is True
+    assert QUOTE_9_USC_2[citation["answer_start"] : citation["answer_end"]] == "9 U.S.C. § 2"
