@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from authorities.loading import load_uslm
 from authorities.models import StatuteSection
 from chats.models import CaseCitation, Message, StatuteCitation, Verdict
+from chats.record import purging
 from chats.services import finalize_turn, passage_sha256
 from citations import keys, seals
 from citations.integrity import verify_record
@@ -427,3 +428,74 @@ def test_the_ledgers_trace_api_gives_the_statute_entries_and_the_quotes_passage(
     assert quote["passage"]["text"].startswith("shall be valid, irrevocable, and enforceable")
     assert quote["passage_intact"] is True
     assert QUOTE_9_USC_2[citation["answer_start"] : citation["answer_end"]] == "9 U.S.C. § 2"
+
+
+# --- the verdict, the backfill and the agreement check ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("statuses", "verdict"),
+    [
+        ({"statute_verified", "statute_quote_verified"}, "pass"),
+        ({"statute_verified", "statute_quote_altered"}, "review"),
+        ({"statute_unchecked"}, "review"),
+        ({"statute_verified", "statute_quote_unchecked"}, "review"),
+        ({"statute_not_found"}, "fail"),
+        ({"statute_verified", "statute_quote_failed"}, "fail"),
+        ({"statute_verified", "statute_quote_found_elsewhere"}, "fail"),
+    ],
+)
+def test_the_verdict_rule_reads_statute_rows(statuses: set[str], verdict: str) -> None:
+    from lqai_verify.verdict import verdict_of
+
+    assert verdict_of(methods=(), case_statuses=statuses) == verdict
+
+
+def test_an_altered_statute_quote_needs_review(library: None) -> None:
+    # "... enforceable" without the "save upon such grounds ..." that limits it
+    message = finalize("9 U.S.C. § 2 (“valid, irrevocable, and enforceable”)")
+
+    _, quote = rows_of(message)
+    assert (quote.status, quote.verification_method) == ("altered", "altered")
+    assert [f["flag"] for f in quote.context_flags] == ["limited_after"]
+    assert message.verdict == Verdict.REVIEW
+    entry = CitationLedgerEntry.objects.get(message_statute_citation=quote)
+    assert entry.verification_status == "statute_quote_altered"
+    assert entry.confidence is not None
+    assert entry.confidence <= 0.6
+
+
+def test_a_backfill_writes_the_statute_entries_a_turn_lacks_and_its_check_agrees(library: None) -> None:
+    from citations.backfill import backfill_ledger
+
+    message = finalize(QUOTE_9_USC_2.replace("irrevocable", "revocable"))
+    with transaction.atomic(), purging(message.chat.project_id):  # the entries lost, as if the write had failed
+        CitationLedgerEntry.objects.filter(message=message).delete()
+
+    result = backfill_ledger()
+
+    assert result.created["statute"] == 2
+    checked = backfill_ledger(check=True)  # a dry run that also compares entries and verdicts with the rows
+    assert (checked.total_created, checked.disagreements) == (0, [])
+    assert {e.verification_status for e in CitationLedgerEntry.objects.filter(message=message)} == {
+        "statute_verified",
+        "statute_quote_failed",
+    }
+
+
+def test_a_subsection_quote_is_exported_with_the_subsection_and_re_checked_offline(
+    tmp_path: Path, library: None
+) -> None:
+    from tests.test_export import fingerprint, lines, members
+
+    bundle, _message = _exported(
+        tmp_path, "35 U.S.C. § 112(a) (“The specification shall contain a written description of the invention”)"
+    )
+
+    result = verify_bundle(bundle, public_key=fingerprint())
+
+    assert result.problems == []
+    [passage] = lines(members(bundle)["passages.jsonl"])
+    section = StatuteSection.objects.get(identifier="/us/usc/t35/s112")
+    [a] = [s for s in section.subdivisions if s["path"] == "a"]
+    assert (passage["excerpt_start"], passage["excerpt"]) == (a["start"], section.text[a["start"] : a["end"]])
