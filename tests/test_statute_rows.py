@@ -499,3 +499,22 @@ def test_a_subsection_quote_is_exported_with_the_subsection_and_re_checked_offli
     section = StatuteSection.objects.get(identifier="/us/usc/t35/s112")
     [a] = [s for s in section.subdivisions if s["path"] == "a"]
     assert (passage["excerpt_start"], passage["excerpt"]) == (a["start"], section.text[a["start"] : a["end"]])
+
+
+def test_a_statute_row_edited_below_the_application_fails_verify_ledger(library: None) -> None:
+    from tests.test_seals import _db_id, _raw
+
+    message = finalize(QUOTE_9_USC_2)
+    quote = StatuteCitation.objects.get(message=message, kind="quote")
+    assert verify_record().problems == []
+
+    # the release it was checked against rewritten in SQL, with the permanent-record triggers off
+    _raw(
+        "UPDATE message_statute_citations SET release_point = 'Online@118-1' WHERE id = %(id)s",
+        {"id": _db_id(quote.pk)},
+    )
+
+    problems = [str(p) for p in verify_record().problems]
+    assert any(f"row message_statute_citations:{quote.pk} differs from its seal (edited)" in p for p in problems), (
+        problems
+    )
