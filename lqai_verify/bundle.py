@@ -150,7 +150,8 @@ class Verification:
         subject = f"matter {self.matter}" if self.matter else f"chat {self.chat}"
         return (
             f"{subject}: {self.turns} turns ({self.late} sealed late), {self.rows} rows, "
-            f"{self.quotes} quotes re-verified, {self.case_citations} case citations, {self.entries} ledger entries, "
+            f"{self.quotes} quotes re-verified, {self.case_citations} case citations, "
+            f"{self.statutes} statute citations and quotes, {self.entries} ledger entries, "
             f"a chain of {self.seals} seals; {self._signed()}"
         )
 
