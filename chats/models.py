@@ -352,6 +352,14 @@ class MessageRole(models.TextChoices):
     ASSISTANT = "assistant"
 
 
+class MessageKind(models.TextChoices):
+    """What a turn is: an assistant's answer to a question, or a lawyer's draft checked (``drafts``), whose text
+    stands as the answer and whose author is the user."""
+
+    ANSWER = "answer"
+    DRAFT = "draft"
+
+
 class MessageStatus(models.TextChoices):
     PENDING = "pending"
     STREAMING = "streaming"
@@ -364,6 +372,7 @@ class Message(models.Model):
     # Module-level enumerations (so that Meta's constraints can name them too), reachable as Message.Role/Status.
     Role = MessageRole
     Status = MessageStatus
+    Kind = MessageKind
 
     # Time-ordered (chats.ids), as for every row a turn writes: two per turn, and the ledger's message_id
     # index holds them too, so random keys would cost a cold page per insert there as well.
@@ -403,6 +412,9 @@ class Message(models.Model):
     # update), so that only the current run may finalize; a superseded run's late finalize writes nothing.
     # 0 on user messages and on answers stored before it existed.
     attempt = models.PositiveIntegerField(default=0, db_default=0)
+    # The turn's kind, on both of its messages: an answer, or a checked draft (its question names the file). Not in
+    # the sealed facts (their format would change for every turn sealed before it); the draft's question is.
+    kind = models.CharField(max_length=16, choices=MessageKind.choices, default=MessageKind.ANSWER, db_default="answer")
 
     objects = MessageQuerySet.as_manager()
 
@@ -465,6 +477,12 @@ class Message(models.Model):
                 fields=["reply_to"],
                 name="messages_reply_to_uniq",
                 violation_error_message="This question already has an answer.",
+            ),
+            # A kind no reader knows would show a draft as an answer or the reverse.
+            models.CheckConstraint(
+                condition=Q(kind__in=MessageKind.values),
+                name="messages_kind_valid",
+                violation_error_message="Kind must be 'answer' or 'draft'.",
             ),
             # Usage is what a model spent answering: a user's message has none.
             models.CheckConstraint(

@@ -1,0 +1,217 @@
+"""A checked draft is a turn of its own kind (issue 51, item 4): recorded through the finalize service, so that its
+rows, ledger entries, seal and export are every turn's; a revised draft is a new turn in the same chat, and what
+changed since the previous check is fixed, new or still open. The drafts API records and reads them back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from chats.models import CaseCitation, Chat, DocumentQuote, Message, OpinionQuote, Project
+from chats.services import start_turn
+from citations.models import CitationLedgerEntry, TurnSeal
+from drafts.errors import UnreadableDraft
+from drafts.models import DraftCheck
+from drafts.recording import NotInMatter, draft_changes, draft_record, record_draft
+from lqai_verify.bundle import verify_bundle
+from tests import factories
+from tests.conftest import FISHER, corpus_text
+from tests.test_export import export, fingerprint
+from tests.test_seals import verify as verify_ledger
+
+FISHER_CASE = "Fisher v. University of Texas at Austin, 570 U.S. 297"
+SCRUTINY = "Strict scrutiny is a searching examination"
+DOCUMENT_QUOTE = "shall deliver the reports within thirty days"
+
+
+@pytest.fixture
+def matter(user: Any) -> Project:
+    """Alice's matter, holding a services agreement, with the Fisher opinion stored (provider ``local``)."""
+    project = factories.ProjectFactory.create(owner=user, name="Admissions matter")
+    factories.DocumentFactory.create(
+        project=project,
+        title="Services Agreement",
+        content="4. Term. The Provider shall deliver the reports within thirty days of each quarter's end.",
+    )
+    factories.CaselawOpinionFactory.create(
+        provider="local",
+        opinion_id="fisher",
+        case_name="Fisher v. University of Texas at Austin",
+        citation="570 U.S. 297",
+        court="Supreme Court of the United States",
+        text=corpus_text(FISHER),
+    )
+    return project
+
+
+def first_draft() -> bytes:
+    return "\n\n".join(
+        [
+            f'The standard is demanding: "{SCRUTINY}." {FISHER_CASE}, 310 (2013).',
+            f'Courts have said it is "a lenient examination." {FISHER_CASE}, 310 (2013).',
+            f'The Services Agreement says the Provider "{DOCUMENT_QUOTE}."',
+            '"Quoted from nowhere at all."',
+        ]
+    ).encode()
+
+
+def revised_draft() -> bytes:
+    # The misquote is fixed (gone), the uncited quotation stays, a new misquote comes in; everything moves.
+    return "\n\n".join(
+        [
+            "A new opening paragraph moves every offset of the draft.",
+            f'The standard is demanding: "{SCRUTINY}." {FISHER_CASE}, 310 (2013).',
+            f'The Services Agreement says the Provider "{DOCUMENT_QUOTE}."',
+            '"Quoted from nowhere at all."',
+            f'Fisher also said "strict scrutiny is a formality." {FISHER_CASE}, 310 (2013).',
+        ]
+    ).encode()
+
+
+def record(matter: Project, user: Any, data: bytes, name: str = "brief.txt", **options: Any) -> DraftCheck:
+    return record_draft(matter=matter, author=user, data=data, name=name, **options).check
+
+
+def test_a_recorded_draft_is_a_turn_with_rows_ledger_entries_and_a_seal(
+    matter: Project, user: Any, tmp_path: Path
+) -> None:
+    # Given a draft quoting Fisher (once right, once wrong), the matter's agreement, and nothing
+    # When it is recorded
+    recorded = record_draft(matter=matter, author=user, data=first_draft(), name="brief.txt")
+    check, answer = recorded.check, recorded.message
+
+    # then it is a draft turn of the user's in a chat of the matter named for the file, its text the answer
+    answer.refresh_from_db()
+    question = answer.reply_to
+    assert question is not None
+    assert (answer.kind, question.kind, answer.role, answer.status) == ("draft", "draft", "assistant", "complete")
+    assert answer.author_id == question.author_id == user.pk
+    assert answer.content == first_draft().decode()
+    assert check.chat.project_id == matter.pk
+    assert check.chat.title == "Draft: brief.txt"
+    assert question.content.startswith("Check the draft brief.txt (text, no page numbers, SHA-256 ")
+    assert check.file_sha256 in question.content
+    # its quotations of the opinion and the document are quote rows at the draft's offsets; the uncited one is not
+    quotes = {row.quote: row for row in OpinionQuote.objects.filter(message=answer)}
+    assert set(quotes) == {SCRUTINY, "a lenient examination"}
+    assert quotes[SCRUTINY].verification_method == "exact_match"
+    assert quotes["a lenient examination"].verification_method == "unverified"
+    start = answer.content.index(SCRUTINY)
+    assert (quotes[SCRUTINY].answer_offset_start, quotes[SCRUTINY].answer_offset_end) == (
+        start,
+        start + len(SCRUTINY),
+    )
+    document_row = DocumentQuote.objects.get(message=answer)
+    assert (document_row.quote, document_row.verification_method) == (DOCUMENT_QUOTE, "exact_match")
+    # its case citations are the turn's case-citation rows
+    assert CaseCitation.objects.filter(message=answer, citation__contains="570 U.S. 297").count() == 2
+    # the verdict is the turn's, and the draft's is no better (a misquote fails both)
+    assert answer.verdict == "fail"
+    assert draft_record(check)["verdict"] == "fail"
+    # every row has its ledger entry, the turn is sealed, and the record verifies in place and exported, offline
+    rows = OpinionQuote.objects.filter(message=answer).count() + 1 + CaseCitation.objects.filter(message=answer).count()
+    assert CitationLedgerEntry.objects.filter(message_id=answer.pk).count() == rows
+    assert TurnSeal.objects.filter(message_id=answer.pk).exists()
+    status, output = verify_ledger()
+    assert status == 0, output
+    verification = verify_bundle(export(check.chat, tmp_path / "matter.zip"), public_key=fingerprint())
+    assert verification.problems == []
+    assert (verification.turns, verification.seals, verification.entries) == (1, 1, rows)
+
+
+def test_the_draft_verdict_is_never_better_than_what_no_row_holds(matter: Project, user: Any) -> None:
+    # Given a draft whose only quotation of a source verifies and whose other quotation cites nothing
+    data = f'"{SCRUTINY}." {FISHER_CASE} (2013).\n\n"Quoted from nowhere at all."'.encode()
+
+    check = record(matter, user, data)
+
+    # then the turn's rows pass or ask review, and the draft asks review for the quotation nothing checked
+    body = draft_record(check)
+    assert body["verdict"] == "review"
+    assert body["turn_verdict"] in ("pass", "review")
+
+
+def test_a_revised_draft_is_a_new_turn_in_the_same_chat_and_says_what_changed(matter: Project, user: Any) -> None:
+    # Given a draft checked, then revised: one misquote gone, one uncited quotation kept, one new misquote
+    first = record(matter, user, first_draft())
+    second = record(matter, user, revised_draft())
+
+    # then the revision is a second draft turn in the first's chat
+    assert second.chat_id == first.chat_id
+    assert Message.objects.filter(chat=first.chat, role="assistant", kind="draft").count() == 2
+    assert draft_changes(first) is None
+    changes = draft_changes(second)
+    assert changes is not None
+    assert changes.previous.pk == first.pk
+
+    def texts(findings: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        return {(f["kind"], f["text"]) for f in findings}
+
+    # the misquote is fixed, the new misquote is new, the uncited quotation still open (matched despite offsets)
+    assert ("quote", "a lenient examination.") in texts(changes.fixed)
+    assert ("quote", "strict scrutiny is a formality.") in texts(changes.new)
+    assert ("quote", "Quoted from nowhere at all.") in texts(changes.still_open)
+    assert not texts(changes.fixed) & texts(changes.still_open)
+    assert not texts(changes.new) & texts(changes.still_open)
+    # a draft of another name goes to a chat of its own
+    other = record(matter, user, first_draft(), name="reply.txt")
+    assert other.chat_id != first.chat_id
+
+
+def test_a_chat_of_another_matter_is_refused_and_nothing_is_written(matter: Project, user: Any) -> None:
+    elsewhere = factories.ChatFactory.create(owner=user, project=factories.ProjectFactory.create(owner=user))
+    before = Message.objects.count()
+
+    with pytest.raises(NotInMatter):
+        record(matter, user, first_draft(), chat=elsewhere)
+
+    assert Message.objects.count() == before
+
+
+def test_a_bad_file_writes_nothing(matter: Project, user: Any) -> None:
+    counted = (Chat, Message, OpinionQuote, DocumentQuote, CaseCitation, DraftCheck, CitationLedgerEntry, TurnSeal)
+    before = [model.objects.count() for model in counted]
+
+    with pytest.raises(UnreadableDraft, match="it is a PDF"):
+        record(matter, user, b"%PDF-1.4\n", name="brief.docx")
+    with pytest.raises(UnreadableDraft, match="no text"):
+        record(matter, user, b"  \n", name="brief.txt")
+
+    assert [model.objects.count() for model in counted] == before
+
+
+def test_a_draft_check_holds_a_known_format_and_a_hex_digest(matter: Project, user: Any) -> None:
+    check = record(matter, user, first_draft())
+    check.format = "rtf"
+    with pytest.raises(ValidationError, match="Format must be"):
+        check.validate_constraints()
+    check.refresh_from_db()
+    check.file_sha256 = "not a digest"
+    with pytest.raises(ValidationError, match="64 lowercase hex"):
+        check.validate_constraints()
+    message = check.message
+    message.kind = "memo"
+    with pytest.raises(ValidationError, match="Kind must be"):
+        message.validate_constraints()
+    with transaction.atomic(), pytest.raises(IntegrityError):
+        DraftCheck.objects.filter(pk=check.pk).update(format="rtf")
+    with transaction.atomic(), pytest.raises(IntegrityError):
+        DraftCheck.objects.filter(pk=check.pk).update(file_sha256="A" * 64)
+    with transaction.atomic(), pytest.raises(IntegrityError):
+        Message.objects.filter(pk=check.message_id).update(kind="memo")
+
+
+def test_a_messages_kind_never_changes(matter: Project, user: Any) -> None:
+    # Given a draft turn (finalized) and an answer not finalized yet
+    check = record(matter, user, first_draft())
+    chat = factories.ChatFactory.create(owner=user, project=matter)
+    _, pending = start_turn(chat=chat, content="A question?", author=user)
+
+    # then neither can change kind: the trigger refuses it, whatever the message's state
+    for message_id, kind in ((check.message_id, "answer"), (pending.pk, "draft")):
+        with transaction.atomic(), pytest.raises(IntegrityError, match="kind"):
+            Message.objects.filter(pk=message_id).update(kind=kind)
