@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/", include("chats.urls")),
     path("api/", include("chats.api_urls")),
     path("api/", include("citations.urls")),
+    path("api/", include("drafts.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view loads its start-up script as a file: no inline script, so the CSP needs no exception.
     path("api/docs/", login_required(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="api-docs"),

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import IntegrityError, transaction
+from rest_framework.test import APIClient
 
 from chats.models import CaseCitation, Chat, DocumentQuote, Message, OpinionQuote, Project
 from chats.services import start_turn
@@ -215,3 +217,97 @@ def test_a_messages_kind_never_changes(matter: Project, user: Any) -> None:
     for message_id, kind in ((check.message_id, "answer"), (pending.pk, "draft")):
         with transaction.atomic(), pytest.raises(IntegrityError, match="kind"):
             Message.objects.filter(pk=message_id).update(kind=kind)
+
+
+# --- The API ------------------------------------------------------------------------------------------------------
+
+
+def upload(client: APIClient, matter: Project, data: bytes, name: str = "brief.txt", **fields: Any) -> Any:
+    file = SimpleUploadedFile(name, data)
+    return client.post(f"/api/projects/{matter.pk}/drafts/", {"file": file, **fields}, format="multipart")
+
+
+def test_the_api_records_a_draft_and_reads_it_back(api_client: APIClient, matter: Project) -> None:
+    # When Alice uploads a draft to her matter
+    response = upload(api_client, matter, first_draft())
+
+    # then it is checked and recorded: the JSON of issue 51 with its turn and chat, no changes the first time
+    assert response.status_code == 201, response.content
+    body = response.json()
+    check = DraftCheck.objects.get()
+    assert (body["id"], body["matter"], body["turn"], body["chat"]) == (
+        str(check.pk),
+        str(matter.pk),
+        str(check.message_id),
+        str(check.chat_id),
+    )
+    assert body["verdict"] == "fail"
+    assert body["changes"] is None
+    misquote = next(f for f in body["findings"] if f["text"] == "a lenient examination.")
+    assert (misquote["kind"], misquote["status"], misquote["needs_review"]) == ("quote", "unverified", True)
+    assert body["authorities"][misquote["authority"]]["cite"] == "570 U.S. 297"
+
+    # and read back, it is the same record, from the stored check
+    read = api_client.get(f"/api/drafts/{check.pk}/")
+    assert read.status_code == 200
+    assert read.json() == body
+
+    # a revision is a new turn of the same chat, and says what changed
+    revised = upload(api_client, matter, revised_draft())
+    assert revised.status_code == 201, revised.content
+    changes = revised.json()["changes"]
+    assert revised.json()["chat"] == body["chat"]
+    assert changes["previous"] == body["id"]
+    assert [f["text"] for f in changes["fixed"]] == ["a lenient examination."]
+    assert [f["text"] for f in changes["new"]] == ["strict scrutiny is a formality."]
+    assert "Quoted from nowhere at all." in [f["text"] for f in changes["still_open"]]
+
+
+def test_the_api_refuses_bad_files_with_field_errors_and_writes_nothing(api_client: APIClient, matter: Project) -> None:
+    elsewhere = factories.ChatFactory.create()
+    counted = (Chat, Message, OpinionQuote, DocumentQuote, CaseCitation, DraftCheck, CitationLedgerEntry, TurnSeal)
+    before = [model.objects.count() for model in counted]
+
+    pdf_named_docx = upload(api_client, matter, b"%PDF-1.4\n", name="brief.docx")
+    wrong_kind = upload(api_client, matter, b"text", name="brief.rtf")
+    no_file = api_client.post(f"/api/projects/{matter.pk}/drafts/", {}, format="multipart")
+    other_chat = upload(api_client, matter, first_draft(), chat=str(elsewhere.pk))
+
+    assert (pdf_named_docx.status_code, wrong_kind.status_code, no_file.status_code) == (400, 400, 400)
+    assert "it is a PDF" in pdf_named_docx.json()["file"][0]
+    assert "a draft is read from a Word document" in wrong_kind.json()["file"][0]
+    assert "file" in no_file.json()
+    assert (other_chat.status_code, list(other_chat.json())) == (400, ["chat"])
+    assert [model.objects.count() for model in counted] == before
+
+
+def test_the_api_answers_404_outside_the_matter(
+    api_client: APIClient, matter: Project, other_user: Any, settings: Any
+) -> None:
+    # Given Alice's recorded draft, and Mallory, who is not a member of her matter
+    check_id = upload(api_client, matter, first_draft()).json()["id"]
+    mallory = APIClient()
+    mallory.force_authenticate(user=other_user)
+    before = Message.objects.count()
+
+    # then Mallory can neither record a draft in the matter nor read the check
+    assert upload(mallory, matter, first_draft()).status_code == 404
+    assert mallory.get(f"/api/drafts/{check_id}/").status_code == 404
+    assert Message.objects.count() == before
+    # and once she is a member, she reads it
+    matter.members.add(other_user)
+    assert mallory.get(f"/api/drafts/{check_id}/").status_code == 200
+
+
+def test_the_api_needs_csrf_with_a_session_and_counts_the_turn_rate(matter: Project, user: Any, settings: Any) -> None:
+    session = APIClient(enforce_csrf_checks=True)
+    session.force_login(user)
+    assert upload(session, matter, first_draft()).status_code == 403
+    assert not DraftCheck.objects.exists()
+
+    settings.LQAI_THROTTLE_TURNS = "1/hour"
+    client = APIClient()
+    client.force_authenticate(user=user)
+    assert upload(client, matter, first_draft()).status_code == 201
+    assert upload(client, matter, first_draft()).status_code == 429
+    assert DraftCheck.objects.count() == 1
