@@ -70,26 +70,42 @@ def record_draft(
     on_checked: Callable[[int], object] | None = None,
 ) -> RecordedDraft:
     """Read, check and record the draft ``data`` (file name ``name``) of ``matter`` as a ``draft`` turn by
-    ``author`` (the caller has checked that she may use the matter), in ``chat`` if given (a chat of ``matter``,
-    else :class:`NotInMatter`), else in the chat of the last check of a draft of the same name in the matter, else
-    in a new chat. :class:`drafts.errors.UnreadableDraft` for a file that cannot be read, and nothing written.
-    The check runs before the transaction (it may ask CourtListener); the turn, its rows, ledger entries and seal
-    and the :class:`DraftCheck` are written in one."""
-    if chat is not None and chat.project_id != matter.pk:
-        raise NotInMatter(f"chat {chat.pk} is not a chat of matter {matter.pk}")
+    ``author`` (the caller has checked that she may use the matter): :func:`record_checked_draft` after the draft
+    is read (:class:`drafts.errors.UnreadableDraft` for a file that cannot be read, and nothing written) and checked
+    (before any transaction: the check may ask CourtListener)."""
+    _check_chat(matter=matter, chat=chat)
     draft = read_draft(data=data, name=name)
-    found = find_in_draft(draft)
-    checked = check_draft(found=found, matter=matter, courtlistener_client=courtlistener_client, on_checked=on_checked)
+    checked = check_draft(
+        found=find_in_draft(draft), matter=matter, courtlistener_client=courtlistener_client, on_checked=on_checked
+    )
+    return record_checked_draft(
+        matter=matter, author=author, data=data, name=name, draft=draft, checked=checked, chat=chat
+    )
+
+
+def record_checked_draft(
+    *,
+    matter: Project,
+    author: AbstractBaseUser,
+    data: bytes,
+    name: str,
+    draft: DraftText,
+    checked: CheckedDraft,
+    chat: Chat | None = None,
+) -> RecordedDraft:
+    """Record ``draft`` (read from ``data``, file name ``name``), as ``checked`` for ``matter``, as a ``draft``
+    turn by ``author``: in ``chat`` if given (a chat of ``matter``, else :class:`NotInMatter`), else in the chat of
+    the last check of a draft of the same name in the matter, else in a new chat. The turn (through
+    ``start_turn`` and ``finalize_turn``), its rows, ledger entries and seal, and the :class:`DraftCheck` are
+    written in one transaction."""
+    _check_chat(matter=matter, chat=chat)
+    name = fit(DraftCheck, "file_name", name)  # as stored, and as the draft's chat is found by
     digest = hashlib.sha256(data).hexdigest()
     record = checked.record(matter=str(matter.pk))
     with transaction.atomic():
         chat = chat or _chat_of(matter=matter, author=author, name=name)
-        _question, answer = start_turn(
-            chat=chat,
-            content=_question_of(name=name, draft=draft, digest=digest),
-            author=author,
-            kind=Message.Kind.DRAFT,
-        )
+        question = _question_of(name=name, draft=draft, digest=digest)
+        _question, answer = start_turn(chat=chat, content=question, author=author, kind=Message.Kind.DRAFT)
         finalized = finalize_turn(
             message=answer, content=draft.text, status=Message.Status.COMPLETE, claimed_citations=_claims(checked)
         )
@@ -97,7 +113,7 @@ def record_draft(
             message=answer,
             chat=chat,
             project=matter,
-            file_name=fit(DraftCheck, "file_name", name),
+            file_name=name,
             format=draft.kind,
             file_sha256=digest,
             pages=[list(page) for page in draft.pages],
@@ -105,6 +121,11 @@ def record_draft(
             authorities=record["authorities"],
         )
     return RecordedDraft(check=check, finalized=finalized, checked=checked)
+
+
+def _check_chat(*, matter: Project, chat: Chat | None) -> None:
+    if chat is not None and chat.project_id != matter.pk:
+        raise NotInMatter(f"chat {chat.pk} is not a chat of matter {matter.pk}")
 
 
 def _chat_of(*, matter: Project, author: AbstractBaseUser, name: str) -> Chat:

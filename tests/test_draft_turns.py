@@ -4,12 +4,15 @@ changed since the previous check is fixed, new or still open. The drafts API rec
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
@@ -311,3 +314,37 @@ def test_the_api_needs_csrf_with_a_session_and_counts_the_turn_rate(matter: Proj
     assert upload(client, matter, first_draft()).status_code == 201
     assert upload(client, matter, first_draft()).status_code == 429
     assert DraftCheck.objects.count() == 1
+
+
+# --- The command ---------------------------------------------------------------------------------------------------
+
+
+def test_the_command_records_the_check_and_prints_its_turn_and_page(
+    matter: Project, user: Any, other_user: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "brief.txt"
+    path.write_bytes(first_draft())
+    out = io.StringIO()
+
+    call_command("check_draft", str(path), "--matter", str(matter.pk), "--json", str(tmp_path / "f.json"), stdout=out)
+
+    check = DraftCheck.objects.get()
+    assert check.message.author_id == user.pk  # the matter's owner, by default
+    assert (
+        f"Recorded as turn {check.message_id} of chat {check.chat_id} (draft check {check.pk}); "
+        f"trace page: /chats/{check.chat_id}/"
+    ) in out.getvalue()
+    written = json.loads((tmp_path / "f.json").read_text(encoding="utf-8"))
+    assert (written["id"], written["turn"], written["verdict"]) == (str(check.pk), str(check.message_id), "fail")
+
+    # a revision says what changed; --no-record writes nothing; a user outside the matter is refused
+    path.write_bytes(revised_draft())
+    again = io.StringIO()
+    call_command("check_draft", str(path), "--matter", str(matter.pk), stdout=again)
+    assert "Since the previous check: 1 fixed, 1 new, " in again.getvalue()
+    before = Message.objects.count()
+    call_command("check_draft", str(path), "--matter", str(matter.pk), "--no-record", stdout=io.StringIO())
+    assert Message.objects.count() == before
+    with pytest.raises(CommandError, match="--user mallory: no such active user is the owner or a member"):
+        call_command("check_draft", str(path), "--matter", str(matter.pk), "--user", other_user.username)
+    assert Message.objects.count() == before
