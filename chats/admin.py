@@ -230,10 +230,20 @@ class MessageAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin):
     """A message is the record of what was asked and answered: read-only for everyone."""
 
     matter_scope = ("chat", "chat")
-    list_display = ("__str__", "chat", "role", "status", "verdict", "model_name", "created_at", "finalized_at")
+    list_display = (
+        "__str__",
+        "chat",
+        "role",
+        "kind",
+        "status",
+        "verdict",
+        "model_name",
+        "created_at",
+        "finalized_at",
+    )
     list_select_related = ("chat",)
-    # Both fields have choices: the filters list them without querying the table.
-    list_filter = ("role", "status", "verdict")
+    # These fields have choices: the filters list them without querying the table.
+    list_filter = ("role", "kind", "status", "verdict")
     search_fields = ("id", "chat_id")
     search_help_text = "An exact message or chat id (UUID)."
     # Raw ids: a <select> would list every message of the table.

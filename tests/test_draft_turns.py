@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 from chats.models import CaseCitation, Chat, DocumentQuote, Message, OpinionQuote, Project
 from chats.services import start_turn
 from citations.models import CitationLedgerEntry, TurnSeal
+from citations.purge import purge_matter
 from drafts.errors import UnreadableDraft
 from drafts.models import DraftCheck
 from drafts.recording import NotInMatter, draft_changes, draft_record, record_draft
@@ -202,12 +203,27 @@ def test_a_draft_check_holds_a_known_format_and_a_hex_digest(matter: Project, us
     message.kind = "memo"
     with pytest.raises(ValidationError, match="Kind must be"):
         message.validate_constraints()
+    # a direct insert of a bad row is refused by the database (a turn of its own, as each check has)
+    _, answer = start_turn(chat=check.chat, content="A question?", author=user)
+    good = {"message": answer, "chat": check.chat, "project": matter, "file_name": "b.txt", "format": "text"}
     with transaction.atomic(), pytest.raises(IntegrityError):
-        DraftCheck.objects.filter(pk=check.pk).update(format="rtf")
+        DraftCheck.objects.create(**(good | {"format": "rtf"}), file_sha256="a" * 64)
     with transaction.atomic(), pytest.raises(IntegrityError):
-        DraftCheck.objects.filter(pk=check.pk).update(file_sha256="A" * 64)
+        DraftCheck.objects.create(**good, file_sha256="A" * 64)
     with transaction.atomic(), pytest.raises(IntegrityError):
         Message.objects.filter(pk=check.message_id).update(kind="memo")
+
+
+def test_a_draft_check_never_changes_and_goes_with_its_matters_purge(matter: Project, user: Any) -> None:
+    check = record(matter, user, first_draft())
+
+    with transaction.atomic(), pytest.raises(IntegrityError, match="draft check"):
+        DraftCheck.objects.filter(pk=check.pk).update(file_name="other.txt")
+    with transaction.atomic(), pytest.raises(IntegrityError, match="draft check"):
+        DraftCheck.objects.filter(pk=check.pk).update(findings=[])
+
+    purge_matter(project_id=matter.pk, purged_by="test")
+    assert not DraftCheck.objects.exists()
 
 
 def test_a_messages_kind_never_changes(matter: Project, user: Any) -> None:
@@ -348,3 +364,27 @@ def test_the_command_records_the_check_and_prints_its_turn_and_page(
     with pytest.raises(CommandError, match="--user mallory: no such active user is the owner or a member"):
         call_command("check_draft", str(path), "--matter", str(matter.pk), "--user", other_user.username)
     assert Message.objects.count() == before
+
+
+# --- The trace page and the admin, unchanged -------------------------------------------------------------------------
+
+
+def test_the_draft_turn_shows_on_its_chats_trace_page_and_in_the_admin(
+    matter: Project, user: Any, other_user: Any, client: Any
+) -> None:
+    check = record(matter, user, first_draft())
+
+    client.force_login(user)
+    page = client.get(f"/chats/{check.chat_id}/")
+    assert page.status_code == 200
+    assert "Check the draft brief.txt" in page.content.decode()
+    client.force_login(other_user)
+    assert client.get(f"/chats/{check.chat_id}/").status_code == 404
+
+    admin = factories.UserFactory.create(username="root", is_staff=True, is_superuser=True)
+    client.force_login(admin)
+    listed = client.get("/admin/drafts/draftcheck/")
+    assert listed.status_code == 200
+    assert "brief.txt" in listed.content.decode()
+    assert client.get(f"/admin/drafts/draftcheck/{check.pk}/change/").status_code == 200
+    assert client.post(f"/admin/drafts/draftcheck/{check.pk}/delete/").status_code == 403
