@@ -266,6 +266,10 @@ def test_the_api_records_a_draft_and_reads_it_back(api_client: APIClient, matter
     assert (misquote["kind"], misquote["status"], misquote["needs_review"]) == ("quote", "unverified", True)
     assert body["authorities"][misquote["authority"]]["cite"] == "570 U.S. 297"
 
+    # the chat's messages say they are a draft's turn
+    messages = api_client.get(f"/api/chats/{body['chat']}/messages/").json()["results"]
+    assert [(m["role"], m["kind"]) for m in messages] == [("user", "draft"), ("assistant", "draft")]
+
     # and read back, it is the same record, from the stored check
     read = api_client.get(f"/api/drafts/{check.pk}/")
     assert read.status_code == 200
