@@ -26,6 +26,7 @@ from drafts.recording import NotInMatter, draft_changes, draft_record, record_dr
 from lqai_verify.bundle import verify_bundle
 from tests import factories
 from tests.conftest import FISHER, corpus_text
+from tests.docx_fixture import make_docx
 from tests.test_export import export, fingerprint
 from tests.test_seals import verify as verify_ledger
 
@@ -392,3 +393,21 @@ def test_the_draft_turn_shows_on_its_chats_trace_page_and_in_the_admin(
     assert "brief.txt" in listed.content.decode()
     assert client.get(f"/admin/drafts/draftcheck/{check.pk}/change/").status_code == 200
     assert client.post(f"/admin/drafts/draftcheck/{check.pk}/delete/").status_code == 403
+
+
+def test_a_word_draft_keeps_its_pages_and_a_named_chat_takes_the_check(matter: Project, user: Any) -> None:
+    # Given a Word draft of two pages, and a chat of the matter the caller names
+    data = make_docx([f'"{SCRUTINY}." {FISHER_CASE}, 310 (2013).', "\fId. at 311."])
+    chat = factories.ChatFactory.create(owner=user, project=matter, title="Motion to dismiss")
+
+    check = record(matter, user, data, name="motion.docx", chat=chat)
+
+    # then the check is a turn of that chat, with the draft's format and page map, its question naming them
+    assert check.chat_id == chat.pk
+    assert (check.format, [label for _, label in check.pages]) == ("docx", ["1", "2"])
+    question = check.message.reply_to
+    assert question is not None
+    assert question.content.startswith("Check the draft motion.docx (docx, 2 pages, SHA-256 ")
+    assert [f["page"] for f in check.findings if f["kind"] == "case_citation"] == ["1", "2"]
+    # and the next check of the same file name goes to the same chat
+    assert record(matter, user, data, name="motion.docx").chat_id == chat.pk
