@@ -125,6 +125,9 @@ def test_a_recorded_draft_is_a_turn_with_rows_ledger_entries_and_a_seal(
     assert TurnSeal.objects.filter(message_id=answer.pk).exists()
     status, output = verify_ledger()
     assert status == 0, output
+    agreement = io.StringIO()
+    call_command("backfill_ledger", "--check", stdout=agreement, stderr=io.StringIO())  # exits 1 on a disagreement
+    assert "every source row in scope has its ledger entry" in agreement.getvalue()
     verification = verify_bundle(export(check.chat, tmp_path / "matter.zip"), public_key=fingerprint())
     assert verification.problems == []
     assert (verification.turns, verification.seals, verification.entries) == (1, 1, rows)
