@@ -106,6 +106,9 @@ def record_checked_draft(
         chat = chat or _chat_of(matter=matter, author=author, name=name)
         question = _question_of(name=name, draft=draft, digest=digest)
         _question, answer = start_turn(chat=chat, content=question, author=author, kind=Message.Kind.DRAFT)
+        # The finalize checks the draft's case citations again, inside this transaction (so that a failure leaves
+        # nothing): the draft's check before it stored what CourtListener returned, so this reads the local store,
+        # and asks CourtListener only about what it could not answer then.
         finalized = finalize_turn(
             message=answer, content=draft.text, status=Message.Status.COMPLETE, claimed_citations=_claims(checked)
         )
