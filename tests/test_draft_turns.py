@@ -326,18 +326,33 @@ def test_the_api_answers_404_outside_the_matter(
     assert mallory.get(f"/api/drafts/{check_id}/").status_code == 200
 
 
-def test_the_api_needs_csrf_with_a_session_and_counts_the_turn_rate(matter: Project, user: Any, settings: Any) -> None:
+def test_the_api_needs_csrf_with_a_session_and_counts_the_turn_rate(
+    matter: Project, user: Any, other_user: Any, settings: Any
+) -> None:
+    # A session without its CSRF token is refused; with it, or with a bearer token, the draft is recorded
     session = APIClient(enforce_csrf_checks=True)
     session.force_login(user)
     assert upload(session, matter, first_draft()).status_code == 403
     assert not DraftCheck.objects.exists()
+    session.get("/")  # the pages set the CSRF cookie
+    csrf = session.cookies["csrftoken"].value
+    file = SimpleUploadedFile("brief.txt", first_draft())
+    with_csrf = session.post(
+        f"/api/projects/{matter.pk}/drafts/", {"file": file}, format="multipart", HTTP_X_CSRFTOKEN=csrf
+    )
+    assert with_csrf.status_code == 201, with_csrf.content
+    bearer = APIClient(HTTP_AUTHORIZATION=f"Bearer {factories.api_token(user)}")
+    assert upload(bearer, matter, first_draft()).status_code == 201
+    assert upload(APIClient(), matter, first_draft()).status_code == 401
 
+    # The turn rate counts draft checks as turns
     settings.LQAI_THROTTLE_TURNS = "1/hour"
     client = APIClient()
-    client.force_authenticate(user=user)
+    client.force_authenticate(user=other_user)
+    matter.members.add(other_user)
     assert upload(client, matter, first_draft()).status_code == 201
     assert upload(client, matter, first_draft()).status_code == 429
-    assert DraftCheck.objects.count() == 1
+    assert DraftCheck.objects.count() == 3
 
 
 # --- The command ---------------------------------------------------------------------------------------------------
