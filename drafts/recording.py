@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
+from django.urls import reverse
 
 from chats.models import Chat, Message, Project, fit
 from chats.services import ClaimedCitation, FinalizedTurn, create_chat, finalize_turn, start_turn
@@ -168,8 +169,8 @@ def draft_verdict(check: DraftCheck) -> str:
 
 def draft_record(check: DraftCheck) -> dict[str, Any]:
     """The JSON of docs/drafts.md read back from the record (no re-check): the check's id, matter, verdict
-    (:func:`draft_verdict`), findings and table of authorities, its turn, chat, file and what changed since the
-    previous check of the draft (:func:`draft_changes`, null for the first)."""
+    (:func:`draft_verdict`), findings and table of authorities, its turn, chat, page, file and what changed since
+    the previous check of the draft (:func:`draft_changes`, null for the first)."""
     changes = draft_changes(check)
     return {
         "id": str(check.pk),
@@ -180,6 +181,7 @@ def draft_record(check: DraftCheck) -> dict[str, Any]:
         "authorities": check.authorities,
         "turn": str(check.message_id),
         "chat": str(check.chat_id),
+        "page": reverse("draft_pages:draft", args=[check.pk]),
         "file_name": check.file_name,
         "format": check.format,
         "file_sha256": check.file_sha256,

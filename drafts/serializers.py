@@ -92,6 +92,7 @@ class DraftSerializer(serializers.Serializer[dict[str, Any]]):
     authorities = AuthoritySerializer(many=True)
     turn = serializers.UUIDField(help_text="The turn's message (its answer is the draft's text).")
     chat = serializers.UUIDField(help_text="The draft's chat: every check of the draft is a turn of it.")
+    page = serializers.CharField(help_text="The check's page for lawyers (/drafts/{id}/).")
     file_name = serializers.CharField()
     format = serializers.ChoiceField(choices=["docx", "pdf", "text", "markdown"])
     file_sha256 = serializers.CharField()

@@ -25,6 +25,7 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     *auth_urlpatterns,
+    path("drafts/", include("drafts.page_urls")),
     path("", include("pages.urls")),
 ]
 

@@ -429,3 +429,34 @@ def test_a_word_draft_keeps_its_pages_and_a_named_chat_takes_the_check(matter: P
     assert [f["page"] for f in check.findings if f["kind"] == "case_citation"] == ["1", "2"]
     # and the next check of the same file name goes to the same chat
     assert record(matter, user, data, name="motion.docx").chat_id == chat.pk
+
+
+def test_the_drafts_page_shows_its_verdict_what_changed_and_its_findings(
+    matter: Project, user: Any, other_user: Any, client: Any
+) -> None:
+    # Given a draft checked twice
+    first = record(matter, user, first_draft())
+    second = record(matter, user, revised_draft())
+    url = f"/drafts/{second.pk}/"
+    assert draft_record(second)["page"] == url
+
+    # when its owner opens the second check's page
+    client.force_login(user)
+    page = client.get(url)
+
+    # then it says the verdict, what the revision fixed, added and left open, and lists every finding
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Verdict: \u2717 Fail" in html
+    fixed = html[html.index("<h3>Fixed (1)</h3>") : html.index("<h3>New (1)</h3>")]
+    assert "a lenient examination." in fixed
+    new = html[html.index("<h3>New (1)</h3>") : html.index("<h3>Still open")]
+    assert "strict scrutiny is a formality." in new
+    assert "Quoted from nowhere at all." in html[html.index("<h3>Still open") : html.index('id="findings"')]
+    assert html.count("<tr><td>") == len(second.findings) + len(second.authorities)
+    assert "This is the draft's first check." in client.get(f"/drafts/{first.pk}/").content.decode()
+    # a non-member gets 404, and anyone signed out the login page
+    client.force_login(other_user)
+    assert client.get(url).status_code == 404
+    client.logout()
+    assert client.get(url)["Location"].startswith("/accounts/login/")

@@ -82,7 +82,8 @@ class Command(BaseCommand):
             record = draft_record(recorded.check)
             self.stdout.write(
                 f"Recorded as turn {recorded.message.pk} of chat {recorded.check.chat_id} (draft check "
-                f"{recorded.check.pk}); trace page: {reverse('pages:chat', args=[recorded.check.chat_id])}"
+                f"{recorded.check.pk}); trace page: {reverse('pages:chat', args=[recorded.check.chat_id])}; "
+                f"the draft's page: {record['page']}"
             )
             if record["changes"] is not None:
                 changes: Any = record["changes"]
