@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('chats', '0039_message_kind'),
+        ('chats', '0041_message_kind'),
     ]
 
     operations = [

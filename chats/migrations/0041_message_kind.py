@@ -60,7 +60,7 @@ _ON = [*TURN_ROWS_GUARD.SQLITE, MESSAGES_PERMANENT.SQLITE]
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0038_lookup_opinion_parallel_citations'),
+        ('chats', '0040_project_member_roles'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
