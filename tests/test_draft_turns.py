@@ -27,6 +27,7 @@ from lqai_verify.bundle import verify_bundle
 from tests import factories
 from tests.conftest import FISHER, corpus_text
 from tests.docx_fixture import make_docx
+from tests.pdf_fixture import make_pdf
 from tests.test_export import export, fingerprint
 from tests.test_seals import verify as verify_ledger
 
@@ -460,3 +461,18 @@ def test_the_drafts_page_shows_its_verdict_what_changed_and_its_findings(
     assert client.get(url).status_code == 404
     client.logout()
     assert client.get(url)["Location"].startswith("/accounts/login/")
+
+
+def test_a_pdf_draft_is_recorded_with_its_pages_and_its_quote_row_on_them(matter: Project, user: Any) -> None:
+    # Given a PDF draft whose second page quotes Fisher
+    data = make_pdf([["Introduction."], [f'The standard: "{SCRUTINY}." {FISHER_CASE} (2013).']])
+
+    check = record(matter, user, data, name="brief.pdf")
+
+    # then the check keeps the PDF's pages, the quotation is a verified quote row, on the draft's second page
+    assert (check.format, [label for _, label in check.pages]) == ("pdf", ["1", "2"])
+    quote = next(f for f in check.findings if f["kind"] == "quote")
+    assert (quote["page"], quote["status"]) == ("2", "exact_match")
+    row = OpinionQuote.objects.get(message=check.message)
+    assert (row.verification_method, row.answer_offset_start) == ("exact_match", quote["start"])
+    assert check.message.verdict == "pass"
