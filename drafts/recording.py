@@ -104,6 +104,9 @@ def record_checked_draft(
     digest = hashlib.sha256(data).hexdigest()
     record = checked.record(matter=str(matter.pk))
     with transaction.atomic():
+        # One check of the matter's drafts at a time finds or opens a draft's chat: two first checks of one file at
+        # once would open two chats. The matter's row is taken first, as a matter's purge takes it (one lock order).
+        Project.objects.select_for_update(no_key=True).filter(pk=matter.pk).exists()
         chat = chat or _chat_of(matter=matter, author=author, name=name)
         question = _question_of(name=name, draft=draft, digest=digest)
         _question, answer = start_turn(chat=chat, content=question, author=author, kind=Message.Kind.DRAFT)

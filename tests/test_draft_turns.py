@@ -476,3 +476,33 @@ def test_a_pdf_draft_is_recorded_with_its_pages_and_its_quote_row_on_them(matter
     row = OpinionQuote.objects.get(message=check.message)
     assert (row.verification_method, row.answer_offset_start) == ("exact_match", quote["start"])
     assert check.message.verdict == "pass"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(120)
+def test_two_first_checks_of_one_draft_at_once_share_one_chat() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from django.db import connections
+
+    # Given a matter and two checks of the same new draft submitted at the same moment
+    owner = factories.UserFactory.create(username="alice")
+    matter = factories.ProjectFactory.create(owner=owner)
+    start = Barrier(2)
+
+    def check(_: int) -> str:
+        try:
+            start.wait()
+            return str(record(matter, owner, first_draft()).chat_id)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        chats = list(pool.map(check, range(2)))
+
+    # then both are turns of one chat
+    assert len(set(chats)) == 1
+    assert Chat.objects.filter(project=matter).count() == 1
+    assert DraftCheck.objects.filter(project=matter).count() == 2
