@@ -55,6 +55,8 @@ class AuthorityRelease(models.Model):
         ]
         # The resolver's lookup: the latest release of a title.
         indexes = [models.Index(fields=["code", "title", "-sequence"], name="authority_releases_latest")]
+        # Who may load a file from the admin (authorities.admin): an operator's, not every staff user's.
+        permissions = [("load_authorities", "Can load USLM and case-law files from the admin")]
 
     def __str__(self) -> str:
         return f"{self.get_code_display()} title {self.title} ({self.label})"

@@ -64,8 +64,13 @@ plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), 
 16. checking a brief (``benchmarks.draft_check_bench``): a 40-page brief with 150 citations and 60 quotations
     read, found and checked with the library local (goal: <= 20 s), and one twice as long (goal: <= 2.2 x).
 
+17. the authority library (``benchmarks.authorities_bench``): loading 35 U.S.C. with ``load_authorities``' service
+    against a plain parse of the same file by the same parser (goal: <= 3 x); the load's peak of Python memory from
+    1 to 35 U.S.C. (goal: <= 2 x for a file 7.6 x larger); a statute quote's verification against an opinion
+    quote's of the same length (goal: <= 1 x).
+
 ``--items`` picks some of them: ``ledger`` (1-8), ``scale`` (9), ``retrieval`` (10), ``seal`` (11-12),
-``admin`` (13), ``partitions`` (14), ``bulk`` (15), ``drafts`` (16); e.g.
+``admin`` (13), ``partitions`` (14), ``bulk`` (15), ``drafts`` (16), ``authorities`` (17); e.g.
 ``make bench BENCH_ARGS="--items scale,retrieval"``.
 """
 
@@ -98,7 +103,7 @@ RERUN_GOAL = 0.10
 MEMORY_LIMIT_MB = 200.0
 MEMORY_FLATNESS = 1.25  # peak at all rows / peak at a tenth
 TURN_SHARE_GOAL = 0.05
-ITEMS = ("ledger", "seal", "scale", "retrieval", "admin", "partitions", "bulk", "drafts")
+ITEMS = ("ledger", "seal", "scale", "retrieval", "admin", "partitions", "bulk", "drafts", "authorities")
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +250,7 @@ def run_suite(args: argparse.Namespace, bench_url: str) -> tuple[list[Row], dict
         ("partitions", "the ledger's partitioning migration", lambda: partitions_suite(args)),
         ("bulk", "a bulk import", lambda: bulk_import_suite(args)),
         ("drafts", "checking a brief", lambda: drafts_suite(args)),
+        ("authorities", "the authority library", lambda: authorities_suite(args)),
     )
     rows: list[Row] = []
     notes: list[str] = []
@@ -704,6 +710,85 @@ def drafts_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         "references by name after each full citation grows with the citations times the text.",
     ]
     return rows, notes
+
+
+def authorities_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
+    """Item 17: loading a title against a plain parse, its memory from 1 to 35 U.S.C., a statute quote's check."""
+    from benchmarks import authorities_bench as bench
+
+    result = bench.run(step=step, repeats=max(args.repeats, 5))
+    return authorities_rows(result), [AUTHORITIES_NOTE]
+
+
+def authorities_rows(result: Any) -> list[Row]:
+    """Item 17's rows from a :class:`benchmarks.authorities_bench.AuthoritiesResult`."""
+    from benchmarks import authorities_bench as bench
+
+    mb = result.title_bytes / 1e6
+    return [
+        Row(
+            "17",
+            f"loading 35 U.S.C. ({mb:.1f} MB, {result.sections} sections) with load_authorities' service vs a plain "
+            "lxml iterparse of the same file",
+            f"{result.load_s * 1000:.0f} ms vs {result.plain_s * 1000:.0f} ms = {result.load_ratio:.2f} x",
+            f"<= {bench.LOAD_GOAL:.0f} x",
+            _verdict(result.load_ratio <= bench.LOAD_GOAL),
+        ),
+        Row(
+            "17 detail",
+            "of which the reader (every section's text and subdivisions, nothing stored) vs the plain parse",
+            f"{result.read_s * 1000:.0f} ms = {result.read_s / result.plain_s:.2f} x; storing and committing the "
+            f"rest ({(result.load_s - result.read_s) * 1000:.0f} ms)",
+            "(for the record)",
+            "-",
+        ),
+        Row(
+            "17",
+            f"peak Python memory of the load (tracemalloc), 1 U.S.C. ({result.small_bytes / 1e3:.0f} KB) -> "
+            f"35 U.S.C. ({mb:.1f} MB, {result.size_growth:.1f} x the file)",
+            f"{result.small_load_peak_mb:.2f} MB -> {result.large_load_peak_mb:.2f} MB = {result.memory_growth:.2f} x",
+            f"<= {bench.MEMORY_GOAL:.0f} x",
+            _verdict(result.memory_growth <= bench.MEMORY_GOAL),
+        ),
+        Row(
+            "17 detail",
+            "peak Python memory of the reader alone, each title, and each title's longest section",
+            f"{result.small_read_peak_mb * 1000:.0f} KB -> {result.large_read_peak_mb * 1000:.0f} KB = "
+            f"{result.large_read_peak_mb / result.small_read_peak_mb:.2f} x; longest section "
+            f"{result.small_largest_section:,} -> {result.large_largest_section:,} characters",
+            "(for the record)",
+            "-",
+        ),
+        Row(
+            "17",
+            f"a {result.statute_quote_chars}-character quote of {bench.CITED} (verify_statute_quote: the section "
+            f"read, then the verifier) vs a {result.opinion_quote_chars}-character quote of a 64 KB opinion "
+            "(the verifier on its text), both verified",
+            f"{result.statute_verified_ms:.2f} ms vs {result.opinion_verified_ms:.2f} ms = {result.verify_ratio:.2f} x",
+            f"<= {bench.VERIFY_GOAL:.0f} x",
+            _verdict(result.verify_ratio <= bench.VERIFY_GOAL),
+        ),
+        Row(
+            "17 detail",
+            "the same quotes with a word changed: both fail (the statute's after its words are looked for in the "
+            "title's other sections)",
+            f"{result.statute_failed_ms:.2f} ms vs {result.opinion_failed_ms:.2f} ms = "
+            f"{result.statute_failed_ms / result.opinion_failed_ms:.2f} x",
+            "(for the record)",
+            "-",
+        ),
+    ]
+
+
+AUTHORITIES_NOTE = (
+    "Authorities (17): OLRC's whole usc01.xml and usc35.xml (Online@117-80, benchmarks/data); each title removed "
+    "from the library before each load, so every load reads, stores and commits every section; the plain parse "
+    "is lxml's iterparse with the reader's options (start, end and processing-instruction events), every event "
+    "read, nothing kept; plain parse, reader and load alternate, medians kept. Memory: tracemalloc's peak, which "
+    "counts Python's allocations and not libxml2's (the tree, cleared section by section). Quotes: medians of "
+    "alternating rounds of 50 calls each; the opinion is chats/data/opinions/democracy-nc-v-nc-board-of-elections-"
+    "mdnc-2022.txt."
+)
 
 
 def _wal_made_of(wal: WalCounters, rows: int) -> str:

@@ -24,14 +24,21 @@ def create_account(*, username: str, password: str) -> User:
     """Create an active account (neither staff nor superuser) that signs in with ``password``.
 
     Raises :class:`AccountExists` if the username is taken, and Django's ``ValidationError`` if the username
-    is not a valid one or the password fails ``AUTH_PASSWORD_VALIDATORS``; nothing is written then."""
+    is not a valid one or the password fails ``AUTH_PASSWORD_VALIDATORS``, its messages by field (``username``
+    or ``password``); nothing is written then."""
     username = username.strip()
     field = User._meta.get_field("username")
     if not username or len(username) > field.max_length:  # type: ignore[operator]  # max_length is set
-        raise ValidationError(f"A username has 1 to {field.max_length} characters.")
-    field.run_validators(username)
+        raise ValidationError({"username": f"A username has 1 to {field.max_length} characters."})
+    try:
+        field.run_validators(username)
+    except ValidationError as invalid:
+        raise ValidationError({"username": invalid.messages}) from None
     user = User(username=username, is_active=True)
-    validate_password(password, user=user)
+    try:
+        validate_password(password, user=user)
+    except ValidationError as invalid:
+        raise ValidationError({"password": invalid.messages}) from None
     with transaction.atomic():
         if User.objects.select_for_update().filter(username=username).exists():
             raise AccountExists(f"A user named {username!r} exists already.")

@@ -36,11 +36,13 @@ from chats.models import (
     Document,
     DocumentPassage,
     DocumentQuote,
+    Invitation,
     MatterTerm,
     Message,
     MessageToolSource,
     OpinionQuote,
     Project,
+    ProjectMembership,
     StatuteCitation,
     TurnRateCount,
 )
@@ -161,6 +163,17 @@ class PermanentRecordDeleteAdmin(admin.ModelAdmin):
         return to_delete, model_count, perms_needed, protected
 
 
+@admin.register(ProjectMembership)
+class ProjectMembershipAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Who is in which matter, in which role: read-only (the owner changes roles through
+    ``chats.matters.set_member_role``); a staff user who is not a superuser sees those of their matters only."""
+
+    matter_scope = ("project", "project")
+    list_display = ("project", "user", "role")
+    list_filter = ("role",)
+    list_select_related = ("project", "user")
+
+
 @admin.register(Project)
 class ProjectAdmin(MatterScopedAdmin, PermanentRecordDeleteAdmin):
     matter_scope = ("project", "pk")
@@ -168,7 +181,9 @@ class ProjectAdmin(MatterScopedAdmin, PermanentRecordDeleteAdmin):
     list_filter = ("legal_hold",)
     list_select_related = ("owner",)
     search_fields = ("name",)
-    raw_id_fields = ("owner", "members")
+    # The members and their roles are listed read-only by ProjectMembershipAdmin: only the owner changes them,
+    # through chats.matters.set_member_role (the API, the pages).
+    raw_id_fields = ("owner",)
     readonly_fields = ("id", "created_at")
 
     def deletion_refusals(self, objs: Sequence[Any]) -> list[str]:
@@ -216,10 +231,20 @@ class MessageAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin):
     """A message is the record of what was asked and answered: read-only for everyone."""
 
     matter_scope = ("chat", "chat")
-    list_display = ("__str__", "chat", "role", "status", "verdict", "model_name", "created_at", "finalized_at")
+    list_display = (
+        "__str__",
+        "chat",
+        "role",
+        "kind",
+        "status",
+        "verdict",
+        "model_name",
+        "created_at",
+        "finalized_at",
+    )
     list_select_related = ("chat",)
-    # Both fields have choices: the filters list them without querying the table.
-    list_filter = ("role", "status", "verdict")
+    # These fields have choices: the filters list them without querying the table.
+    list_filter = ("role", "kind", "status", "verdict")
     search_fields = ("id", "chat_id")
     search_help_text = "An exact message or chat id (UUID)."
     # Raw ids: a <select> would list every message of the table.
@@ -371,6 +396,21 @@ class MatterTermAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("project",)
     show_full_result_count = False
     search_fields = ("=lexeme",)
+
+
+# Made and withdrawn on the matter's page by its owner (chats.invitations); here only seen, or deleted with the matter.
+@admin.register(Invitation)
+class InvitationAdmin(MatterScopedAdmin, admin.ModelAdmin):
+    matter_scope = ("project", "project")
+    list_display = ("project", "created_by", "created_at", "expires_at", "used_by", "used_at", "revoked_at")
+    list_select_related = ("project", "created_by", "used_by")
+    readonly_fields = ("token_sha256",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(TurnRateCount)

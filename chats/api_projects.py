@@ -2,8 +2,10 @@
 
 Access is the chat API's: a matter is visible to its current owner and members only
 (:func:`chats.selectors.projects_visible_to`); any other id is a 404. Only the owner adds and removes members
-(403 for a member). Any member adds documents: JSON ``{"title", "content"}`` for a text, or a multipart upload
-(``title``, ``file``) of a text or PDF file, whose pages are kept so that every quote from it reports its pages.
+(403 for a member), and gives each her role: ``reviewer`` (records review decisions, as the owner does) or
+``member`` (reads and asks), the default. Any member adds documents: JSON ``{"title", "content"}`` for a text,
+or a multipart upload (``title``, ``file``) of a text or PDF file, whose pages are kept so that every quote
+from it reports its pages.
 A file over ``LQAI_MAX_UPLOAD_BYTES``, a text over ``LQAI_MAX_DOCUMENT_CHARS`` or a file over the bounds of
 ``chats.documents`` (a PDF's pages and reading time, a zip's files) is a 413; a PDF without extractable text a 400.
 """
@@ -13,10 +15,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.db.models.functions import Length
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -30,10 +31,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chats.api_fields import StrictCharField
-from chats.documents import DocumentTooLarge, UnreadableDocument, add_document, text_of_upload
+from chats.documents import DocumentTooLarge, UnreadableDocument, add_document, upload_document
 from chats.errors import PayloadTooLarge
-from chats.matters import NoSuchMember, NotTheOwner, add_member, create_project, remove_member
-from chats.models import Document, Project
+from chats.matters import (
+    NoSuchMember,
+    NotAMemberRole,
+    NotTheOwner,
+    RoleChange,
+    create_project,
+    remove_member,
+    set_member_role,
+)
+from chats.models import Document, Project, ProjectMembership, Role
 from chats.pagination import LIST_BAD_INPUT, ApiPagination
 from chats.parsers import JSONParser
 from chats.selectors import documents_of, projects_visible_to
@@ -43,21 +52,38 @@ DOCUMENT_NOT_FOUND = OpenApiResponse(description="No such matter visible to you,
 NOT_OWNER = OpenApiResponse(description="You are a member, not the owner: only the owner changes the members.")
 
 
+class MemberRoleSerializer(serializers.Serializer[dict[str, Any]]):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
 class ProjectSerializer(serializers.ModelSerializer[Project]):
     """A matter: its owner and current members (usernames)."""
 
     name = StrictCharField(max_length=200, help_text="The matter's name.")
     owner = serializers.CharField(source="owner.username", read_only=True)
     members = serializers.SerializerMethodField()
+    roles = serializers.SerializerMethodField(
+        help_text="Each person of the matter (the owner first, then the members by username) with her role: "
+        "`owner`, `reviewer` (records review decisions) or `member` (reads and asks)."
+    )
     documents_url = serializers.SerializerMethodField()
 
     class Meta:
         model = Project
-        fields = ["id", "name", "owner", "members", "created_at", "documents_url"]
-        read_only_fields = ["id", "owner", "members", "created_at", "documents_url"]
+        fields = ["id", "name", "owner", "members", "roles", "created_at", "documents_url"]
+        read_only_fields = ["id", "owner", "members", "roles", "created_at", "documents_url"]
 
     def get_members(self, project: Project) -> list[str]:
-        return sorted(member.username for member in project.members.all())
+        return sorted(membership.user.username for membership in project.projectmembership_set.all())
+
+    @extend_schema_field(MemberRoleSerializer(many=True))
+    def get_roles(self, project: Project) -> list[dict[str, str]]:
+        members = sorted(
+            ({"username": m.user.username, "role": m.role} for m in project.projectmembership_set.all()),
+            key=lambda person: person["username"],
+        )
+        return [{"username": project.owner.username, "role": Role.OWNER}, *members]
 
     def get_documents_url(self, project: Project) -> str:
         path = reverse("api:project-documents", kwargs={"project_id": project.pk})
@@ -70,8 +96,16 @@ class ProjectSerializer(serializers.ModelSerializer[Project]):
         return value.strip()
 
 
+MEMBERSHIP_ROLES = [(Role.REVIEWER.value, "reviewer"), (Role.MEMBER.value, "member")]
+
+
 class MemberSerializer(serializers.Serializer[dict[str, Any]]):
     username = StrictCharField(max_length=150)
+    role = serializers.ChoiceField(
+        choices=MEMBERSHIP_ROLES,
+        required=False,
+        help_text="`reviewer` or `member`. Omitted: `member` for a new member, her role kept for one already in.",
+    )
 
     def validate_username(self, value: str) -> User:
         user = User.objects.filter(username=value, is_active=True).first()
@@ -158,8 +192,13 @@ def _user(request: Request) -> AbstractBaseUser:
     return user
 
 
+class RoleSerializer(serializers.Serializer[dict[str, Any]]):
+    role = serializers.ChoiceField(choices=MEMBERSHIP_ROLES, help_text="`reviewer` or `member`.")
+
+
 def _with_people(projects: QuerySet[Project]) -> QuerySet[Project]:
-    return projects.select_related("owner").prefetch_related("members")
+    memberships = ProjectMembership.objects.select_related("user")
+    return projects.select_related("owner").prefetch_related(Prefetch("projectmembership_set", queryset=memberships))
 
 
 @extend_schema_view(
@@ -198,13 +237,14 @@ class ProjectDetailView(generics.RetrieveAPIView[Project]):
 
 class ProjectMembersView(APIView):
     @extend_schema(
-        summary="Add a member to a matter you own",
+        summary="Add a member to a matter you own, with her role (or change the role of one already in)",
         request=MemberSerializer,
         responses={
             201: ProjectSerializer,
-            200: OpenApiResponse(ProjectSerializer, description="She was a member already."),
+            200: OpenApiResponse(ProjectSerializer, description="She was a member already (her role as given)."),
             400: OpenApiResponse(
-                description="Field errors: no active user has this `username`, or it is not a string."
+                description="Field errors: no active user has this `username`, or it is not a string; a `role` "
+                "that is not `reviewer` or `member`; the owner named (her role is owner)."
             ),
             403: NOT_OWNER,
             404: NOT_FOUND,
@@ -214,16 +254,57 @@ class ProjectMembersView(APIView):
         project = visible_project(request, project_id)
         serializer = MemberSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            added = add_member(project=project, user=serializer.validated_data["username"], by=_user(request))
-        except NotTheOwner as exc:
-            raise PermissionDenied(str(exc)) from None
-        project = _with_people(Project.objects.filter(pk=project.pk)).get()
-        body = ProjectSerializer(project, context={"request": request}).data
-        return Response(body, status=status.HTTP_201_CREATED if added else status.HTTP_200_OK)
+        user, role = serializer.validated_data["username"], serializer.validated_data.get("role")
+        if user.pk == project.owner_id and project.owner_id == request.user.pk:
+            # The owner naming herself: she is in the matter already, as its owner (no role to set).
+            if role is not None:
+                raise serializers.ValidationError(
+                    {"role": ["The matter's owner is its owner: her role does not change."]}
+                )
+            return Response(_project_body(request, project), status=status.HTTP_200_OK)
+        change = _set_role(request, project=project, user=user, role=role)
+        return Response(_project_body(request, project), status=status.HTTP_201_CREATED if change.added else 200)
+
+
+def _project_body(request: Request, project: Project) -> dict[str, Any]:
+    project = _with_people(Project.objects.filter(pk=project.pk)).get()
+    return dict(ProjectSerializer(project, context={"request": request}).data)
+
+
+def _set_role(request: Request, *, project: Project, user: User, role: str | None) -> RoleChange:
+    """:func:`chats.matters.set_member_role`, its refusals as the API answers them (403, 400)."""
+    try:
+        return set_member_role(project=project, user=user, role=role, by=_user(request))
+    except NotTheOwner as exc:
+        raise PermissionDenied(str(exc)) from None
+    except NotAMemberRole as exc:
+        raise serializers.ValidationError({"role": [str(exc)]}) from None
 
 
 class ProjectMemberView(APIView):
+    @extend_schema(
+        summary="Change the role of a member of a matter you own: `reviewer` or `member`",
+        request=RoleSerializer,
+        responses={
+            200: ProjectSerializer,
+            400: OpenApiResponse(description="Field errors: a `role` that is not `reviewer` or `member`."),
+            403: NOT_OWNER,
+            404: OpenApiResponse(description="No such matter visible to you, or she is not a member."),
+        },
+    )
+    def patch(self, request: Request, project_id: UUID, username: str) -> Response:
+        project = visible_project(request, project_id)
+        serializer = RoleSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        membership = ProjectMembership.objects.select_related("user").filter(project=project, user__username=username)
+        found = membership.first()
+        if found is None:
+            if project.owner_id != request.user.pk:
+                raise PermissionDenied(str(NotTheOwner("Only the matter's owner can change its members.")))
+            raise Http404
+        _set_role(request, project=project, user=found.user, role=serializer.validated_data["role"])
+        return Response(_project_body(request, project))
+
     @extend_schema(
         summary="Remove a member from a matter you own (her access ends with her next request)",
         request=None,
@@ -294,15 +375,19 @@ class ProjectDocumentsView(generics.ListAPIView[Document]):
                 upload = UploadedDocumentSerializer(data=request.data)
                 upload.is_valid(raise_exception=True)
                 file = upload.validated_data["file"]
-                if file.size > settings.LQAI_MAX_UPLOAD_BYTES:
-                    raise PayloadTooLarge(f"The file is too large: at most {settings.LQAI_MAX_UPLOAD_BYTES} bytes.")
-                extracted = text_of_upload(file, content_type=file.content_type or "")
-                title, text, pages = upload.validated_data["title"], extracted.text, extracted.pages
+                document = upload_document(
+                    project=project,
+                    title=upload.validated_data["title"],
+                    file=file,
+                    size=file.size,
+                    content_type=file.content_type or "",
+                )
             else:
                 typed = TextDocumentSerializer(data=request.data)
                 typed.is_valid(raise_exception=True)
-                title, text, pages = typed.validated_data["title"], typed.validated_data["content"], []
-            document = add_document(project=project, title=title, text=text, pages=pages)
+                document = add_document(
+                    project=project, title=typed.validated_data["title"], text=typed.validated_data["content"]
+                )
         except UnreadableDocument as exc:
             field = "file" if request.content_type.startswith("multipart/") else "content"
             raise serializers.ValidationError({field: [str(exc)]}) from None

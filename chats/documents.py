@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import RestrictedError
 
 from chats import archives, pdf_text
 from chats.models import Document, Project
@@ -39,6 +40,11 @@ PDF_READER = Path(__file__).with_name("pdf_text.py")
 
 class UnreadableDocument(ValueError):
     """The upload is not a text or PDF file the server can read; the message says why, for the client."""
+
+
+class DocumentKept(ValueError):
+    """The document cannot be deleted: an answer quotes it (it stays as long as the turn that quotes it), or its
+    matter is on legal hold. The message says which, for the user."""
 
 
 class DocumentTooLarge(ValueError):
@@ -156,6 +162,32 @@ def add_document(*, project: Project, title: str, text: str, pages: Pages | None
     if len(text) > settings.LQAI_MAX_DOCUMENT_CHARS:
         raise DocumentTooLarge(f"The document's text is longer than {settings.LQAI_MAX_DOCUMENT_CHARS} characters.")
     return save_document(document=Document(project=project, title=title, content=text, pages=pages or []))
+
+
+def upload_document(*, project: Project, title: str, file: IO[bytes], size: int, content_type: str = "") -> Document:
+    """Store an uploaded file (``size`` bytes) as a KB document of ``project``: :class:`DocumentTooLarge` over
+    ``LQAI_MAX_UPLOAD_BYTES`` or a bound of :func:`text_of_upload` and :func:`add_document`,
+    :class:`UnreadableDocument` for a file it cannot read; nothing is written then. The API's upload and the
+    matter's page both call it."""
+    if size > settings.LQAI_MAX_UPLOAD_BYTES:
+        raise DocumentTooLarge(f"The file is too large: at most {settings.LQAI_MAX_UPLOAD_BYTES} bytes.")
+    extracted = text_of_upload(file, content_type=content_type)
+    return add_document(project=project, title=title, text=extracted.text, pages=extracted.pages)
+
+
+def delete_document(*, document: Document) -> None:
+    """Delete a KB document and its passages. Refused with :class:`DocumentKept` while a quote row of an answer
+    names it (the rows' ``RESTRICT``: a turn's record keeps what it quoted) or while its matter is on legal
+    hold. Its words stay in the matter's counts (an over-count, see ``chats.models.MatterTerm``)."""
+    if Project.objects.filter(pk=document.project_id, legal_hold=True).exists():
+        raise DocumentKept(f"The matter is on legal hold: {document.title!r} cannot be deleted.")
+    try:
+        with transaction.atomic():
+            document.delete()
+    except RestrictedError:
+        raise DocumentKept(
+            f"{document.title!r} is quoted by an answer in this matter: it stays as long as that turn's record."
+        ) from None
 
 
 # The columns chats.passages keeps (whether the passages are made, and counted).

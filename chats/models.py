@@ -167,8 +167,9 @@ class Project(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_projects")
-    members = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, related_name="projects", blank=True, db_table="project_members"
+    # Everyone in the matter besides its owner, each with a role (``ProjectMembership``).
+    members: models.ManyToManyField[Any, ProjectMembership] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="projects", blank=True, through="ProjectMembership"
     )
     legal_hold = models.BooleanField(
         default=False,
@@ -199,6 +200,44 @@ class Project(models.Model):
             messages=Message.objects.filter(chat__project=self.pk),
         )
         return super().delete(*args, **kwargs)
+
+
+class Role(models.TextChoices):
+    """A person's role in a matter. The owner is ``Project.owner`` (one per matter); a membership is a
+    reviewer's or a member's. Owner and reviewers record review decisions; members read and ask."""
+
+    OWNER = "owner", "owner"
+    REVIEWER = "reviewer", "reviewer"
+    MEMBER = "member", "member"
+
+
+# The roles that record review decisions on a matter's claims.
+DECIDING_ROLES = (Role.OWNER, Role.REVIEWER)
+
+
+class ProjectMembership(models.Model):
+    """One person's membership of a matter, with her role (reviewer or member; the owner is the matter's
+    ``owner``, not a membership). Written by ``chats.matters.set_member_role``, ``add_member`` and
+    ``remove_member`` only."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER, db_default=Role.MEMBER)
+
+    class Meta:
+        db_table = "project_members"
+        unique_together = [("project", "user")]
+        constraints = [
+            # The owner's role is the matter's owner field: a membership row is a reviewer's or a member's.
+            models.CheckConstraint(
+                condition=Q(role__in=[Role.REVIEWER, Role.MEMBER]),
+                name="project_members_role_known",
+                violation_error_message="A member's role is reviewer or member (the owner is the matter's owner).",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.project_id} as {self.role}"
 
 
 def _refuse_move(chats: models.QuerySet[Chat], project: Any) -> None:
@@ -313,6 +352,14 @@ class MessageRole(models.TextChoices):
     ASSISTANT = "assistant"
 
 
+class MessageKind(models.TextChoices):
+    """What a turn is: an assistant's answer to a question, or a lawyer's draft checked (``drafts``), whose text
+    stands as the answer and whose author is the user."""
+
+    ANSWER = "answer"
+    DRAFT = "draft"
+
+
 class MessageStatus(models.TextChoices):
     PENDING = "pending"
     STREAMING = "streaming"
@@ -325,6 +372,7 @@ class Message(models.Model):
     # Module-level enumerations (so that Meta's constraints can name them too), reachable as Message.Role/Status.
     Role = MessageRole
     Status = MessageStatus
+    Kind = MessageKind
 
     # Time-ordered (chats.ids), as for every row a turn writes: two per turn, and the ledger's message_id
     # index holds them too, so random keys would cost a cold page per insert there as well.
@@ -364,6 +412,9 @@ class Message(models.Model):
     # update), so that only the current run may finalize; a superseded run's late finalize writes nothing.
     # 0 on user messages and on answers stored before it existed.
     attempt = models.PositiveIntegerField(default=0, db_default=0)
+    # The turn's kind, on both of its messages: an answer, or a checked draft (its question names the file). Not in
+    # the sealed facts (their format would change for every turn sealed before it); the draft's question is.
+    kind = models.CharField(max_length=16, choices=MessageKind.choices, default=MessageKind.ANSWER, db_default="answer")
 
     objects = MessageQuerySet.as_manager()
 
@@ -426,6 +477,12 @@ class Message(models.Model):
                 fields=["reply_to"],
                 name="messages_reply_to_uniq",
                 violation_error_message="This question already has an answer.",
+            ),
+            # A kind no reader knows would show a draft as an answer or the reverse.
+            models.CheckConstraint(
+                condition=Q(kind__in=MessageKind.values),
+                name="messages_kind_valid",
+                violation_error_message="Kind must be 'answer' or 'draft'.",
             ),
             # Usage is what a model spent answering: a user's message has none.
             models.CheckConstraint(
@@ -1243,3 +1300,49 @@ class TurnRateCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.turns} turn(s) of user {self.user_id} from {self.window_start}"
+
+
+class Invitation(models.Model):
+    """A one-time link by which a matter's owner brings in a colleague, with or without an account yet
+    (``chats.invitations``). Only the SHA-256 of the link's token is stored: the link itself is shown once, to
+    the owner who made it. It works until ``expires_at``, once (``used_at``, ``used_by``), unless revoked."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    token_sha256 = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "project_invitations"
+        ordering = ["-created_at"]
+        constraints = [
+            # A link that expires before it is made could never be used: a mistake, not an invitation.
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=F("created_at")),
+                name="project_invitations_expires_after_creation",
+                violation_error_message="An invitation expires after it is made.",
+            ),
+            # Used means used by someone: the matter's record says who joined by which link.
+            models.CheckConstraint(
+                condition=Q(used_at__isnull=True, used_by__isnull=True)
+                | Q(used_at__isnull=False, used_by__isnull=False),
+                name="project_invitations_used_by_whom",
+                violation_error_message="A used invitation names who used it.",
+            ),
+            # A link ends once: used or revoked, never both.
+            models.CheckConstraint(
+                condition=Q(used_at__isnull=True) | Q(revoked_at__isnull=True),
+                name="project_invitations_used_or_revoked",
+                violation_error_message="An invitation is used or revoked, not both.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"invitation {self.id} to {self.project_id}"

@@ -152,7 +152,12 @@ def register_sqlite_record_functions(sender: Any, connection: Any, **kwargs: Any
         connection.lqai_message_refusal = message_change_refusal(old_row, new_row)
         return connection.lqai_message_refusal
 
+    def purging_now() -> bool:
+        # The review decisions' delete trigger (citations.0021): a delete goes only in a matter's purge.
+        return purge_in_progress() is not None
+
     connection.connection.create_function("lqai_message_refusal", 2, message_refusal, deterministic=False)
+    connection.connection.create_function("lqai_purging_now", 0, purging_now, deterministic=False)
     connection.connection.create_function("lqai_note_finalized", 2, note_finalized, deterministic=False)
     connection.connection.create_function("lqai_finalized_here", 2, is_finalized_here, deterministic=False)
 

@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from chats.models import UNVERIFIED, Chat, Document, Message, Project
+from chats.models import UNVERIFIED, Chat, Document, Invitation, Message, Project, ProjectMembership, Role
 
 
 def projects_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Project]:
@@ -35,11 +35,33 @@ def chats_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Chat]:
     return Chat.objects.filter(Q(project__isnull=True, owner=user) | Q(project__in=visible_projects))
 
 
+def role_in_chat(user: AbstractBaseUser | AnonymousUser, chat: Chat) -> Role | None:
+    """The user's role where ``chat`` is, as of now: in its matter (``owner``, ``reviewer`` or ``member``), or
+    ``owner`` of her own matter-less chat; ``None`` for anyone else. One query at most (none for a matter-less
+    chat). Callers look the chat up through :func:`chats_visible_to` first (others get 404, not a role)."""
+    if not user.is_authenticated:
+        return None
+    if chat.project_id is None:
+        return Role.OWNER if chat.owner_id == user.pk else None
+    if chat.project is not None and chat.project.owner_id == user.pk:  # the matter read with the chat
+        return Role.OWNER
+    role = ProjectMembership.objects.filter(project_id=chat.project_id, user=user.pk).values_list("role", flat=True)
+    found = role.first()
+    return Role(found) if found is not None else None
+
+
 def documents_of(project: Project) -> QuerySet[Document]:
     """The matter's KB documents, each with ``citation_count``: the quotes of answers that cite it and verified
     (a failed claim naming it does not count). One query."""
     verified = Count("citations", filter=~Q(citations__verification_method=UNVERIFIED))
     return Document.objects.filter(project=project).annotate(citation_count=verified)
+
+
+def open_invitations_of(project: Project) -> QuerySet[Invitation]:
+    """The matter's invitation links that can still be used (unused, not revoked, not expired), newest first."""
+    return Invitation.objects.filter(
+        project=project, used_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now()
+    ).order_by("-created_at", "-id")
 
 
 def users_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[AbstractBaseUser]:

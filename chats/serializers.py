@@ -373,6 +373,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
         fields = [
             "id",
             "role",
+            "kind",
             "reply_to",
             "content",
             "status",

@@ -184,9 +184,11 @@ def start_turn(
     content: str,
     author: AbstractBaseUser | None = None,
     assistant_status: str = Message.Status.PENDING,
+    kind: str = Message.Kind.ANSWER,
 ) -> tuple[Message, Message]:
     """Record the user's message and the assistant message that answers it (``reply_to``), ``pending``,
-    or ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record.
+    or ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record. ``kind``:
+    both messages' (a checked draft's turn is ``draft``).
 
     A streamed turn counts against its author's concurrent streams: :class:`TooManyStreams` at the cap,
     and nothing is recorded.
@@ -196,7 +198,12 @@ def start_turn(
         if assistant_status == Message.Status.STREAMING:
             _reserve_stream(author)
         user_message = Message.objects.create(
-            chat=chat, role=Message.Role.USER, content=content, status=Message.Status.COMPLETE, author_id=author_id
+            chat=chat,
+            role=Message.Role.USER,
+            content=content,
+            status=Message.Status.COMPLETE,
+            author_id=author_id,
+            kind=kind,
         )
         assistant_message = Message.objects.create(
             chat=chat,
@@ -206,6 +213,7 @@ def start_turn(
             reply_to=user_message,
             author_id=author_id,
             attempt=1,  # the claim of this first run (see finalize_turn)
+            kind=kind,
         )
     return user_message, assistant_message
 

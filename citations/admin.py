@@ -54,6 +54,7 @@ from citations.models import (
     CitationLedgerEntry,
     LedgerPartitionDrop,
     MatterPurge,
+    ReviewDecision,
     SealChainHead,
     SourceKind,
     TurnSeal,
@@ -671,4 +672,19 @@ class SealChainHeadAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     list_display = ("chain", "sequence", "seal_sha256")
     search_fields = ("=chain",)
+    show_full_result_count = False
+
+
+@admin.register(ReviewDecision)
+class ReviewDecisionAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """People's decisions on claims, read-only: written only by ``citations.reviews.record_decision``, sealed,
+    checked by ``verify_ledger``; a staff user who is not a superuser sees those of their matters only."""
+
+    matter_scope = ("chat", "message__chat")
+
+    list_display = ("chain", "sequence", "decision", "claim_table", "claim_id", "reviewer", "role", "decided_at")
+    list_filter = ("decision",)
+    list_select_related = ("message",)
+    search_fields = ("=chain",)
+    ordering = ("chain", "sequence")
     show_full_result_count = False

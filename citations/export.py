@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from chats.models import CaselawOpinion, Chat, Document, Message, Project, StatuteCitation
 from chats.pages import pages_of_span, span_pin_cite
-from citations import keys, seals
+from citations import keys, reviews, seals
 from citations.integrity import entries_by_message, one_snapshot
 from citations.models import SealChainHead, TurnSeal
 from lqai_verify import record, report
@@ -40,7 +40,15 @@ logger = logging.getLogger(__name__)
 BATCH = 500
 # Source text kept on each side of a quoted passage.
 CONTEXT_CHARS = 1_000
-DATA_FILES = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl", "report.html")
+DATA_FILES = (
+    "turns.jsonl",
+    "rows.jsonl",
+    "ledger.jsonl",
+    "seals.jsonl",
+    "passages.jsonl",
+    "decisions.jsonl",
+    "report.html",
+)
 
 
 @dataclass(slots=True)
@@ -50,6 +58,7 @@ class ExportSummary:
     entries: int = 0
     seals: int = 0
     passages: int = 0
+    decisions: int = 0
     unsealed: int = 0
     late: int = 0
     development_key: bool = False
@@ -297,6 +306,12 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
             files["seals.jsonl"].line(seals.seal_fields(seal))
             fingerprints.add(seal.key_fingerprint)
             summary.seals += 1
+        for decision in reviews.decision_lines(chain):  # the people's decisions, chained beside the seals
+            files["decisions.jsonl"].line(decision)
+            fingerprints.add(decision["key_fingerprint"])
+            summary.decisions += 1
+        if not summary.decisions:  # a record nobody reviewed: its bundle is as before review decisions existed
+            files.pop("decisions.jsonl").file.close()
         head = SealChainHead.objects.filter(chain=chain).values_list("sequence", "seal_sha256").first()
         manifest: dict[str, Any] = {
             "format": record.EXPORT_FORMAT,
@@ -328,7 +343,12 @@ def _export(subject: _Subject, *, out: IO[bytes], on_batch: Callable[[int], obje
             **{name: {"sha256": f.sha256.hexdigest(), "bytes": f.size} for name, f in files.items()},
             "public_key.json": {"sha256": record.sha256_hex(key_file), "bytes": len(key_file)},
         }
-        manifest["counts"] = {"turns": summary.turns, "rows": summary.rows, "seals": summary.seals}
+        manifest["counts"] = {
+            "turns": summary.turns,
+            "rows": summary.rows,
+            "seals": summary.seals,
+            "decisions": summary.decisions,
+        }
         manifest["files"] = files_listed
         manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode() + b"\n"
         with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as bundle:

@@ -20,7 +20,7 @@ from uuid import UUID
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
-from citations import keys, partitions, seals
+from citations import keys, partitions, reviews, seals
 from citations.models import CitationLedgerEntry, SealChainHead, TurnSeal
 from citations.seals import (
     id_text,
@@ -83,6 +83,8 @@ class Integrity:
     first_format: int = 0
     # Sealed rows whose ledger entry went with a dropped month (citations.partitions): not a problem.
     dropped: int = 0
+    # Review decisions checked (citations.reviews): each recomputed, linked and signed.
+    decisions: int = 0
     problem_count: int = 0
     problems: list[Problem] = field(default_factory=list)
 
@@ -441,6 +443,7 @@ def verify_record(
         on_batch=on_batch,
     )
     _check_filing(result, matter_id=matter_id)
+    _check_decisions(result, only=only, batch_size=batch_size)
     _check_held(result, held)
     for message_id in unsealed_turns(matter_id).order_by("finalized_at", "id").values_list("id", flat=True)[:limit]:
         result.add(Problem("unsealed: its last finalize has no seal (run `manage.py seal_turns`)", str(message_id)))
@@ -448,6 +451,21 @@ def verify_record(
     result.problem_count += max(0, result.unsealed - min(result.unsealed, limit))
     result.keep_first()
     return result
+
+
+def _check_decisions(result: Integrity, *, only: str | None, batch_size: int) -> None:
+    """The review decisions (of the matter's decisions chain, or of all): each named by its id when its digest,
+    its link or its signature does not hold (``citations.reviews.decision_problems``)."""
+    for decision, what in reviews.decision_problems(turn_chain=only, batch_size=batch_size):
+        result.add(
+            Problem(
+                f"review decision {decision['id']} ({decision['decision']} of {decision['claim']}): {what}",
+                decision["message"],
+                decision["chain"],
+                decision["sequence"],
+            )
+        )
+    result.decisions = reviews.decisions_count(only)
 
 
 def _where(seal: dict[str, Any]) -> tuple[str, str, int]:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from functools import reduce
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.db import IntegrityError, models
 from django.db.models import Q
 from django.utils import timezone
@@ -566,3 +567,108 @@ class SealChainHead(models.Model):
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         _refuse_head_deletion(SealChainHead._base_manager.filter(pk=self.pk))
         return super().delete(*args, **kwargs)
+
+
+class Decision(models.TextChoices):
+    """What a person decided about one claim of a turn (issue 52)."""
+
+    CONFIRMED = "confirmed", "confirmed"  # checked against the source; ``source`` says where
+    CORRECTED = "corrected", "corrected"  # ``corrected_text`` replaces the claim; checked by the machine if it can
+    REMOVED = "removed", "removed"  # the claim will not be filed
+
+
+# The kinds of claims a decision is about, by their table (``lqai_verify.record``'s names, so that a claim is named
+# as its row is in a seal: ``<table>:<id>``). A new kind of claim (statute rows) adds its table here and to
+# ``citations.claims.CLAIM_KINDS``.
+CLAIM_TABLES = ("message_citations", "message_caselaw_citations", "message_case_citations")
+
+
+class ReviewDecision(AppendOnlyModel):
+    """A person's decision on one claim of a turn: confirmed, corrected or removed, with a note, who and when.
+
+    Append-only: a later decision on the same claim supersedes this one and both stay (the current decision is
+    the claim's last, by ``sequence``). Written only by ``citations.reviews.record_decision``, which seals it in
+    the transaction that records it: each decision is the next link of its matter's decisions chain
+    (``reviews:<the turn chain>``), naming its predecessor's digest, signed with the ledger key, and naming the
+    seal of the turn's facts it was made on (``turn_seal_sha256``). The byte format is
+    ``lqai_verify.decisions``'; ``verify_ledger`` and the offline verifier recompute it. On both databases,
+    triggers refuse an UPDATE, a DELETE outside the matter's purge, and a link that is not its chain's last + 1
+    (``citations.0021``)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    # The turn (assistant message) whose claim this is. Deleted only with its turn, in a matter purge.
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+", db_index=False)
+    claim_table = models.CharField(max_length=40)
+    claim_id = models.UUIDField()
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    # Where the reviewer checked (the reporter, the database, the document): required for a confirmation.
+    source = models.TextField(blank=True)
+    corrected_text = models.TextField(blank=True)
+    # The machine's check of a correction: {"status": ..., "detail": ...} (``citations.reviews``); {} otherwise.
+    correction_check = models.JSONField(default=dict, blank=True)
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    # Who, as sealed: her username and role at the time (a later change of either does not rewrite it).
+    reviewer = models.CharField(max_length=150)
+    role = models.CharField(max_length=16)
+    decided_at = models.DateTimeField()
+    chain = models.CharField(max_length=100)
+    sequence = models.PositiveBigIntegerField()
+    previous_sha256 = models.CharField(max_length=64, blank=True)
+    # The turn's last seal when decided ('' for a turn not sealed yet): what the reviewer saw was that record.
+    turn_seal_sha256 = models.CharField(max_length=64, blank=True)
+    key_fingerprint = models.CharField(max_length=64)
+    seal_sha256 = models.CharField(max_length=64)
+    signature = models.CharField(max_length=100)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        db_table = "review_decisions"
+        ordering = ["chain", "sequence"]
+        indexes = [
+            # A turn's claims with their decisions (citations.claims.claims_of), and the current decision of one
+            # claim (its last): one index range scan.
+            models.Index(fields=["message", "claim_table", "claim_id", "sequence"], name="review_decisions_claim_idx"),
+        ]
+        constraints = [
+            # A chain is a sequence: two decisions at one place would fork it. Also the verifiers' walk order.
+            models.UniqueConstraint(
+                fields=["chain", "sequence"],
+                name="review_decisions_chain_sequence_uniq",
+                violation_error_message="This decisions chain already has a decision at this place.",
+            ),
+            models.CheckConstraint(
+                condition=Q(decision__in=Decision.values),
+                name="review_decisions_decision_known",
+                violation_error_message="A decision is confirmed, corrected or removed.",
+            ),
+            models.CheckConstraint(
+                condition=Q(claim_table__in=CLAIM_TABLES),
+                name="review_decisions_claim_table_known",
+                violation_error_message="A decision is about a quote or a case citation of a turn.",
+            ),
+            # A confirmation says where it was checked; a correction says what replaces the claim.
+            models.CheckConstraint(
+                condition=(~Q(decision=Decision.CONFIRMED) | ~Q(source=""))
+                & (~Q(decision=Decision.CORRECTED) | ~Q(corrected_text="")),
+                name="review_decisions_confirmed_with_source_corrected_with_text",
+                violation_error_message="A confirmation names the source checked; a correction gives the text.",
+            ),
+            models.CheckConstraint(
+                condition=(Q(sequence=1) & Q(previous_sha256="")) | (Q(sequence__gt=1) & ~Q(previous_sha256="")),
+                name="review_decisions_previous_iff_not_first",
+                violation_error_message="A decision names its predecessor, except the first of its chain.",
+            ),
+            models.CheckConstraint(
+                condition=Q(seal_sha256__regex=_HEX64)
+                & Q(key_fingerprint__regex=_HEX64)
+                & (Q(previous_sha256="") | Q(previous_sha256__regex=_HEX64))
+                & (Q(turn_seal_sha256="") | Q(turn_seal_sha256__regex=_HEX64)),
+                name="review_decisions_digests_hex",
+                violation_error_message="Decision digests and the key fingerprint are 64 lowercase hex digits.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.decision} {self.claim_table}:{self.claim_id} ({self.chain} #{self.sequence})"

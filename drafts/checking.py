@@ -17,6 +17,7 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from authorities import selectors as library
 from chats.case_citations import CheckedCitation, Kind, check_found_citations
@@ -79,14 +80,24 @@ _MIN_TITLE = 6
 _INSIDE_PUNCTUATION = ".,;"
 
 
+def quoted_words(text: str) -> str:
+    """The words of a quotation as they are verified: its text without the period or comma American usage puts
+    inside the closing mark."""
+    return text.strip().rstrip(_INSIDE_PUNCTUATION)
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     """What the checks found of one finding: a status of :data:`STATUSES`, why, and a quotation's alterations
-    and omissions (the verifier's records, offsets into the source's text)."""
+    and omissions (the verifier's records, offsets into the source's text). A quotation checked against an opinion
+    or a matter's document names it (``opinion_id``, ``document_id``), so that the draft's record
+    (:mod:`drafts.recording`) claims the quotation of that source."""
 
     status: str
     detail: str
     alterations: list[dict[str, Any]] = field(default_factory=list)
+    opinion_id: UUID | None = None
+    document_id: UUID | None = None
 
     @property
     def words(self) -> str:
@@ -243,7 +254,7 @@ def _quote_checks(
     for index, finding in enumerate(findings):
         if finding.kind != "quote":
             continue
-        quoted = finding.text.strip().rstrip(_INSIDE_PUNCTUATION)
+        quoted = quoted_words(finding.text)
         cited_by = _citing(findings, finding)
         if cited_by is None:
             checks[index] = _NO_CITATION
@@ -278,18 +289,18 @@ def _document_quote_checks(found: DraftFindings, matter: Project | None, indexes
     checks: dict[int, Check] = {}
     for index, pk in named.items():
         document = documents[pk]
-        quoted = found.findings[index].text.strip().rstrip(_INSIDE_PUNCTUATION)
+        quoted = quoted_words(found.findings[index].text)
         match, why = sources.verify_detailed(pk, document.content, quoted)
         if match is None:
             checks[index] = Check(
-                UNVERIFIED, f"Not found in the matter's document \u201c{document.title}\u201d: {why}."
+                UNVERIFIED, f"Not found in the matter's document \u201c{document.title}\u201d: {why}.", document_id=pk
             )
             continue
         where = span_pin_cite(document.pages, match.start, match.end, citation=None)
         alterations = alterations_record(match)
         detail = f"Found in the matter's document \u201c{document.title}\u201d" + (f" at {where}" if where else "")
         detail += "." + _marked(alterations, context_flags_record(match), document.content)
-        checks[index] = Check(match.method, detail, alterations)
+        checks[index] = Check(match.method, detail, alterations, document_id=pk)
     return checks
 
 
@@ -348,12 +359,12 @@ def _case_quote_check(
         return Check(UNCHECKED, f"Not checked: the text of {opinion.case_name} is not stored."), None
     match, why = sources.verify_detailed(opinion.pk, opinion.text, quoted)
     if match is None:
-        return Check(UNVERIFIED, f"Not found in {opinion.case_name}: {why}."), None
+        return Check(UNVERIFIED, f"Not found in {opinion.case_name}: {why}.", opinion_id=opinion.pk), None
     where = span_pin_cite(opinion.pages, match.start, match.end, citation=opinion.citation)
     detail = f"Found in {opinion.case_name}" + (f" at {where}" if where else "") + "."
     alterations = alterations_record(match)
     detail += _marked(alterations, context_flags_record(match), opinion.text)
-    return Check(match.method, detail, alterations), match
+    return Check(match.method, detail, alterations, opinion_id=opinion.pk), match
 
 
 def _marked(alterations: Sequence[dict[str, Any]], flags: Sequence[dict[str, Any]], source: str | None) -> str:

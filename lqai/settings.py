@@ -129,6 +129,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_6
 # the file's limit plus a little for the form; a PDF is read from a temporary file, not from memory.
 LQAI_MAX_UPLOAD_BYTES = env_int("LQAI_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
 LQAI_MAX_DOCUMENT_CHARS = env_int("LQAI_MAX_DOCUMENT_CHARS", default=2_000_000)
+# How long a matter's invitation link (chats.invitations) can be used after the owner made it.
+LQAI_INVITATION_DAYS = env_int("LQAI_INVITATION_DAYS", default=7)
 # Bounds on the work of reading an upload, not only its bytes (a 4 KB PDF can list 10,000 pages): a PDF's
 # pages, counted before any is read, and the seconds its reading may take, in a process of its own (else 413);
 # a zip's (a DOCX's) members, their uncompressed bytes and their compression ratio (chats.archives).
@@ -137,11 +139,16 @@ LQAI_MAX_PDF_SECONDS = env_int("LQAI_MAX_PDF_SECONDS", default=60)
 LQAI_MAX_ZIP_MEMBERS = env_int("LQAI_MAX_ZIP_MEMBERS", default=1_000)
 LQAI_MAX_ZIP_BYTES = env_int("LQAI_MAX_ZIP_BYTES", default=100 * 1024 * 1024)
 LQAI_MAX_ZIP_RATIO = env_int("LQAI_MAX_ZIP_RATIO", default=100)
+# A USLM or case-law file an operator uploads in the admin (authorities.loading.load_uploaded_file), loaded in one
+# transaction; a larger one is loaded with manage.py load_authorities, batch by batch.
+LQAI_MAX_AUTHORITY_UPLOAD_BYTES = env_int("LQAI_MAX_AUTHORITY_UPLOAD_BYTES", default=50 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 for _name in (
     "DATA_UPLOAD_MAX_MEMORY_SIZE",
     "LQAI_MAX_UPLOAD_BYTES",
+    "LQAI_MAX_AUTHORITY_UPLOAD_BYTES",
     "LQAI_MAX_DOCUMENT_CHARS",
+    "LQAI_INVITATION_DAYS",
     "LQAI_MAX_PDF_PAGES",
     "LQAI_MAX_PDF_SECONDS",
     "LQAI_MAX_ZIP_MEMBERS",
@@ -333,7 +340,13 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MessageStatusEnum": "chats.models.Message.Status",
         "CaseCitationStatusEnum": "chats.models.CaseCitation.Status",
-        "CaseCitationKindEnum": "chats.models.CaseCitation.Kind",
+        # A person's role in a matter (owner, reviewer, member), and the roles a membership takes.
+        "RoleEnum": "chats.models.Role",
+        "MembershipRoleEnum": "chats.api_projects.MEMBERSHIP_ROLES",
+        "CaseCitationKindEnum": "chats.models.CaseCitationKind",
+        "DraftFindingKindEnum": "drafts.serializers.FINDING_KINDS",
+        "DraftAuthorityKindEnum": "drafts.serializers.AUTHORITY_KINDS",
+        "DraftFindingStatusEnum": "drafts.checking.STATUSES",
         "StatuteCitationKindEnum": "chats.models.StatuteCitation.Kind",
         "StatuteCitationStatusEnum": "chats.models.StatuteCitation.Status",
     },

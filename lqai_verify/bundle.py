@@ -30,11 +30,11 @@ from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
-from lqai_verify import record, report
+from lqai_verify import decisions, record, report
 from lqai_verify.verification import RULES, VERIFIER_VERSION, page_cites
 
 REQUIRED = ("manifest.json", "manifest.sig", "public_key.json")
-JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl")
+JSONL = ("turns.jsonl", "rows.jsonl", "ledger.jsonl", "seals.jsonl", "passages.jsonl", "decisions.jsonl")
 # The most a bundle may unpack to (``--max-mb``): a matter's export is about 12 KB a turn, so this holds some
 # 80,000 turns, and a hostile zip (a few KB that unpack to gigabytes) is refused before it is read.
 DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
@@ -133,6 +133,7 @@ class Verification:
     case_citations: int = 0
     statutes: int = 0  # statute and regulation rows (citations and quotes; their quotes count in ``quotes``)
     late: int = 0
+    decisions: int = 0  # review decisions whose digest, link, signature and claim held
     exported_at: str = ""
     chain: str = ""
     # Each valid seal's digest by its number, for :func:`extension_problems`; and the manifest's chain head.
@@ -152,7 +153,9 @@ class Verification:
             f"{subject}: {self.turns} turns ({self.late} sealed late), {self.rows} rows, "
             f"{self.quotes} quotes re-verified, {self.case_citations} case citations, "
             f"{self.statutes} statute citations and quotes, {self.entries} ledger entries, "
-            f"a chain of {self.seals} seals; {self._signed()}"
+            f"a chain of {self.seals} seals; "
+            + (f"{self.decisions} review decisions; " if self.decisions else "")
+            + self._signed()
         )
 
     def _signed(self) -> str:
@@ -727,6 +730,15 @@ def _check_record(
     data = {name: members.get(name, b"") for name in JSONL}
     seals = _chain(data["seals.jsonl"], manifest["chain"], seal_keys, result)
     _check_chain_head(manifest["chain_head"], seals, result)
+    result.decisions, decision_problems = decisions.bundle_problems(
+        _lines(data["decisions.jsonl"], "decisions.jsonl", result),
+        turn_chain=manifest["chain"],
+        seal_keys=seal_keys,
+        sealed_rows={
+            seal["message"]: set(seal["row_digests"]["rows"]) for seal in seals if isinstance(seal.get("message"), str)
+        },
+    )
+    result.problems += decision_problems
     walk = _TurnWalk(
         seals_of=_by_turn(seals),
         rows_of=_rows_by_turn(data["rows.jsonl"], result),

@@ -20,14 +20,17 @@ from datetime import datetime
 from uuid import UUID
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import F, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Length
 from django.utils.safestring import SafeString
 
 from chats.models import (
     CaseCitation,
     CaselawOpinion,
     Chat,
+    Document,
     DocumentQuote,
+    Invitation,
     Message,
     MessageToolSource,
     OpinionQuote,
@@ -35,7 +38,7 @@ from chats.models import (
     StatuteCitation,
 )
 from chats.pages import span_pin_cite
-from chats.selectors import chats_visible_to, projects_visible_to
+from chats.selectors import chats_visible_to, documents_of, open_invitations_of, projects_visible_to
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
 from lqai_verify.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
@@ -119,33 +122,87 @@ class MatterSummary:
     chats: list[ChatSummary] = field(default_factory=list)
 
 
-def matters_of(user: AbstractBaseUser | AnonymousUser) -> list[MatterSummary]:
-    """The user's matters (owned or a member of, now), each with its chats newest first and each chat's latest
-    verdict; then the user's chats outside any matter. Two queries."""
+def _chat_summaries(chats: QuerySet[Chat]) -> list[ChatSummary]:
+    """``chats`` newest first, each with its latest turn's verdict and time. One query."""
     latest = Message.objects.filter(chat=OuterRef("pk"), role=Message.Role.ASSISTANT).order_by("-created_at", "-id")
-    chats = (
-        chats_visible_to(user)
-        .annotate(
-            latest_verdict=Subquery(latest.values("verdict")[:1]),
-            latest_status=Subquery(latest.values("status")[:1]),
-            latest_at=Subquery(latest.values("created_at")[:1]),
-        )
-        .order_by("-created_at", "-id")
-    )
-    matters = {project.pk: MatterSummary(project) for project in projects_visible_to(user).order_by("name", "id")}
-    outside = MatterSummary(None)
-    for chat in chats:
-        summary = ChatSummary(
+    annotated = chats.annotate(
+        latest_verdict=Subquery(latest.values("verdict")[:1]),
+        latest_status=Subquery(latest.values("status")[:1]),
+        latest_at=Subquery(latest.values("created_at")[:1]),
+    ).order_by("-created_at", "-id")
+    return [
+        ChatSummary(
             chat=chat,
             latest_verdict=None
             if chat.latest_status is None
             else verdict_in_words(chat.latest_verdict, status=chat.latest_status),
             latest_at=chat.latest_at,
         )
-        matter = matters.get(chat.project_id) if chat.project_id else outside
+        for chat in annotated
+    ]
+
+
+def matters_of(user: AbstractBaseUser | AnonymousUser) -> list[MatterSummary]:
+    """The user's matters (owned or a member of, now), each with its chats newest first and each chat's latest
+    verdict; then the user's chats outside any matter. Two queries."""
+    matters = {project.pk: MatterSummary(project) for project in projects_visible_to(user).order_by("name", "id")}
+    outside = MatterSummary(None)
+    for summary in _chat_summaries(chats_visible_to(user)):
+        matter = matters.get(summary.chat.project_id) if summary.chat.project_id else outside
         if matter is not None:
             matter.chats.append(summary)
     return [*matters.values(), *([outside] if outside.chats else [])]
+
+
+def visible_matter(user: AbstractBaseUser | AnonymousUser, project_id: UUID) -> Project | None:
+    """The matter, with its owner, if ``user`` owns it or is a member of it now (the API's rule)."""
+    return projects_visible_to(user).select_related("owner").filter(pk=project_id).first()
+
+
+@dataclass(frozen=True)
+class MatterPage:
+    """What a matter's page shows: its chats, its documents (without their text; ``content_length``,
+    ``citation_count`` and ``claim_count`` annotated), its members, and, for its owner, its open invitation
+    links."""
+
+    project: Project
+    chats: list[ChatSummary]
+    documents: list[Document]
+    members: list[AbstractBaseUser]
+    invitations: list[Invitation]
+
+
+def matter_page(project: Project, *, for_owner: bool) -> MatterPage:
+    """The matter's page (:class:`MatterPage`); the invitations only ``for_owner``. Four queries."""
+    # claim_count: every quote row naming the document, failed claims too (each keeps it: delete_document).
+    documents = (
+        documents_of(project)
+        .defer("content")
+        .annotate(content_length=Length("content"), claim_count=Count("citations"))
+        .order_by("title", "id")
+    )
+    return MatterPage(
+        project=project,
+        chats=_chat_summaries(Chat.objects.filter(project=project)),
+        documents=list(documents),
+        members=list(project.members.order_by("username")),
+        invitations=list(open_invitations_of(project).select_related("created_by")) if for_owner else [],
+    )
+
+
+def matter_document(project: Project, document_id: UUID) -> Document | None:
+    """A document of ``project`` with ``citation_count`` (:func:`chats.selectors.documents_of`), or None."""
+    return documents_of(project).filter(pk=document_id).first()
+
+
+def document_pages(document: Document) -> list[tuple[str, str]]:
+    """The document's text cut at its pages, as ``(label, text)``; one part labelled ``""`` without pages."""
+    starts = [(int(start), str(label)) for start, label in document.pages]
+    if not starts:
+        return [("", document.content)]
+    ends = [start for start, _ in starts[1:]] + [len(document.content)]
+    head = [("", document.content[: starts[0][0]])] if starts[0][0] > 0 else []
+    return head + [(label, document.content[start:end]) for (start, label), end in zip(starts, ends, strict=True)]
 
 
 def visible_chat(user: AbstractBaseUser | AnonymousUser, chat_id: UUID) -> Chat | None:

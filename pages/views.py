@@ -23,6 +23,7 @@ from chats.models import Chat, Project
 from chats.selectors import projects_visible_to
 from citations import export
 from pages import selectors
+from pages.forms import MatterForm
 
 # The query parameter of the "only what needs review" filter (a link: it works without JavaScript).
 REVIEW_PARAMETER = "review"
@@ -43,7 +44,8 @@ def _visible_chat_or_404(request: HttpRequest, chat_id: UUID) -> Chat:
 @require_GET
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "pages/home.html", {"matters": selectors.matters_of(request.user)})
+    context = {"matters": selectors.matters_of(request.user), "matter_form": MatterForm()}
+    return render(request, "pages/home.html", context)
 
 
 @require_GET

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.django_db
 CHAT_TABLES = {
     "projects",
     "project_members",  # the members many-to-many of projects
+    "project_invitations",  # one-time links to join a matter (chats.invitations)
     "chats",
     "messages",
     "documents",

@@ -613,7 +613,7 @@ def test_the_migration_partitions_a_ledger_holding_entries_keeping_every_row_and
             columns = (*columns, "created_at")
         assert rules_after[name] == (primary, unique, check, foreign, index, columns), name
     # And the writers still write one entry per row (the write-time-stamped ones included): today's writers, on
-    # the ledger of today's migrations (the later ones, such as citations.0021's column, on the partitioned table)
+    # the ledger of today's migrations (the later ones, such as citations.0022's column, on the partitioned table)
     _migrate(*MigrationExecutor(connection).loader.graph.leaf_nodes())
     for turn in recent[1:]:
         assert ledger.assemble(turn.message) == 0

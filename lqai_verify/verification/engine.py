@@ -134,7 +134,8 @@ def _judged(source: str, match: QuoteMatch, layout: list[tuple[int, int]], rules
     if after is not None:
         flags.append(ContextFlag(LIMITED_AFTER, *after))
     resume = before_layout(source, match.start, layout)
-    before = policy.limits_before(source, resume) or policy.limits_opening(source, resume, rules=rules)
+    opening = omissions.opening_condition if rules >= 4 else policy.limits_opening
+    before = policy.limits_before(source, resume) or opening(source, resume)
     if before is not None:
         flags.append(ContextFlag(*before))
     if not match.alterations:  # a verbatim quote: no omission at its edges to fill in

@@ -222,7 +222,8 @@ def leading_alters(omitted_opening: str) -> str:
 
 def opening_condition(source: str, start: int) -> tuple[str, int, int] | None:
     """``(limited_before, start, end)`` of a condition or exception that opens the sentence a passage starting at
-    ``start`` continues, found past citations and enumerations (:func:`policy.limits_opening`, version 4)."""
+    ``start`` continues, found past citations and enumerations (rules version 4; the earlier rules read it with
+    :func:`policy.limits_opening`)."""
     begin = sentence_start(source, start)
     lo = max(0, start - _LOOKBACK)
     if begin >= start or "," not in source[begin:start] or (lo > 0 and not source[lo:begin].strip()):

@@ -570,17 +570,14 @@ _SENTENCE_BEFORE = re.compile(r"""[.?!;:]['")\]\u201d\u2019]*\s+|\n[ \t]*\n""")
 _SENTENCE_LOOKBACK = 300
 
 
-def limits_opening(source: str, start: int, *, rules: int = CURRENT_RULES) -> tuple[str, int, int] | None:
+def limits_opening(source: str, start: int) -> tuple[str, int, int] | None:
     """``(limited_before, start, end)`` of the condition or exception the sentence of ``source`` that the passage
     starting at ``start`` continues opens with (`Except as provided in subsection (b), `), or None; None too when
-    the passage starts the sentence, or the sentence's start is not within a few hundred characters. Rules
-    version 4 finds the sentence's start past a citation's periods (`[N.C. Gen. Stat.] 163-231(a)`) and an
-    enumeration (`(6) Except as provided`)."""
+    the passage starts the sentence, or the sentence's start is not within a few hundred characters. These are the
+    rules before version 4; version 4's reader, which finds the sentence's start past a citation's periods
+    (`[N.C. Gen. Stat.] 163-231(a)`) and an enumeration (`(6) Except as provided`), is
+    :func:`lqai_verify.verification.omissions.opening_condition`."""
     lo = max(0, start - _SENTENCE_LOOKBACK)
-    if rules >= 4:
-        from lqai_verify.verification.omissions import opening_condition  # omissions imports this module
-
-        return opening_condition(source, start)
     opening = None
     for opening in _SENTENCE_BEFORE.finditer(source, lo, start):  # noqa: B007 - the last end is the one wanted
         pass

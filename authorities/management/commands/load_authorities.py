@@ -6,16 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils.module_loading import import_string
 from tqdm import tqdm
 
-from authorities.loading import load_uslm
-from authorities.uslm import UslmError
-
-# Case-law JSON: CourtListener's and CAP's, one value or an array (.json), or one a line (.jsonl, .ndjson).
-CASELAW_SUFFIXES = (".json", ".jsonl", ".ndjson")
+from authorities.loading import load_authority_file
 
 
 class Command(BaseCommand):
@@ -43,30 +37,8 @@ class Command(BaseCommand):
                 def advance(position: int, bar: tqdm[Any] = bar) -> None:
                     bar.update(position - bar.n)
 
-                if path.suffix.lower() in CASELAW_SUFFIXES:
-                    self._load_caselaw(path, advance, dry_run=dry_run)
-                    continue
                 try:
-                    report = load_uslm(path=path, progress=advance, dry_run=dry_run)
-                except UslmError as exc:
+                    loaded = load_authority_file(path=path, progress=advance, dry_run=dry_run)
+                except ValueError as exc:  # the loader's error names the line, item or element and why
                     raise CommandError(f"{path}: {exc}") from None
-            if report.skipped:
-                self.stdout.write(f"{path.name}: loaded before, skipped")
-            elif dry_run:
-                self.stdout.write(
-                    f"{path.name}: {report.release} - {report.sections} sections (dry run: nothing written)"
-                )
-            else:
-                self.stdout.write(
-                    f"{path.name}: {report.release.label if report.release else ''} - {report.sections} sections read, "
-                    f"{report.added} added"
-                )
-
-    def _load_caselaw(self, path: Path, advance: Any, *, dry_run: bool) -> None:
-        load = import_string(settings.LQAI_CASELAW_LOADER)
-        try:
-            report = load(path=path, progress=advance, dry_run=dry_run)
-        except ValueError as exc:  # the loader's error names the line or item and why
-            raise CommandError(f"{path}: {exc}") from None
-        suffix = " (dry run: nothing written)" if dry_run else ""
-        self.stdout.write(f"{path.name}: case law - {report.summary()}{suffix}")
+            self.stdout.write(loaded.line())

@@ -91,6 +91,7 @@ class Command(BaseCommand):
                 if result.first_format
                 else ""
             )
+            + (f"{result.decisions} review decision(s) checked; " if result.decisions else "")
             + (f"{len(held)} earlier export(s) held; " if held else "")
             + f"{time.monotonic() - started:.1f} s"
         )

@@ -74,8 +74,8 @@ def backwards(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0039_statute_citations'),
-        ('citations', '0020_holes_seal_chains_only_grow'),
+        ('chats', '0042_statute_citations'),
+        ('citations', '0021_review_decisions'),
     ]
 
     operations = [

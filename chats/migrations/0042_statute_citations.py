@@ -52,7 +52,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('authorities', '0001_authorities_library'),
-        ('chats', '0038_lookup_opinion_parallel_citations'),
+        ('chats', '0041_message_kind'),
     ]
 
     operations = [

@@ -1,0 +1,9 @@
+"""URLs of the drafts' pages (mounted at /drafts/). Ids are UUIDs: anything else is a 404."""
+
+from django.urls import path
+
+from drafts import pages
+
+app_name = "draft_pages"
+
+urlpatterns = [path("<uuid:draft_id>/", pages.draft_page, name="draft")]
