@@ -1152,7 +1152,6 @@ class StatuteCitation(AppendOnlyModel):
         null=True,
         blank=True,
         related_name="statute_citations",
-        db_constraint=True,
     )
     # The release checked against: `usc` 9 `Online@117-80`; `cfr` 27 `2017-04-01` ("revised as of April 1, 2017").
     code = models.CharField(max_length=8, blank=True)

@@ -393,7 +393,7 @@ def _export_batch(
     opinion_ids = {row["opinion"] for row in rows if row["table"] == record.CASELAW and row["offset_start"] is not None}
     documents = {str(d.pk): d for d in Document.objects.filter(pk__in=document_ids)}
     opinions = {str(o.pk): o for o in CaselawOpinion.objects.filter(pk__in=opinion_ids)}
-    statute_quotes = _statute_quotes(rows)
+    statute_sections = _statute_sections(rows)
     for message_id in batch:
         turn_facts = facts[str(message_id)]
         turn = turn_facts.turn
@@ -416,8 +416,8 @@ def _export_batch(
         for row in turn_facts.rows:
             files["rows.jsonl"].line(row)
             summary.rows += 1
-            if row["table"] == record.STATUTE and row["id"] in statute_quotes:
-                passage = _statute_passage(row, statute_quotes[row["id"]])
+            if row["table"] == record.STATUTE and row["id"] in statute_sections:
+                passage = _statute_passage(row, statute_sections[row["id"]])
                 files["passages.jsonl"].line(passage)
                 passages[passage["row"]] = passage
                 summary.passages += 1
@@ -465,22 +465,22 @@ def _passage(row: dict[str, Any], source: Document | CaselawOpinion, *, sealed_r
     }
 
 
-def _statute_quotes(rows: list[dict[str, Any]]) -> dict[str, StatuteCitation]:
-    """The statute quote rows among ``rows`` found in a section's text, by id, with their sections (one query)."""
+def _statute_sections(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The section (with its release) of each statute quote row among ``rows`` found in a section's text, by the
+    row's id (one query; the sections are the authority library's ``StatuteSection`` rows, read through the
+    row's foreign key)."""
     ids = [row["id"] for row in rows if row["table"] == record.STATUTE and row["offset_start"] is not None]
     if not ids:
         return {}
     found = StatuteCitation.objects.filter(pk__in=ids).select_related("section__release")
-    return {str(row.pk): row for row in found if row.section is not None}
+    return {str(row.pk): row.section for row in found if row.section is not None}
 
 
-def _statute_passage(row: dict[str, Any], quote: StatuteCitation) -> dict[str, Any]:
+def _statute_passage(row: dict[str, Any], section: Any) -> dict[str, Any]:
     """The line of ``passages.jsonl`` for a statute quote ``row`` found in a section's text: the text it was
     verified against (the pinned subdivision holding the passage, else the whole section, as
     ``authorities.resolver`` checks it), so that the recipient re-runs the same check, and the section and the
     release it is of (``9 U.S.C. § 2 (Online@117-80)``)."""
-    section = quote.section
-    assert section is not None  # noqa: S101 - _statute_quotes keeps only the rows found in a section
     text = section.text
     start, end = 0, len(text)
     if row["pin"] and row["status"] != "found_elsewhere":
