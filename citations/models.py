@@ -580,7 +580,7 @@ class Decision(models.TextChoices):
 # The kinds of claims a decision is about, by their table (``lqai_verify.record``'s names, so that a claim is named
 # as its row is in a seal: ``<table>:<id>``). A new kind of claim (statute rows) adds its table here and to
 # ``citations.claims.CLAIM_KINDS``.
-CLAIM_TABLES = ("message_citations", "message_caselaw_citations", "message_case_citations")
+CLAIM_TABLES = ("message_citations", "message_caselaw_citations", "message_case_citations", "message_statute_citations")
 
 
 class ReviewDecision(AppendOnlyModel):
@@ -646,7 +646,7 @@ class ReviewDecision(AppendOnlyModel):
             models.CheckConstraint(
                 condition=Q(claim_table__in=CLAIM_TABLES),
                 name="review_decisions_claim_table_known",
-                violation_error_message="A decision is about a quote or a case citation of a turn.",
+                violation_error_message="A decision is about a quote, a case citation or a statute row of a turn.",
             ),
             # A confirmation says where it was checked; a correction says what replaces the claim.
             models.CheckConstraint(

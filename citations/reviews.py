@@ -78,9 +78,10 @@ def _validated(*, decision: str, source: str, corrected_text: str) -> None:
 def check_correction(claim: Claim, corrected_text: str) -> dict[str, Any]:
     """The machine's check of a correction, as sealed with the decision: a corrected quote re-verified against
     the claim's own source (its method, confidence and passage offsets, or ``unverified`` with the reason); a
-    correction of another kind (a case citation) is ``not_checked``, saying so."""
+    correction of another kind (a case citation, a statute row) is ``not_checked``, saying so."""
     if not claim.kind.quote:
-        return {"status": NOT_CHECKED, "detail": "a corrected case citation is not checked by the machine yet"}
+        what = "statute citation or quote" if claim.kind.table == record.STATUTE else "case citation"
+        return {"status": NOT_CHECKED, "detail": f"a corrected {what} is not checked by the machine yet"}
     source: Document | CaselawOpinion | None = getattr(claim.row, "document", None) or getattr(
         claim.row, "opinion", None
     )
