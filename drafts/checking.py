@@ -101,14 +101,23 @@ class Check:
 
     @property
     def words(self) -> str:
-        if self.status == library.FOUND_ELSEWHERE:
-            return _FOUND_ELSEWHERE_WORDS
-        return status_in_words(self.status, alterations=self.alterations).words
+        return status_words(self.status, alterations=self.alterations)
 
     @property
     def needs_review(self) -> bool:
         """Failed, altered or unchecked: a person must look at it (the project's rule, unknown codes included)."""
         return status_in_words(self.status).needs_review
+
+
+def status_words(status: str, *, of_a_statute: bool = False, alterations: Sequence[Any] = ()) -> str:
+    """A finding's (or a table of authorities entry's) status in words: a statute's own words where the case
+    citation's would mislead, the library's for a quotation found in another section, else the project's
+    (:func:`lqai_verify.statuses.status_in_words`)."""
+    if status == library.FOUND_ELSEWHERE:
+        return _FOUND_ELSEWHERE_WORDS
+    if of_a_statute and status in _STATUTE_WORDS:
+        return _STATUTE_WORDS[status]
+    return status_in_words(status, alterations=alterations).words
 
 
 _SEVERITY = {"ok": 0, "info": 0, "review": 1, "fail": 2}
@@ -149,7 +158,7 @@ class CheckedDraft:
         """The JSON of docs/drafts.md: ``id``, ``matter``, ``verdict``, ``findings`` and ``authorities``."""
         findings = []
         for finding, check in zip(self.found.findings, self.checks, strict=True):
-            words = _STATUTE_WORDS.get(check.status, check.words) if self._of_a_statute(finding) else check.words
+            words = status_words(check.status, of_a_statute=self._of_a_statute(finding), alterations=check.alterations)
             findings.append(
                 asdict(finding)
                 | {"status": check.status, "words": words, "needs_review": check.needs_review, "detail": check.detail}
