@@ -50,6 +50,7 @@ CARD_CONTEXT_CHARS = 120
 # The table of authorities' parts, in the order a brief has them.
 TOA_PARTS = (("Cases", ("case",)), ("Statutes and regulations", ("statute", "regulation")), ("Other authorities", ()))
 KIND_WORDS = {"case_citation": "Case citation", "statute_citation": "Statute citation", "quote": "Quotation"}
+FORMAT_WORDS = {"docx": "Word (DOCX)", "pdf": "PDF", "text": "plain text", "markdown": "Markdown"}
 FORM_WORDS = {"short": "short form", "id": "id.", "supra": "supra", "block": "block quote"}
 
 
@@ -100,10 +101,12 @@ class Card:
 
 @dataclass(frozen=True)
 class Part:
-    """A piece of the draft's text: its text, the start of one of its pages (``page``), or a finding's marker."""
+    """A piece of the draft's text: its text, the start of one of its pages (``page``) or of a footnote
+    (``footnote``), or a finding's marker."""
 
     text: str = ""
     page: str = ""
+    footnote: str = ""
     card: Card | None = None
 
 
@@ -112,6 +115,7 @@ class ToaEntry:
     entry: dict[str, Any]
     words: str
     status: StatusInWords
+    cards: list[Card] = field(default_factory=list)  # the findings citing it, to open their cards
 
     @property
     def title(self) -> str:
@@ -147,6 +151,7 @@ def draft_page(request: HttpRequest, draft_id: UUID) -> HttpResponse:
         "check": check,
         "record": record,
         "project": check.project,
+        "format_words": FORMAT_WORDS.get(check.format, check.format),
         "verdict": verdict_in_words(record["verdict"]),
         "cards": cards,
         "parts": _parts(text, check.pages, cards),
@@ -155,7 +160,7 @@ def draft_page(request: HttpRequest, draft_id: UUID) -> HttpResponse:
         "all_url": page_url,
         "review_url": f"{page_url}?{REVIEW_PARAMETER}=1",
         "changes": _changes_in_words(record["changes"]),
-        "toa": _table_of_authorities(record["authorities"]),
+        "toa": _table_of_authorities(record["authorities"], cards),
         "trace_url": reverse("pages:chat", args=[check.chat_id]),
         "json_url": reverse("drafts:draft", args=[check.pk]),
         "printed_at": timezone.now(),
@@ -255,8 +260,17 @@ def _quote_passages(check: Any, findings: list[dict[str, Any]]) -> dict[int, tup
 
 
 def _parts(text: str, pages: list[list[Any]], cards: list[Card]) -> list[Part]:
-    """The draft's text cut at the start of each of its pages (its own numbers) and at each finding's marker."""
+    """The draft's text cut at the start of each of its pages (its own numbers), at the start of the paragraph of
+    a footnote holding a finding (labelled with its number: the record keeps a finding's footnote, not where the
+    footnote's text begins) and at each finding's marker."""
     cuts: list[tuple[int, int, Part]] = [(int(start), 0, Part(page=str(label))) for start, label in pages]
+    labelled: set[str] = set()
+    for card in sorted(cards, key=lambda c: int(c.finding["start"])):
+        footnote = str(card.finding.get("footnote") or "")
+        if footnote and footnote not in labelled:
+            labelled.add(footnote)
+            paragraph = text.rfind("\n", 0, int(card.finding["start"])) + 1
+            cuts.append((paragraph, 0, Part(footnote=footnote)))
     cuts += [(card.marker_offset, 1, Part(card=card)) for card in cards]
     parts: list[Part] = []
     at = 0
@@ -289,16 +303,23 @@ def _changes_in_words(changes: dict[str, Any] | None) -> dict[str, Any] | None:
     return worded
 
 
-def _table_of_authorities(authorities: list[dict[str, Any]]) -> list[ToaPart]:
+def _table_of_authorities(authorities: list[dict[str, Any]], cards: list[Card]) -> list[ToaPart]:
     """The table of authorities in a brief's parts (cases; statutes and regulations; other), each entry in
-    alphabetical order with its status in words and every page of the draft citing it."""
+    alphabetical order with its status in words, every page of the draft citing it and the findings citing it."""
     parts = [ToaPart(title) for title, _ in TOA_PARTS]
-    for entry in authorities:
+    citing: dict[int, list[Card]] = {}
+    for card in cards:
+        index = card.finding.get("authority")
+        if card.finding["kind"] != "quote" and isinstance(index, int):
+            citing.setdefault(index, []).append(card)
+    for index, entry in enumerate(authorities):
         kind = str(entry["kind"])
         at = next((i for i, (_, kinds) in enumerate(TOA_PARTS) if kind in kinds), len(TOA_PARTS) - 1)
         status = str(entry["status"])
         words = status_words(status, of_a_statute=kind in ("statute", "regulation"))
-        parts[at].entries.append(ToaEntry(entry=entry, words=words, status=status_in_words(status)))
+        parts[at].entries.append(
+            ToaEntry(entry=entry, words=words, status=status_in_words(status), cards=citing.get(index, []))
+        )
     for part in parts:
         part.entries.sort(key=lambda e: e.title.casefold())
     return [part for part in parts if part.entries]

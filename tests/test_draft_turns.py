@@ -448,7 +448,10 @@ def test_the_drafts_page_shows_its_verdict_what_changed_and_its_findings(
     # then it says the verdict, what the revision fixed, added and left open, and lists every finding
     assert page.status_code == 200
     html = page.content.decode()
-    assert 'data-verdict="fail"><span class="verdict-symbol" aria-hidden="true">\u2717</span> <strong>Verdict: Fail' in html
+    assert (
+        'data-verdict="fail"><span class="verdict-symbol" aria-hidden="true">\u2717</span> <strong>Verdict: Fail'
+        in html
+    )
     fixed = html[html.index("<h3>Fixed (1)</h3>") : html.index("<h3>New (1)</h3>")]
     assert "a lenient examination." in fixed
     new = html[html.index("<h3>New (1)</h3>") : html.index("<h3>Still open")]

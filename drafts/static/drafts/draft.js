@@ -15,6 +15,15 @@
     return node;
   }
 
+  // --- A marker followed: its card focused (the card links back) ----------------------------------------------
+  function focusTarget() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (target && target.classList.contains("claim-card")) target.focus({ preventScroll: true });
+  }
+  window.addEventListener("hashchange", focusTarget);
+  focusTarget();
+
   // --- The table of authorities, copied ----------------------------------------------------------------------
   function toaText() {
     var lines = [];
