@@ -186,7 +186,10 @@ def _cards(check: Any, record: dict[str, Any], text: str) -> list[Card]:
             number=number,
             finding=finding,
             status=status_in_words(str(finding["status"]), alterations=finding.get("alterations") or ()),
-            words=str(finding.get("words") or status_words(str(finding["status"]), of_a_statute=of_a_statute)),
+            # In words as the page says them now (the record's own words are those of the day it was checked).
+            words=status_words(
+                str(finding["status"]), of_a_statute=of_a_statute, alterations=finding.get("alterations") or ()
+            ),
             authority=authority,
             marker_offset=_marker_offset(text, int(finding["end"])),
         )
@@ -405,10 +408,15 @@ def draft_upload(request: HttpRequest, project_id: UUID) -> HttpResponseBase:
 
 
 def _progress(*, project: Project, author: AbstractBaseUser, data: bytes, name: str, draft: Any) -> Iterator[bytes]:
-    """The check of a read draft as lines of JSON, sent as it goes (nothing leaves the request: the generator runs
-    in the response, as a streamed turn does): ``found`` with every finding (kind, words, page), ``checked`` with
-    each finding's status in words as the checks give them, ``done`` with the draft's page; ``error`` if the check
-    fails (nothing written then: the record is one transaction)."""
+    """The check of a read draft as lines of JSON, sent as it goes: ``found`` with every finding (kind, words,
+    page) once the draft is read through, ``checked`` with each finding's status in words once the checks are done
+    (CourtListener's answers included) and the check recorded, then ``done`` with the draft's page; ``error`` if
+    the check fails, and nothing written (the record is one transaction).
+
+    It runs in the response, in the request's own thread (no thread is started: nothing outlives the request),
+    as a streamed turn does. The record is written before the statuses are sent, so that a reader who leaves
+    once the check is done still has it; one who leaves before (the server's next write fails and the generator
+    is closed) has nothing recorded, as with a refused file."""
 
     def line(event: dict[str, Any]) -> bytes:
         return (json.dumps(event) + "\n").encode()
@@ -422,11 +430,8 @@ def _progress(*, project: Project, author: AbstractBaseUser, data: bytes, name: 
             ],
         }
     )
-    checked_so_far: list[int] = []
     try:
-        checked = check_draft(found=found, matter=project, on_checked=checked_so_far.append)
-        for index, check in enumerate(checked.checks):
-            yield line({"event": "checked", "index": index, "words": check.words, "needs_review": check.needs_review})
+        checked = check_draft(found=found, matter=project)
         recorded = record_checked_draft(
             matter=project, author=author, data=data, name=name, draft=draft, checked=checked
         )
@@ -435,6 +440,8 @@ def _progress(*, project: Project, author: AbstractBaseUser, data: bytes, name: 
         logger.exception("draft check of %r in matter %s failed", name, project.pk)
         yield line({"event": "error", "detail": "The check failed and nothing was recorded: try again."})
         return
+    for index, check in enumerate(checked.checks):
+        yield line({"event": "checked", "index": index, "words": check.words, "needs_review": check.needs_review})
     yield line({"event": "done", "url": reverse("draft_pages:draft", args=[recorded.check.pk])})
 
 

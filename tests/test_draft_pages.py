@@ -274,3 +274,23 @@ def test_a_revised_draft_shows_what_it_fixed_added_and_left_open(
     # the uncited quotation is still open, in words
     assert "Quoted from nowhere at all" in still_open
     assert "not checked" in still_open
+
+
+@pytest.mark.django_db
+def test_a_check_failing_mid_stream_says_so_and_writes_nothing(
+    matter: Project, client_of: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(**_: object) -> None:
+        raise RuntimeError("the checks broke")
+
+    monkeypatch.setattr("drafts.pages.check_draft", broken)
+    response = client_of.post(
+        reverse("draft_pages:upload", args=[matter.pk]),
+        {"file": SimpleUploadedFile("brief.docx", brief()), "stream": "1"},
+    )
+
+    events = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]  # type: ignore[attr-defined]
+    assert [e["event"] for e in events] == ["found", "error"]
+    assert "nothing was recorded" in events[-1]["detail"]
+    assert not DraftCheck.objects.exists()
+    assert not Message.objects.exists()
