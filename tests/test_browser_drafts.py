@@ -19,12 +19,13 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 from pytest_django.live_server_helper import LiveServer
 
+from authorities.loading import load_uslm
 from chats.models import CaselawOpinion
 from drafts.models import DraftCheck
 from tests import factories
 from tests.conftest import DEMOCRACY, FISHER, corpus_text
 from tests.test_browser_pages import ARTIFACTS, DOCS, PASSWORD, WRITE_SCREENSHOTS, _sign_in, chromium_browser
-from tests.test_draft_checks import PATEL
+from tests.test_draft_checks import AUTHORITIES, PATEL
 from tests.test_draft_pages import brief
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -62,6 +63,7 @@ def _member(username: str) -> User:
 def test_a_member_uploads_a_brief_and_works_through_its_findings(live_server: LiveServer, tmp_path: Path) -> None:
     # Given a matter with the project's opinions, its owner, and a Word brief on her disk
     _opinions()
+    load_uslm(path=AUTHORITIES / "usc09.xml")
     owner = _member("counsel")
     outsider = _member("stranger")
     matter = factories.ProjectFactory.create(owner=owner, name="Admissions appeal")
@@ -125,7 +127,8 @@ def test_a_member_uploads_a_brief_and_works_through_its_findings(live_server: Li
         page.click("a[href='#authorities']")
         toa = page.locator("#authorities")
         expect(toa).to_be_in_viewport()
-        expect(toa.locator(".toa-part")).to_have_text(["Cases"])
+        expect(toa.locator(".toa-part")).to_have_text(["Cases", "Statutes and regulations"])
+        expect(toa.locator("tr", has_text="9 U.S.C. § 2").locator(".status")).to_contain_text("section found")
         fisher = toa.locator("tr", has_text="570 U.S. 297")
         expect(fisher.locator(".toa-pages")).to_have_text("1, 2")
         expect(toa.locator("tr", has_text="999 U.S. 999").locator(".status")).to_contain_text("not checked")

@@ -24,12 +24,14 @@ from tests.test_draft_checks import opinions  # noqa: F401 - the fixture
 FISHER = "Fisher v. University of Texas at Austin, 570 U.S. 297, 310 (2013)"
 SCRUTINY = "Strict scrutiny is a searching examination"
 MISQUOTE = "Strict scrutiny is a mere formality"
+ARBITRATION = "shall be valid, irrevocable, and enforceable"
 FACIAL = "facial challenges under the Fourth Amendment are not categorically barred"
 
 
 def brief() -> bytes:
     """A Word brief over three pages: a verified quotation of Fisher (page 1), a misquote of it and a block quote
-    (page 2), a citation to a case that does not exist and a footnote citing Patel (page 3)."""
+        (page 2), a citation to a case that does not exist, a footnote citing Patel and a quotation of 9 U.S.C. § 2
+    (page 3)."""
     return make_docx(
         [
             Para("ARGUMENT"),
@@ -38,6 +40,7 @@ def brief() -> bytes:
             Para(f"{SCRUTINY}, and it is the government that bears the burden to prove", style="Quote"),
             "Fisher, 570 U.S. at 310.",
             "\fNo court has held otherwise. Smith v. Nowhere, 999 U.S. 999 (2031). Hotel registries too.[^1]",
+            f'An agreement to arbitrate "{ARBITRATION}." 9 U.S.C. § 2.',
         ],
         {1: [f'See City of Los Angeles v. Patel, 576 U.S. 409, 415 (2015) (holding that "{FACIAL}").']},
     )
@@ -121,6 +124,8 @@ def test_the_table_of_authorities_lists_every_page_citing_each(matter: Project, 
     assert rows["Fisher v. University of Texas at Austin, 570 U.S. 297"] == "1, 2"
     assert rows["City of Los Angeles v. Patel, 576 U.S. 409"] == "3"
     assert rows["Smith v. Nowhere, 999 U.S. 999"] == "3"
+    assert rows["9 U.S.C. § 2"] == "3"
+    assert toa.index("Cases") < toa.index("Statutes and regulations")
     assert toa.index('<h3 class="toa-part">Cases</h3>') >= 0
     # every entry of the record is in the table, with every page the record gives it
     for entry in check.authorities:
