@@ -135,7 +135,7 @@ class ToaPart:
 
 
 def _visible_check_or_404(request: HttpRequest, draft_id: UUID) -> Any:
-    return get_object_or_404(selectors.draft_checks_visible_to(request.user), pk=draft_id)
+    return get_object_or_404(selectors.draft_checks_visible_to(request.user).select_related("project"), pk=draft_id)
 
 
 @require_GET
@@ -212,12 +212,24 @@ def _marker_offset(text: str, end: int) -> int:
 
 def _quote_passages(check: Any, findings: list[dict[str, Any]]) -> dict[int, tuple[SafeString, str, str]]:
     """The passage of each quotation the turn recorded as a quote row (its place in the draft the row's), by the
-    start of its finding: drawn in its source with its alterations, the source's name and page cite. Reads each
-    source quoted once."""
+    start of its finding: drawn in its source with its alterations, the source's name and page cite. Four
+    queries, whatever the number of quotations: the rows of each kind, then each source's text once."""
     rows: list[DocumentQuote | OpinionQuote] = [
-        *DocumentQuote.objects.filter(message=check.message).select_related("document"),
-        *OpinionQuote.objects.filter(message=check.message).select_related("opinion"),
+        *DocumentQuote.objects.filter(message=check.message).select_related("document").defer("document__content"),
+        *OpinionQuote.objects.filter(message=check.message).select_related("opinion").defer("opinion__text"),
     ]
+    # Each source's text read once, however many quotations of it the draft has.
+    texts: dict[tuple[str, Any], str] = {
+        ("document", pk): text
+        for pk, text in Document.objects.filter(
+            pk__in={r.document_id for r in rows if isinstance(r, DocumentQuote)}
+        ).values_list("pk", "content")
+    } | {
+        ("opinion", pk): text
+        for pk, text in CaselawOpinion.objects.filter(
+            pk__in={r.opinion_id for r in rows if isinstance(r, OpinionQuote)}
+        ).values_list("pk", "text")
+    }
     starts = sorted(int(f["start"]) for f in findings if f["kind"] == "quote")
     out: dict[int, tuple[SafeString, str, str]] = {}
     for row in rows:
@@ -228,7 +240,7 @@ def _quote_passages(check: Any, findings: list[dict[str, Any]]) -> dict[int, tup
         finding_start = next((s for s in starts if abs(s - at) <= 1), None)
         if finding_start is None:
             continue
-        text = source.content if isinstance(source, Document) else source.text
+        text = texts[("document" if isinstance(source, Document) else "opinion", source.pk)]
         intact = (
             hashlib.sha256(text[start:end].encode()).hexdigest() == row.passage_sha256 if row.passage_sha256 else None
         )

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from django.conf import LazySettings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from chats.models import CaselawOpinion, Message, Project
@@ -299,3 +302,42 @@ def test_a_check_failing_mid_stream_says_so_and_writes_nothing(
     assert "nothing was recorded" in events[-1]["detail"]
     assert not DraftCheck.objects.exists()
     assert not Message.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("quotations", [6])
+def test_the_drafts_page_reads_a_constant_number_of_queries(
+    matter: Project, user: User, client_of: Client, quotations: int, django_assert_num_queries: Any
+) -> None:
+    # Given a draft quoting Fisher once, and one quoting it (and citing it) many times
+    one = checked(matter, user, f'It is "{SCRUTINY}." {FISHER}.'.encode(), name="one.txt")
+    many_text = "\n\n".join(f'Again {n}: "{SCRUTINY}." {FISHER}.' for n in range(quotations))
+    many = checked(matter, user, many_text.encode(), name="many.txt")
+    assert len(many.findings) == 2 * quotations
+
+    # when each page is read, then both read the same number of queries
+    with CaptureQueriesContext(connection) as small:
+        page_of(client_of, one)
+    with django_assert_num_queries(len(small.captured_queries)):
+        html = page_of(client_of, many)
+    assert html.count('<div class="claim-passage">') == quotations
+
+
+@pytest.mark.django_db
+def test_the_matter_page_reads_its_drafts_in_a_constant_number_of_queries(
+    matter: Project, user: User, client_of: Client, django_assert_num_queries: Any
+) -> None:
+    text = f'It is "{SCRUTINY}." {FISHER}.'.encode()
+    checked(matter, user, text, name="first.txt")
+    url = reverse("pages:matter", args=[matter.pk])
+    with CaptureQueriesContext(connection) as one_draft:
+        client_of.get(url)
+    # Given two more drafts, one of them checked twice
+    checked(matter, user, text, name="second.txt")
+    checked(matter, user, text, name="third.txt")
+    checked(matter, user, text, name="third.txt")
+
+    with django_assert_num_queries(len(one_draft.captured_queries)):
+        html = client_of.get(url).content.decode()
+    assert html.count('href="/drafts/') == 3
+    assert "(2 checks)" in html
