@@ -80,8 +80,18 @@ def test_a_member_uploads_a_brief_and_works_through_its_findings(live_server: Li
 
         # When she uploads the brief from the matter's page
         expect(page.locator("#drafts")).to_contain_text("No draft checked in this matter yet.")
-        page.set_input_files("#draft_file", str(path))
+        # (a file that is not what its name says is refused on the form, nothing written)
+        bad = tmp_path / "notes.docx"
+        bad.write_bytes(b"plain words, not a Word file")
+        page.set_input_files("#draft_file", str(bad))
         page.click("#draft-submit")
+        expect(page.locator("#drafts .form-error")).to_contain_text("Word document (DOCX) but it is a text file")
+        expect(page.locator("#drafts")).to_contain_text("No draft checked in this matter yet.")
+        page.set_input_files("#draft_file", str(path))
+        with page.expect_response(lambda r: r.request.method == "POST") as posted:
+            page.click("#draft-submit")
+        # (the page's script posted it for the streamed progress, whose events test_draft_pages.py reads)
+        assert posted.value.headers["content-type"] == "application/x-ndjson"
 
         # Then she sees the findings come in, then lands on the draft's page
         page.wait_for_url(f"{live_server.url}/drafts/*/")
@@ -149,6 +159,9 @@ def test_a_member_uploads_a_brief_and_works_through_its_findings(live_server: Li
         expect(page.locator("#copy-toa")).to_be_hidden()
         expect(page.locator(".site-header")).to_be_hidden()
         expect(page.locator(".appendix-note")).to_be_visible()
+        page.set_viewport_size({"width": 900, "height": 1270})  # about an A4 page's proportions
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=ARTIFACTS / "draft-page-print.png")
         page.pdf(path=ARTIFACTS / "draft-report.pdf", format="A4")
         draft_url = page.url.replace(live_server.url, "")
         page.close()

@@ -82,6 +82,19 @@
     var items = [];
     var checked = 0;
 
+    function showRefusal(reasons) {
+      var field = form.querySelector(".field");
+      form.querySelectorAll(".form-error").forEach(function (e) { e.remove(); });
+      reasons.forEach(function (reason, index) {
+        var error = element("span", "form-error field-error", reason);
+        error.id = "draft_file-error-" + (index + 1);
+        field.appendChild(error);
+      });
+      field.classList.add("has-errors");
+      box.hidden = true;
+      submit.disabled = false;
+    }
+
     function handle(event) {
       if (event.event === "found") {
         status.textContent = "Found " + event.findings.length + " citations and quotations; checking each…";
@@ -112,11 +125,12 @@
       .then(function (response) {
         var type = response.headers.get("Content-Type") || "";
         if (type.indexOf("application/x-ndjson") !== 0) {
-          // A refused file: the server drew the form again with its reason. Show that page.
+          // A refused file: the server drew the form again with the reason (400, 413, 429). Show the reason on
+          // this page's form, as the page without JavaScript would.
           return response.text().then(function (html) {
-            document.open();
-            document.write(html);
-            document.close();
+            var drawn = new DOMParser().parseFromString(html, "text/html");
+            var reasons = Array.prototype.map.call(drawn.querySelectorAll(".form-error"), function (e) { return e.textContent.trim(); });
+            showRefusal(reasons.length ? reasons : ["The draft was refused (HTTP " + response.status + ")."]);
           });
         }
         var reader = response.body.getReader();
