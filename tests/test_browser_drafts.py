@@ -164,6 +164,13 @@ def test_a_member_uploads_a_brief_and_works_through_its_findings(live_server: Li
         page.screenshot(path=ARTIFACTS / "draft-page-print.png")
         page.pdf(path=ARTIFACTS / "draft-report.pdf", format="A4")
         draft_url = page.url.replace(live_server.url, "")
+        # The matter's page lists the draft with its verdict and what needs review
+        page.emulate_media(media="screen")
+        page.goto(f"{live_server.url}/matters/{matter.pk}/")
+        drafts = page.locator("#drafts")
+        expect(drafts.locator(f"a[href='{draft_url}']")).to_have_text("opening-brief.docx")
+        expect(drafts).to_contain_text("Fail")
+        drafts.screenshot(path=ARTIFACTS / "matter-drafts.png")
         page.close()
 
         # A non-member gets 404
