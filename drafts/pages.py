@@ -33,7 +33,7 @@ from chats.pages import span_pin_cite
 from chats.selectors import projects_visible_to
 from chats.throttles import TurnRateThrottle
 from drafts import selectors
-from drafts.checking import check_draft, status_words
+from drafts.checking import Check, CheckedDraft, check_draft, check_draft_in_steps, status_words
 from drafts.errors import UnreadableDraft
 from drafts.finding import find_in_draft
 from drafts.reading import KINDS, read_draft
@@ -421,17 +421,22 @@ def draft_upload(request: HttpRequest, project_id: UUID) -> HttpResponseBase:
 
 def _progress(*, project: Project, author: AbstractBaseUser, data: bytes, name: str, draft: Any) -> Iterator[bytes]:
     """The check of a read draft as lines of JSON, sent as it goes: ``found`` with every finding (kind, words,
-    page) once the draft is read through, ``checked`` with each finding's status in words once the checks are done
-    (CourtListener's answers included) and the check recorded, then ``done`` with the draft's page; ``error`` if
-    the check fails, and nothing written (the record is one transaction).
+    page) once the draft is read through; ``step`` as each step of the check ends, with ``checked`` for each
+    finding whose status is then final (the quotations, once checked against their sources); after the last step
+    and the check recorded, ``checked`` for the rest (the citations, once their pin cites are compared with the
+    quotations' pages) and ``done`` with the draft's page; ``error`` if the check fails, and nothing written (the
+    record is one transaction).
 
     It runs in the response, in the request's own thread (no thread is started: nothing outlives the request),
-    as a streamed turn does. The record is written before the statuses are sent, so that a reader who leaves
-    once the check is done still has it; one who leaves before (the server's next write fails and the generator
-    is closed) has nothing recorded, as with a refused file."""
+    as a streamed turn does. A reader who leaves while it is checked (the server's next write fails and the
+    generator is closed) has nothing recorded, as with a refused file; the record is written before the last
+    statuses are sent, so that one who leaves once the check is done keeps it."""
 
     def line(event: dict[str, Any]) -> bytes:
         return (json.dumps(event) + "\n").encode()
+
+    def checked(index: int, check: Check) -> bytes:
+        return line({"event": "checked", "index": index, "words": check.words, "needs_review": check.needs_review})
 
     found = find_in_draft(draft)
     yield line(
@@ -442,18 +447,30 @@ def _progress(*, project: Project, author: AbstractBaseUser, data: bytes, name: 
             ],
         }
     )
+    sent: set[int] = set()
     try:
-        checked = check_draft(found=found, matter=project)
+        steps = check_draft_in_steps(found=found, matter=project)
+        while True:
+            try:
+                step = next(steps)
+            except StopIteration as finished:
+                result: CheckedDraft = finished.value
+                break
+            yield line({"event": "step", "words": step.words, "count": step.count})
+            for index, check in sorted(step.final.items()):
+                sent.add(index)
+                yield checked(index, check)
         recorded = record_checked_draft(
-            matter=project, author=author, data=data, name=name, draft=draft, checked=checked
+            matter=project, author=author, data=data, name=name, draft=draft, checked=result
         )
     except Exception:
         # The response has begun: the failure can only be said in the stream. Logged with its traceback.
         logger.exception("draft check of %r in matter %s failed", name, project.pk)
         yield line({"event": "error", "detail": "The check failed and nothing was recorded: try again."})
         return
-    for index, check in enumerate(checked.checks):
-        yield line({"event": "checked", "index": index, "words": check.words, "needs_review": check.needs_review})
+    for index, check in enumerate(result.checks):
+        if index not in sent:
+            yield checked(index, check)
     yield line({"event": "done", "url": reverse("draft_pages:draft", args=[recorded.check.pk])})
 
 

@@ -183,7 +183,7 @@ def test_an_upload_is_checked_recorded_and_opens_the_drafts_page(
 
 
 @pytest.mark.django_db
-def test_a_streamed_upload_sends_the_findings_then_their_checks_then_the_page(
+def test_a_streamed_upload_sends_the_findings_then_each_step_of_their_check_then_the_page(
     matter: Project, user: User, client_of: Client
 ) -> None:
     response = client_of.post(
@@ -195,8 +195,21 @@ def test_a_streamed_upload_sends_the_findings_then_their_checks_then_the_page(
     assert response["Content-Type"] == "application/x-ndjson"
     events = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]  # type: ignore[attr-defined]
     check = DraftCheck.objects.get()
-    assert [e["event"] for e in events] == ["found"] + ["checked"] * len(check.findings) + ["done"]
+    kinds = [e["event"] for e in events]
+    # the findings first, then each step of the check as it ends, then the page
+    assert kinds[0] == "found"
     assert len(events[0]["findings"]) == len(check.findings)
+    assert [e["words"] for e in events if e["event"] == "step"] == ["citations looked up", "quotations checked"]
+    assert kinds[-1] == "done"
+    # every finding's status once, the quotations' as soon as they are checked (before the citations' pin cites)
+    statuses = {e["index"]: e for e in events if e["event"] == "checked"}
+    assert sorted(statuses) == list(range(len(check.findings)))
+    assert kinds.count("checked") == len(check.findings)
+    quotations = {i for i, f in enumerate(check.findings) if f["kind"] == "quote"}
+    after_quotations = kinds.index("step", kinds.index("step") + 1) + 1
+    assert {e["index"] for e in events[after_quotations : after_quotations + len(quotations)]} == quotations
+    # in the words the record keeps
+    assert [statuses[i]["words"] for i in range(len(check.findings))] == [f["words"] for f in check.findings]
     assert events[-1]["url"] == reverse("draft_pages:draft", args=[check.pk])
 
 
@@ -291,7 +304,7 @@ def test_a_check_failing_mid_stream_says_so_and_writes_nothing(
     def broken(**_: object) -> None:
         raise RuntimeError("the checks broke")
 
-    monkeypatch.setattr("drafts.pages.check_draft", broken)
+    monkeypatch.setattr("drafts.pages.check_draft_in_steps", broken)
     response = client_of.post(
         reverse("draft_pages:upload", args=[matter.pk]),
         {"file": SimpleUploadedFile("brief.docx", brief()), "stream": "1"},

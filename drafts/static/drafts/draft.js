@@ -1,7 +1,7 @@
 /* The drafts' pages' script (no build step, no inline code: a strict Content-Security-Policy holds).
  *
- * - Upload: posts the draft with stream=1 and shows the findings as the server finds and checks them (lines of
- *   JSON), then opens the draft's page. Without this script the form posts and the page answers with a redirect.
+ * - Upload: posts the draft with stream=1 and shows the findings as the server finds them, each step of their
+ *   check and each status as it is final (lines of JSON), then opens the draft's page. Without this script the form posts and the page answers with a redirect.
  * - Table of authorities: "Copy" copies each authority and its pages as plain text, without the statuses.
  * - Print: the report is the page printed (print CSS).
  */
@@ -97,12 +97,14 @@
 
     function handle(event) {
       if (event.event === "found") {
-        status.textContent = "Found " + event.findings.length + " citations and quotations; checking each…";
+        status.textContent = "Found " + event.findings.length + " citations and quotations; checking them (the cases at CourtListener if it is configured)…";
         event.findings.forEach(function (finding) {
           var item = element("li", "", (finding.page ? "p. " + finding.page + " · " : "") + finding.kind + ": " + finding.text + " — checking…");
           items.push(item);
           list.appendChild(item);
         });
+      } else if (event.event === "step") {
+        status.textContent = event.words.charAt(0).toUpperCase() + event.words.slice(1) + " (" + event.count + "); " + checked + " of " + items.length + " final so far…";
       } else if (event.event === "checked") {
         var item = items[event.index];
         if (item) {
