@@ -78,6 +78,8 @@ class StatuteCitationCheck:
     identifier: str = ""
     cited: str = ""
     release: ReleaseRef | None = None
+    # The primary key of the section resolved to (none for a part, or a citation not verified).
+    section_id: int | None = None
 
     def record(self) -> dict[str, Any]:
         """The check as JSON-ready data."""
@@ -103,6 +105,8 @@ class StatuteQuoteCheck:
     end: int | None = None
     passage: str = ""
     found_in: str = ""
+    # The primary key of the section ``identifier`` (where ``start``/``end`` point), when the quote was found.
+    section_id: int | None = None
     alterations: list[dict[str, Any]] = field(default_factory=list)
     context_flags: list[dict[str, Any]] = field(default_factory=list)
 
@@ -191,7 +195,8 @@ def _check_one(found: FoundStatute, library: _Library, sections: dict[str, Statu
         return StatuteCitationCheck(
             found, NOT_FOUND, f"{missing}: the citation may be fabricated", identifier, cited, ref
         )
-    return StatuteCitationCheck(found, VERIFIED, f"{written} is in {ref.named}", identifier, cited, ref)
+    section_id = None if is_part else sections[f"/us/{found.code}/t{found.title}/s{found.section}"].pk
+    return StatuteCitationCheck(found, VERIFIED, f"{written} is in {ref.named}", identifier, cited, ref, section_id)
 
 
 def _subdivisions(section: StatuteSection, path: str) -> list[tuple[int, int]]:
@@ -238,6 +243,7 @@ def _found(
         method=match.method,
         confidence=match.confidence,
         identifier=section.identifier,
+        section_id=section.pk,
         start=match.start + offset,
         end=match.end + offset,
         passage=section.text[match.start + offset : match.end + offset],

@@ -56,9 +56,13 @@ PLAIN_SELECTS = (
     "FROM message_tool_sources",
     "SELECT id, message_id, created_at, answer_offset_start, answer_offset_end, kind, citation, case_name, status, "
     "detail, opinion_id, provider, pin, pin_status FROM message_case_citations",
+    "SELECT id, message_id, created_at, position, kind, citation, answer_offset_start, answer_offset_end, cited, "
+    "identifier, pin, section_id, code, title, release_point, release_label, release_official, status, reason, quote, "
+    "verification_method, verification_confidence, source_offset_start, source_offset_end, passage_sha256, "
+    "alterations, context_flags, found_in FROM message_statute_citations",
     "SELECT id, message_id, chat_id, project_id, source_kind, verification_status, confidence, provider, "
-    "message_citation_id, message_caselaw_citation_id, message_tool_source_id, message_case_citation_id "
-    "FROM citation_ledger_entry",
+    "message_citation_id, message_caselaw_citation_id, message_tool_source_id, message_case_citation_id, "
+    "message_statute_citation_id FROM citation_ledger_entry",
 )
 
 

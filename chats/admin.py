@@ -43,6 +43,7 @@ from chats.models import (
     OpinionQuote,
     Project,
     ProjectMembership,
+    StatuteCitation,
     TurnRateCount,
 )
 from chats.selectors import chats_visible_to, projects_visible_to, users_visible_to
@@ -231,10 +232,20 @@ class MessageAdmin(MatterScopedAdmin, ReadOnlyAdminMixin, UUIDSearchAdmin):
     """A message is the record of what was asked and answered: read-only for everyone."""
 
     matter_scope = ("chat", "chat")
-    list_display = ("__str__", "chat", "role", "status", "verdict", "model_name", "created_at", "finalized_at")
+    list_display = (
+        "__str__",
+        "chat",
+        "role",
+        "kind",
+        "status",
+        "verdict",
+        "model_name",
+        "created_at",
+        "finalized_at",
+    )
     list_select_related = ("chat",)
-    # Both fields have choices: the filters list them without querying the table.
-    list_filter = ("role", "status", "verdict")
+    # These fields have choices: the filters list them without querying the table.
+    list_filter = ("role", "kind", "status", "verdict")
     search_fields = ("id", "chat_id")
     search_help_text = "An exact message or chat id (UUID)."
     # Raw ids: a <select> would list every message of the table.
@@ -357,6 +368,15 @@ class CaseCitationAdmin(_ArtifactAdmin):
     joined = ("opinion", "message")
     search_fields = ("id", "message_id", "opinion_id")
     search_help_text = "An exact case-citation, message or opinion id (UUID)."
+
+
+@admin.register(StatuteCitation)
+class StatuteCitationAdmin(_ArtifactAdmin):
+    list_display = ("citation", "cited", "kind", "status", "release_point", "message", "created_at")
+    list_filter = ("status", "kind")
+    joined = ("message",)
+    search_fields = ("id", "message_id")
+    search_help_text = "An exact statute-row or message id (UUID)."
 
 
 # Derived search data (chats.passages): made from the documents, never edited by hand.

@@ -364,6 +364,14 @@ class MessageRole(models.TextChoices):
     ASSISTANT = "assistant"
 
 
+class MessageKind(models.TextChoices):
+    """What a turn is: an assistant's answer to a question, or a lawyer's draft checked (``drafts``), whose text
+    stands as the answer and whose author is the user."""
+
+    ANSWER = "answer"
+    DRAFT = "draft"
+
+
 class MessageStatus(models.TextChoices):
     PENDING = "pending"
     STREAMING = "streaming"
@@ -376,6 +384,7 @@ class Message(models.Model):
     # Module-level enumerations (so that Meta's constraints can name them too), reachable as Message.Role/Status.
     Role = MessageRole
     Status = MessageStatus
+    Kind = MessageKind
 
     # Time-ordered (chats.ids), as for every row a turn writes: two per turn, and the ledger's message_id
     # index holds them too, so random keys would cost a cold page per insert there as well.
@@ -415,6 +424,9 @@ class Message(models.Model):
     # update), so that only the current run may finalize; a superseded run's late finalize writes nothing.
     # 0 on user messages and on answers stored before it existed.
     attempt = models.PositiveIntegerField(default=0, db_default=0)
+    # The turn's kind, on both of its messages: an answer, or a checked draft (its question names the file). Not in
+    # the sealed facts (their format would change for every turn sealed before it); the draft's question is.
+    kind = models.CharField(max_length=16, choices=MessageKind.choices, default=MessageKind.ANSWER, db_default="answer")
 
     objects = MessageQuerySet.as_manager()
 
@@ -477,6 +489,12 @@ class Message(models.Model):
                 fields=["reply_to"],
                 name="messages_reply_to_uniq",
                 violation_error_message="This question already has an answer.",
+            ),
+            # A kind no reader knows would show a draft as an answer or the reverse.
+            models.CheckConstraint(
+                condition=Q(kind__in=MessageKind.values),
+                name="messages_kind_valid",
+                violation_error_message="Kind must be 'answer' or 'draft'.",
             ),
             # Usage is what a model spent answering: a user's message has none.
             models.CheckConstraint(
@@ -923,6 +941,7 @@ class SourceKind(models.TextChoices):
     KB_DOCUMENT = "kb_document", "KB document"
     CASELAW = "caselaw", "Caselaw"
     MCP = "mcp", "MCP tool"
+    STATUTE = "statute", "Statute or regulation"
 
 
 class MessageToolSource(AppendOnlyModel):
@@ -1082,6 +1101,191 @@ class CaseCitation(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.citation} ({self.status})"
+
+
+class StatuteRowKind(models.TextChoices):
+    CITATION = "citation"  # 9 U.S.C. § 2, resolved to its section
+    QUOTE = "quote"  # a quotation attributed to a statute citation, checked against the section's text
+
+
+class StatuteCitationStatus(models.TextChoices):
+    """What the authority library said (``authorities.selectors``): a citation is verified, not found or
+    unchecked; a quote is verified, altered, found elsewhere, failed or unchecked."""
+
+    VERIFIED = "verified"
+    NOT_FOUND = "not_found"
+    UNCHECKED = "unchecked"
+    ALTERED = "altered"
+    FOUND_ELSEWHERE = "found_elsewhere"
+    FAILED = "failed"
+
+
+STATUTE_CITATION_STATUSES = ("verified", "not_found", "unchecked")
+STATUTE_QUOTE_STATUSES = ("verified", "altered", "found_elsewhere", "failed", "unchecked")
+# The quote statuses that found the quote in a section's text: the row holds the span, its digest and the section.
+STATUTE_QUOTE_FOUND = ("verified", "altered", "found_elsewhere")
+
+
+class StatuteCitation(AppendOnlyModel):
+    """A statute or regulation citation written in an answer, or a quotation attributed to one, as the authority
+    library checked it at finalize (``authorities.selectors.check_statutes``).
+
+    One table for both kinds (``kind``): a quote is always a quote of a citation, and both carry the same facts
+    (the citation as written and its answer span, the section, the release checked, a status and its reason), so
+    one row shape, one ledger column and one seal row format serve both; the quote's own columns are empty for a
+    citation, as the CHECK constraints hold. ``identifier`` and ``section`` name the section the row's text is
+    from (for a quote, where the offsets point: the cited section, or the one a ``found_elsewhere`` quote was
+    found in); the release is copied onto the row (code, title, release point, its label, official or not) so
+    that the record names it whatever becomes of the library. The section is referenced by a foreign key
+    (RESTRICT): a cited section cannot be deleted from under the record. Rows of turns finalized before this
+    table existed stay ``message_case_citations`` rows of kind ``statute``, ``unchecked``."""
+
+    Kind = StatuteRowKind
+    Status = StatuteCitationStatus
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="statute_citations")
+    kind = models.CharField(max_length=16, choices=StatuteRowKind.choices)
+    # The row's place among its turn's statute rows (citations in answer order, then quotes in answer order; a
+    # resumed turn's go on from its first run's).
+    position = models.PositiveIntegerField(default=0)
+    # The citation as written in the answer, and where (``answer[start:end]``); for a quote, its citation's.
+    citation = models.CharField(max_length=200)
+    answer_offset_start = models.PositiveIntegerField()
+    answer_offset_end = models.PositiveIntegerField()
+    # The citation as a lawyer writes it, with the release checked: `9 U.S.C. § 2 (Online@117-80)`.
+    cited = models.CharField(max_length=255, blank=True)
+    # The section (`/us/usc/t9/s2`; a CFR part `/us/cfr/t27/p478`) and the subdivision pinned (`a/1`).
+    identifier = models.CharField(max_length=255, blank=True)
+    pin = models.CharField(max_length=64, blank=True)
+    section = models.ForeignKey(
+        "authorities.StatuteSection",
+        on_delete=models.RESTRICT,
+        null=True,
+        blank=True,
+        related_name="statute_citations",
+    )
+    # The release checked against: `usc` 9 `Online@117-80`; `cfr` 27 `2017-04-01` ("revised as of April 1, 2017").
+    code = models.CharField(max_length=8, blank=True)
+    title = models.PositiveIntegerField(null=True, blank=True)
+    release_point = models.CharField(max_length=64, blank=True)
+    release_label = models.CharField(max_length=128, blank=True)
+    release_official = models.BooleanField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=StatuteCitationStatus.choices)
+    reason = models.CharField(max_length=1000)
+    # A quote's own facts (empty for a citation): the quote, how the verifier matched it, where it is in the
+    # section's text (``section.text[start:end]``), the SHA-256 of that passage, the alterations and context
+    # flags (offsets into the same text), and where else it was found (`9 U.S.C. § 3`).
+    quote = models.TextField(blank=True)
+    verification_method = models.CharField(max_length=32, blank=True)
+    verification_confidence = models.FloatField(null=True, blank=True)
+    # Integer columns like the quote tables' (the ledger's trace reads them together); never negative (CHECK).
+    source_offset_start = models.IntegerField(null=True, blank=True)
+    source_offset_end = models.IntegerField(null=True, blank=True)
+    passage_sha256 = models.CharField(max_length=64, blank=True)
+    alterations = models.JSONField(blank=True, default=list)
+    context_flags = models.JSONField(blank=True, default=list)
+    found_in = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = AppendOnlyQuerySet.as_manager()  # append-only: see chats.record
+
+    class Meta:
+        db_table = "message_statute_citations"
+        ordering = ["created_at", "position", "id"]
+        constraints = [
+            # Only the kinds and statuses the library gives: the verdict and the ledger read them.
+            models.CheckConstraint(
+                condition=(Q(kind=StatuteRowKind.CITATION) & Q(status__in=STATUTE_CITATION_STATUSES))
+                | (Q(kind=StatuteRowKind.QUOTE) & Q(status__in=STATUTE_QUOTE_STATUSES)),
+                name="message_statute_citations_kind_status_valid",
+                violation_error_message="A citation is verified, not_found or unchecked; a quote is verified, "
+                "altered, found_elsewhere, failed or unchecked.",
+            ),
+            # A row is a non-empty span of the answer, or it cannot be shown; and says why it has its status.
+            models.CheckConstraint(
+                condition=Q(answer_offset_end__gt=F("answer_offset_start")) & ~Q(citation="") & ~Q(reason=""),
+                name="message_statute_citations_written_and_reasoned",
+                violation_error_message="A statute row needs its citation, a non-empty answer span and a reason.",
+            ),
+            # A verified citation names its section and the release it is in; a check names the release it used.
+            models.CheckConstraint(
+                condition=~Q(kind=StatuteRowKind.CITATION, status="verified")
+                | (~Q(identifier="") & ~Q(release_point="") & Q(title__isnull=False) & ~Q(code="")),
+                name="message_statute_citations_verified_named",
+                violation_error_message="A verified citation names its section and release.",
+            ),
+            # A citation row has none of a quote's facts.
+            models.CheckConstraint(
+                condition=~Q(kind=StatuteRowKind.CITATION)
+                | (
+                    Q(quote="", verification_method="", passage_sha256="", found_in="")
+                    & Q(source_offset_start__isnull=True, source_offset_end__isnull=True)
+                    & Q(verification_confidence__isnull=True, alterations=[], context_flags=[])
+                ),
+                name="message_statute_citations_citation_shape",
+                violation_error_message="A citation row has no quote, offsets, digest, alterations or found_in.",
+            ),
+            # A quote found in a section's text holds the section, its span (forward), the passage's digest and
+            # the match; one not found (failed, unchecked) has none of them.
+            models.CheckConstraint(
+                condition=~Q(kind=StatuteRowKind.QUOTE)
+                | (
+                    Q(status__in=STATUTE_QUOTE_FOUND)
+                    & ~Q(quote="")
+                    & Q(section__isnull=False, source_offset_start__isnull=False, source_offset_end__isnull=False)
+                    & Q(source_offset_start__gte=0, source_offset_end__gte=F("source_offset_start"))
+                    & Q(passage_sha256__regex=r"^[0-9a-f]{64}$")
+                    & Q(verification_method__in=VERIFIED_METHODS, verification_confidence__isnull=False)
+                    & ~Q(identifier="")
+                    & ~Q(release_point="")
+                )
+                | (
+                    ~Q(status__in=STATUTE_QUOTE_FOUND)
+                    & ~Q(quote="")
+                    & Q(source_offset_start__isnull=True, source_offset_end__isnull=True, passage_sha256="")
+                    & Q(verification_method="", verification_confidence__isnull=True)
+                    & Q(alterations=[], context_flags=[], found_in="")
+                ),
+                name="message_statute_citations_quote_shape",
+                violation_error_message="A quote found holds its section, span, digest and match; one not found "
+                "holds none of them.",
+            ),
+            # Only a quote found in another section says where; it always does.
+            models.CheckConstraint(
+                condition=Q(status="found_elsewhere", found_in__gt="")
+                | (~Q(status="found_elsewhere") & Q(found_in="")),
+                name="message_statute_citations_found_in_iff_elsewhere",
+                violation_error_message="found_in is set exactly for a quote found elsewhere.",
+            ),
+            # An altered quote is the verifier's altered match, and nothing else is.
+            models.CheckConstraint(
+                condition=~Q(kind=StatuteRowKind.QUOTE)
+                | ~Q(status__in=STATUTE_QUOTE_FOUND)
+                | Q(status="found_elsewhere")
+                | (Q(status="altered") & Q(verification_method=VerificationMethod.ALTERED))
+                | (Q(status="verified") & ~Q(verification_method=VerificationMethod.ALTERED)),
+                name="message_statute_citations_altered_is_altered",
+                violation_error_message="A quote is altered exactly when the verifier's match is altered.",
+            ),
+            # The trace and the seal iterate the alterations and context flags: anything but a list cannot be shown.
+            models.CheckConstraint(
+                condition=Exact(JSONTypeOf("alterations"), Value("array"))
+                & Exact(JSONTypeOf("context_flags"), Value("array")),
+                name="message_statute_citations_lists",
+                violation_error_message="alterations and context_flags must be JSON arrays.",
+            ),
+            # Confidence is a probability-like score; outside 0..1 it means nothing.
+            models.CheckConstraint(
+                condition=Q(verification_confidence__isnull=True)
+                | (Q(verification_confidence__gte=0) & Q(verification_confidence__lte=1)),
+                name="message_statute_citations_confidence_range",
+                violation_error_message="verification_confidence must be within 0..1.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"statute {self.kind} {self.cited or self.citation} ({self.status})"
 
 
 class TurnRateCount(models.Model):

@@ -24,12 +24,13 @@ from chats.models import (
     OpinionQuote,
     Project,
     SourceKind,
+    StatuteCitation,
 )
 from chats.pages import pages_of_span, span_pin_cite
 from chats.selectors import projects_visible_to
 from lqai_verify.certificates import COURTS
-from lqai_verify.statuses import review_count
-from lqai_verify.verdict import case_claim_status
+from lqai_verify.statuses import review_count, status_in_words
+from lqai_verify.verdict import case_claim_status, statute_claim_status
 
 QuoteRow = TypeVar("QuoteRow", DocumentQuote, OpinionQuote)
 
@@ -295,6 +296,58 @@ class CaseCitationSerializer(serializers.ModelSerializer[CaseCitation]):
         read_only_fields = fields
 
 
+class StatuteCitationSerializer(serializers.ModelSerializer[StatuteCitation]):
+    """A statute or regulation citation of the answer (``kind`` ``citation``) or a quote attributed to one
+    (``quote``), as the authority library checked it at finalize: the citation as written and its span in the
+    answer, ``cited`` as a lawyer writes it with the release checked (``9 U.S.C. § 2 (Online@117-80)``), the
+    section (``identifier``, ``pin``) and the release (``code``, ``title``, ``release_point``,
+    ``release_label``, ``release_official``), its ``status`` (a citation: verified, not_found, unchecked; a
+    quote: verified, altered, found_elsewhere, failed, unchecked) in words (``status_words``) with its
+    ``reason``; for a quote, the quote, where it is in the section's text (``source_start``/``source_end``),
+    the passage's SHA-256, its alterations and context flags, and where else it was found (``found_in``)."""
+
+    answer_start = serializers.IntegerField(source="answer_offset_start", read_only=True)
+    answer_end = serializers.IntegerField(source="answer_offset_end", read_only=True)
+    source_start = serializers.IntegerField(source="source_offset_start", read_only=True, allow_null=True)
+    source_end = serializers.IntegerField(source="source_offset_end", read_only=True, allow_null=True)
+    status_words = serializers.SerializerMethodField()
+
+    class Meta:
+        model = StatuteCitation
+        fields = [
+            "id",
+            "kind",
+            "position",
+            "citation",
+            "answer_start",
+            "answer_end",
+            "cited",
+            "identifier",
+            "pin",
+            "code",
+            "title",
+            "release_point",
+            "release_label",
+            "release_official",
+            "status",
+            "status_words",
+            "reason",
+            "quote",
+            "verification_method",
+            "verification_confidence",
+            "source_start",
+            "source_end",
+            "passage_sha256",
+            "alterations",
+            "context_flags",
+            "found_in",
+        ]
+        read_only_fields = fields
+
+    def get_status_words(self, obj: StatuteCitation) -> str:
+        return status_in_words(statute_claim_status(obj.kind, obj.status)).words
+
+
 def _verified(rows: Iterable[QuoteRow]) -> list[QuoteRow]:
     return [row for row in rows if row.verification_method != UNVERIFIED]
 
@@ -311,8 +364,10 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
     unverified_citations = serializers.SerializerMethodField()
     tool_sources = ToolSourceSerializer(many=True, read_only=True)
     case_citations = CaseCitationSerializer(many=True, read_only=True)
+    statute_citations = StatuteCitationSerializer(many=True, read_only=True)
     review_count = serializers.SerializerMethodField(
-        help_text="How many of its claims (quotes, failed or not, and case citations) a person must check."
+        help_text="How many of its claims (quotes, failed or not, case citations, statute citations and quotes) a "
+        "person must check."
     )
 
     class Meta:
@@ -320,6 +375,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
         fields = [
             "id",
             "role",
+            "kind",
             "reply_to",
             "content",
             "status",
@@ -336,6 +392,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "unverified_citations",
             "tool_sources",
             "case_citations",
+            "statute_citations",
         ]
         read_only_fields = fields
 
@@ -344,7 +401,8 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             row.verification_method for rows in (obj.citations.all(), obj.caselaw_citations.all()) for row in rows
         )
         cases = (case_claim_status(case.status, case.pin_status) for case in obj.case_citations.all())
-        return review_count([*quotes, *cases])
+        statutes = (statute_claim_status(row.kind, row.status) for row in obj.statute_citations.all())
+        return review_count([*quotes, *cases, *statutes])
 
     @extend_schema_field(KBCitationSerializer(many=True))
     def get_citations(self, obj: Message) -> Any:
@@ -427,6 +485,9 @@ class TurnDoneSerializer(serializers.Serializer[dict[str, Any]]):
     )
     review_count = serializers.IntegerField(help_text="How many claims of this run a person must check.")
     case_citations = CaseCitationSerializer(many=True, help_text="The case citations of the answer, as checked.")
+    statute_citations = StatuteCitationSerializer(
+        many=True, help_text="The statute and regulation citations of this run's answer and their quotes, as checked."
+    )
     citation_count = serializers.IntegerField(help_text="The verified quotes, each sent as a `citation` event.")
     unverified_citations = FailedClaimSerializer(
         many=True, help_text="The claims that did not verify, as the message lists them."

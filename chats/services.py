@@ -28,6 +28,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from authorities import selectors as authority_library
 from chats.answer_positions import place_claims
 from chats.case_citations import CheckedCitation, StreamedCitations, check_case_citations
 from chats.case_citations.pins import check_pins_against_quoted_passages
@@ -43,6 +44,7 @@ from chats.models import (
     OpinionQuote,
     Project,
     SourceKind,
+    StatuteCitation,
     Verdict,
     fit,
     fit_count,
@@ -118,6 +120,7 @@ class FinalizedTurn:
     tool_sources: list[MessageToolSource] = field(default_factory=list)
     unverified: list[UnverifiedQuote] = field(default_factory=list)
     case_citations: list[CaseCitation] = field(default_factory=list)
+    statute_citations: list[StatuteCitation] = field(default_factory=list)
 
 
 def create_chat(*, owner: AbstractBaseUser, project: Project | None = None, title: str = "") -> Chat:
@@ -181,9 +184,11 @@ def start_turn(
     content: str,
     author: AbstractBaseUser | None = None,
     assistant_status: str = Message.Status.PENDING,
+    kind: str = Message.Kind.ANSWER,
 ) -> tuple[Message, Message]:
     """Record the user's message and the assistant message that answers it (``reply_to``), ``pending``,
-    or ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record.
+    or ``streaming`` for a streamed turn so that a disconnect before the first event leaves a record. ``kind``:
+    both messages' (a checked draft's turn is ``draft``).
 
     A streamed turn counts against its author's concurrent streams: :class:`TooManyStreams` at the cap,
     and nothing is recorded.
@@ -193,7 +198,12 @@ def start_turn(
         if assistant_status == Message.Status.STREAMING:
             _reserve_stream(author)
         user_message = Message.objects.create(
-            chat=chat, role=Message.Role.USER, content=content, status=Message.Status.COMPLETE, author_id=author_id
+            chat=chat,
+            role=Message.Role.USER,
+            content=content,
+            status=Message.Status.COMPLETE,
+            author_id=author_id,
+            kind=kind,
         )
         assistant_message = Message.objects.create(
             chat=chat,
@@ -203,6 +213,7 @@ def start_turn(
             reply_to=user_message,
             author_id=author_id,
             attempt=1,  # the claim of this first run (see finalize_turn)
+            kind=kind,
         )
     return user_message, assistant_message
 
@@ -506,9 +517,12 @@ def _case_citation_rows(
     now: datetime.datetime,
     resumed: bool,
     streamed: StreamedCitations | None,
+    statutes_recorded: bool = False,
 ) -> list[CaseCitation]:
     """Rows for the case citations of ``content``, checked (see ``chats.case_citations``), except, on a
-    resumed turn, the spans the message already has (it keeps the rows of what it had written before).
+    resumed turn, the spans the message already has (it keeps the rows of what it had written before), and,
+    when ``statutes_recorded`` (the authority library checked the answer: :func:`_statute_rows`), the statute
+    citations, which are then statute rows; otherwise they stay unchecked case-citation rows, as before.
 
     The check never fails the turn: an error in it is logged and the turn is finalized without rows.
     """
@@ -537,8 +551,104 @@ def _case_citation_rows(
             created_at=now,
         )
         for citation in checked
-        if citation.start not in had
+        if citation.start not in had and not (statutes_recorded and citation.kind.value == CaseCitation.Kind.STATUTE)
     ]
+
+
+def _statute_fields(check: authority_library.StatuteCitationCheck) -> dict[str, Any]:
+    """The columns a statute row takes from the citation it is of: as written, where, the section and the
+    release checked."""
+    found, release = check.citation, check.release
+    identifier = check.identifier
+    if found.pin and identifier.endswith(f"/{found.pin}"):
+        identifier = identifier[: -len(found.pin) - 1]
+    return {
+        "citation": fit(StatuteCitation, "citation", found.written),
+        "answer_offset_start": found.start,
+        "answer_offset_end": found.end,
+        "cited": fit(StatuteCitation, "cited", check.cited),
+        "identifier": identifier,
+        "pin": fit(StatuteCitation, "pin", found.pin),
+        "code": release.code if release else "",
+        "title": release.title if release else None,
+        "release_point": release.release_point if release else "",
+        "release_label": release.label if release else "",
+        "release_official": release.official if release else None,
+    }
+
+
+def _statute_rows(
+    *, message: Message, content: str, now: datetime.datetime, resumed: bool
+) -> list[StatuteCitation] | None:
+    """Rows for the statute and regulation citations of ``content`` and the quotations attributed to them, as
+    the authority library checks them (``authorities.selectors.check_statutes``): citations first, then quotes,
+    each in answer order, numbered on from a resumed turn's rows, whose spans (and quotes) it already has are
+    left out. None when the check raised (logged): the turn is finalized, its statute citations recorded as
+    unchecked case citations instead (:func:`_case_citation_rows`). Reads the library only: call before the
+    turn's transaction."""
+    try:
+        checks = authority_library.check_statutes(text=content)
+    except Exception:
+        logger.exception("turn %s: the statute check failed; statute citations recorded as unchecked", message.pk)
+        return None
+    had: set[tuple[str, int, str]] = set()
+    first = 0
+    if resumed:
+        stored = list(message.statute_citations.values_list("kind", "answer_offset_start", "quote"))
+        had, first = set(stored), len(stored)
+    rows: list[StatuteCitation] = []
+    for check in checks.citations:
+        key = (StatuteCitation.Kind.CITATION.value, check.citation.start, "")
+        if key in had:
+            continue
+        rows.append(
+            StatuteCitation(
+                message=message,
+                kind=StatuteCitation.Kind.CITATION,
+                status=check.status,
+                reason=fit(StatuteCitation, "reason", check.reason),
+                section_id=check.section_id,
+                created_at=now,
+                **_statute_fields(check),
+            )
+        )
+    for quote in checks.quotes:
+        key = (StatuteCitation.Kind.QUOTE.value, quote.check.citation.start, quote.quote)
+        if key in had:
+            continue
+        found = quote.start is not None and quote.end is not None
+        fields = _statute_fields(quote.check)
+        if found:
+            fields["identifier"] = quote.identifier
+        rows.append(
+            StatuteCitation(
+                message=message,
+                kind=StatuteCitation.Kind.QUOTE,
+                status=quote.status,
+                reason=fit(StatuteCitation, "reason", quote.reason),
+                quote=quote.quote,
+                section_id=quote.section_id if found else None,
+                verification_method=quote.method if found else "",
+                verification_confidence=quote.confidence if found else None,
+                source_offset_start=quote.start,
+                source_offset_end=quote.end,
+                passage_sha256=passage_sha256(quote.passage) if found else "",
+                alterations=quote.alterations,
+                context_flags=quote.context_flags,
+                found_in=fit(StatuteCitation, "found_in", quote.found_in),
+                created_at=now,
+                **fields,
+            )
+        )
+    for position, row in enumerate(rows, start=first):
+        row.position = position
+    return rows
+
+
+def statute_claim_statuses(rows: Sequence[StatuteCitation]) -> list[str]:
+    """The claim status of each statute row, as the verdict rule and the review count read them
+    (``statute_verified``, ``statute_quote_failed``, ...)."""
+    return [verdict_rule.statute_claim_status(row.kind, row.status) for row in rows]
 
 
 def finalize_turn(
@@ -561,10 +671,18 @@ def finalize_turn(
     _check_final(message=message, status=status)
     now = timezone.now()
     resumed = message.finalized_at is not None  # finalized before (interrupted): its rows go on
-    # Before the transaction: the case-citation check may call CourtListener, and the turn never waits on it.
+    # Before the transaction: the case-citation check may call CourtListener, and the turn never waits on it;
+    # the statute check reads the authority library, which the turn's rows only reference.
+    statutes = _statute_rows(message=message, content=content, now=now, resumed=resumed)
     case_citations = _case_citation_rows(
-        message=message, content=content, now=now, resumed=resumed, streamed=case_citations_streamed
+        message=message,
+        content=content,
+        now=now,
+        resumed=resumed,
+        streamed=case_citations_streamed,
+        statutes_recorded=statutes is not None,
     )
+    statutes = statutes or []
     with transaction.atomic():
         # 1. Lock the turn's row and check that this run still holds it, until the commit.
         stored = _lock_turn(message=message, attempt=attempt, resumed=resumed)
@@ -578,16 +696,25 @@ def finalize_turn(
         sources = _tool_source_rows(message=message, consulted=tool_sources, now=now, resumed=resumed)
         verdict = turn_verdict(
             methods={row.verification_method for row in [*kb, *caselaw]},
-            case_statuses={verdict_rule.case_claim_status(case.status, case.pin_status) for case in case_citations},
+            case_statuses={verdict_rule.case_claim_status(case.status, case.pin_status) for case in case_citations}
+            | set(statute_claim_statuses(statutes)),
         )
         update_fields = _final_state(
             message, stored, content=content, status=status, verdict=verdict, now=now, usage=usage
         )
         # 4. Persist them, then send post_finalize: its receivers (the ledger, the seal) write with the turn.
         _persist(
-            message, update_fields=update_fields, kb=kb, caselaw=caselaw, sources=sources, case_citations=case_citations
+            message,
+            update_fields=update_fields,
+            kb=kb,
+            caselaw=caselaw,
+            sources=sources,
+            case_citations=case_citations,
+            statutes=statutes,
         )
-    return _finalized(message=message, kb=kb, caselaw=caselaw, tool_sources=sources, case_citations=case_citations)
+    finalized = _finalized(message=message, kb=kb, caselaw=caselaw, tool_sources=sources, case_citations=case_citations)
+    finalized.statute_citations = statutes
+    return finalized
 
 
 def _persist(
@@ -598,6 +725,7 @@ def _persist(
     caselaw: list[OpinionQuote],
     sources: list[MessageToolSource],
     case_citations: list[CaseCitation],
+    statutes: list[StatuteCitation],
 ) -> None:
     """Save ``message``'s ``update_fields`` and insert its new rows (one statement a table), then send
     ``post_finalize``: what its receivers write commits with the turn, and a receiver that raises rolls the
@@ -607,6 +735,7 @@ def _persist(
     OpinionQuote.objects.bulk_create(caselaw)
     MessageToolSource.objects.bulk_create(sources)
     CaseCitation.objects.bulk_create(case_citations)
+    StatuteCitation.objects.bulk_create(statutes)
     post_finalize.send(sender=Message, message=message)
 
 

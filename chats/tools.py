@@ -18,7 +18,7 @@ import httpx
 
 from authorities.selectors import VERIFIED, StatuteText, library_holds_a_title, look_up_statutes
 from chats import courtlistener
-from chats.models import CaselawOpinion, MessageToolSource
+from chats.models import CaselawOpinion, MessageToolSource, SourceKind
 from chats.retrieval import passages, rank_passages, rank_sources
 from chats.services import ConsultedSource
 
@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The kind of a statute or regulation consulted: a kind of the tool's own (``source_kind`` is open), which the
-# ledger copies as it is.
-STATUTE_SOURCE_KIND = "statute"
+# The kind of a statute or regulation consulted: the ledger's ``statute`` kind, which the answer's statute
+# citations and quotes (``message_statute_citations``) have too; a consulted one's entry is ``provenance``.
+STATUTE_SOURCE_KIND = SourceKind.STATUTE.value
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,7 @@ from chats.services import (
     reopen_interrupted_turn,
     set_legal_hold,
     start_turn,
+    statute_claim_statuses,
 )
 from chats.throttles import TurnRateThrottle
 from chats.tools import Tool, default_tools
@@ -104,12 +105,14 @@ BAD_INPUT = OpenApiResponse(description="Invalid input: field errors keyed by fi
 
 
 def _message_rows() -> tuple[Any, ...]:  # Prefetch | str (of querysets of several models)
-    """A message's citations (with their sources), tool sources and checked case citations: one query each."""
+    """A message's citations (with their sources), tool sources, checked case citations and statute rows: one
+    query each."""
     return (
         Prefetch("citations", queryset=DocumentQuote.objects.select_related("document")),
         Prefetch("caselaw_citations", queryset=OpinionQuote.objects.select_related("opinion")),
         "tool_sources",
         Prefetch("case_citations", queryset=CaseCitation.objects.select_related("opinion").defer("opinion__text")),
+        "statute_citations",
     )
 
 
@@ -155,9 +158,11 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
                     *(row.verification_method for row in [*result.citations, *result.caselaw_citations]),
                     *(UNVERIFIED for _ in result.unverified),
                     *(case_claim_status(case.status, case.pin_status) for case in result.case_citations),
+                    *statute_claim_statuses(result.statute_citations),
                 ]
             ),
             "case_citations": result.case_citations,
+            "statute_citations": result.statute_citations,
             "citation_count": len(result.citations) + len(result.caselaw_citations),
             "unverified_citations": failed_claims_of(result.message),
         }

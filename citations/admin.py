@@ -41,6 +41,7 @@ from chats.models import (
     MessageToolSource,
     OpinionQuote,
     Project,
+    StatuteCitation,
 )
 from chats.models import (
     CaseCitationStatus as CaseStatus,
@@ -49,6 +50,7 @@ from chats.selectors import chats_visible_to, projects_visible_to
 from citations import passages, selectors
 from citations.models import (
     PROVENANCE,
+    STATUTE_STATUSES,
     Certificate,
     CitationLedgerEntry,
     LedgerPartitionDrop,
@@ -69,6 +71,7 @@ _SOURCES: tuple[tuple[str, type[Model], str], ...] = (
     ("message_caselaw_citation_id", OpinionQuote, "Caselaw quote"),
     ("message_tool_source_id", MessageToolSource, "Consulted source"),
     ("message_case_citation_id", CaseCitation, "Case citation"),
+    ("message_statute_citation_id", StatuteCitation, "Statute citation or quote"),
 )
 
 
@@ -175,6 +178,11 @@ def passage_html(entry: CitationLedgerEntry) -> SafeString | str:
     if case is not None:
         cited_as = ", ".join(part for part in (case.case_name, case.citation) if part)
         return format_html("<strong>{}</strong>: {} &mdash; {}", case.status, cited_as, case.detail or "-")
+    statute = entry.message_statute_citation
+    if statute is not None:
+        return format_html(
+            "<strong>{}</strong>: {} &mdash; {}", statute.status, statute.cited or statute.citation, statute.reason
+        )
     failed = entry.message_citation or entry.message_caselaw_citation
     if failed is not None:
         return format_html("<strong>not verified</strong>: {}", failed.unverified_reason or "-")
@@ -191,7 +199,7 @@ def passage_in_context_html(entry: CitationLedgerEntry, context: selectors.Passa
     """The ledger entry page's view of what an entry points at (``selectors.entry_in_context``): the passage in
     the source text around it, with its alterations (the one renderer, :mod:`citations.passages`). A failed
     claim or a consulted source as :func:`passage_html` shows it."""
-    quote = entry.message_citation or entry.message_caselaw_citation
+    quote = entry.message_citation or entry.message_caselaw_citation or entry.message_statute_citation
     if context is None or quote is None:
         return passage_html(entry)
     return passages.passage_in_context_html(context, quote.alterations, context_flags=quote.context_flags)
@@ -211,13 +219,16 @@ def cited_label(entry: CitationLedgerEntry) -> str:
     if entry.message_case_citation is not None:
         case = entry.message_case_citation
         return ", ".join(part for part in (case.case_name, case.citation) if part)
+    if entry.message_statute_citation is not None:
+        statute = entry.message_statute_citation
+        return statute.cited or statute.citation
     if entry.message_tool_source is not None:
         return entry.message_tool_source.label
     return "-"
 
 
 def status_words(entry: CitationLedgerEntry) -> StatusInWords:
-    quote = entry.message_citation or entry.message_caselaw_citation
+    quote = entry.message_citation or entry.message_caselaw_citation or entry.message_statute_citation
     return status_in_words(entry.verification_status, alterations=quote.alterations if quote is not None else ())
 
 
@@ -258,6 +269,7 @@ class VerificationStatusFilter(_FixedValuesFilter):
         (CaseStatus.AMBIGUOUS, "case citation matching several cases"),
         (CaseStatus.UNCHECKED, "case citation not checked"),
         (PROVENANCE, "provenance (consulted, not quoted)"),
+        *((status, status_in_words(status).words) for status in STATUTE_STATUSES),
     )
 
 

@@ -24,9 +24,9 @@ from uuid import UUID
 
 from django.db.backends.utils import CursorWrapper
 
-from chats.models import CaseCitation, DocumentQuote, Message, MessageToolSource, OpinionQuote
+from chats.models import CaseCitation, DocumentQuote, Message, MessageToolSource, OpinionQuote, StatuteCitation
 from chats.services import turn_verdict
-from citations.ledger import SOURCE_MAPPINGS
+from citations.ledger import SOURCE_MAPPINGS, STATUTE_STATUS_SQL
 from citations.models import CitationLedgerEntry
 from lqai_verify.verdict import verdict_of
 
@@ -40,7 +40,7 @@ WHERE ({which_messages})
   AND (e.verification_status <> {verification_status} OR e.confidence IS DISTINCT FROM {confidence})
 """
 # What the verdict of each finalized turn of the batch is made of: its stored verdict, then each distinct
-# method of its quotes and status of its case citations.
+# method of its quotes and status of its case citations and statute rows.
 _VERDICT_INPUTS_TEMPLATE = """
 SELECT m.id, m.verdict, NULL, NULL FROM {messages} m
 WHERE ({which_messages}) AND m.verdict IS NOT NULL
@@ -53,6 +53,9 @@ FROM {caselaw_quotes} s JOIN {messages} m ON m.id = s.message_id
 WHERE ({which_messages}) AND m.verdict IS NOT NULL
 UNION
 SELECT m.id, m.verdict, 'status', s.status FROM {case_citations} s JOIN {messages} m ON m.id = s.message_id
+WHERE ({which_messages}) AND m.verdict IS NOT NULL
+UNION
+SELECT m.id, m.verdict, 'status', {statute_status} FROM {statute_citations} s JOIN {messages} m ON m.id = s.message_id
 WHERE ({which_messages}) AND m.verdict IS NOT NULL
 """
 # Positions held by more than one row of a turn: among its quotes (numbered together), among its tools' sources.
@@ -90,6 +93,8 @@ def disagreements(cursor: CursorWrapper, *, which_messages: str, params: dict[st
         "caselaw_quotes": OpinionQuote._meta.db_table,
         "tool_sources": MessageToolSource._meta.db_table,
         "case_citations": CaseCitation._meta.db_table,
+        "statute_citations": StatuteCitation._meta.db_table,
+        "statute_status": STATUTE_STATUS_SQL,
         "which_messages": which_messages,
     }
     found: list[Disagreement] = []

@@ -24,7 +24,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from chats.models import DECIDING_ROLES, CaseCitation, CaselawOpinion, Chat, Document, Message
+from chats.models import DECIDING_ROLES, CaseCitation, CaselawOpinion, Chat, Document, Message, StatuteCitation
 from chats.selectors import role_in_chat
 from citations import keys
 from citations.claims import Claim, claims_of
@@ -98,6 +98,15 @@ def _held_from(provider: str) -> str:
     return f"its text as lqai holds it, from {provider}"
 
 
+def _statute_source(row: StatuteCitation) -> str:
+    """The release of the official text a statute row was checked against, in words; or that none was found."""
+    if not row.release_point:
+        return "no release of this code held by lqai's authority library"
+    official = "official" if row.release_official else "not an official format"
+    section = row.identifier or row.citation
+    return f"{section} in {row.release_label or row.release_point} ({official}), as lqai's authority library holds it"
+
+
 def _labels(claims: list[Claim]) -> dict[str, str]:
     """Each claim's source in words, by claim key: the document's title, the opinion's name and citation, or a
     case citation as checked. Two queries at most (the titles of the documents and opinions quoted)."""
@@ -125,6 +134,8 @@ def _labels(claims: list[Claim]) -> dict[str, str]:
         if isinstance(row, CaseCitation):
             found = opinions.get(row.opinion_id) if row.opinion_id else None
             labels[claim.key] = found or "none found by lqai"
+        elif isinstance(row, StatuteCitation):
+            labels[claim.key] = _statute_source(row)
         elif getattr(row, "document_id", None):
             labels[claim.key] = f"the matter's document {titles.get(row.document_id, '(gone)')!r}"
         elif getattr(row, "opinion_id", None):
@@ -138,6 +149,8 @@ def _detail(claim: Claim) -> str:
     """The machine's own reason, where it gave one: a case citation's check, or why a quote failed."""
     if isinstance(claim.row, CaseCitation):
         return str(claim.row.detail)
+    if isinstance(claim.row, StatuteCitation):
+        return str(claim.row.reason)
     return str(getattr(claim.row, "unverified_reason", "") or "")
 
 

@@ -1,10 +1,10 @@
-"""Reads of a turn's claims for review (issue 52): each quote and case citation of a turn, its status in the
-machine's check, whether it needs a person (the verdict's own rule, ``lqai_verify.verdict``), and its current
-decision (the claim's last ``ReviewDecision``).
+"""Reads of a turn's claims for review (issue 52): each quote, case citation and statute row of a turn, its status
+in the machine's check, whether it needs a person (the verdict's own rule, ``lqai_verify.verdict``), and its
+current decision (the claim's last ``ReviewDecision``).
 
-A kind of claim is one entry of :data:`CLAIM_KINDS`, by its table (as a seal names its rows): a new kind (statute
-citations) adds one entry, with its model and how to read its text and status, and its table to
-``citations.models.CLAIM_TABLES``. Every read here is a constant number of queries, whatever the turn's size.
+A kind of claim is one entry of :data:`CLAIM_KINDS`, by its table (as a seal names its rows): a new kind adds one
+entry, with its model and how to read its text and status, and its table to ``citations.models.CLAIM_TABLES``.
+Every read here is a constant number of queries, whatever the turn's size.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from uuid import UUID
 
 from django.db import models
 
-from chats.models import CaseCitation, DocumentQuote, Message, OpinionQuote
+from chats.models import CaseCitation, DocumentQuote, Message, OpinionQuote, StatuteCitation
 from citations.models import ReviewDecision
 from lqai_verify import record
-from lqai_verify.verdict import PASS, case_claim_status, verdict_of
+from lqai_verify.verdict import PASS, case_claim_status, statute_claim_status, verdict_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +48,24 @@ def _case_text(row: CaseCitation) -> str:
     return f"{named}, {row.pin}" if row.pin else named
 
 
+def _statute_status(row: StatuteCitation) -> str:
+    return statute_claim_status(row.kind, row.status)
+
+
+def _statute_text(row: StatuteCitation) -> str:
+    """A statute quote's words; a citation as a lawyer cites it, with the release checked when there is one."""
+    return row.quote if row.kind == StatuteCitation.Kind.QUOTE else (row.cited or row.citation)
+
+
 CLAIM_KINDS: dict[str, ClaimKind] = {
     kind.table: kind
     for kind in (
         ClaimKind(record.KB, "kb_quote", DocumentQuote, lambda row: row.quote, _quote_status, quote=True),
         ClaimKind(record.CASELAW, "caselaw_quote", OpinionQuote, lambda row: row.quote, _quote_status, quote=True),
         ClaimKind(record.CASE, "case_citation", CaseCitation, _case_text, _case_status, quote=False),
+        # A corrected statute row is recorded as it is given, not re-checked (``quote`` false): the library's
+        # check of a corrected citation or quote is not wired to review yet.
+        ClaimKind(record.STATUTE, "statute", StatuteCitation, _statute_text, _statute_status, quote=False),
     )
 }
 
@@ -114,8 +126,8 @@ def current_decisions(message: Message) -> dict[str, ReviewDecision]:
 
 
 def claims_of(message: Message) -> list[Claim]:
-    """The turn's claims, by kind (KB quotes, caselaw quotes, case citations), each in answer order, with its
-    current decision: one query per kind and one for the decisions."""
+    """The turn's claims, by kind (KB quotes, caselaw quotes, case citations, statute rows), each in answer order,
+    with its current decision: one query per kind and one for the decisions."""
     decisions = current_decisions(message)
     claims = []
     for kind in CLAIM_KINDS.values():

@@ -27,7 +27,7 @@ from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from chats.models import CaselawOpinion, Chat, Document, Message, Project
+from chats.models import CaselawOpinion, Chat, Document, Message, Project, StatuteCitation
 from chats.pages import pages_of_span, span_pin_cite
 from citations import certificates, keys, reviews, seals
 from citations.integrity import entries_by_message, one_snapshot
@@ -419,6 +419,7 @@ def _export_batch(
     opinion_ids = {row["opinion"] for row in rows if row["table"] == record.CASELAW and row["offset_start"] is not None}
     documents = {str(d.pk): d for d in Document.objects.filter(pk__in=document_ids)}
     opinions = {str(o.pk): o for o in CaselawOpinion.objects.filter(pk__in=opinion_ids)}
+    statute_sections = _statute_sections(rows)
     for message_id in batch:
         turn_facts = facts[str(message_id)]
         turn = turn_facts.turn
@@ -441,6 +442,12 @@ def _export_batch(
         for row in turn_facts.rows:
             files["rows.jsonl"].line(row)
             summary.rows += 1
+            if row["table"] == record.STATUTE and row["id"] in statute_sections:
+                passage = _statute_passage(row, statute_sections[row["id"]])
+                files["passages.jsonl"].line(passage)
+                passages[passage["row"]] = passage
+                summary.passages += 1
+                continue
             if row["table"] not in record.QUOTE_TABLES or row["offset_start"] is None:
                 continue
             source = documents.get(row["document"]) if row["table"] == record.KB else opinions.get(row["opinion"])
@@ -488,6 +495,51 @@ def _passage(row: dict[str, Any], source: Document | CaselawOpinion, *, sealed_r
         **({} if citation is None else {"citation": citation}),
         "excerpt_start": excerpt_start,
         "excerpt": excerpt,
+    }
+
+
+def _statute_sections(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The section (with its release) of each statute quote row among ``rows`` found in a section's text, by the
+    row's id (one query; the sections are the authority library's ``StatuteSection`` rows, read through the
+    row's foreign key)."""
+    ids = [row["id"] for row in rows if row["table"] == record.STATUTE and row["offset_start"] is not None]
+    if not ids:
+        return {}
+    found = StatuteCitation.objects.filter(pk__in=ids).select_related("section__release")
+    return {str(row.pk): row.section for row in found if row.section is not None}
+
+
+def _statute_passage(row: dict[str, Any], section: Any) -> dict[str, Any]:
+    """The line of ``passages.jsonl`` for a statute quote ``row`` found in a section's text: the text it was
+    verified against (the pinned subdivision holding the passage, else the whole section, as
+    ``authorities.resolver`` checks it), so that the recipient re-runs the same check, and the section and the
+    release it is of (``9 U.S.C. § 2 (Online@117-80)``)."""
+    text = section.text
+    start, end = 0, len(text)
+    if row["pin"] and row["status"] != "found_elsewhere":
+        holding = [
+            (s["start"], s["end"])
+            for s in section.subdivisions
+            if s["path"] == row["pin"] and s["start"] <= row["offset_start"] and row["offset_end"] <= s["end"]
+        ]
+        if holding:
+            start, end = holding[0]
+    return {
+        "row": record.row_key(row),
+        "source_table": section._meta.db_table,
+        "source_id": str(section.pk),
+        "source_title": " ".join(part for part in (section.identifier, section.heading) if part),
+        # The release the section is of, as the library holds it (the row names the one it was checked against).
+        "release": {
+            "code": section.release.code,
+            "title": section.release.title,
+            "release_point": section.release.release_point,
+            "label": section.release.label,
+            "official": section.release.official,
+        },
+        "section": section.identifier,
+        "excerpt_start": start,
+        "excerpt": text[start:end],
     }
 
 

@@ -41,6 +41,7 @@ _SOURCE_TABLES = (
     ("message_caselaw_citation_id", record.CASELAW),
     ("message_tool_source_id", record.TOOL),
     ("message_case_citation_id", record.CASE),
+    ("message_statute_citation_id", record.STATUTE),
 )
 
 

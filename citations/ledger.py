@@ -30,8 +30,15 @@ from chats.models import (
     Message,
     MessageToolSource,
     OpinionQuote,
+    StatuteCitation,
 )
-from citations.models import PROVENANCE, CitationLedgerEntry, LedgerPartitionDrop, SourceKind
+from citations.models import (
+    PROVENANCE,
+    STATUTE_STATUSES,
+    CitationLedgerEntry,
+    LedgerPartitionDrop,
+    SourceKind,
+)
 
 # The whole statement. ``{…}`` is filled per source table: table names and the ledger's column for the
 # row from the models' ``_meta``, values from the table's mapping, and ``which_messages``, a predicate over
@@ -116,6 +123,11 @@ _QUOTE_VALID = (
     f"OR (s.verification_method = '{UNVERIFIED}' AND s.verification_confidence IS NULL)"
 )
 
+# A statute row's entry status: ``statute_<status>`` for a citation, ``statute_quote_<status>`` for a quote.
+STATUTE_STATUS_SQL = (
+    f"(CASE WHEN s.kind = '{StatuteCitation.Kind.CITATION}' THEN 'statute_' ELSE 'statute_quote_' END || s.status)"
+)
+
 SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
     SourceMapping(
         model=DocumentQuote,
@@ -154,6 +166,17 @@ SOURCE_MAPPINGS: tuple[SourceMapping, ...] = (
         provider="NULLIF(s.provider, '')",
         retrieved_at="s.created_at",
         valid=f"s.status IN ({_sql_list(CaseCitation.Status.values)})",
+    ),
+    # Last: added after the four others, so that every writer keeps one lock order.
+    SourceMapping(
+        model=StatuteCitation,
+        entry_field="message_statute_citation",
+        source_kind=f"'{SourceKind.STATUTE}'",
+        # lqai_verify.verdict.statute_claim_status, in SQL.
+        verification_status=STATUTE_STATUS_SQL,
+        confidence="s.verification_confidence",
+        retrieved_at="s.created_at",
+        valid=f"{STATUTE_STATUS_SQL} IN ({_sql_list(STATUTE_STATUSES)})",
     ),
 )
 

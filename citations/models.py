@@ -28,6 +28,9 @@ from django.utils import timezone
 from chats.ids import uuid7
 from chats.models import (
     ALTERED_MAX_CONFIDENCE,
+    STATUTE_CITATION_STATUSES,
+    STATUTE_QUOTE_FOUND,
+    STATUTE_QUOTE_STATUSES,
     UNVERIFIED,
     CaseCitation,
     Chat,
@@ -37,9 +40,11 @@ from chats.models import (
     OpinionQuote,
     Project,
     SourceKind,
+    StatuteCitation,
     VerificationMethod,
 )
 from chats.record import AppendOnlyError, AppendOnlyModel, AppendOnlyQuerySet, purge_in_progress
+from lqai_verify import verdict as verdict_rule
 
 PROVENANCE = "provenance"
 # A checked case citation's status is the check's outcome (verified, name_mismatch, not_found, ...).
@@ -49,9 +54,28 @@ CASE_CITATION_STATUSES = tuple(CaseCitation.Status.values)
 UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED, *CASE_CITATION_STATUSES)
 # A quote's status is how it fared against its source (exact_match, tolerant_match, altered, unverified).
 QUOTE_STATUSES = tuple(VerificationMethod.values)
+# A statute row's entry status: ``statute_<status>`` for a citation, ``statute_quote_<status>`` for a quote
+# (lqai_verify.verdict.statute_claim_status), so that it never reads as a case citation's or a quote's status.
+STATUTE_STATUSES = tuple(
+    verdict_rule.statute_claim_status(kind, status)
+    for kind, statuses in ((StatuteCitation.Kind.CITATION, STATUTE_CITATION_STATUSES),
+                           (StatuteCitation.Kind.QUOTE, STATUTE_QUOTE_STATUSES))
+    for status in statuses
+)  # fmt: skip
+# The statute entries with a score: a quote found in a section's text (its match's confidence).
+STATUTE_SCORED_STATUSES = tuple(
+    verdict_rule.statute_claim_status(StatuteCitation.Kind.QUOTE, status) for status in STATUTE_QUOTE_FOUND
+)
+UNSCORED_STATUSES = (*UNSCORED_STATUSES, *(s for s in STATUTE_STATUSES if s not in STATUTE_SCORED_STATUSES))
 
 
-SOURCE_FIELDS = ("message_citation", "message_caselaw_citation", "message_tool_source", "message_case_citation")
+SOURCE_FIELDS = (
+    "message_citation",
+    "message_caselaw_citation",
+    "message_tool_source",
+    "message_case_citation",
+    "message_statute_citation",
+)
 
 # Exactly one of the four source foreign keys is set.
 _exactly_one_source = reduce(
@@ -90,7 +114,7 @@ class CitationLedgerEntry(AppendOnlyModel):
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="ledger_entries", db_index=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="ledger_entries")
     source_kind = models.CharField(max_length=32)
-    # The source: exactly one of these four is set. The fields keep the names of the tables they point at
+    # The source: exactly one of these five is set. The fields keep the names of the tables they point at
     # (message_citations, ...), so their columns and constraints are those of the seed design. The unique
     # constraints below index these four columns; a second plain index would be redundant.
     message_citation = models.ForeignKey(
@@ -104,6 +128,10 @@ class CitationLedgerEntry(AppendOnlyModel):
     )
     message_case_citation = models.ForeignKey(
         CaseCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
+    )
+    # A statute or regulation citation, or a quote of one, checked by the authority library.
+    message_statute_citation = models.ForeignKey(
+        StatuteCitation, on_delete=models.CASCADE, null=True, blank=True, db_index=False, related_name="+"
     )
     verification_status = models.CharField(max_length=32)
     confidence = models.FloatField(null=True, blank=True)
@@ -139,7 +167,7 @@ class CitationLedgerEntry(AppendOnlyModel):
                 condition=_exactly_one_source,
                 name="citation_ledger_entry_exactly_one_source",
                 violation_error_message="Exactly one of message_citation, message_caselaw_citation, "
-                "message_tool_source and message_case_citation must be set.",
+                "message_tool_source, message_case_citation and message_statute_citation must be set.",
             ),
             # Confidence mirrors a verification score; outside 0..1 it means nothing.
             models.CheckConstraint(
@@ -170,6 +198,21 @@ class CitationLedgerEntry(AppendOnlyModel):
                 condition=Q(message_case_citation__isnull=True) | Q(source_kind=SourceKind.CASELAW),
                 name="citation_ledger_entry_case_citation_kind",
                 violation_error_message="An entry for a case citation must have source_kind 'caselaw'.",
+            ),
+            # A statute row is a statute entry.
+            models.CheckConstraint(
+                condition=Q(message_statute_citation__isnull=True) | Q(source_kind=SourceKind.STATUTE),
+                name="citation_ledger_entry_statute_kind",
+                violation_error_message="An entry for a statute citation or quote must have source_kind 'statute'.",
+            ),
+            # A statute row's status is the library's outcome (statute_...), and only a statute row has one.
+            models.CheckConstraint(
+                condition=(Q(message_statute_citation__isnull=True) & ~Q(verification_status__in=STATUTE_STATUSES))
+                | (Q(message_statute_citation__isnull=False) & Q(verification_status__in=STATUTE_STATUSES)),
+                name="citation_ledger_entry_statute_status",
+                violation_error_message="A statute entry has the library's status ("
+                + ", ".join(STATUTE_STATUSES)
+                + "), and only a statute entry has one.",
             ),
             # A checked case citation's status is the check's outcome, and only a case citation has one.
             models.CheckConstraint(
@@ -236,6 +279,11 @@ class CitationLedgerEntry(AppendOnlyModel):
                 name="citation_ledger_entry_case_citation_uniq",
                 violation_error_message="This case citation already has a ledger entry.",
             ),
+            models.UniqueConstraint(
+                fields=["message_statute_citation"],
+                name="citation_ledger_entry_statute_citation_uniq",
+                violation_error_message="This statute citation or quote already has a ledger entry.",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -248,6 +296,7 @@ class CitationLedgerEntry(AppendOnlyModel):
             or self.message_caselaw_citation_id
             or self.message_tool_source_id
             or self.message_case_citation_id
+            or self.message_statute_citation_id
         )
 
 
@@ -531,7 +580,7 @@ class Decision(models.TextChoices):
 # The kinds of claims a decision is about, by their table (``lqai_verify.record``'s names, so that a claim is named
 # as its row is in a seal: ``<table>:<id>``). A new kind of claim (statute rows) adds its table here and to
 # ``citations.claims.CLAIM_KINDS``.
-CLAIM_TABLES = ("message_citations", "message_caselaw_citations", "message_case_citations")
+CLAIM_TABLES = ("message_citations", "message_caselaw_citations", "message_case_citations", "message_statute_citations")
 
 
 class ReviewDecision(AppendOnlyModel):
@@ -597,7 +646,7 @@ class ReviewDecision(AppendOnlyModel):
             models.CheckConstraint(
                 condition=Q(claim_table__in=CLAIM_TABLES),
                 name="review_decisions_claim_table_known",
-                violation_error_message="A decision is about a quote or a case citation of a turn.",
+                violation_error_message="A decision is about a quote, a case citation or a statute row of a turn.",
             ),
             # A confirmation says where it was checked; a correction says what replaces the claim.
             models.CheckConstraint(
@@ -634,7 +683,7 @@ class Certificate(AppendOnlyModel):
     only by ``citations.certificates.issue_certificate``, which seals it in the transaction that issues it as the
     next link of its matter's certificates chain (``certificates:<the turn chain>``), signed with the ledger key.
     ``statement`` is the data, ``text`` its rendering (``lqai_verify.certificates.render_text``); the byte format is
-    ``lqai_verify.certificates``'. The same triggers as the decisions' (``citations.0022``)."""
+    ``lqai_verify.certificates``'. The same triggers as the decisions' (``citations.0024``)."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # The turn certified. Deleted only with its turn, in a matter purge.
@@ -696,7 +745,7 @@ class ReviewChainHead(models.Model):
     chain>``) ends: its last link's number and digest, moved by ``citations.reviews.record_decision`` and
     ``citations.certificates.issue_certificate`` in the transaction that writes the link. A check of the chain's
     end, as ``SealChainHead`` is of a seal chain's: ``verify_ledger`` compares it with the chain's last link, so
-    that a last decision (or certificate) removed below the application is named. Triggers (``citations.0023``,
+    that a last decision (or certificate) removed below the application is named. Triggers (``citations.0025``,
     both databases) let it only be created at, or move strictly forward to, its chain's last link, and be deleted
     only in its matter's purge."""
 

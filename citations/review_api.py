@@ -69,9 +69,12 @@ class DecisionSerializer(serializers.ModelSerializer[ReviewDecision]):
 class ClaimSerializer(serializers.Serializer[Claim]):
     id = serializers.UUIDField(read_only=True)
     kind = serializers.CharField(
-        source="kind.name", read_only=True, help_text="`kb_quote`, `caselaw_quote` or `case_citation`."
+        source="kind.name",
+        read_only=True,
+        help_text="`kb_quote`, `caselaw_quote`, `case_citation` or `statute` (a statute or regulation citation, or "
+        "a quote of one).",
     )
-    text = serializers.CharField(read_only=True, help_text="The quote, or the case as cited.")
+    text = serializers.CharField(read_only=True, help_text="The quote, or the case or section as cited.")
     status = serializers.CharField(read_only=True, help_text="The machine's check: a quote's method, a case's status.")
     needs_review = serializers.BooleanField(
         read_only=True, help_text="Whether the machine's check alone does not pass it: a person must look."

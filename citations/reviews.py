@@ -79,9 +79,10 @@ def _validated(*, decision: str, source: str, corrected_text: str) -> None:
 def check_correction(claim: Claim, corrected_text: str) -> dict[str, Any]:
     """The machine's check of a correction, as sealed with the decision: a corrected quote re-verified against
     the claim's own source (its method, confidence and passage offsets, or ``unverified`` with the reason); a
-    correction of another kind (a case citation) is ``not_checked``, saying so."""
+    correction of another kind (a case citation, a statute row) is ``not_checked``, saying so."""
     if not claim.kind.quote:
-        return {"status": NOT_CHECKED, "detail": "a corrected case citation is not checked by the machine yet"}
+        what = "statute citation or quote" if claim.kind.table == record.STATUTE else "case citation"
+        return {"status": NOT_CHECKED, "detail": f"a corrected {what} is not checked by the machine yet"}
     source: Document | CaselawOpinion | None = getattr(claim.row, "document", None) or getattr(
         claim.row, "opinion", None
     )
@@ -171,7 +172,7 @@ def move_review_head(*, chain: str, sequence: int, digest: str, chat: Chat) -> N
     """Move the head of the decisions or certificates ``chain`` of ``chat``'s matter (or of the matter-less
     ``chat``) to its link just written (#``sequence``, ``digest``), creating it at its first: one upsert, in the
     transaction that wrote the link, under the lock of the matter's turn chain head (``citations.seals.lock_heads``)
-    that the writer holds. The triggers of ``citations.0023`` let a head only move forward to its chain's last link."""
+    that the writer holds. The triggers of ``citations.0025`` let a head only move forward to its chain's last link."""
     ReviewChainHead.objects.bulk_create(
         [
             ReviewChainHead(

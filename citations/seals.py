@@ -33,6 +33,7 @@ from chats.models import (
     Message,
     MessageToolSource,
     OpinionQuote,
+    StatuteCitation,
 )
 from citations import keys
 from citations.ledger import bounded_waits
@@ -199,6 +200,20 @@ SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{create
  WHERE r.message_id {{in_turns}}
  ORDER BY r.id
 """,  # noqa: S608
+    record.STATUTE: f"""
+SELECT CAST(r.id AS text) AS id, CAST(r.message_id AS text) AS message, {{created_at}} AS created_at,
+       r.position AS position, r.kind AS kind, r.citation AS citation,
+       r.answer_offset_start AS answer_offset_start, r.answer_offset_end AS answer_offset_end, r.cited AS cited,
+       r.identifier AS identifier, r.pin AS pin, r.section_id AS section, r.code AS code, r.title AS title,
+       r.release_point AS release_point, r.release_label AS release_label, r.release_official AS release_official,
+       r.status AS status, r.reason AS reason, r.quote AS quote, r.verification_method AS method,
+       r.verification_confidence AS confidence, r.source_offset_start AS offset_start,
+       r.source_offset_end AS offset_end, r.passage_sha256 AS passage_sha256, r.alterations AS alterations,
+       r.context_flags AS context_flags, r.found_in AS found_in
+  FROM {StatuteCitation._meta.db_table} r
+ WHERE r.message_id {{in_turns}}
+ ORDER BY r.id
+""",  # noqa: S608
 }
 # What turns a column's value into its sealed form, by the field it is read as: PostgreSQL's ids and timestamps
 # are already (CAST, iso_sql); SQLite keeps 32 hex digits and naive UTC text, which it has no function to print.
@@ -206,7 +221,14 @@ _PRINTED_BY_POSTGRESQL: dict[str, Callable[[Any], Any]] = {
     **dict.fromkeys(("id", "message", "chat", "project", "question_message", "document", "opinion"), id_text),
     **dict.fromkeys(("created_at", "finalized_at"), timestamp_text),
 }
-_DECODED = dict.fromkeys(("alterations", "context_flags"), json_value)
+
+
+def _boolean(value: Any) -> bool | None:
+    """A boolean column as sealed: SQLite returns 0 or 1."""
+    return None if value is None else bool(value)
+
+
+_DECODED = {**dict.fromkeys(("alterations", "context_flags"), json_value), "release_official": _boolean}
 
 
 def _sealed_rows(sql: str, parameters: dict[str, Any]) -> list[dict[str, Any]]:

@@ -46,6 +46,8 @@ _QUOTE_SOURCES = (
     # (relation from the entry to the quote row, the text column it quotes, relative to that row)
     ("message_citation", "document__content"),
     ("message_caselaw_citation", "opinion__text"),
+    # A statute quote found in a section's text (a statute citation has no offsets, hence no passage).
+    ("message_statute_citation", "section__text"),
 )
 
 
@@ -85,6 +87,7 @@ def with_sources(entries: QuerySet[CitationLedgerEntry]) -> QuerySet[CitationLed
             "message_caselaw_citation__opinion",
             "message_tool_source",
             "message_case_citation__opinion",
+            "message_statute_citation",
         )
         .defer(
             "message_citation__quote",
@@ -182,14 +185,21 @@ def context_around(span: Passage, *, start: int, text: str, context_chars: int =
     return PassageInContext(passage=span, start=start, text=text, more_before=more_before, more_after=more_after)
 
 
-_SOURCES = ("message_citation", "message_caselaw_citation", "message_case_citation", "message_tool_source")
+_SOURCES = (
+    "message_citation",
+    "message_caselaw_citation",
+    "message_case_citation",
+    "message_statute_citation",
+    "message_tool_source",
+)
 
 
 def in_turn_order(entries: QuerySet[CitationLedgerEntry]) -> QuerySet[CitationLedgerEntry]:
     """``entries`` in the order of the turns they record, whenever they were written (by the turn, or later
     by a backfill): turn by turn as the questions were asked; within a turn, run by run (a resumed turn's
     later rows after the first run's), the quotes in the order they were claimed, then the case citations in
-    the order of the answer, then the sources the tools consulted in the order reported. The id comes last,
+    the order of the answer, then the statute citations and quotes in their order, then the sources the tools
+    consulted in the order reported. The id comes last,
     so that pages are stable."""
     return entries.order_by(
         "message__created_at",
@@ -197,13 +207,15 @@ def in_turn_order(entries: QuerySet[CitationLedgerEntry]) -> QuerySet[CitationLe
         Coalesce(*(F(f"{source}__created_at") for source in _SOURCES)),
         Case(
             When(message_case_citation__isnull=False, then=Value(1)),
-            When(message_tool_source__isnull=False, then=Value(2)),
+            When(message_statute_citation__isnull=False, then=Value(2)),
+            When(message_tool_source__isnull=False, then=Value(3)),
             default=Value(0),
         ),
         Coalesce(
             F("message_citation__position"),
             F("message_caselaw_citation__position"),
             F("message_case_citation__answer_offset_start"),
+            F("message_statute_citation__position"),
             F("message_tool_source__position"),
         ),
         "id",

@@ -20,6 +20,7 @@ from chats.serializers import (
     PAGES_HELP,
     PIN_CITE_FIELD,
     PIN_CITE_HELP,
+    StatuteCitationSerializer,
     answer_unplaced_reason,
     quote_pages,
     quote_pin_cite,
@@ -142,9 +143,10 @@ class TurnSealSerializer(serializers.Serializer[selectors.TurnSealState]):
 
 
 class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
-    """One ledger entry. At most one of ``document``, ``opinion``, ``tool_source`` and ``case_citation`` is set
-    (none only for a failed claim naming no quotable source); ``passage`` and ``passage_intact`` are set for
-    verified quotes and null for failed claims, consulted sources and checked case citations."""
+    """One ledger entry. At most one of ``document``, ``opinion``, ``tool_source``, ``case_citation`` and
+    ``statute_citation`` is set (none only for a failed claim naming no quotable source); ``passage`` and
+    ``passage_intact`` are set for verified quotes (a statute quote's: in the section's text) and null for failed
+    claims, consulted sources, checked case citations and statute citations."""
 
     id = serializers.UUIDField(read_only=True)
     message_id = serializers.UUIDField(read_only=True)
@@ -153,12 +155,13 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
     source_row_id = serializers.UUIDField(
         read_only=True,
         help_text="Id of the row the entry indexes: a KB quote (DocumentQuote), a caselaw quote (OpinionQuote), "
-        "a tool source or a case citation (CaseCitation).",
+        "a tool source, a case citation (CaseCitation) or a statute citation or quote (StatuteCitation).",
     )
     document = serializers.SerializerMethodField()
     opinion = serializers.SerializerMethodField()
     tool_source = serializers.SerializerMethodField()
     case_citation = serializers.SerializerMethodField()
+    statute_citation = serializers.SerializerMethodField()
     passage = serializers.SerializerMethodField()
     pages = serializers.SerializerMethodField(help_text=PAGES_HELP)
     pin_cite = serializers.SerializerMethodField(help_text=PIN_CITE_HELP)
@@ -180,7 +183,9 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
         help_text="How the quote was verified (exact_match, tolerant_match, or altered: found, but an alteration, "
         "an omission or the quote's edges may change what the source says), 'unverified' for a claim that did "
         "not verify (no passage, no confidence), 'provenance' for a consulted source, or a case citation's "
-        "check (verified, name_mismatch, not_found, ambiguous, unchecked).",
+        "check (verified, name_mismatch, not_found, ambiguous, unchecked), or a statute row's: statute_verified, "
+        "statute_not_found, statute_unchecked for a citation, statute_quote_verified, statute_quote_altered, "
+        "statute_quote_found_elsewhere, statute_quote_failed, statute_quote_unchecked for a quote.",
     )
     unverified_reason = serializers.SerializerMethodField(help_text="Why an 'unverified' claim failed; else null.")
     confidence = serializers.FloatField(read_only=True, allow_null=True)
@@ -201,7 +206,7 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
         quote = entry.message_citation or entry.message_caselaw_citation
         if quote is not None:
             return quote.answer_offset_start, quote.answer_offset_end, answer_unplaced_reason(quote)
-        case = entry.message_case_citation
+        case = entry.message_case_citation or entry.message_statute_citation
         if case is not None:
             return case.answer_offset_start, case.answer_offset_end, None
         return None, None, None
@@ -243,6 +248,11 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
         case = entry.message_case_citation
         return None if case is None else CaseCitationRefSerializer(case).data
 
+    @extend_schema_field(StatuteCitationSerializer(allow_null=True))
+    def get_statute_citation(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
+        row = entry.message_statute_citation
+        return None if row is None else StatuteCitationSerializer(row).data
+
     @extend_schema_field(PassageSerializer(allow_null=True))
     def get_passage(self, entry: CitationLedgerEntry) -> dict[str, Any] | None:
         span = selectors.passage(entry)
@@ -250,7 +260,7 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
 
     @extend_schema_field(ContextFlagSerializer(many=True, allow_null=True))
     def get_context_flags(self, entry: CitationLedgerEntry) -> list[dict[str, Any]] | None:
-        quote = entry.message_citation or entry.message_caselaw_citation
+        quote = entry.message_citation or entry.message_caselaw_citation or entry.message_statute_citation
         return None if quote is None else [ContextFlagSerializer(f).data for f in quote.context_flags]
 
     @extend_schema_field(PAGES_FIELD)
@@ -265,7 +275,7 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
 
     @extend_schema_field(AlterationSerializer(many=True, allow_null=True))
     def get_alterations(self, entry: CitationLedgerEntry) -> list[dict[str, Any]] | None:
-        quote = entry.message_citation or entry.message_caselaw_citation
+        quote = entry.message_citation or entry.message_caselaw_citation or entry.message_statute_citation
         return None if quote is None else [AlterationSerializer(a).data for a in quote.alterations]
 
     @extend_schema_field(TurnSealSerializer(allow_null=True))

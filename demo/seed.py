@@ -402,6 +402,9 @@ def source_label(entry: CitationLedgerEntry) -> str:
     if entry.message_case_citation is not None:
         case = entry.message_case_citation
         return f"cited: {case.case_name}, {case.citation}"
+    if entry.message_statute_citation is not None:
+        statute = entry.message_statute_citation
+        return f"{statute.kind}: {statute.cited or statute.citation}"
     return "?"
 
 
@@ -413,6 +416,7 @@ def ledger_table(message: Message) -> list[str]:
             "message_caselaw_citation__opinion",
             "message_tool_source",
             "message_case_citation",
+            "message_statute_citation",
         )
         .order_by("source_kind", "verification_status", "id")
     )

@@ -343,6 +343,12 @@ SPECTACULAR_SETTINGS = {
         # A person's role in a matter (owner, reviewer, member), and the roles a membership takes.
         "RoleEnum": "chats.models.Role",
         "MembershipRoleEnum": "chats.api_projects.MEMBERSHIP_ROLES",
+        "CaseCitationKindEnum": "chats.models.CaseCitationKind",
+        "DraftFindingKindEnum": "drafts.serializers.FINDING_KINDS",
+        "DraftAuthorityKindEnum": "drafts.serializers.AUTHORITY_KINDS",
+        "DraftFindingStatusEnum": "drafts.checking.STATUSES",
+        "StatuteCitationKindEnum": "chats.models.StatuteCitation.Kind",
+        "StatuteCitationStatusEnum": "chats.models.StatuteCitation.Status",
     },
 }
 

@@ -18,12 +18,14 @@ urlpatterns = [
     path("api/", include("chats.urls")),
     path("api/", include("chats.api_urls")),
     path("api/", include("citations.urls")),
+    path("api/", include("drafts.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view loads its start-up script as a file: no inline script, so the CSP needs no exception.
     path("api/docs/", login_required(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="api-docs"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     *auth_urlpatterns,
+    path("drafts/", include("drafts.page_urls")),
     path("", include("pages.urls")),
 ]
 

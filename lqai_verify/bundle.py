@@ -139,6 +139,7 @@ class Verification:
     entries: int = 0
     quotes: int = 0
     case_citations: int = 0
+    statutes: int = 0  # statute and regulation rows (citations and quotes; their quotes count in ``quotes``)
     late: int = 0
     decisions: int = 0  # review decisions whose digest, link, signature and claim held
     certificates: int = 0  # certificates whose digest, text, link, signature and named decisions held
@@ -159,7 +160,8 @@ class Verification:
         subject = f"matter {self.matter}" if self.matter else f"chat {self.chat}"
         return (
             f"{subject}: {self.turns} turns ({self.late} sealed late), {self.rows} rows, "
-            f"{self.quotes} quotes re-verified, {self.case_citations} case citations, {self.entries} ledger entries, "
+            f"{self.quotes} quotes re-verified, {self.case_citations} case citations, "
+            f"{self.statutes} statute citations and quotes, {self.entries} ledger entries, "
             f"a chain of {self.seals} seals; "
             + (f"{self.decisions} review decisions; " if self.decisions else "")
             + (f"{self.certificates} certificates of verification; " if self.certificates else "")
@@ -988,6 +990,7 @@ def _check_turn(number: int, line: dict[str, Any], walk: _TurnWalk, result: Veri
                 for p in record.ledger_problems(entries=entries, turn=turn, rows=rows, sealed_rows=sealed_rows)
             ]
         passages = _check_quotes(message, rows, latest, walk=walk, result=result)
+        passages.update(_check_statute_quotes(message, rows, latest, walk=walk, result=result))
         walk.report.turn(
             line,
             seal=latest,
@@ -1085,6 +1088,44 @@ def _check_quotes(
         result.problems += _pin_cite_problems(
             row, passage, where=f"passages.jsonl line {passage_line} (turn {message}, quote {key})"
         )
+    return passages_of_turn
+
+
+def _check_statute_quotes(
+    message: str, rows: list[dict[str, Any]], latest: dict[str, Any] | None, *, walk: _TurnWalk, result: Verification
+) -> dict[str, dict[str, Any]]:
+    """Each statute quote of the turn ``message`` found in a section's text, against the section's text in its
+    passage (:func:`_check_quote`: the passage's digest, then the quote re-verified), which must be of the release
+    the row names; counts the turn's statute rows. Returns the turn's statute passages by quote."""
+    passages_of_turn: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["table"] != record.STATUTE:
+            continue
+        result.statutes += 1
+        if row["kind"] != "quote" or row.get("offset_start") is None:
+            continue
+        key = record.row_key(row)
+        found = walk.passages.get(key)
+        if found is None:
+            result.problems.append(f"passages.jsonl (turn {message}): no section text for the statute quote {key}")
+            continue
+        passage_line, passage = found
+        where = f"passages.jsonl line {passage_line} (turn {message}, statute quote {key})"
+        passages_of_turn[key] = passage
+        walk.quoted.add(key)
+        result.quotes += 1
+        release = passage.get("release") or {}
+        named = (row["code"], row["title"], row["release_point"])
+        if (release.get("code"), release.get("title"), release.get("release_point")) != named:
+            result.problems.append(
+                f"{where}: the section text is of release {release.get('release_point')!r}, the row was checked "
+                f"against {row['release_point']!r}"
+            )
+        if passage.get("section") != row["identifier"]:
+            result.problems.append(
+                f"{where}: the text is of section {passage.get('section')!r}, the row names {row['identifier']!r}"
+            )
+        _check_quote(result, row, passage["excerpt"], passage["excerpt_start"], where=where, seal=latest)
     return passages_of_turn
 
 

@@ -91,6 +91,9 @@ def certificate_sha256(certificate: Mapping[str, Any]) -> str:
     return sha256_hex(certificate_payload(certificate))
 
 
+# The claims that quote a document or an opinion (the others cite a case, a statute or a regulation).
+QUOTE_KINDS = ("kb_quote", "caselaw_quote")
+
 _DECISION_WORDS = {
     "confirmed": "CONFIRMED against the source",
     "corrected": "CORRECTED",
@@ -108,8 +111,10 @@ def _claim_lines(claim: Mapping[str, Any]) -> list[str]:
     lines = [f"{claim['number']}. {claim['kind_words']}: {claim['text']}"]
     if claim["kind"] == "case_citation":
         lines.append(f"   Case found at this citation: {claim['source']}")
-    else:
+    elif claim["kind"] in QUOTE_KINDS:
         lines.append(f"   Source named: {claim['source']}")
+    else:
+        lines.append(f"   Checked against: {claim['source']}")
     lines.append(f"   Machine's check: {claim['machine']}")
     decision = claim.get("decision")
     if decision is not None:
@@ -154,15 +159,16 @@ def render_text(statement: Mapping[str, Any], *, issuer: str, role: str, issued_
         "",
         "1. WHAT THE MACHINE CHECKED",
         f"The machine (lqai, verification rules {statement['verifier_version']}) compared each quotation with the "
-        "text lqai holds of the source it names (a document of the matter, or a court opinion), and looked each "
-        "case citation up in the opinions lqai holds and, where it is configured to, at CourtListener. It found "
+        "text lqai holds of the source it names (a document of the matter, or a court opinion), looked each "
+        "case citation up in the opinions lqai holds and, where it is configured to, at CourtListener, and each "
+        "statute or regulation cited or quoted in the release of the code its authority library holds. It found "
         f"{len(statement['claims'])} claim(s) in the answer; what it found of each:",
     ]
     for claim in statement["claims"]:
         what = (
-            f"case cited, {claim['text']}"
-            if claim["kind"] == "case_citation"
-            else f"{claim['kind_words'].lower()}, {claim['source']}"
+            f"{claim['kind_words'].lower()}, {claim['source']}"
+            if claim["kind"] in QUOTE_KINDS
+            else f"{claim['kind_words'].lower()}, {claim['text']}"
         )
         lines.append(f"- claim {claim['number']} ({what}): {claim['machine']}")
     lines += ["", "2. WHAT A PERSON CHECKED AND DECIDED"]

@@ -21,6 +21,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from lqai_verify.verdict import statute_claim_status
 from lqai_verify.verification import CURRENT_RULES, NormalizedSource, alterations_record, context_flags_record
 
 # The facts format new seals are made in; /1 (before it) sealed fewer fields of a row (:data:`UNSEALED_FIELDS`).
@@ -44,8 +45,11 @@ KB = "message_citations"
 CASELAW = "message_caselaw_citations"
 TOOL = "message_tool_sources"
 CASE = "message_case_citations"
+# A statute or regulation citation of the answer, or a quote attributed to one, checked against a release of the
+# official text (``chats.StatuteCitation``). Turns finalized before it existed have none: their seals are unchanged.
+STATUTE = "message_statute_citations"
 QUOTE_TABLES = (KB, CASELAW)
-ROW_TABLES = (KB, CASELAW, TOOL, CASE)
+ROW_TABLES = (KB, CASELAW, TOOL, CASE, STATUTE)
 
 TURN_FIELDS = (
     "message",
@@ -107,6 +111,39 @@ ROW_FIELDS: dict[str, tuple[str, ...]] = {
         "pin",
         "pin_status",
     ),
+    # The quote's fields carry the quote rows' names (quote, offset_start, method, ...), so that the offline
+    # verifier re-checks a statute quote as it does any quote; ``section`` is the section's id in the library.
+    STATUTE: (
+        "table",
+        "id",
+        "message",
+        "created_at",
+        "position",
+        "kind",
+        "citation",
+        "answer_offset_start",
+        "answer_offset_end",
+        "cited",
+        "identifier",
+        "pin",
+        "section",
+        "code",
+        "title",
+        "release_point",
+        "release_label",
+        "release_official",
+        "status",
+        "reason",
+        "quote",
+        "method",
+        "confidence",
+        "offset_start",
+        "offset_end",
+        "passage_sha256",
+        "alterations",
+        "context_flags",
+        "found_in",
+    ),
 }
 # The fields of :data:`ROW_FIELDS` each facts format does not seal, which :func:`row_sha256` leaves out: none
 # for /2; for /1 those /2 added, a quote's place in the answer and its context flags and a case citation's pin
@@ -118,6 +155,7 @@ UNSEALED_FIELDS: dict[str, dict[str, frozenset[str]]] = {
         CASELAW: frozenset(_QUOTE_FIELDS_2),
         TOOL: frozenset(),
         CASE: frozenset(("pin", "pin_status")),
+        STATUTE: frozenset(),
     },
 }
 # The ledger columns an entry copies from its row (``citations.ledger``): checked against the sealed row.
@@ -308,6 +346,9 @@ def expected_ledger_entry(row: Mapping[str, Any], turn: Mapping[str, Any]) -> di
         kind, status, confidence, provider = "caselaw", row["method"], row["confidence"], row["opinion_provider"]
     elif table == TOOL:
         kind, status, confidence, provider = row["source_kind"], "provenance", None, row["provider"]
+    elif table == STATUTE:
+        kind, confidence, provider = "statute", row["confidence"], None
+        status = statute_claim_status(row["kind"], row["status"])
     else:
         kind, status, confidence, provider = "caselaw", row["status"], None, row["provider"] or None
     return {

@@ -19,7 +19,7 @@ from typing import Any
 from lqai_verify import record
 from lqai_verify.passage_html import excerpt_around, passage_in_context_html
 from lqai_verify.statuses import StatusInWords, review_count, status_in_words, verdict_in_words
-from lqai_verify.verdict import case_claim_status, verdict_of
+from lqai_verify.verdict import case_claim_status, statute_claim_status, verdict_of
 from lqai_verify.verification.page_cites import page_cite
 
 #: Characters of the source shown on each side of a quoted passage (as on the trace pages' cards).
@@ -137,13 +137,18 @@ def turn(
     title = line.get("chat_title") or ""
     quotes = sorted((r for r in rows if r["table"] in record.QUOTE_TABLES), key=lambda r: r["position"])
     cases = sorted((r for r in rows if r["table"] == record.CASE), key=lambda r: r["answer_offset_start"])
-    codes = [*(str(r["method"]) for r in quotes), *(_case_status(r) for r in cases)]
+    statutes = sorted((r for r in rows if r["table"] == record.STATUTE), key=lambda r: r["position"])
+    codes = [
+        *(str(r["method"]) for r in quotes),
+        *(_case_status(r) for r in cases),
+        *(_statute_status(r) for r in statutes),
+    ]
     question = facts.get("question")
     parts = [
         f'<section class="turn" id="turn-{_e(facts["message"])}">\n'
         f"<h2>{'Chat “' + _e(title) + '” — ' if title else 'Untitled chat — '}turn of "
         f"{_time(facts['finalized_at'])} UTC</h2>\n"
-        f"{_verdict(facts, quotes=quotes, cases=cases, to_review=review_count(codes))}"
+        f"{_verdict(facts, quotes=quotes, cases=[*cases, *statutes], to_review=review_count(codes))}"
         f'<p class="meta">Status {_e(str(facts.get("status")).capitalize())}'
         f"{' · model ' + _e(facts['model_name']) if facts.get('model_name') else ''} ·\n{_seal(seal)}<br>\n"
         f'<span class="small">turn {_e(facts["message"])}</span></p>\n'
@@ -172,6 +177,7 @@ def turn(
             ],
         )
     )
+    parts.append(_statutes(statutes, passages))
     tools = sorted((r for r in rows if r["table"] == record.TOOL), key=lambda r: r["position"])
     parts.append(
         _table(
@@ -196,9 +202,9 @@ def _claim_named(key: str, rows: Sequence[Mapping[str, Any]]) -> str:
     """The claim a decision is about, as the reader knows it: its quote or its citation."""
     for row in rows:
         if record.row_key(row) == key:
-            if row["table"] == record.CASE:
-                return f"case cited {row['citation']}" + (f", {row['pin']}" if row.get("pin") else "")
-            return f"quote “{row['quote']}”"
+            if row.get("quote"):
+                return f"quote “{row['quote']}”"
+            return f"citation {row['citation']}" + (f", {row['pin']}" if row.get("pin") else "")
     return key
 
 
@@ -244,8 +250,9 @@ def _certificates(certificates: Sequence[Mapping[str, Any]]) -> str:
 def _verdict(
     facts: Mapping[str, Any], *, quotes: Sequence[Mapping[str, Any]], cases: Sequence[Mapping[str, Any]], to_review: int
 ) -> str:
-    """The verdict in words, as the trace pages say it, with the count of claims to review."""
-    claims = verdict_of(methods={str(r["method"]) for r in quotes}, case_statuses={_case_status(r) for r in cases})
+    """The verdict in words, as the trace pages say it, with the count of claims to review. ``cases``: the case
+    citation and statute rows."""
+    claims = verdict_of(methods={str(r["method"]) for r in quotes}, case_statuses={_claim_status(r) for r in cases})
     words = verdict_in_words(facts.get("verdict"), status=str(facts.get("status")), claims=claims)
     earlier = f" ({_e(words.earlier)}.)" if words.earlier else ""
     count = f" {_plural(to_review, 'claim')} to review." if to_review else ""
@@ -363,6 +370,67 @@ def differences(report: bytes, parts: Sequence[tuple[str, str]]) -> list[str]:
     if offset != len(report):
         return ["report.html: it goes on past the end of the report of the data files"]
     return []
+
+
+def _statutes(rows: Sequence[Mapping[str, Any]], passages: Mapping[str, Mapping[str, Any]]) -> str:
+    """A turn's statute and regulation citations, cited as a lawyer does with the release checked
+    (``9 U.S.C. § 2 (Online@117-80)``), and the quotes attributed to them, each with its status in words and its
+    reason; a quote found in a section's text with its passage in that text, in context. Nothing for a turn
+    without any (every turn before statute rows were recorded reads as it did)."""
+    citations = [r for r in rows if r["kind"] == "citation"]
+    quotes = [r for r in rows if r["kind"] == "quote"]
+    html = _table(
+        "Statutes and regulations cited",
+        ("Citation", "Release checked", "Status", "Why"),
+        [
+            (
+                _e(r.get("cited") or r["citation"]) + _small(f"as written: {r['citation']}" if r.get("cited") else ""),
+                _release(r),
+                _words(status_in_words(_statute_status(r))),
+                _e(r["reason"]),
+            )
+            for r in citations
+        ],
+    )
+    if quotes:
+        cards = "".join(_statute_quote_card(number, r, passages) for number, r in enumerate(quotes, start=1))
+        html += f'<h3>Statute quotes ({len(quotes)})</h3>\n<ol class="claims">\n{cards}</ol>\n'
+    return html
+
+
+def _release(row: Mapping[str, Any]) -> str:
+    """The release a statute row was checked against, in words: its label and whether it is an official edition."""
+    if not row.get("release_point"):
+        return "none loaded"
+    official = {True: "official", False: "not an official edition"}.get(bool(row.get("release_official")), "")
+    if row.get("release_official") is None:
+        official = ""
+    return _e(row.get("release_label") or row["release_point"]) + _small(official)
+
+
+def _statute_quote_card(number: int, row: Mapping[str, Any], passages: Mapping[str, Mapping[str, Any]]) -> str:
+    """One statute quote: what it cites, its status in words, the quote, and its passage in the section's text
+    (or why it was not found)."""
+    status = status_in_words(_statute_status(row), alterations=row.get("alterations") or ())
+    passage = passages.get(record.row_key(row)) if row.get("offset_start") is not None else None
+    head = (
+        f'<li class="claim">\n<p><strong>Statute quote {number}</strong> · {_words(status)} · cites '
+        f"{_e(row.get('cited') or row['citation'])}</p>\n"
+        f'<blockquote class="text">“{_e(row["quote"])}”</blockquote>\n<p>{_e(row["reason"])}.</p>\n'
+    )
+    if passage is None:
+        return f"{head}</li>\n"
+    return f"{head}{_in_context(row, passage)}\n</li>\n"
+
+
+def _statute_status(row: Mapping[str, Any]) -> str:
+    """A statute row's claim status (``statute_verified``, ``statute_quote_failed``, ...)."""
+    return statute_claim_status(str(row["kind"]), str(row["status"]))
+
+
+def _claim_status(row: Mapping[str, Any]) -> str:
+    """A case citation's or a statute row's claim status, as the verdict counts it."""
+    return _statute_status(row) if row["table"] == record.STATUTE else _case_status(row)
 
 
 def _case_status(row: Mapping[str, Any]) -> str:

@@ -47,6 +47,20 @@ _STATUSES: dict[str, tuple[str, str, str, bool]] = {
     "ambiguous": ("several cases at this citation: review", "?", REVIEW, True),
     "unchecked": ("not checked", "?", REVIEW, True),
     "provenance": ("consulted, not quoted", "\u00b7", INFO, False),
+    # Statute and regulation rows (lqai_verify.verdict.statute_claim_status): a citation, then a quote of one.
+    "statute_verified": ("section verified in the release checked", "\u2713", OK, False),
+    "statute_not_found": (
+        "no such section in the release checked: the citation may be fabricated",
+        "\u2717",
+        FAIL,
+        True,
+    ),
+    "statute_unchecked": ("not checked: the title is not loaded", "?", REVIEW, True),
+    "statute_quote_verified": ("quote verified in the section's official text", "\u2713", OK, False),
+    "statute_quote_altered": ("quote altered: review", "!", REVIEW, True),
+    "statute_quote_found_elsewhere": ("quote found in another section, not the one cited", "\u2717", FAIL, True),
+    "statute_quote_failed": ("quote not found in the section cited", "\u2717", FAIL, True),
+    "statute_quote_unchecked": ("quote not checked: its citation is not verified", "?", REVIEW, True),
 }
 
 

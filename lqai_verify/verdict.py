@@ -1,10 +1,12 @@
 """A turn's verdict over its claims: the one rule, applied by the server as it finalizes a turn
 (``chats.services.turn_verdict``) and by the report and the trace pages to read a turn sealed under earlier rules.
 
-``pass``: every quote verified exactly or with formatting-only differences, and every case cited verified;
+``pass``: every quote verified exactly or with formatting-only differences, and every case, statute and regulation
+cited (and quoted) verified;
 ``review``: nothing failed, but at least one claim needs a person (an ``altered`` quote, a case citation not
 checked or ambiguous, or any status this rule does not know); ``fail``: a claim failed (a quote not in its
-source, a case that does not exist, is cited under another name or to a page it does not have); ``none``:
+source, a case that does not exist, is cited under another name or to a page it does not have, a statute section
+not in the release checked, a statute quote not in the section cited); ``none``:
 nothing claimed. ``supported`` is the verdict earlier rules gave a turn with a tolerant or altered quote: turns
 sealed with it keep it, and no finalize writes it any more.
 """
@@ -30,15 +32,28 @@ PIN_UNCHECKED = "pin_unchecked"
 _PASSING_METHODS = frozenset({EXACT_MATCH, TOLERANT_MATCH})
 _PASSING_CASE_STATUSES = frozenset({"verified"})
 _FAILING_CASE_STATUSES = frozenset({"not_found", "name_mismatch", "pin_mismatch"})
+#: A statute row's claim status (:func:`statute_claim_status`): a citation's ``statute_<status>``, a quote's
+#: ``statute_quote_<status>``. Verified passes; altered and unchecked need review; a citation not found, a quote
+#: not found or found only in another section fails.
+STATUTE_PASSING = frozenset({"statute_verified", "statute_quote_verified"})
+STATUTE_FAILING = frozenset({"statute_not_found", "statute_quote_failed", "statute_quote_found_elsewhere"})
+
+
+def statute_claim_status(kind: str, status: str) -> str:
+    """The claim status of a statute row of ``kind`` (``citation``, ``quote``) with ``status`` (the library's:
+    verified, not_found, unchecked; altered, found_elsewhere, failed): ``statute_verified``,
+    ``statute_quote_failed``. Its own codes, so that it never reads as a case citation's or a quote's."""
+    return f"statute_{status}" if kind == "citation" else f"statute_quote_{status}"
 
 
 def verdict_of(*, methods: Collection[str], case_statuses: Collection[str] = (), earlier_rules: bool = False) -> str:
-    """The verdict of a turn whose quote rows have ``methods`` and whose case citations have ``case_statuses``.
+    """The verdict of a turn whose quote rows have ``methods`` and whose case citations and statute rows have
+    ``case_statuses`` (a statute row's by :func:`statute_claim_status`).
     Only a known good status passes: a status this rule does not know (a new check's outcome) needs review.
     ``earlier_rules``: the verdict the rules before ``review`` gave (``supported`` for a tolerant or altered
     quote, a case citation counting only when it failed), to check a stored verdict of that time."""
     methods, statuses = frozenset(methods), frozenset(case_statuses)
-    if UNVERIFIED in methods or statuses & _FAILING_CASE_STATUSES:
+    if UNVERIFIED in methods or statuses & (_FAILING_CASE_STATUSES | STATUTE_FAILING):
         return FAIL
     if earlier_rules:
         if {TOLERANT_MATCH, ALTERED} & methods:
@@ -46,7 +61,7 @@ def verdict_of(*, methods: Collection[str], case_statuses: Collection[str] = (),
         return PASS if methods else NONE
     if not methods and not statuses:
         return NONE
-    if methods <= _PASSING_METHODS and statuses <= _PASSING_CASE_STATUSES:
+    if methods <= _PASSING_METHODS and statuses <= (_PASSING_CASE_STATUSES | STATUTE_PASSING):
         return PASS
     return REVIEW
 

@@ -36,6 +36,7 @@ from chats.models import (
     OpinionQuote,
     Project,
     ProjectMembership,
+    StatuteCitation,
 )
 from chats.pages import span_pin_cite
 from chats.selectors import chats_visible_to, documents_of, open_invitations_of, projects_visible_to
@@ -43,10 +44,12 @@ from citations.models import Certificate, ReviewDecision
 from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
 from lqai_verify.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
-from lqai_verify.verdict import case_claim_status, verdict_of
+from lqai_verify.verdict import case_claim_status, statute_claim_status, verdict_of
 from pages import answer as answer_text
 
 QUOTE, CASE = "quote", "case"
+# A statute or regulation cited (resolved to its section in a release), and a quote attributed to one.
+STATUTE, STATUTE_QUOTE = "statute", "statute_quote"
 # Characters of the source shown on each side of a quoted passage on a card (the admin shows more).
 CARD_CONTEXT_CHARS = 120
 
@@ -56,7 +59,7 @@ class Claim:
     """One card of a turn, and its marker in the answer."""
 
     id: UUID
-    kind: str  # QUOTE | CASE
+    kind: str  # QUOTE | CASE | STATUTE | STATUTE_QUOTE
     status: StatusInWords
     source: str
     pages: str = ""
@@ -236,6 +239,17 @@ def _messages(messages: QuerySet[Message]) -> list[Message]:
             _quote_rows(OpinionQuote, "opinion", "text"),
             Prefetch("case_citations", queryset=CaseCitation.objects.select_related("opinion").defer("opinion__text")),
             "tool_sources",
+            Prefetch(
+                "statute_citations",
+                queryset=StatuteCitation.objects.annotate(
+                    **context_window(
+                        start=F("source_offset_start"),
+                        end=F("source_offset_end"),
+                        text="section__text",
+                        context_chars=CARD_CONTEXT_CHARS,
+                    )
+                ),
+            ),
         )
     )
 
@@ -306,6 +320,14 @@ def _turn(message: Message, question: Message | None, *, seal: TurnSealState | N
         if case.answer_offset_end <= len(content):
             claim.answer_offset = answer_text.marker_offset(content, case.answer_offset_end)
         claims.append(claim)
+    for order, statute in enumerate(message.statute_citations.all()):
+        claim = _statute_claim(statute)
+        claim.order = order
+        if statute.kind == StatuteCitation.Kind.QUOTE:
+            claim.answer_offset = _quote_marker_offset(statute, content, taken=taken.setdefault(statute.quote, set()))
+        elif statute.answer_offset_end <= len(content):
+            claim.answer_offset = answer_text.marker_offset(content, statute.answer_offset_end)
+        claims.append(claim)
     # Numbered in the order of the answer; claims it does not write last, in their turn's order.
     claims.sort(key=lambda c: (math.inf if c.answer_offset is None else c.answer_offset, c.kind == CASE, c.order))
     for number, claim in enumerate(claims, start=1):
@@ -319,7 +341,8 @@ def _turn(message: Message, question: Message | None, *, seal: TurnSealState | N
             status=message.status,
             claims=verdict_of(
                 methods={row.verification_method for row in quotes},
-                case_statuses={case_claim_status(c.status, c.pin_status) for c in message.case_citations.all()},
+                case_statuses={case_claim_status(c.status, c.pin_status) for c in message.case_citations.all()}
+                | {statute_claim_status(s.kind, s.status) for s in message.statute_citations.all()},
             ),
         ),
         seal=seal,
@@ -329,11 +352,14 @@ def _turn(message: Message, question: Message | None, *, seal: TurnSealState | N
     )
 
 
-def _quote_marker_offset(row: DocumentQuote | OpinionQuote, content: str, *, taken: set[int]) -> int | None:
+def _quote_marker_offset(
+    row: DocumentQuote | OpinionQuote | StatuteCitation, content: str, *, taken: set[int]
+) -> int | None:
     """Where a quote's marker goes in the answer ``content``: after the quote's span of the answer. The one place
-    that places a quote: the span the row records (``answer_offset_end``, once quote rows record it) or else the
-    place the answer writes the quote (:func:`pages.answer.quote_span`); ``None`` when neither is known."""
-    recorded: int | None = getattr(row, "answer_offset_end", None)
+    that places a quote: the span the row records (``answer_offset_end``, once quote rows record it; a statute
+    quote records its citation's, so it is placed where the answer writes it) or else the place the answer writes
+    the quote (:func:`pages.answer.quote_span`); ``None`` when neither is known."""
+    recorded: int | None = None if isinstance(row, StatuteCitation) else getattr(row, "answer_offset_end", None)
     if recorded is not None and 0 < recorded <= len(content):
         return answer_text.marker_offset(content, recorded)
     span = answer_text.quote_span(content, row.quote, taken=taken)
@@ -397,6 +423,40 @@ def _case_claim(case: CaseCitation) -> Claim:
         detail=case.detail,
         source_url=_http_only(found.absolute_url) if found is not None else "",
     )
+
+
+def _statute_claim(row: StatuteCitation) -> Claim:
+    """A statute citation or quote as a card: cited as a lawyer does with the release checked
+    (``9 U.S.C. § 2 (Online@117-80)``), its status in words and its reason; a quote found in a section's text with
+    its passage there, in context."""
+    claim = Claim(
+        id=row.pk,
+        kind=STATUTE_QUOTE if row.kind == StatuteCitation.Kind.QUOTE else STATUTE,
+        status=status_in_words(statute_claim_status(row.kind, row.status), alterations=row.alterations),
+        source=row.cited or row.citation,
+        quote=row.quote,
+        reason=row.reason,
+        citation=row.citation,
+        detail=row.reason,
+    )
+    start, end = row.source_offset_start, row.source_offset_end
+    context_start: int | None = getattr(row, "context_start", None)
+    context_text: str | None = getattr(row, "context_text", None)
+    if start is None or end is None or context_start is None or context_text is None:
+        return claim
+    span = Passage(
+        start=start,
+        end=end,
+        text=context_text[start - context_start : end - context_start],
+        verified_sha256=row.passage_sha256,
+    )
+    claim.passage_html = passage_in_context_html(
+        context_around(span, start=context_start, text=context_text, context_chars=CARD_CONTEXT_CHARS),
+        row.alterations,
+        offsets=False,
+        context_flags=row.context_flags,
+    )
+    return claim
 
 
 def _http_only(url: str) -> str:

@@ -159,7 +159,7 @@ def test_summary_line_counts_entries_by_kind_messages_and_already_present(two_tu
 def test_summary_lists_tool_kinds_beyond_the_three_known_ones() -> None:
     make_turn(kb=0, caselaw=0, tool_kinds=("westlaw",))
     out, _ = run_command()
-    assert "(kb_document=0 caselaw=0 mcp=0 westlaw=1) for 1 messages;" in out
+    assert "(kb_document=0 caselaw=0 mcp=0 statute=0 westlaw=1) for 1 messages;" in out
 
 
 def test_rerun_writes_nothing(two_turns: list[Message]) -> None:
@@ -281,7 +281,7 @@ def test_check_exits_1_with_counts_by_kind_on_gaps_and_0_after_a_backfill(two_tu
         call_command("backfill_ledger", "--check", stdout=out, stderr=StringIO())
     # Then --check exits 1, prints the counts by kind, and writes nothing
     assert exited.value.code == 1
-    assert "8 source rows lack their ledger entry (kb_document=2 caselaw=4 mcp=2)" in out.getvalue()
+    assert "8 source rows lack their ledger entry (kb_document=2 caselaw=4 mcp=2 statute=0)" in out.getvalue()
     assert CitationLedgerEntry.objects.count() == 0
     # When the gaps are backfilled, --check passes (exit status 0)
     run_command()

@@ -92,7 +92,7 @@ def test_a_member_follows_a_marker_to_its_card_filters_to_what_needs_review_and_
         chat=chat, role=Message.Role.ASSISTANT, case_citations__status=CaseCitation.Status.NAME_MISMATCH
     )
     cards_in_chat = sum(
-        m.citations.count() + m.caselaw_citations.count() + m.case_citations.count()
+        m.citations.count() + m.caselaw_citations.count() + m.case_citations.count() + m.statute_citations.count()
         for m in Message.objects.filter(chat=chat, role=Message.Role.ASSISTANT)
     )
 

@@ -55,16 +55,17 @@ def test_finalize_stores_one_checked_row_per_citation_span(fisher: CaselawOpinio
         ("id", "verified", "570 U.S. 297"),
         ("full", "name_mismatch", "570 U.S. 297"),
         ("full", "unchecked", "999 U.S. 999"),  # not in the local store; no CourtListener here
-        ("statute", "unchecked", "42 U.S.C. § 1983"),
     ]
     assert [ANSWER[r.answer_offset_start : r.answer_offset_end] for r in rows] == [
         "570 U. S. 297",
         "Id., at 311",
         "570 U.S. 297",
         "999 U.S. 999",
-        "42 U.S.C. § 1983",
     ]
-    assert [r.opinion for r in rows] == [fisher, fisher, fisher, None, None]
+    # The statute is the authority library's to check: a statute row, unchecked (title 42 is not loaded).
+    [statute] = turn.statute_citations
+    assert (statute.citation, statute.status) == ("42 U.S.C. § 1983", "unchecked")
+    assert [r.opinion for r in rows] == [fisher, fisher, fisher, None]
     assert rows[2].case_name == "Smith v. Jones"
     assert "Fisher v. University of Texas at Austin" in rows[2].detail
     assert {r.provider for r in rows[:4]} == {"local"}
@@ -105,9 +106,10 @@ def test_a_resumed_turn_adds_only_the_citations_it_had_not_written(fisher: Casel
 
     turn = finalize_turn(message=message, content=ANSWER, status=Message.Status.COMPLETE)
 
-    added = [ANSWER.index("570 U.S."), ANSWER.index("999"), ANSWER.index("42 U.S.C.")]
+    added = [ANSWER.index("570 U.S."), ANSWER.index("999")]
     assert [r.answer_offset_start for r in turn.case_citations] == added
-    assert CaseCitation.objects.filter(message=message).count() == 5
+    assert CaseCitation.objects.filter(message=message).count() == 4
+    assert [r.answer_offset_start for r in turn.statute_citations] == [ANSWER.index("42 U.S.C.")]
 
 
 def test_the_case_citations_are_written_in_the_turns_transaction(

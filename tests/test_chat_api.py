@@ -214,8 +214,8 @@ def test_chat_messages_run_a_constant_number_of_queries(
         factories.MessageToolSourceFactory.create(message=answer)
 
     # chat, the count, messages, KB citations + documents, caselaw citations + opinions, tool sources, case
-    # citations
-    with django_assert_num_queries(7):
+    # citations, statute citations and quotes
+    with django_assert_num_queries(8):
         response = api_client.get(f"/api/chats/{matter_chat.pk}/messages/")
 
     assert len(response.json()["results"]) == messages

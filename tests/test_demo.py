@@ -27,6 +27,7 @@ from chats.models import (
     MessageToolSource,
     OpinionQuote,
     Project,
+    StatuteCitation,
 )
 from chats.serializers import quote_pin_cite
 from citations import keys
@@ -57,6 +58,7 @@ def _entries_match_rows() -> None:
         + OpinionQuote.objects.filter(message__in=messages).count()
         + MessageToolSource.objects.filter(message__in=messages).count()
         + CaseCitation.objects.filter(message__in=messages).count()
+        + StatuteCitation.objects.filter(message__in=messages).count()
     )
     assert rows > 0
     assert CitationLedgerEntry.objects.filter(project=project).count() == rows
@@ -97,6 +99,8 @@ def _the_altered_turn_reads_review_and_its_report_spells_out_omissions(export: P
     assert "only if the candidate is legally qualified for the office" in " ".join(omitted)
     for words in omitted:
         assert f"omits \u201c{html_escape(words)}\u201d" in report
+    # (a statute quote's passage is its section's text: it names the section and release, not pages)
+    rows = [row for row in rows if row["table"] in record.QUOTE_TABLES]
     paged = [row for row in rows if record.row_key(row) in passages and passages[record.row_key(row)]["pin_cite"]]
     assert paged
     for row in paged:
@@ -119,13 +123,19 @@ def test_the_demo_runs_twice_without_duplicating_anything(settings: LazySettings
     assert "Turn: single-shot" in first
     assert "Turn: streamed, caselaw tool" in first
     assert "Turn: streamed, a statute looked up" in first
-    assert "statute      provenance   -           OLRC      statute_lookup: 9 U.S.C. § 2 (Online@117-80)" in first
+    assert (
+        "statute      provenance              -           OLRC      statute_lookup: 9 U.S.C. § 2 (Online@117-80)"
+        in first
+    )
+    # the answer's statute citation and its quote, checked against the loaded title, on the record
+    assert "statute      statute_quote_verified  1.000       -         quote: 9 U.S.C. § 2 (Online@117-80)" in first
+    assert "statute      statute_verified        -           -         citation: 9 U.S.C. § 2 (Online@117-80)" in first
     assert (
         '- 9 U.S.C. § 2 ("A written provision in any maritime transaction'
         in Message.objects.get(role=Message.Role.ASSISTANT, reply_to__content__contains="9 U.S.C. § 2").content
     )
     assert "Turn: streamed, disconnected (interrupted), then resumed" in first
-    assert "backfill_ledger: created 9 entries (kb_document=3 caselaw=3 mcp=3) for 3 messages" in first
+    assert "backfill_ledger: created 9 entries (kb_document=3 caselaw=3 mcp=3 statute=0) for 3 messages" in first
     assert "tolerant_match" in first
     assert "provenance" in first
     assert "verdict=pass" in first

@@ -310,8 +310,8 @@ class Invalid(NamedTuple):
 
 
 EXACTLY_ONE = (
-    "Exactly one of message_citation, message_caselaw_citation, message_tool_source and message_case_citation "
-    "must be set."
+    "Exactly one of message_citation, message_caselaw_citation, message_tool_source, message_case_citation and "
+    "message_statute_citation must be set."
 )
 
 CONFIDENCE_EXACTLY_WHEN_VERIFIED = (
@@ -329,13 +329,15 @@ INVALID: dict[str, Invalid] = {
         lambda: _kb_entry(message_citation=None), "citation_ledger_entry_exactly_one_source", EXACTLY_ONE
     ),
     "two_sources": Invalid(
-        # Status and confidence fit a tool source, the kind fits a KB quote: only "exactly one" is broken.
+        # Status and confidence fit a tool source, the kind fits a KB quote: "exactly one" is broken, and a KB
+        # quote's entry with a tool source's status (the database names whichever it checks first: PostgreSQL goes
+        # by name, SQLite by the order the table was last rebuilt with).
         lambda: _kb_entry(
             message_tool_source=factories.MessageToolSourceFactory.create(),
             verification_status=PROVENANCE,
             confidence=None,
         ),
-        "citation_ledger_entry_exactly_one_source",
+        "citation_ledger_entry_exactly_one_source|citation_ledger_entry_quote_status_known",
         EXACTLY_ONE,
     ),
     "three_sources": Invalid(
@@ -798,7 +800,7 @@ def test_every_ledger_foreign_key_cascades_in_the_database() -> None:
             "WHERE conrelid = 'citation_ledger_entry'::regclass AND contype = 'f'"
         )
         actions = dict(cursor.fetchall())
-    assert len(actions) == 7  # project, chat, message and the four source rows
+    assert len(actions) == 8  # project, chat, message and the five source rows
     assert set(actions.values()) == {"c"}
 
 

@@ -33,6 +33,7 @@ from chats.models import (
     MessageToolSource,
     OpinionQuote,
     Project,
+    StatuteCitation,
 )
 from chats.record import AppendOnlyError, LegalHoldError, message_change_refusal, purging
 from citations import ledger, seals
@@ -42,7 +43,13 @@ from tests import factories
 
 pytestmark = pytest.mark.django_db
 
-TURN_TABLES = ("message_citations", "message_caselaw_citations", "message_case_citations", "message_tool_sources")
+TURN_TABLES = (
+    "message_citations",
+    "message_caselaw_citations",
+    "message_case_citations",
+    "message_tool_sources",
+    "message_statute_citations",
+)
 GUARDED_TABLES = (*TURN_TABLES, "citation_ledger_entry")
 # A column of each guarded table that an update might rewrite, and a value to write into it.
 REWRITES = {
@@ -50,6 +57,7 @@ REWRITES = {
     "message_caselaw_citations": "quote = 'rewritten'",
     "message_case_citations": "status = 'verified'",
     "message_tool_sources": "label = 'rewritten'",
+    "message_statute_citations": "status = 'verified'",
     "citation_ledger_entry": "verification_status = 'exact_match', confidence = 1.0",
 }
 
@@ -59,6 +67,15 @@ def turn() -> Message:
     """A finalized turn with a row in each per-turn table and their ledger entries (as finalize writes them)."""
     message = factories.assembled_turn(kb=1, caselaw=1, tools=1, altered=True)
     factories.CaseCitationFactory.create(message=message)
+    StatuteCitation.objects.create(
+        message=message,
+        kind=StatuteCitation.Kind.CITATION,
+        citation="42 U.S.C. § 1983",
+        answer_offset_start=0,
+        answer_offset_end=16,
+        status=StatuteCitation.Status.UNCHECKED,
+        reason="title 42 of the U.S. Code is not loaded: load OLRC's usc42.xml",
+    )
     ledger.assemble(message)
     return message
 
@@ -312,7 +329,7 @@ def test_a_truncate_of_the_record_is_refused_naming_the_rule(table: str, turn: M
 def test_a_truncate_that_would_cascade_into_the_record_is_refused(table: str, turn: Message) -> None:
     with pytest.raises(IntegrityError, match=r"lqai_append_only: \w+ cannot be truncated"):
         _truncate(f"TRUNCATE {table} CASCADE")
-    assert CitationLedgerEntry.objects.filter(message=turn).count() == 4
+    assert CitationLedgerEntry.objects.filter(message=turn).count() == 5
 
 
 @pytest.mark.postgres
@@ -366,7 +383,7 @@ def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_in_sql(table: st
 # --- the model layer (every database) -----------------------------------------------------------------------------
 
 
-ROW_MODELS = (DocumentQuote, OpinionQuote, CaseCitation, MessageToolSource, CitationLedgerEntry)
+ROW_MODELS = (DocumentQuote, OpinionQuote, CaseCitation, MessageToolSource, StatuteCitation, CitationLedgerEntry)
 
 
 @pytest.mark.parametrize("model", ROW_MODELS, ids=lambda m: m._meta.db_table)
@@ -551,7 +568,7 @@ def test_a_matter_or_chat_with_turns_is_deleted_only_by_its_purge(turn: Message)
         Project.objects.filter(chats=chat).delete()
     with pytest.raises(AppendOnlyError):
         Chat.objects.filter(pk=chat.pk).delete()
-    assert CitationLedgerEntry.objects.filter(message=turn).count() == 4
+    assert CitationLedgerEntry.objects.filter(message=turn).count() == 5
 
 
 def test_the_orm_and_the_admin_keep_the_matter_of_a_chat_holding_turns(admin_client: Client, turn: Message) -> None:
@@ -608,7 +625,7 @@ def test_a_held_matter_its_chats_and_messages_cannot_be_deleted_by_the_orm(turn:
         Project.objects.filter(pk=project.pk).delete()
     with pytest.raises(LegalHoldError):
         purge_matter(project_id=project.pk, purged_by="ops")
-    assert CitationLedgerEntry.objects.filter(message=turn).count() == 4
+    assert CitationLedgerEntry.objects.filter(message=turn).count() == 5
 
 
 # --- users --------------------------------------------------------------------------------------------------------
@@ -678,7 +695,7 @@ def test_purge_matter_without_confirm_says_what_would_go_and_writes_nothing(
 
     out = _purge(str(doomed.pk))
 
-    assert f"Would purge matter {doomed.pk} ({doomed.name}): 1 chats, 1 messages, 4 ledger entries" in out
+    assert f"Would purge matter {doomed.pk} ({doomed.name}): 1 chats, 1 messages, 5 ledger entries" in out
     assert "Nothing was written" in out
     assert Project.objects.filter(pk=doomed.pk).exists()
     assert not MatterPurge.objects.exists()
@@ -701,7 +718,7 @@ def test_purge_matter_deletes_the_matter_and_leaves_its_tombstone(two_matters: t
         doomed.name,
         "records-officer",
     )
-    assert (tombstone.chats, tombstone.messages, tombstone.ledger_entries, tombstone.documents) == (1, 1, 4, 1)
+    assert (tombstone.chats, tombstone.messages, tombstone.ledger_entries, tombstone.documents) == (1, 1, 5, 1)
     assert tombstone.purged_at is not None
     # the other matter is untouched
     assert CitationLedgerEntry.objects.filter(chat__project=kept).count() == kept_entries

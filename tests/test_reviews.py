@@ -571,3 +571,63 @@ def test_the_owner_of_a_matterless_chat_decides_on_its_own_chain(
     result = verify_bundle(path, public_key=keys.current_fingerprint())
     assert result.ok, result.problems
     assert result.decisions == 1
+
+
+# --- statute rows as claims ----------------------------------------------------------------------------------
+
+
+def test_a_statute_citation_and_its_quote_are_claims_a_reviewer_decides_on(
+    reviewer: User, matter_chat: Chat, settings: Any
+) -> None:
+    from authorities.loading import load_uslm
+    from tests.test_statute_rows import FIXTURES
+
+    settings.COURTLISTENER_API_TOKEN = ""
+    load_uslm(path=FIXTURES / "usc09.xml")
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=matter_chat.owner)
+    # A word changed in the quote of 9 U.S.C. § 2: the citation verifies, the quote fails.
+    finalize_turn(
+        message=answer,
+        content="An arbitration clause “shall be valid, irrevocable, and binding.” 9 U.S.C. § 2.",
+        status=Message.Status.COMPLETE,
+    )
+    client = client_of(reviewer)
+
+    claims = claims_body(client, answer)
+    statute = [(c["kind"], c["text"], c["status"], c["needs_review"]) for c in claims if c["kind"] == "statute"]
+    assert statute == [
+        ("statute", "9 U.S.C. § 2 (Online@117-80)", "statute_verified", False),
+        ("statute", "shall be valid, irrevocable, and binding", "statute_quote_failed", True),
+    ]
+    quote = next(c for c in claims if c["status"] == "statute_quote_failed")
+
+    decided = post_review(client, answer, claim=quote["id"], decision="removed", note="not the statute's words")
+
+    assert decided.status_code == 201, decided.content
+    assert decided.json()["decision"] == "removed"
+    [current] = [c["decision"] for c in claims_body(client, answer) if c["id"] == quote["id"]]
+    assert current is not None
+    assert current["decision"] == "removed"
+    assert ReviewDecision.objects.get().claim_table == record.STATUTE
+    assert verify_record().intact
+
+
+def test_a_corrected_statute_quote_is_recorded_as_not_checked_by_the_machine(
+    reviewer: User, matter_chat: Chat, settings: Any
+) -> None:
+    from authorities.loading import load_uslm
+    from tests.test_statute_rows import FIXTURES
+
+    settings.COURTLISTENER_API_TOKEN = ""
+    load_uslm(path=FIXTURES / "usc09.xml")
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=matter_chat.owner)
+    finalize_turn(message=answer, content="See 9 U.S.C. § 2.", status=Message.Status.COMPLETE)
+    client = client_of(reviewer)
+    [citation] = [c for c in claims_body(client, answer) if c["kind"] == "statute"]
+
+    decided = post_review(client, answer, claim=citation["id"], decision="corrected", corrected_text="9 U.S.C. § 3")
+
+    assert decided.status_code == 201, decided.content
+    check = ReviewDecision.objects.get().correction_check
+    assert check["status"] == "not_checked"
+    assert "statute" in check["detail"]

@@ -169,10 +169,12 @@ def _done(events: list[tuple[str, dict[str, Any]]]) -> Message:
 
 
 def _statute_entries(message: Message) -> list[tuple[str, str, str | None]]:
+    """The ledger entries of the statutes the turn's tools consulted (the answer's statute rows have entries of
+    kind ``statute`` too)."""
     return list(
-        CitationLedgerEntry.objects.filter(message=message, source_kind="statute").values_list(
-            "verification_status", "message_tool_source__label", "provider"
-        )
+        CitationLedgerEntry.objects.filter(
+            message=message, source_kind="statute", message_tool_source__isnull=False
+        ).values_list("verification_status", "message_tool_source__label", "provider")
     )
 
 
@@ -202,6 +204,11 @@ def test_the_offline_assistant_looks_up_a_cited_statute_quotes_it_and_records_it
     [row] = message.tool_sources.filter(source_kind="statute")
     assert (row.tool, row.label, row.provider) == ("statute_lookup", "9 U.S.C. § 2 (Online@117-80)", "OLRC")
     assert _statute_entries(message) == [("provenance", "9 U.S.C. § 2 (Online@117-80)", "OLRC")]
+    # and the answer's citation and quote are on the record, checked
+    assert set(message.statute_citations.values_list("kind", "status", "cited")) >= {
+        ("citation", "verified", "9 U.S.C. § 2 (Online@117-80)"),
+        ("quote", "verified", "9 U.S.C. § 2 (Online@117-80)"),
+    }
 
 
 def test_the_offline_assistant_looks_nothing_up_for_a_question_citing_no_statute(

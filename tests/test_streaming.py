@@ -138,6 +138,7 @@ def test_the_tool_loop_streams_tools_deltas_citations_and_done(
         str(local_opinion.pk),
     )
     assert message.content[case["answer_start"] : case["answer_end"]].startswith("570 U.S. 297")
+    assert data["done"].pop("statute_citations") == []  # the answer cites no statute
     assert data["done"] == {
         "message_id": str(message.pk),
         "status": "complete",

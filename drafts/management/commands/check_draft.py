@@ -1,4 +1,5 @@
-"""``manage.py check_draft PATH --matter ID [--json OUT]``: read a draft, check what it cites and quotes, list it."""
+"""``manage.py check_draft PATH --matter ID [--user NAME] [--json OUT] [--no-record]``: read a draft, check what it
+cites and quotes, list it, and record the check as a turn of the draft's chat in the matter."""
 
 from __future__ import annotations
 
@@ -11,14 +12,18 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.urls import reverse
 from tqdm import tqdm
 
 from chats.models import Project
+from chats.selectors import projects_visible_to
 from drafts.checking import Check, check_draft
 from drafts.errors import UnreadableDraft
 from drafts.finding import STEPS, DraftFindings, Finding, find_in_draft
 from drafts.reading import read_draft
+from drafts.recording import draft_record, record_checked_draft
 
 
 class Command(BaseCommand):
@@ -33,6 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("path", type=Path, help="the draft: .docx, .pdf, .txt or .md")
         parser.add_argument("--matter", type=UUID, required=True, help="the matter (project) id the draft is for")
         parser.add_argument("--json", type=Path, dest="json_out", help="also write the findings as JSON to this file")
+        parser.add_argument(
+            "--user", help="who checks the draft (the turn's author): the matter's owner or a member; default its owner"
+        )
+        parser.add_argument(
+            "--no-record", action="store_true", help="only check and list: record no turn (writes nothing but --json)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["path"]
@@ -43,6 +54,7 @@ class Command(BaseCommand):
             raise CommandError(f"No matter {matter}: pass a project id (see the admin's Projects).")
         if json_out is not None and not json_out.parent.is_dir():
             raise CommandError(f"--json {json_out}: the directory {json_out.parent} does not exist.")
+        author = None if options["no_record"] else _author(project, options["user"])
         data = _read_bytes(path)
         with tqdm(total=1 + len(STEPS), unit="step", file=sys.stderr, desc="check_draft", disable=None) as bar:
             try:
@@ -62,8 +74,25 @@ class Command(BaseCommand):
         for finding, check in zip(result.findings, checked.checks, strict=True):
             self.stdout.write(_line(finding, check, result))
         self._write_table(result, checked.authority_statuses())
+        record: dict[str, object] = checked.record(matter=str(matter))
+        if author is not None:
+            recorded = record_checked_draft(
+                matter=project, author=author, data=data, name=path.name, draft=draft, checked=checked
+            )
+            record = draft_record(recorded.check)
+            self.stdout.write(
+                f"Recorded as turn {recorded.message.pk} of chat {recorded.check.chat_id} (draft check "
+                f"{recorded.check.pk}); trace page: {reverse('pages:chat', args=[recorded.check.chat_id])}; "
+                f"the draft's page: {record['page']}"
+            )
+            if record["changes"] is not None:
+                changes: Any = record["changes"]
+                self.stdout.write(
+                    f"Since the previous check: {len(changes['fixed'])} fixed, {len(changes['new'])} new, "
+                    f"{len(changes['still_open'])} still open"
+                )
         if json_out is not None:
-            _write_json(json_out, checked.record(matter=str(matter)))
+            _write_json(json_out, record)
         counts = {
             kind: sum(f.kind == kind for f in result.findings)
             for kind in ("case_citation", "statute_citation", "quote")
@@ -82,6 +111,17 @@ class Command(BaseCommand):
             pages = ", ".join(entry.pages) or "no page numbers"
             name = f"{entry.name}, " if entry.name else ""
             self.stdout.write(f"  {entry.kind:<10} {name}{entry.cite}: {pages} ({status})")
+
+
+def _author(project: Project, username: str | None) -> Any:
+    """The user the check is recorded for: ``username`` if she is active and the matter's owner or a member, else
+    (no ``--user``) the matter's owner."""
+    if username is None:
+        return project.owner
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None or not projects_visible_to(user).filter(pk=project.pk).exists():
+        raise CommandError(f"--user {username}: no such active user is the owner or a member of matter {project.pk}.")
+    return user
 
 
 def _read_bytes(path: Path) -> bytes:

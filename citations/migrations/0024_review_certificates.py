@@ -98,8 +98,8 @@ def backwards(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0041_certificate_wording'),
-        ('citations', '0021_review_decisions'),
+        ('chats', '0043_certificate_wording'),
+        ('citations', '0023_review_decisions_on_statute_rows'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

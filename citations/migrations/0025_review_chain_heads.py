@@ -139,8 +139,8 @@ def backwards(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0041_certificate_wording'),
-        ('citations', '0022_review_certificates'),
+        ('chats', '0043_certificate_wording'),
+        ('citations', '0024_review_certificates'),
     ]
 
     operations = [

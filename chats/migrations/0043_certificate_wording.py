@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chats', '0040_project_member_roles'),
+        ('chats', '0042_statute_citations'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
