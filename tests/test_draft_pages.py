@@ -354,3 +354,28 @@ def test_the_matter_page_reads_its_drafts_in_a_constant_number_of_queries(
         html = client_of.get(url).content.decode()
     assert html.count('href="/drafts/') == 3
     assert "(2 checks)" in html
+
+
+def test_a_checked_draft_is_reviewed_and_certified_on_its_sealed_turn(
+    matter: Project, user: User, client_of: Client
+) -> None:
+    from citations.claims import claims_of
+    from citations.review_queue import review_queue
+    from citations.reviews import record_decision
+
+    check = checked(matter, user)
+    turn = Message.objects.select_related("chat__project").get(pk=check.message_id)
+    chat_page = reverse("pages:chat", args=[turn.chat_id])
+
+    # The draft's page sends a reviewer to its turn, whose cards carry the review controls
+    assert f'href="{chat_page}#turn-{turn.pk}" id="review-link"' in page_of(client_of, check)
+    trace = client_of.get(chat_page).content.decode()
+    assert reverse("pages:turn-certificate", args=[turn.chat_id, turn.pk]) in trace
+    # ... and the matter's queue lists the draft's turn until each open claim is decided and it is certified
+    assert [item.answer.pk for item in review_queue(project_id=matter.pk).items] == [turn.pk]
+    for claim in claims_of(turn):
+        if claim.needs_review:
+            record_decision(message=turn, claim_id=claim.id, decision="removed", note="cut from the brief", by=user)
+    certified = client_of.post(reverse("pages:turn-certificate", args=[turn.chat_id, turn.pk]))
+    assert certified.status_code == 302, certified.content.decode()[:2000]
+    assert review_queue(project_id=matter.pk).items == []
