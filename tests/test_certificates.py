@@ -402,3 +402,68 @@ def test_the_owner_words_the_certificates_through_the_api(
     assert answer.status_code == 200
     assert (answer.json()["court"], answer.json()["judge_wording"]) == ("txnd", "Also list each source.")
     assert Project.objects.get(chats=matter_chat).certificate_court == "txnd"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(120)
+def test_two_reviewers_deciding_and_certifying_at_once_leave_intact_chains(
+    committed_matter_chat: tuple[APIClient, Chat],
+) -> None:
+    import threading
+
+    from django.db import connections
+
+    from citations.models import ReviewChainHead, ReviewDecision
+
+    _, chat = committed_matter_chat
+    turns = [answered_turn(chat, claims=1) for _ in range(2)]  # a verified quote each: certifiable at once
+    people = [factories.UserFactory.create(username=name) for name in ("rita", "ruth")]
+    for person in people:
+        chat.project.members.add(person, through_defaults={"role": Role.REVIEWER})  # type: ignore[union-attr]
+    barrier = threading.Barrier(2, timeout=30)
+    errors: list[BaseException] = []
+
+    def decide(person: User, turn: Message) -> None:
+        try:
+            message = Message.objects.select_related("chat__project").get(pk=turn.pk)
+            claim = claims_of(message)[0]
+            barrier.wait()
+            for _ in range(5):  # each decision followed by a certificate naming it, while the other certifies too
+                record_decision(message=message, claim_id=claim.id, decision="confirmed", source="x", by=person)
+                issue_certificate(message=message, by=person)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def certify_all(person: User, turn: Message) -> None:
+        try:
+            message = Message.objects.select_related("chat__project").get(pk=turn.pk)
+            barrier.wait()
+            for _ in range(5):
+                issue_certificate(message=message, by=person)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [
+        threading.Thread(target=decide, args=(people[0], turns[0])),
+        threading.Thread(target=certify_all, args=(people[1], turns[1])),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a writer hung"
+
+    assert errors == []
+    project = chat.project_id
+    assert [d.sequence for d in ReviewDecision.objects.filter(chain=f"reviews:matter:{project}")] == [1, 2, 3, 4, 5]
+    certificates = Certificate.objects.filter(chain=f"certificates:matter:{project}")
+    assert [c.sequence for c in certificates] == list(range(1, 11))
+    assert [c.previous_sha256 for c in certificates[1:]] == [c.seal_sha256 for c in certificates[:9]]
+    assert ReviewChainHead.objects.get(chain=f"certificates:matter:{project}").sequence == 10
+    result = verify_record()
+    assert result.intact, [str(p) for p in result.problems]
