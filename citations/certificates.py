@@ -68,11 +68,17 @@ def _failed(claim: Claim) -> bool:
     return verdict_of(methods=[], case_statuses=[claim.status]) == FAIL
 
 
-def open_claims(claims: list[Claim], *, turn_seal: str | None) -> list[OpenClaim]:
-    """What keeps a certificate from being issued: each claim that needs review and has no current decision,
-    each failed claim whose current decision neither removes nor corrects it, and a turn whose record is not
-    sealed (``turn_seal`` None). Empty: a certificate can be issued."""
-    found = [] if turn_seal else [OpenClaim(None, "the turn's record is not sealed yet (manage.py seal_turns)")]
+def open_claims(
+    claims: list[Claim], *, turn_seal: str | None, status: str = Message.Status.COMPLETE
+) -> list[OpenClaim]:
+    """What keeps a certificate from being issued: an answer that did not complete (``status``), a turn whose
+    record is not sealed (``turn_seal`` None), each claim that needs review and has no current decision, and each
+    failed claim whose current decision neither removes nor corrects it. Empty: a certificate can be issued."""
+    found = []
+    if status != Message.Status.COMPLETE:
+        found.append(OpenClaim(None, f"the answer did not complete ({status}): there is no whole answer to certify"))
+    if not turn_seal:
+        found.append(OpenClaim(None, "the turn's record is not sealed yet (manage.py seal_turns)"))
     for claim in claims:
         decision = claim.decision
         if _failed(claim) and (decision is None or decision.decision == Decision.CONFIRMED):
@@ -241,7 +247,7 @@ def issue_certificate(*, message: Message, by: AbstractBaseUser) -> Certificate:
             .values_list("sequence", "seal_sha256")
             .first()
         )
-        blocking = open_claims(claims, turn_seal=seal[1] if seal else None)
+        blocking = open_claims(claims, turn_seal=seal[1] if seal else None, status=message.status)
         if blocking or seal is None:  # open_claims() names an unsealed turn
             raise ClaimsOpen(blocking)
         question = (

@@ -108,7 +108,7 @@ def review_queue(*, project_id: UUID, after: tuple[datetime.datetime, UUID] | No
             answer=message,
             question=questions.get(message.reply_to_id, "") if message.reply_to_id else "",
             claims=claims.get(message.pk, []),
-            open=open_claims(claims.get(message.pk, []), turn_seal=seals.get(message.pk)),
+            open=open_claims(claims.get(message.pk, []), turn_seal=seals.get(message.pk), status=message.status),
         )
         for message in page
     ]

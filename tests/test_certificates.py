@@ -467,3 +467,18 @@ def test_two_reviewers_deciding_and_certifying_at_once_leave_intact_chains(
     assert ReviewChainHead.objects.get(chain=f"certificates:matter:{project}").sequence == 10
     result = verify_record()
     assert result.intact, [str(p) for p in result.problems]
+
+
+def test_an_answer_that_did_not_complete_is_not_certified(reviewer: User, matter_chat: Chat) -> None:
+    from chats.services import finalize_turn, start_turn
+
+    _, answer = start_turn(chat=matter_chat, content="A question", author=matter_chat.owner)
+    finalize_turn(message=answer, content="Half an ans", status=Message.Status.FAILED)
+    answer.refresh_from_db()
+
+    refused = certify(client_of(reviewer), answer)
+
+    assert refused.status_code == 409, refused.content
+    assert [c["why"] for c in refused.json()["open_claims"]] == [
+        "the answer did not complete (failed): there is no whole answer to certify"
+    ]
