@@ -366,6 +366,29 @@ def _quote_marker_offset(
     return None if span is None else answer_text.marker_offset(content, span[1])
 
 
+def _passage_html(row: DocumentQuote | OpinionQuote | StatuteCitation) -> SafeString | None:
+    """A verified quote's passage in its context, as the card shows it (alterations and context flags marked), from
+    the context the selector read with the row (``context_start``, ``context_text``); None when there is none (a
+    failed claim, a row read without its context)."""
+    start, end = row.source_offset_start, row.source_offset_end
+    context_start: int | None = getattr(row, "context_start", None)
+    context_text: str | None = getattr(row, "context_text", None)
+    if start is None or end is None or context_start is None or context_text is None:
+        return None
+    span = Passage(
+        start=start,
+        end=end,
+        text=context_text[start - context_start : end - context_start],
+        verified_sha256=row.passage_sha256,
+    )
+    return passage_in_context_html(
+        context_around(span, start=context_start, text=context_text, context_chars=CARD_CONTEXT_CHARS),
+        row.alterations,
+        offsets=False,
+        context_flags=row.context_flags,
+    )
+
+
 def _quote_claim(row: DocumentQuote | OpinionQuote) -> Claim:
     claim = Claim(
         id=row.pk,
@@ -377,23 +400,10 @@ def _quote_claim(row: DocumentQuote | OpinionQuote) -> Claim:
     )
     if isinstance(row, OpinionQuote) and row.opinion is not None:
         claim.source_url = _http_only(row.opinion.absolute_url)
+    claim.passage_html = _passage_html(row)
     start, end = row.source_offset_start, row.source_offset_end
-    context_start: int | None = getattr(row, "context_start", None)
-    context_text: str | None = getattr(row, "context_text", None)
-    if start is None or end is None or context_start is None or context_text is None:
+    if claim.passage_html is None or start is None or end is None:
         return claim
-    span = Passage(
-        start=start,
-        end=end,
-        text=context_text[start - context_start : end - context_start],
-        verified_sha256=row.passage_sha256,
-    )
-    claim.passage_html = passage_in_context_html(
-        context_around(span, start=context_start, text=context_text, context_chars=CARD_CONTEXT_CHARS),
-        row.alterations,
-        offsets=False,
-        context_flags=row.context_flags,
-    )
     # A document's own pages ("p. 4"); an opinion's Bluebook pin cite ("590 F. Supp. 3d at 870", "slip op. at 5").
     source = row.document if isinstance(row, DocumentQuote) else row.opinion
     if source is not None:
@@ -439,23 +449,7 @@ def _statute_claim(row: StatuteCitation) -> Claim:
         citation=row.citation,
         detail=row.reason,
     )
-    start, end = row.source_offset_start, row.source_offset_end
-    context_start: int | None = getattr(row, "context_start", None)
-    context_text: str | None = getattr(row, "context_text", None)
-    if start is None or end is None or context_start is None or context_text is None:
-        return claim
-    span = Passage(
-        start=start,
-        end=end,
-        text=context_text[start - context_start : end - context_start],
-        verified_sha256=row.passage_sha256,
-    )
-    claim.passage_html = passage_in_context_html(
-        context_around(span, start=context_start, text=context_text, context_chars=CARD_CONTEXT_CHARS),
-        row.alterations,
-        offsets=False,
-        context_flags=row.context_flags,
-    )
+    claim.passage_html = _passage_html(row)
     return claim
 
 
