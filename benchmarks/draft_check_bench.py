@@ -1,14 +1,17 @@
-"""Checking a brief (``make bench`` item 16): a 40-page brief with 150 citations and 60 quotations, read and checked
-as ``manage.py check_draft`` does it, with the library local (CourtListener not asked), and a brief twice as long.
+"""Checking a brief (``make bench`` item 16): a 40-page brief with 150 citations and 60 quotations, read, checked and
+recorded as a turn as a lawyer's upload is (``drafts.recording.record_draft``: what she waits for before the draft's
+page opens), with the library local (CourtListener not asked), and a brief twice as long; the check alone (``manage.py
+check_draft --no-record``) beside it.
 
 The briefs are Word documents made here from the project's own texts: their filler and their quotations are
 sentences of the real opinions of chats/data/opinions (Fisher, Patel, Democracy North Carolina, seeded as local
 opinions), each cited in full the first time and by short form after (as the Bluebook has it), by ``id.``, and
 cases nobody holds (one for every two pages, so a longer brief cites more authorities), and 9 and 35 U.S.C.
 (authorities/data/uslm, loaded into the library) with quotations of their sections. Timed: reading the
-DOCX, finding everything, checking everything (goal: <= 20 s for 40 pages; twice the pages <= 2.2 x the time),
-medians of alternating runs; each brief's peak of Python memory (tracemalloc, in a run of its own) is for the
-record.
+DOCX, finding everything, checking everything and recording it (the turn, its rows, ledger entries and seal; goal:
+<= 20 s for 40 pages; twice the pages <= 2.2 x the time), medians of alternating runs; each brief's peak of Python
+memory while it is checked and recorded (tracemalloc, in a run of its own): twice the pages <= 2.2 x the memory
+(the draft's text and its findings are held whole, so memory follows the brief's length and nothing more).
 """
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
+
 from authorities.loading import load_uslm
-from chats.models import CaselawOpinion
+from chats.models import CaselawOpinion, Project
 from drafts.checking import check_draft
 from drafts.finding import find_in_draft
 from drafts.reading import read_draft
+from drafts.recording import record_draft
 from tests.docx_fixture import make_docx
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,10 +71,17 @@ class DraftCheckResult:
     double_pages: int
     double_seconds: float
     double_peak_mb: float
+    # The check alone, without recording (``check_draft --no-record``).
+    check_seconds: float
+    double_check_seconds: float
 
     @property
     def growth(self) -> float:
         return self.double_seconds / self.seconds
+
+    @property
+    def memory_growth(self) -> float:
+        return self.double_peak_mb / self.peak_mb
 
 
 def _sentences(text: str) -> list[str]:
@@ -165,42 +178,58 @@ def _check(data: bytes) -> tuple[int, int]:
     return sum(f.kind != "quote" for f in found.findings), sum(f.kind == "quote" for f in found.findings)
 
 
-def _seconds(data: bytes) -> float:
+def bench_matter() -> Project:
+    """The matter the bench's briefs are recorded in (idempotent): each run of a brief is a revision of it."""
+    owner, _ = get_user_model().objects.get_or_create(username="bench-drafts")
+    matter, _ = Project.objects.get_or_create(name="Bench: drafts", owner=owner)
+    return matter
+
+
+def _record(data: bytes, matter: Project, *, pages: int) -> None:
+    """Read, check and record ``data`` as a lawyer's upload is (a revision of the brief of ``pages`` pages)."""
+    record_draft(matter=matter, author=matter.owner, data=data, name=f"brief-{pages}.docx")
+
+
+def _seconds(work: Callable[[], object]) -> float:
     started = time.perf_counter()
-    _check(data)
+    work()
     return time.perf_counter() - started
 
 
-def _peak_mb(data: bytes) -> float:
-    """The peak of Python memory while checking (tracemalloc, which slows the run: never timed with it)."""
+def _peak_mb(work: Callable[[], object]) -> float:
+    """The peak of Python memory while ``work`` runs (tracemalloc, which slows the run: never timed with it)."""
     tracemalloc.start()
     try:
-        _check(data)
+        work()
         return tracemalloc.get_traced_memory()[1] / 1e6
     finally:
         tracemalloc.stop()
 
 
 def run(*, step: Callable[[str], None] = lambda message: None, repeats: int = 5) -> DraftCheckResult:
-    """Seed, build both briefs, time each check ``repeats`` times, alternating (medians kept), then measure
-    each one's peak memory once."""
+    """Seed, build both briefs, time each one's check and its check and record ``repeats`` times, alternating
+    (medians kept), then measure each one's peak memory while it is checked and recorded, once."""
     step("drafts: seeding the opinions and the library")
     seed_library()
+    matter = bench_matter()
     small, large = brief(PAGES), brief(2 * PAGES)
     citations, quotes = _check(small)  # warm: eyecite's and the reporters' tables load once per process
-    small_s: list[float] = []
-    large_s: list[float] = []
+    times: dict[str, list[float]] = {"small": [], "large": [], "small_check": [], "large_check": []}
     for attempt in range(repeats):
-        step(f"drafts: checking the briefs, run {attempt + 1} of {repeats}")
-        small_s.append(_seconds(small))
-        large_s.append(_seconds(large))
+        step(f"drafts: checking and recording the briefs, run {attempt + 1} of {repeats}")
+        times["small"].append(_seconds(lambda: _record(small, matter, pages=PAGES)))
+        times["large"].append(_seconds(lambda: _record(large, matter, pages=2 * PAGES)))
+        times["small_check"].append(_seconds(lambda: _check(small)))
+        times["large_check"].append(_seconds(lambda: _check(large)))
     return DraftCheckResult(
         pages=PAGES,
         citations=citations,
         quotes=quotes,
-        seconds=statistics.median(small_s),
-        peak_mb=_peak_mb(small),
+        seconds=statistics.median(times["small"]),
+        peak_mb=_peak_mb(lambda: _record(small, matter, pages=PAGES)),
         double_pages=2 * PAGES,
-        double_seconds=statistics.median(large_s),
-        double_peak_mb=_peak_mb(large),
+        double_seconds=statistics.median(times["large"]),
+        double_peak_mb=_peak_mb(lambda: _record(large, matter, pages=2 * PAGES)),
+        check_seconds=statistics.median(times["small_check"]),
+        double_check_seconds=statistics.median(times["large_check"]),
     )

@@ -62,7 +62,8 @@ plus ``--tune`` runs of the backfill at other batch sizes (messages per batch), 
     <= 1.5 x), and retrieval in a matter of 2,000 documents against one of 10 (goal: <= 2 x).
 
 16. checking a brief (``benchmarks.draft_check_bench``): a 40-page brief with 150 citations and 60 quotations
-    read, found and checked with the library local (goal: <= 20 s), and one twice as long (goal: <= 2.2 x).
+    read, checked and recorded as a turn with the library local (goal: <= 20 s), and one twice as long (goal:
+    <= 2.2 x, in time and in memory).
 
 17. the authority library (``benchmarks.authorities_bench``): loading 35 U.S.C. with ``load_authorities``' service
     against a plain parse of the same file by the same parser (goal: <= 3 x); the load's peak of Python memory from
@@ -686,23 +687,32 @@ def drafts_suite(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     rows = [
         Row(
             "16",
-            f"a {result.pages}-page brief ({result.citations} citations, {result.quotes} quotations) read, found "
-            "and checked, library local",
+            f"a {result.pages}-page brief ({result.citations} citations, {result.quotes} quotations) read, checked "
+            "and recorded as a turn, library local",
             f"{result.seconds:.2f} s",
             f"<= {bench.TIME_GOAL_S:.0f} s",
             _verdict(result.seconds <= bench.TIME_GOAL_S),
         ),
         Row(
             "16",
-            f"a {result.double_pages}-page brief vs the {result.pages}-page one",
+            f"a {result.double_pages}-page brief vs the {result.pages}-page one, read, checked and recorded",
             f"{result.double_seconds:.2f} s vs {result.seconds:.2f} s = {result.growth:.2f} x",
             f"<= {bench.GROWTH_GOAL} x",
             _verdict(result.growth <= bench.GROWTH_GOAL),
         ),
         Row(
+            "16",
+            "peak Python memory while a brief is checked and recorded (tracemalloc), twice the pages vs once",
+            f"{result.double_peak_mb:.1f} MB at {result.double_pages} pages vs {result.peak_mb:.1f} MB at "
+            f"{result.pages} = {result.memory_growth:.2f} x",
+            f"<= {bench.GROWTH_GOAL} x",
+            _verdict(result.memory_growth <= bench.GROWTH_GOAL),
+        ),
+        Row(
             "16 detail",
-            "peak Python memory while checking (tracemalloc), each brief",
-            f"{result.peak_mb:.1f} MB at {result.pages} pages, {result.double_peak_mb:.1f} MB at {result.double_pages}",
+            "the check alone (check_draft --no-record), each brief",
+            f"{result.check_seconds:.2f} s at {result.pages} pages, {result.double_check_seconds:.2f} s at "
+            f"{result.double_pages}",
             "(for the record)",
             "-",
         ),
