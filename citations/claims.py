@@ -25,7 +25,8 @@ from lqai_verify.verdict import PASS, case_claim_status, statute_claim_status, v
 @dataclass(frozen=True, slots=True)
 class ClaimKind:
     """One kind of claim: its table (``lqai_verify.record``'s name), its name in the API, its model, and how to
-    read a row's text and status; ``quote``: a quote of a source's text (a correction is re-verified)."""
+    read a row's text and status; ``quote``: its status is a quote row's method (the verdict rule reads it as
+    one; a statute row's status is its own code, read as a citation's)."""
 
     table: str
     name: str
@@ -63,8 +64,6 @@ CLAIM_KINDS: dict[str, ClaimKind] = {
         ClaimKind(record.KB, "kb_quote", DocumentQuote, lambda row: row.quote, _quote_status, quote=True),
         ClaimKind(record.CASELAW, "caselaw_quote", OpinionQuote, lambda row: row.quote, _quote_status, quote=True),
         ClaimKind(record.CASE, "case_citation", CaseCitation, _case_text, _case_status, quote=False),
-        # A corrected statute row is recorded as it is given, not re-checked (``quote`` false): the library's
-        # check of a corrected citation or quote is not wired to review yet.
         ClaimKind(record.STATUTE, "statute", StatuteCitation, _statute_text, _statute_status, quote=False),
     )
 }

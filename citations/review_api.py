@@ -42,8 +42,10 @@ class DecisionSerializer(serializers.ModelSerializer[ReviewDecision]):
     correction_check = serializers.JSONField(
         read_only=True,
         help_text="The machine's check of a correction: a corrected quote re-verified against the claim's source "
-        "(`status`: its method, or `unverified` with `detail`); `not_checked` for a kind it cannot check. Empty "
-        "otherwise.",
+        "(`status`: its method, or `unverified` with `detail`); a corrected case citation checked as an answer's "
+        "(`status`: `verified`, `name_mismatch`, ...; `citation`, `detail`); a corrected statute citation resolved "
+        "in the authority library (`statute_verified`, `statute_not_found`, `statute_unchecked`); `not_checked` "
+        "when the correction holds no citation the machine can read. Empty otherwise.",
     )
     sequence = serializers.IntegerField(read_only=True, help_text="Its place in the matter's decisions chain.")
 
@@ -126,7 +128,8 @@ class MessageReviewsView(APIView):
         description=(
             "Sealed into the matter's record in the same transaction; a later decision on the same claim "
             "supersedes it and both stay. `confirmed` needs `source`; `corrected` needs `corrected_text` (a "
-            "corrected quote is re-verified against the claim's source)."
+            "corrected quote is re-verified against the claim's source, a corrected case or statute citation checked "
+            "as an answer's are)."
         ),
         request=ReviewInputSerializer,
         responses={

@@ -26,7 +26,9 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from chats.models import DECIDING_ROLES, UNVERIFIED, CaselawOpinion, Chat, Document, Message
+from authorities.selectors import check_statutes
+from chats.case_citations import check_case_citations
+from chats.models import DECIDING_ROLES, UNVERIFIED, CaseCitation, Chat, Document, Message, StatuteCitation
 from chats.selectors import role_in_chat
 from citations import keys
 from citations.claims import Claim, claim_of
@@ -35,6 +37,7 @@ from citations.models import Decision, ReviewChainHead, ReviewDecision, TurnSeal
 from citations.seals import chain_of, iso, lock_heads
 from lqai_verify import decisions as sealed
 from lqai_verify import record
+from lqai_verify.verdict import case_claim_status, statute_claim_status
 from lqai_verify.verification import verify_quote_detailed
 
 # What a correction's machine check found (``correction_check["status"]``), beside a quote's method.
@@ -77,16 +80,19 @@ def _validated(*, decision: str, source: str, corrected_text: str) -> None:
 
 
 def check_correction(claim: Claim, corrected_text: str) -> dict[str, Any]:
-    """The machine's check of a correction, as sealed with the decision: a corrected quote re-verified against
-    the claim's own source (its method, confidence and passage offsets, or ``unverified`` with the reason); a
-    correction of another kind (a case citation, a statute row) is ``not_checked``, saying so."""
-    if not claim.kind.quote:
-        what = "statute citation or quote" if claim.kind.table == record.STATUTE else "case citation"
-        return {"status": NOT_CHECKED, "detail": f"a corrected {what} is not checked by the machine yet"}
-    source: Document | CaselawOpinion | None = getattr(claim.row, "document", None) or getattr(
-        claim.row, "opinion", None
-    )
-    text = getattr(source, "content", None) if isinstance(source, Document) else getattr(source, "text", None)
+    """The machine's check of a correction, as sealed with the decision, with the check the claim's kind gets in an
+    answer: a corrected quote (of a document, an opinion or a statute section) re-verified against the claim's own
+    source (its method, confidence and passage offsets, or ``unverified`` with the reason); a corrected case
+    citation checked as an answer's are (``chats.case_citations``: the local opinions, then CourtListener when a
+    token is set), its status as a case claim's; a corrected statute citation resolved in the authority library
+    (``statute_<status>``). ``not_checked``, saying why, when the correction holds no citation of the claim's kind;
+    ``source_unavailable`` when the quoted text is no longer held. May ask CourtListener: call it before any
+    transaction."""
+    if isinstance(claim.row, CaseCitation):
+        return _case_correction(corrected_text)
+    if isinstance(claim.row, StatuteCitation) and claim.row.kind == StatuteCitation.Kind.CITATION:
+        return _statute_correction(corrected_text)
+    text = _quoted_text(claim.row)
     if not text:
         return {"status": SOURCE_GONE, "detail": "the quoted source's text is not held: nothing to check against"}
     match, reason = verify_quote_detailed(corrected_text, text)
@@ -98,6 +104,41 @@ def check_correction(claim: Claim, corrected_text: str) -> dict[str, Any]:
         "source_offset_start": match.start,
         "source_offset_end": match.end,
         "detail": "",
+    }
+
+
+def _quoted_text(row: Any) -> str | None:
+    """The text a quote row was checked against: its document's, its opinion's or its statute section's."""
+    if isinstance(row, StatuteCitation):
+        return row.section.text if row.section is not None else None
+    source = getattr(row, "document", None) or getattr(row, "opinion", None)
+    return getattr(source, "content", None) if isinstance(source, Document) else getattr(source, "text", None)
+
+
+def _case_correction(corrected_text: str) -> dict[str, Any]:
+    checked = [c for c in check_case_citations(corrected_text) if c.kind != CaseCitation.Kind.STATUTE]
+    if not checked:
+        return {"status": NOT_CHECKED, "detail": "the correction holds no case citation the machine could read"}
+    first = checked[0]
+    return {
+        "status": case_claim_status(first.status, first.pin_status),
+        "citation": first.citation,
+        "detail": first.detail,
+    }
+
+
+def _statute_correction(corrected_text: str) -> dict[str, Any]:
+    cited = check_statutes(text=corrected_text).citations
+    if not cited:
+        return {
+            "status": NOT_CHECKED,
+            "detail": "the correction holds no statute or regulation citation the machine could read",
+        }
+    first = cited[0]
+    return {
+        "status": statute_claim_status("citation", first.status),
+        "citation": first.cited or first.citation.written,
+        "detail": first.reason,
     }
 
 

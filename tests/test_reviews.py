@@ -612,8 +612,17 @@ def test_a_statute_citation_and_its_quote_are_claims_a_reviewer_decides_on(
     assert verify_record().intact
 
 
-def test_a_corrected_statute_quote_is_recorded_as_not_checked_by_the_machine(
-    reviewer: User, matter_chat: Chat, settings: Any
+@pytest.mark.parametrize(
+    ("corrected", "status"),
+    [
+        ("9 U.S.C. § 3", "statute_verified"),  # a section the title has
+        ("9 U.S.C. § 999", "statute_not_found"),  # one it has not: fabricated
+        ("42 U.S.C. § 1983", "statute_unchecked"),  # a title not loaded
+        ("section two of the Act", "not_checked"),  # no citation the machine can read
+    ],
+)
+def test_a_corrected_statute_citation_is_resolved_in_the_library(
+    reviewer: User, matter_chat: Chat, settings: Any, corrected: str, status: str
 ) -> None:
     from authorities.loading import load_uslm
     from tests.test_statute_rows import FIXTURES
@@ -625,9 +634,64 @@ def test_a_corrected_statute_quote_is_recorded_as_not_checked_by_the_machine(
     client = client_of(reviewer)
     [citation] = [c for c in claims_body(client, answer) if c["kind"] == "statute"]
 
-    decided = post_review(client, answer, claim=citation["id"], decision="corrected", corrected_text="9 U.S.C. § 3")
+    decided = post_review(client, answer, claim=citation["id"], decision="corrected", corrected_text=corrected)
 
     assert decided.status_code == 201, decided.content
-    check = ReviewDecision.objects.get().correction_check
-    assert check["status"] == "not_checked"
-    assert "statute" in check["detail"]
+    assert ReviewDecision.objects.get().correction_check["status"] == status
+
+
+def test_a_corrected_statute_quote_is_re_verified_against_its_section(
+    reviewer: User, matter_chat: Chat, settings: Any
+) -> None:
+    from authorities.loading import load_uslm
+    from tests.test_statute_rows import FIXTURES
+
+    settings.COURTLISTENER_API_TOKEN = ""
+    load_uslm(path=FIXTURES / "usc09.xml")
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=matter_chat.owner)
+    finalize_turn(
+        message=answer,
+        content="An arbitration clause “shall be valid, irrevocable, and enforceable.” 9 U.S.C. § 2.",
+        status=Message.Status.COMPLETE,
+    )
+    client = client_of(reviewer)
+    [quote] = [c for c in claims_body(client, answer) if c["kind"] == "statute" and c["status"].startswith("statute_q")]
+    right = "shall be valid, irrevocable, and enforceable, save upon such grounds as exist at law or in equity"
+
+    good = post_review(client, answer, claim=quote["id"], decision="corrected", corrected_text=right)
+    bad = post_review(client, answer, claim=quote["id"], decision="corrected", corrected_text="shall be void")
+
+    assert (good.status_code, bad.status_code) == (201, 201)
+    first, second = ReviewDecision.objects.order_by("sequence")
+    assert first.correction_check["status"] in {"exact_match", "tolerant_match", "altered"}
+    assert first.correction_check["source_offset_start"] is not None
+    assert second.correction_check["status"] == "unverified"
+
+
+@pytest.mark.parametrize(
+    ("corrected", "status"),
+    [
+        ("Fisher v. University of Texas at Austin, 570 U.S. 297 (2013)", "verified"),
+        ("Fisher v. Nobody, 570 U.S. 297 (2013)", "name_mismatch"),
+        ("Roe v. Doe, 999 U.S. 999 (2031)", "unchecked"),  # no token: only CourtListener could say "not found"
+        ("the Supreme Court's affirmative-action case", "not_checked"),
+    ],
+)
+def test_a_corrected_case_citation_is_checked_as_an_answers_are(
+    reviewer: User, matter_chat: Chat, settings: Any, corrected: str, status: str
+) -> None:
+    settings.COURTLISTENER_API_TOKEN = ""
+    factories.CaselawOpinionFactory.create(
+        case_name="Fisher v. University of Texas at Austin", citation="570 U.S. 297", text="Strict scrutiny applies."
+    )
+    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=matter_chat.owner)
+    finalize_turn(
+        message=answer, content="See Grutter v. Bollinger, 539 U.S. 306 (2003).", status=Message.Status.COMPLETE
+    )
+    client = client_of(reviewer)
+    [case] = [c for c in claims_body(client, answer) if c["kind"] == "case_citation"]
+
+    decided = post_review(client, answer, claim=case["id"], decision="corrected", corrected_text=corrected)
+
+    assert decided.status_code == 201, decided.content
+    assert ReviewDecision.objects.get().correction_check["status"] == status
