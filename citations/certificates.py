@@ -105,10 +105,12 @@ def _held_from(provider: str) -> str:
 
 
 def _statute_source(row: StatuteCitation) -> str:
-    """The release of the official text a statute row was checked against, in words; or that none was found."""
+    """The release of the code a statute row was checked against, in words (an official edition, or not: a U.S.
+    Code release point is the Law Revision Counsel's current text, not the printed official edition); or that none
+    was found."""
     if not row.release_point:
         return "no release of this code held by lqai's authority library"
-    official = "official" if row.release_official else "not an official format"
+    official = "official edition" if row.release_official else "not the official edition"
     section = row.identifier or row.citation
     return f"{section} in {row.release_label or row.release_point} ({official}), as lqai's authority library holds it"
 

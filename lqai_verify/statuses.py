@@ -56,7 +56,7 @@ _STATUSES: dict[str, tuple[str, str, str, bool]] = {
         True,
     ),
     "statute_unchecked": ("not checked: the title is not loaded", "?", REVIEW, True),
-    "statute_quote_verified": ("quote verified in the section's official text", "\u2713", OK, False),
+    "statute_quote_verified": ("quote verified in the section's text, in the release checked", "\u2713", OK, False),
     "statute_quote_altered": ("quote altered: review", "!", REVIEW, True),
     "statute_quote_found_elsewhere": ("quote found in another section, not the one cited", "\u2717", FAIL, True),
     "statute_quote_failed": ("quote not found in the section cited", "\u2717", FAIL, True),

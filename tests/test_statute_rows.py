@@ -286,7 +286,7 @@ def test_the_statute_quote_is_exported_with_its_section_text_and_re_checked_offl
     assert "9 U.S.C. § 2 (Online@117-80)" in report
     assert "\u2713 section verified in the release checked</span>" in report
     assert (
-        escape("\u2713 quote verified in the section's official text</span>", quote=True).replace(
+        escape("\u2713 quote verified in the section's text, in the release checked</span>", quote=True).replace(
             "&lt;/span&gt;", "</span>"
         )
         in report
