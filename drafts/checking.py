@@ -66,9 +66,6 @@ _STATUTE_WORDS = {
     "verified": "section found in the authority library",
     "not_found": "no such section in the title loaded",
 }
-# A draft's pin cite is checked against the page of the passage quoted with it, so "no such page" would mislead
-# when the page exists but holds something else; the detail names both pages.
-_PIN_MISMATCH_WORDS = "the page cited is wrong (pin cite): not in the case, or not the page of the passage quoted"
 _FOUND_ELSEWHERE_WORDS = "found in another section than the one cited: review"
 _CONTEXT_WORDS = {
     LIMITED_AFTER: "the source goes on with words that limit it, left out",
@@ -120,8 +117,6 @@ def status_words(status: str, *, of_a_statute: bool = False, alterations: Sequen
         return _FOUND_ELSEWHERE_WORDS
     if of_a_statute and status in _STATUTE_WORDS:
         return _STATUTE_WORDS[status]
-    if status == "pin_mismatch":
-        return _PIN_MISMATCH_WORDS
     return status_in_words(status, alterations=alterations).words
 
 

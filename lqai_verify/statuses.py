@@ -41,7 +41,12 @@ _STATUSES: dict[str, tuple[str, str, str, bool]] = {
     "unverified": ("not found in the source", "\u2717", FAIL, True),
     "verified": ("case verified: the citation is this case", "\u2713", OK, False),
     "name_mismatch": ("cited under another case's name", "\u2717", FAIL, True),
-    "pin_mismatch": ("the case has no such page (pin cite)", "\u2717", FAIL, True),
+    "pin_mismatch": (
+        "the page cited is wrong (pin cite): not in the case, or not the page of the passage quoted",
+        "\u2717",
+        FAIL,
+        True,
+    ),
     "not_found": ("no case at this citation", "\u2717", FAIL, True),
     verdict.PIN_UNCHECKED: ("case verified; its pin cite could not be checked: review", "?", REVIEW, True),
     "ambiguous": ("several cases at this citation: review", "?", REVIEW, True),
