@@ -40,6 +40,7 @@ from drafts.reading import KINDS, read_draft
 from drafts.recording import draft_record, draft_verdict, record_checked_draft
 from lqai_verify import passage_html
 from lqai_verify.statuses import StatusInWords, status_in_words, verdict_in_words
+from lqai_verify.verification.page_cites import pin_in_source
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class Card:
     passage_html: SafeString | None = None
     source: str = ""
     pin: str = ""
+    source_after: str = ""  # what follows the pin cite: the case's parenthetical (``pin_in_source``)
 
     @property
     def anchor(self) -> str:
@@ -195,7 +197,7 @@ def _cards(check: Any, record: dict[str, Any], text: str) -> list[Card]:
         )
         drawn = passages.get(int(finding["start"]))
         if drawn is not None:
-            card.passage_html, card.source, card.pin = drawn
+            card.passage_html, card.source, card.pin, card.source_after = drawn
         cards.append(card)
     return cards
 
@@ -210,10 +212,11 @@ def _marker_offset(text: str, end: int) -> int:
     return end
 
 
-def _quote_passages(check: Any, findings: list[dict[str, Any]]) -> dict[int, tuple[SafeString, str, str]]:
+def _quote_passages(check: Any, findings: list[dict[str, Any]]) -> dict[int, tuple[SafeString, str, str, str]]:
     """The passage of each quotation the turn recorded as a quote row (its place in the draft the row's), by the
-    start of its finding: drawn in its source with its alterations, the source's name and page cite. Four
-    queries, whatever the number of quotations: the rows of each kind, then each source's text once."""
+    start of its finding: drawn in its source with its alterations, and the source's name, page cite and what
+    follows it as ``pin_in_source`` writes them together. Four queries, whatever the number of quotations: the
+    rows of each kind, then each source's text once."""
     rows: list[DocumentQuote | OpinionQuote] = [
         *DocumentQuote.objects.filter(message=check.message).select_related("document").defer("document__content"),
         *OpinionQuote.objects.filter(message=check.message).select_related("opinion").defer("opinion__text"),
@@ -231,7 +234,7 @@ def _quote_passages(check: Any, findings: list[dict[str, Any]]) -> dict[int, tup
         ).values_list("pk", "text")
     }
     starts = sorted(int(f["start"]) for f in findings if f["kind"] == "quote")
-    out: dict[int, tuple[SafeString, str, str]] = {}
+    out: dict[int, tuple[SafeString, str, str, str]] = {}
     for row in rows:
         source: Document | CaselawOpinion | None = row.document if isinstance(row, DocumentQuote) else row.opinion
         at, start, end = row.answer_offset_start, row.source_offset_start, row.source_offset_end
@@ -270,7 +273,8 @@ def _quote_passages(check: Any, findings: list[dict[str, Any]]) -> dict[int, tup
             if isinstance(source, Document)
             else ", ".join(p for p in (source.case_name, source.citation) if p)
         )
-        out[finding_start] = (drawn, name, span_pin_cite(source.pages, start, end, citation=citation) or "")
+        pin = span_pin_cite(source.pages, start, end, citation=citation) or ""
+        out[finding_start] = (drawn, *pin_in_source(name, pin))
     return out
 
 

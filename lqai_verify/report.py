@@ -20,7 +20,7 @@ from lqai_verify import record
 from lqai_verify.passage_html import excerpt_around, passage_in_context_html
 from lqai_verify.statuses import StatusInWords, review_count, status_in_words, verdict_in_words
 from lqai_verify.verdict import case_claim_status, statute_claim_status, verdict_of
-from lqai_verify.verification.page_cites import page_cite
+from lqai_verify.verification.page_cites import cited_with_pin, page_cite
 
 #: Characters of the source shown on each side of a quoted passage (as on the trace pages' cards).
 CONTEXT_CHARS = 120
@@ -296,10 +296,17 @@ def _quote_card(number: int, row: Mapping[str, Any], passages: Mapping[str, Mapp
         )
     undigested = "" if row.get("passage_sha256") else _small("no passage digest: stored before digests were recorded")
     return (
-        f"{head}<p>Quoted from {_e(passage['source_title'])}, {_e(_where(row, passage))}{undigested}</p>\n"
+        f"{head}<p>Quoted from {_e(_cited(row, passage))}{undigested}</p>\n"
         f'<blockquote class="text">“{_e(row["quote"])}”</blockquote>\n'
         f"{_in_context(row, passage)}\n</li>\n"
     )
+
+
+def _cited(row: Mapping[str, Any], passage: Mapping[str, Any]) -> str:
+    """The source and where the quote is in it, as a lawyer cites it: a case's pin cite after its first page
+    (``590 F. Supp. 3d 850, 870 (M.D.N.C. 2022)``), else the source then :func:`_where`."""
+    title, where = str(passage["source_title"]), _where(row, passage)
+    return cited_with_pin(title, where)
 
 
 def _where(row: Mapping[str, Any], passage: Mapping[str, Any]) -> str:

@@ -45,6 +45,7 @@ from citations.passages import passage_in_context_html
 from citations.selectors import Passage, TurnSealState, context_around, context_window, turn_seals
 from lqai_verify.statuses import StatusInWords, VerdictInWords, status_in_words, verdict_in_words
 from lqai_verify.verdict import case_claim_status, statute_claim_status, verdict_of
+from lqai_verify.verification.page_cites import pin_in_source
 from pages import answer as answer_text
 
 QUOTE, CASE = "quote", "case"
@@ -63,6 +64,7 @@ class Claim:
     status: StatusInWords
     source: str
     pages: str = ""
+    source_after: str = ""  # what follows the pin cite: the case's parenthetical (``pin_in_source``)
     passage_html: SafeString | None = None
     quote: str = ""
     reason: str = ""
@@ -408,7 +410,9 @@ def _quote_claim(row: DocumentQuote | OpinionQuote) -> Claim:
     source = row.document if isinstance(row, DocumentQuote) else row.opinion
     if source is not None:
         citation = source.citation if isinstance(source, CaselawOpinion) else None
-        claim.pages = span_pin_cite(source.pages, start, end, citation=citation) or ""
+        pin = span_pin_cite(source.pages, start, end, citation=citation) or ""
+        # "590 F. Supp. 3d 850, 870 (M.D.N.C. 2022)": a case's pin after its first page, not its citation twice.
+        claim.source, claim.pages, claim.source_after = pin_in_source(claim.source, pin)
     return claim
 
 

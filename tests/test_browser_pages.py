@@ -328,7 +328,7 @@ def test_the_altered_turn_reads_review_in_amber_on_its_page_and_in_its_printed_r
         _sign_in(page, live_server, member.username, url)
 
         # Then the quote of an opinion that carries its reporter's pages is cited as a court cites it
-        expect(page.locator(f"#turn-{pinned.pk}")).to_contain_text("590 F. Supp. 3d at 870")
+        expect(page.locator(f"#turn-{pinned.pk}")).to_contain_text("590 F. Supp. 3d 850, 870 (M.D.N.C. 2022)")
         # ... and the turn whose only claim is altered reads Review, in amber, with its claim to review: no green
         banner = page.locator(f"#turn-{altered.pk} .verdict")
         expect(banner).to_contain_text("Verdict: Review")
@@ -348,7 +348,7 @@ def test_the_altered_turn_reads_review_in_amber_on_its_page_and_in_its_printed_r
         expect(turn.locator("ol.alterations")).to_contain_text(
             "omits \u201conly if the candidate is legally qualified for the office."
         )
-        expect(report.locator(f"#turn-{pinned.pk}")).to_contain_text("590 F. Supp. 3d at 870")
+        expect(report.locator(f"#turn-{pinned.pk}")).to_contain_text("590 F. Supp. 3d 850, 870 (M.D.N.C. 2022)")
         report.locator(f"#turn-{pinned.pk}").evaluate(top)
         report.screenshot(path=ARTIFACTS / "report-review.png")
         report.pdf(path=ARTIFACTS / "report.pdf", format="A4")

@@ -25,7 +25,7 @@ from citations import keys
 from lqai_verify import record
 from lqai_verify.bundle import verify_bundle
 from lqai_verify.verification.page_breaks import reporter_pages, slip_pages, star_paged_markup
-from lqai_verify.verification.page_cites import bluebook_reporter, page_range, pin_cite
+from lqai_verify.verification.page_cites import bluebook_reporter, cited_with_pin, page_range, pin_cite
 from tests import factories
 from tests.test_export import export, jsonl, lines, members, rewrite
 
@@ -217,7 +217,8 @@ def test_every_opinion_quote_carries_its_pin_cite_in_the_api_the_trace_pages_and
     assert {e["passage"]["text"]: e["pin_cite"] for e in entries if e["source_kind"] == "caselaw"} == expected
     client.force_login(user)
     html = client.get(f"/chats/{matter_chat.pk}/").content.decode()
-    assert '<span class="claim-pages">590 F. Supp. 3d at 870</span>' in html
+    # A case's pin cite after its first page (Rule 3.2(a)), its citation not written twice; a slip's after it.
+    assert '590 F. Supp. 3d 850</a>, <span class="claim-pages">870</span> (M.D.N.C. 2022)' in html
     assert '<span class="claim-pages">slip op. at 11</span>' in html
 
     files = members(export(matter_chat, tmp_path / "matter.zip"))
@@ -226,7 +227,8 @@ def test_every_opinion_quote_carries_its_pin_cite_in_the_api_the_trace_pages_and
         expected.values()
     )
     report = files["report.html"].decode()
-    assert f"{DEMOCRACY_CITATION}, 590 F. Supp. 3d at 870" in report
+    assert "590 F. Supp. 3d 850, 870 (M.D.N.C. 2022)" in report
+    assert "590 F. Supp. 3d at 870" not in report
     assert f"{FISHER_CITATION}, slip op. at 11" in report
 
 
@@ -418,3 +420,28 @@ def test_a_page_map_stored_before_reporter_pages_were_read_fails_no_pin(
 
     assert (case.status, case.pin_status) == ("verified", "unchecked")
     assert "the page in 570 U.S. of the passage quoted with it is not known (it is at page 14 of" in case.detail
+
+
+@pytest.mark.parametrize(
+    ("source", "pin", "written"),
+    [
+        (  # a full citation takes its pin after its first page, before its parenthetical
+            f"Democracy North Carolina v. North Carolina State Board of Elections, {DEMOCRACY_CITATION}",
+            "590 F. Supp. 3d at 870",
+            "Democracy North Carolina v. North Carolina State Board of Elections, 590 F. Supp. 3d 850, 870 "
+            "(M.D.N.C. 2022)",
+        ),
+        ("In re S.J.S., 134 S.W.3d 673", "134 S.W.3d at 676\u201377", "In re S.J.S., 134 S.W.3d 673, 676\u201377"),
+        # a slip opinion's pages are not the reporter's: written after the citation as they are
+        (f"Fisher v. University of Texas at Austin, {FISHER_CITATION}", "slip op. at 11", None),
+        # a pin in another reporter (a parallel citation) is not folded into this one
+        ("In re S.J.S., 134 S.W.3d 673", "135 S.W.3d at 676", None),
+        ("Engagement letter", "p. 4", None),
+        ("In re S.J.S., 134 S.W.3d 673", "", None),
+    ],
+)
+def test_a_pin_cite_is_written_after_the_first_page_of_its_full_citation(
+    source: str, pin: str, written: str | None
+) -> None:
+    expected = written if written is not None else (f"{source}, {pin}" if pin else source)
+    assert cited_with_pin(source, pin) == expected

@@ -390,11 +390,9 @@ def test_a_caselaw_quote_of_a_star_paged_opinion_has_its_page_cite(member_client
         at = html.index(f'id="claim-{row.pk}"')
         return html[at : html.index("</li>", at)]
 
-    # The Bluebook pin cite in the case's reporter, never a bare "p." (Rule 3.2(a): 676\u201377)
-    assert 'In re S.J.S., 134 S.W.3d 673</a>, <span class="claim-pages">134 S.W.3d at 676\u201377</span>' in card(
-        across
-    )
-    assert '<span class="claim-pages">134 S.W.3d at 675</span>' in card(one)
+    # The Bluebook pin cite in the case's reporter after its first page, never a bare "p." (Rule 3.2(a): 676\u201377)
+    assert 'In re S.J.S., 134 S.W.3d 673</a>, <span class="claim-pages">676\u201377</span>' in card(across)
+    assert '134 S.W.3d 673</a>, <span class="claim-pages">675</span>' in card(one)
     assert 'href="https://example.com/sjs"' in card(one)
 
 

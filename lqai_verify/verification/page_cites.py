@@ -90,3 +90,30 @@ def _slip_pin_cite(labels: Sequence[str]) -> str | None:
             groups.append((part, [found.group(1)]))
     cites = [f"{page_range(pages[0], pages[-1])}{f' ({part})' if part else ''}" for part, pages in groups]
     return "slip op. at " + ", ".join(cites)
+
+
+_SHORT_PIN = re.compile(r"(?P<cite>.+?) at (?P<pages>\S.*)")
+
+
+def pin_in_source(source: str, pin: str) -> tuple[str, str, str]:
+    """``(before, pin, after)``: how ``source`` (a case as cited: its name, reporter citation and parenthetical)
+    and the pin cite of a passage of it (``pin``, a Bluebook short form) are written together, ``before, pin
+    after``. A full citation takes its pin after its first page (Rule 3.2(a)):
+    ``"Democracy N.C. v. N.C. State Bd. of Elections, 590 F. Supp. 3d 850 (M.D.N.C. 2022)"`` and
+    ``"590 F. Supp. 3d at 870"`` give ``("..., 590 F. Supp. 3d 850", "870", " (M.D.N.C. 2022)")``. When ``source``
+    does not end with the reporter citation the pin is in (a slip opinion's pin, a document's page), the pin is
+    written after the source as it is: ``(source, pin, "")``."""
+    short = _SHORT_PIN.fullmatch(pin)
+    full = (
+        re.search(re.escape(short["cite"]) + r" \d+(?P<after>(?: \([^()]*\))?)$", source) if short is not None else None
+    )
+    if short is None or full is None:
+        return source, pin, ""
+    return source[: full.start("after")], short["pages"], full["after"]
+
+
+def cited_with_pin(source: str, pin: str) -> str:
+    """``source`` and ``pin`` as one citation (:func:`pin_in_source`): ``"..., 590 F. Supp. 3d 850, 870 (M.D.N.C.
+    2022)"``; ``source`` alone without a pin."""
+    before, pages, after = pin_in_source(source, pin)
+    return f"{before}, {pages}{after}" if pages else before
