@@ -735,7 +735,8 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
     confidence in 0..1; a failed claim has no span, no confidence and a reason, and may name no source; a
     quotation nothing could check has no source, no span, no confidence and a reason.
     Every row has a shape the citation ledger can hold."""
-    verified = Q(verification_method__in=VERIFIED_METHODS)
+    # Not failed, not unchecked (an unknown method is ``<table>_method_known``'s to refuse).
+    verified = ~Q(verification_method__in=[UNVERIFIED, UNCHECKED])
     return [
         # Offsets index into the source text: negative offsets cannot point anywhere.
         models.CheckConstraint(
