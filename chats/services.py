@@ -418,7 +418,9 @@ def _quote_row(
     row_class, source, reason = _claimed_source(claim, sources)
     fields: dict[str, Any] = {"message": message, "quote": claim.quote, "created_at": now}
     if claim.unchecked_reason:
-        return row_class(**fields, verification_method=UNCHECKED, unverified_reason=reason)
+        return row_class(
+            **fields, verification_method=UNCHECKED, unverified_reason=fit(row_class, "unverified_reason", reason)
+        )
     if source is None:
         return row_class(**fields, verification_method=UNVERIFIED, unverified_reason=reason)
     kind, text = ("opinion", source.text) if isinstance(source, CaselawOpinion) else ("document", source.content)

@@ -388,10 +388,7 @@ def _unresolved(case: CheckedCitation) -> str:
     if case.status == CaseCitation.Status.AMBIGUOUS:
         return f"{cited} matches several opinions: {_NOTHING_TO_CHECK} until one is chosen"
     detail = _in_a_draft(case.detail).rstrip(".")
-    return (
-        f"{cited} could not be found in the local opinions, nor checked at CourtListener ({detail}): "
-        f"{_NOTHING_TO_CHECK}"
-    )
+    return f"{cited} could not be resolved: {detail}; {_NOTHING_TO_CHECK}"
 
 
 def _marked(alterations: Sequence[dict[str, Any]], flags: Sequence[dict[str, Any]], source: str | None) -> str:

@@ -124,6 +124,7 @@ def test_a_quotation_citing_a_case_nothing_resolved_is_an_unchecked_row_naming_t
     assert row.quote == "the moon is made of cheese"
     assert "the case cited (999 U.S. 999)" in row.unverified_reason
     assert row.unverified_reason.endswith("nothing to check the quotation against")
+    assert "COURTLISTENER_API_TOKEN unset" in row.unverified_reason  # why CourtListener could not say
     assert check.message.verdict in ("review", "fail")  # the case citation itself may fail
     assert draft_record(check)["verdict"] == check.message.verdict
 
@@ -191,6 +192,20 @@ def test_finalize_records_a_claim_nothing_could_check_and_refuses_one_that_names
     assert finalized.message.verdict == "review"
     assert (finalized.citations, finalized.unverified) == ([], [])
     assert [row.unverified_reason for row in finalized.unchecked] == [NO_CITATION]
+
+
+def test_a_reason_longer_than_its_column_is_cut_to_fit(matter_chat: Any, user: Any) -> None:
+    _question, answer = start_turn(chat=matter_chat, content="Check this.", author=user)
+    reason = "the case cited (1 U.S. 1) could not be resolved: " + "why " * 100
+
+    finalize_turn(
+        message=answer,
+        content=f'"{UNCITED}"',
+        status=Message.Status.COMPLETE,
+        claimed_citations=[ClaimedCitation(quote=UNCITED, unchecked_reason=reason)],
+    )
+
+    assert DocumentQuote.objects.get(message=answer).unverified_reason == reason[:300]
 
 
 def test_the_verdict_rule_reads_an_unchecked_quote_as_review_never_pass_never_fail() -> None:
