@@ -30,6 +30,7 @@ from lqai_verify.statuses import status_in_words
 from tests import factories
 from tests.conftest import FISHER, corpus_text
 from tests.test_export import export, fingerprint, members
+from tests.test_migrations import _migrate, back_to_latest  # noqa: F401  (a fixture)
 from tests.test_seals import verify as verify_ledger
 
 FISHER_CASE = "Fisher v. University of Texas at Austin, 570 U.S. 297"
@@ -218,9 +219,8 @@ def test_the_verdict_rule_reads_an_unchecked_quote_as_review_never_pass_never_fa
     assert status_in_words("unchecked").words == "not checked"  # a case citation's, as before
 
 
-@pytest.mark.django_db
-def test_the_quote_tables_keep_their_triggers_after_the_migration_rebuilds_them() -> None:
-    # The test database was migrated through chats.0043, which (on SQLite) rebuilds both quote tables.
+def _quote_triggers_missing() -> set[str]:
+    """The quote tables' triggers (as their migrations wrote them) that the database does not have."""
     tables = ("message_citations", "message_caselaw_citations")
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
@@ -233,5 +233,35 @@ def test_the_quote_tables_keep_their_triggers_after_the_migration_rebuilds_them(
                 for table in tables
                 for name in ("added_by_its_finalize", "append_only", "no_truncate")
             }
-        names = {name for (name,) in cursor.fetchall()}
-    assert expected <= names
+        return expected - {name for (name,) in cursor.fetchall()}
+
+
+@pytest.mark.django_db
+def test_the_quote_tables_keep_their_triggers_after_the_migration_rebuilds_them() -> None:
+    # The test database was migrated through chats.0043, which (on SQLite) rebuilds both quote tables.
+    assert _quote_triggers_missing() == set()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("back_to_latest")
+def test_the_migration_goes_back_and_forth_keeping_the_triggers() -> None:
+    _migrate(("chats", "0042_statute_citations"), ("citations", "0023_review_decisions_on_statute_rows"))
+    assert _quote_triggers_missing() == set()
+    assert "unchecked" not in _check_sql("message_citations")
+
+    _migrate(("chats", "0043_unchecked_quotes"), ("citations", "0024_unchecked_quotes_in_the_ledger"))
+    assert _quote_triggers_missing() == set()
+    assert "unchecked" in _check_sql("message_citations")
+
+
+def _check_sql(table: str) -> str:
+    """The quote table's shape check as the database holds it."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s", [table])
+        else:
+            cursor.execute(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = %s",
+                [f"{table}_verified_or_failed_shape"],
+            )
+        return str(cursor.fetchone()[0])
