@@ -14,7 +14,7 @@ verdict is :func:`lqai_verify.verdict.verdict_of`'s. Reads, and materializes wha
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -66,6 +66,9 @@ _STATUTE_WORDS = {
     "verified": "section found in the authority library",
     "not_found": "no such section in the title loaded",
 }
+# A draft's pin cite is checked against the page of the passage quoted with it, so "no such page" would mislead
+# when the page exists but holds something else; the detail names both pages.
+_PIN_MISMATCH_WORDS = "the page cited is wrong (pin cite): not in the case, or not the page of the passage quoted"
 _FOUND_ELSEWHERE_WORDS = "found in another section than the one cited: review"
 _CONTEXT_WORDS = {
     LIMITED_AFTER: "the source goes on with words that limit it, left out",
@@ -105,14 +108,25 @@ class Check:
 
     @property
     def words(self) -> str:
-        if self.status == library.FOUND_ELSEWHERE:
-            return _FOUND_ELSEWHERE_WORDS
-        return status_in_words(self.status, alterations=self.alterations).words
+        return status_words(self.status, alterations=self.alterations)
 
     @property
     def needs_review(self) -> bool:
         """Failed, altered or unchecked: a person must look at it (the project's rule, unknown codes included)."""
         return status_in_words(self.status).needs_review
+
+
+def status_words(status: str, *, of_a_statute: bool = False, alterations: Sequence[Any] = ()) -> str:
+    """A finding's (or a table of authorities entry's) status in words: a statute's own words where the case
+    citation's would mislead, the library's for a quotation found in another section, else the project's
+    (:func:`lqai_verify.statuses.status_in_words`)."""
+    if status == library.FOUND_ELSEWHERE:
+        return _FOUND_ELSEWHERE_WORDS
+    if of_a_statute and status in _STATUTE_WORDS:
+        return _STATUTE_WORDS[status]
+    if status == "pin_mismatch":
+        return _PIN_MISMATCH_WORDS
+    return status_in_words(status, alterations=alterations).words
 
 
 _SEVERITY = {"ok": 0, "info": 0, "review": 1, "fail": 2}
@@ -158,7 +172,7 @@ class CheckedDraft:
         """The JSON of docs/drafts.md: ``id``, ``matter``, ``verdict``, ``findings`` and ``authorities``."""
         findings = []
         for finding, check in zip(self.found.findings, self.checks, strict=True):
-            words = _STATUTE_WORDS.get(check.status, check.words) if self._of_a_statute(finding) else check.words
+            words = status_words(check.status, of_a_statute=self._of_a_statute(finding), alterations=check.alterations)
             findings.append(
                 asdict(finding)
                 | {"status": check.status, "words": words, "needs_review": check.needs_review, "detail": check.detail}
@@ -177,6 +191,16 @@ class CheckedDraft:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class CheckStep:
+    """One step of :func:`check_draft_in_steps` done: its name in words, how many findings it checked, and the
+    checks it made final, by finding index (the quotations'; the citations' wait for the pin check)."""
+
+    words: str
+    count: int
+    final: dict[int, Check] = field(default_factory=dict)
+
+
 def check_draft(
     *,
     found: DraftFindings,
@@ -185,24 +209,46 @@ def check_draft(
     use_courtlistener: bool = True,
     on_checked: Callable[[int], object] | None = None,
 ) -> CheckedDraft:
-    """Every finding of ``found`` (:func:`~drafts.finding.find_in_draft`'s) checked, in order (see the module).
+    """Every finding of ``found`` (:func:`~drafts.finding.find_in_draft`'s) checked, in order: see
+    :func:`check_draft_in_steps`. ``on_checked`` is called with how many findings each step checked: a caller's
+    progress."""
+    done = on_checked or (lambda count: None)
+    steps = check_draft_in_steps(
+        found=found, matter=matter, courtlistener_client=courtlistener_client, use_courtlistener=use_courtlistener
+    )
+    while True:
+        try:
+            step = next(steps)
+        except StopIteration as finished:
+            checked: CheckedDraft = finished.value
+            return checked
+        done(step.count)
+
+
+def check_draft_in_steps(
+    *,
+    found: DraftFindings,
+    matter: Project | None = None,
+    courtlistener_client: CourtListener | None = None,
+    use_courtlistener: bool = True,
+) -> Generator[CheckStep, None, CheckedDraft]:
+    """Every finding of ``found`` checked, in order (see the module), yielding a :class:`CheckStep` as each step
+    ends (the citations looked up, then the quotations checked, final) and returning the :class:`CheckedDraft`.
     CourtListener is asked (through ``courtlistener_client``, else the settings' token; never with
     ``use_courtlistener=False``) only about full citations the local opinions lack; its failures leave them
     ``unchecked`` saying why. A quotation no citation supports is checked against the document of ``matter``
-    (only that matter's) whose title its paragraph names next to it, if one does (:func:`_named_document`).
-    ``on_checked`` is called with how many findings each step checked: a caller's progress."""
-    done = on_checked or (lambda count: None)
+    (only that matter's) whose title its paragraph names next to it, if one does (:func:`_named_document`)."""
     findings = found.findings
     checks: dict[int, Check] = {}
     cases = _case_checks(found, courtlistener_client=courtlistener_client, use=use_courtlistener)
     # An id. the draft ties to a statute (one eyecite does not read) is its statute's, not eyecite's antecedent's.
     cases = {i: c for i, c in cases.items() if _entry_kind(found, findings[i]) in (None, "case")}
     statutes = _statute_checks(found)
-    done(sum(f.kind != "quote" for f in findings))
+    yield CheckStep("citations looked up", sum(f.kind != "quote" for f in findings))
     quote_checks, opinion_quotes = _quote_checks(findings, found.authorities, cases, statutes)
     quote_checks |= _document_quote_checks(found, matter, [i for i, c in quote_checks.items() if c is _NO_CITATION])
     checks |= quote_checks
-    done(len(quote_checks))
+    yield CheckStep("quotations checked", len(quote_checks), dict(quote_checks))
     checks |= _pins_checked(findings, cases, opinion_quotes)
     checks |= {i: _statute_citation_check(c) for i, c in statutes.items()}
     for index in range(len(findings)):

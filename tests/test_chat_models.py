@@ -32,6 +32,7 @@ CHAT_TABLES = {
     "message_caselaw_citations",
     "message_tool_sources",
     "message_case_citations",
+    "message_statute_citations",  # a turn's statute citations and quotes (chats.StatuteCitation)
     "turn_rate_counts",  # the turn rate's counts (chats.throttles)
 }
 

@@ -456,13 +456,17 @@ def test_the_drafts_page_shows_its_verdict_what_changed_and_its_findings(
     # then it says the verdict, what the revision fixed, added and left open, and lists every finding
     assert page.status_code == 200
     html = page.content.decode()
-    assert "Verdict: \u2717 Fail" in html
+    assert (
+        'data-verdict="fail"><span class="verdict-symbol" aria-hidden="true">\u2717</span> <strong>Verdict: Fail'
+        in html
+    )
     fixed = html[html.index("<h3>Fixed (1)</h3>") : html.index("<h3>New (1)</h3>")]
     assert "a lenient examination." in fixed
     new = html[html.index("<h3>New (1)</h3>") : html.index("<h3>Still open")]
     assert "strict scrutiny is a formality." in new
-    assert "Quoted from nowhere at all." in html[html.index("<h3>Still open") : html.index('id="findings"')]
-    assert html.count("<tr><td>") == len(second.findings) + len(second.authorities)
+    assert "Quoted from nowhere at all." in html[html.index("<h3>Still open") : html.index('class="turn draft"')]
+    assert html.count('<li class="claim-card') == len(second.findings)
+    assert html.count('<td class="toa-title">') == len(second.authorities)
     assert "This is the draft's first check." in client.get(f"/drafts/{first.pk}/").content.decode()
     # a non-member gets 404, and anyone signed out the login page
     client.force_login(other_user)
