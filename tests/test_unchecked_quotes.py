@@ -105,6 +105,9 @@ def test_a_draft_with_an_uncited_quotation_is_a_review_turn_recorded_sealed_and_
     assert f"not checked: {NO_CITATION}" in card.group(0)
     assert "Why it failed" not in card.group(0)
     assert 'data-verdict="review"' in page
+    # the draft's page says the same verdict as the trace page
+    draft_page = client.get(draft_record(check)["page"]).content.decode()
+    assert 'data-verdict="review"' in draft_page
     # and the claims of review count it as needing a person
     claims = {claim.status: claim.needs_review for claim in claims_of(answer)}
     assert claims["unchecked"] is True
