@@ -720,15 +720,19 @@ class VerificationMethod(models.TextChoices):
     passage limits it; ``tolerant_match``: formatting only, and alterations that cannot change the meaning;
     ``altered``: found, but an alteration, an omission or the quote's edges may change what the source says
     (confidence at most ``ALTERED_MAX_CONFIDENCE``, the turn at best ``review``); ``unverified``: the
-    claim did not hold (or named no source this turn may quote)."""
+    claim did not hold (or named no source this turn may quote); ``unchecked``: nothing could check the quotation
+    (a draft's quotation with no citation, or citing a case nothing resolved): no source, the reason saying what
+    would check it, the turn at best ``review``."""
 
     EXACT_MATCH = verification_results.EXACT_MATCH
     TOLERANT_MATCH = verification_results.TOLERANT_MATCH
     ALTERED = verification_results.ALTERED
     UNVERIFIED = "unverified"
+    UNCHECKED = "unchecked"
 
 
 UNVERIFIED = VerificationMethod.UNVERIFIED.value
+UNCHECKED = VerificationMethod.UNCHECKED.value
 VERIFIED_METHODS = (
     VerificationMethod.EXACT_MATCH.value,
     VerificationMethod.TOLERANT_MATCH.value,
@@ -740,9 +744,11 @@ ALTERED_MAX_CONFIDENCE = 0.6
 
 def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
     """The rules shared by both quote tables. A verified quote is a real, ordered span of its source with a
-    confidence in 0..1; a failed claim has no span, no confidence and a reason, and may name no source.
+    confidence in 0..1; a failed claim has no span, no confidence and a reason, and may name no source; a
+    quotation nothing could check has no source, no span, no confidence and a reason.
     Every row has a shape the citation ledger can hold."""
-    verified = ~Q(verification_method=UNVERIFIED)
+    # Not failed, not unchecked (an unknown method is ``<table>_method_known``'s to refuse).
+    verified = ~Q(verification_method__in=[UNVERIFIED, UNCHECKED])
     return [
         # Offsets index into the source text: negative offsets cannot point anywhere.
         models.CheckConstraint(
@@ -778,7 +784,8 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
             violation_error_message="verification_confidence must be within 0..1.",
         ),
         # A verified quote has its source, span and confidence and no failure reason; a failed claim has no
-        # span, no confidence and no digest (nothing was found) and says why it failed.
+        # span, no confidence and no digest (nothing was found) and says why it failed; a quotation nothing could
+        # check has no source either (there was none to check it against) and says what would check it.
         models.CheckConstraint(
             condition=(
                 verified
@@ -793,10 +800,19 @@ def _quote_constraints(table: str, source: str) -> list[models.BaseConstraint]:
                 & Q(verification_confidence__isnull=True)
                 & Q(passage_sha256="")
                 & ~Q(unverified_reason="")
+            )
+            | (
+                Q(verification_method=UNCHECKED)
+                & Q(**{f"{source}__isnull": True})
+                & Q(source_offset_start__isnull=True, source_offset_end__isnull=True)
+                & Q(verification_confidence__isnull=True)
+                & Q(passage_sha256="")
+                & ~Q(unverified_reason="")
             ),
             name=f"{table}_verified_or_failed_shape",
             violation_error_message="A verified quote needs its source, offsets and confidence and no reason; "
-            "an unverified one has no offsets and no confidence, and a reason.",
+            "an unverified one has no offsets and no confidence, and a reason; an unchecked one has no source, "
+            "no offsets and no confidence, and a reason.",
         ),
         # A claim is placed in the answer by a whole span (and then needs no reason), or not at all.
         models.CheckConstraint(
@@ -864,7 +880,8 @@ class ClaimedQuote(AppendOnlyModel):
     source_offset_end = models.IntegerField(null=True, blank=True)
     verification_method = models.CharField(max_length=32, choices=VerificationMethod.choices)
     verification_confidence = models.FloatField(null=True, blank=True)
-    # Why a claim is unverified ("not found in the document", ...); empty for a verified quote (also the
+    # Why a claim is unverified ("not found in the document", ...) or unchecked ("no citation supports this
+    # quotation", ...); empty for a verified quote (also the
     # database default, for raw SQL writers).
     unverified_reason = models.CharField(max_length=300, blank=True, default="", db_default="")
     # Hex SHA-256 of source[start:end] (UTF-8) as verified at finalize: a digest, never content. The trace

@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from chats.models import UNVERIFIED, Chat, Document, Invitation, Message, Project, ProjectMembership, Role
+from chats.models import VERIFIED_METHODS, Chat, Document, Invitation, Message, Project, ProjectMembership, Role
 
 
 def projects_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Project]:
@@ -53,7 +53,7 @@ def role_in_chat(user: AbstractBaseUser | AnonymousUser, chat: Chat) -> Role | N
 def documents_of(project: Project) -> QuerySet[Document]:
     """The matter's KB documents, each with ``citation_count``: the quotes of answers that cite it and verified
     (a failed claim naming it does not count). One query."""
-    verified = Count("citations", filter=~Q(citations__verification_method=UNVERIFIED))
+    verified = Count("citations", filter=Q(citations__verification_method__in=VERIFIED_METHODS))
     return Document.objects.filter(project=project).annotate(citation_count=verified)
 
 

@@ -14,7 +14,9 @@ from rest_framework import serializers
 from chats.api_fields import StrictCharField
 from chats.matters import JUDGE_WORDING_MAX_CHARS
 from chats.models import (
+    UNCHECKED,
     UNVERIFIED,
+    VERIFIED_METHODS,
     CaseCitation,
     CaselawOpinion,
     Chat,
@@ -349,19 +351,21 @@ class StatuteCitationSerializer(serializers.ModelSerializer[StatuteCitation]):
 
 
 def _verified(rows: Iterable[QuoteRow]) -> list[QuoteRow]:
-    return [row for row in rows if row.verification_method != UNVERIFIED]
+    return [row for row in rows if row.verification_method in VERIFIED_METHODS]
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
     """A message; an assistant message carries the id of the question it answers (``reply_to``; null for a
     user message and for answers stored before it was recorded), its verdict, its quotes found in their sources
     (``citations``, ``caselaw_citations``), the claims that did not verify (``unverified_citations``), the
-    sources its tools consulted and, when a model answered it, the model's usage (``model_name``, tokens,
-    ``latency_ms``; else empty). Reads the prefetched rows: no query per message."""
+    quotations nothing could check (``unchecked_quotes``, a checked draft's), the sources its tools consulted
+    and, when a model answered it, the model's usage (``model_name``, tokens, ``latency_ms``; else empty). Reads
+    the prefetched rows: no query per message."""
 
     citations = serializers.SerializerMethodField()
     caselaw_citations = serializers.SerializerMethodField()
     unverified_citations = serializers.SerializerMethodField()
+    unchecked_quotes = serializers.SerializerMethodField()
     tool_sources = ToolSourceSerializer(many=True, read_only=True)
     case_citations = CaseCitationSerializer(many=True, read_only=True)
     statute_citations = StatuteCitationSerializer(many=True, read_only=True)
@@ -390,6 +394,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "citations",
             "caselaw_citations",
             "unverified_citations",
+            "unchecked_quotes",
             "tool_sources",
             "case_citations",
             "statute_citations",
@@ -415,6 +420,12 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
     @extend_schema_field(FailedClaimSerializer(many=True))
     def get_unverified_citations(self, obj: Message) -> Any:
         return FailedClaimSerializer(_failed_claims(obj.citations.all(), obj.caselaw_citations.all()), many=True).data
+
+    @extend_schema_field(FailedClaimSerializer(many=True))
+    def get_unchecked_quotes(self, obj: Message) -> Any:
+        """The quotations nothing could check (a draft's, ``unchecked``): each with what would check it."""
+        rows = [row for row in obj.citations.all() if row.verification_method == UNCHECKED]
+        return FailedClaimSerializer(rows, many=True).data
 
 
 def _failed_claims(kb_rows: Iterable[DocumentQuote], caselaw_rows: Iterable[OpinionQuote]) -> Any:

@@ -33,7 +33,9 @@ from chats.answer_positions import place_claims
 from chats.case_citations import CheckedCitation, StreamedCitations, check_case_citations
 from chats.case_citations.pins import check_pins_against_quoted_passages
 from chats.models import (
+    UNCHECKED,
     UNVERIFIED,
+    VERIFIED_METHODS,
     CaseCitation,
     CaselawOpinion,
     Chat,
@@ -63,12 +65,15 @@ FINAL_STATUSES = frozenset({Message.Status.COMPLETE, Message.Status.INTERRUPTED,
 class ClaimedCitation:
     """A quote the assistant claims, and the source it claims: a KB document or a caselaw opinion.
     ``named_source`` is what the assistant called a source that the turn did not provide (the claim then
-    names neither), kept for the failed claim's reason."""
+    names neither), kept for the failed claim's reason. ``unchecked_reason``: a quotation nothing could check
+    (it names no source: a draft's quotation with no citation, or citing a case nothing resolved), recorded as an
+    ``unchecked`` row with this reason, saying what would check it; the assistant's claims never have one."""
 
     quote: str
     document_id: UUID | None = None
     opinion_id: UUID | None = None
     named_source: str = ""
+    unchecked_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +116,16 @@ class UnverifiedQuote:
 
 @dataclass(slots=True)
 class FinalizedTurn:
-    """What a finalize recorded: its verified quotes, the consulted sources, and the claims that failed
-    (stored too, as ``unverified`` rows of their quote table)."""
+    """What a finalize recorded: its verified quotes, the consulted sources, the claims that failed
+    (stored too, as ``unverified`` rows of their quote table) and the quotations nothing could check (``unchecked``
+    rows)."""
 
     message: Message
     citations: list[DocumentQuote] = field(default_factory=list)
     caselaw_citations: list[OpinionQuote] = field(default_factory=list)
     tool_sources: list[MessageToolSource] = field(default_factory=list)
     unverified: list[UnverifiedQuote] = field(default_factory=list)
+    unchecked: list[DocumentQuote] = field(default_factory=list)
     case_citations: list[CaseCitation] = field(default_factory=list)
     statute_citations: list[StatuteCitation] = field(default_factory=list)
 
@@ -381,8 +388,11 @@ def _claimed_source(
     claim: ClaimedCitation, sources: _ClaimSources
 ) -> tuple[type[DocumentQuote] | type[OpinionQuote], Document | CaselawOpinion | None, str]:
     """The quote table of a claim (caselaw if it names an opinion only, KB otherwise) and the source it names,
-    or None and why it cannot verify: a claim naming no source, or both kinds, fails as a KB claim; a document
-    counts only if it is of the chat's matter."""
+    or None and why it cannot verify: a claim naming no source, or both kinds, fails as a KB claim (a quotation
+    nothing could check is a KB row too, with its ``unchecked_reason``); a document counts only if it is of the
+    chat's matter."""
+    if claim.unchecked_reason:
+        return DocumentQuote, None, claim.unchecked_reason
     if claim.opinion_id is not None and claim.document_id is None:
         opinion = sources.opinions.get(claim.opinion_id)
         return OpinionQuote, opinion, "" if opinion is not None else "unknown opinion"
@@ -403,9 +413,14 @@ def _quote_row(
 ) -> DocumentQuote | OpinionQuote:
     """The row of one claim (unsaved, unnumbered): a quote verified against its source's text, with its span,
     how it verified, the digest of the passage (:func:`passage_sha256`), its alterations and context flags;
-    or a failed (``unverified``) row saying why, naming its source only if the claim named a quotable one."""
+    or a failed (``unverified``) row saying why, naming its source only if the claim named a quotable one; or,
+    for a quotation nothing could check, an ``unchecked`` row with the claim's reason."""
     row_class, source, reason = _claimed_source(claim, sources)
     fields: dict[str, Any] = {"message": message, "quote": claim.quote, "created_at": now}
+    if claim.unchecked_reason:
+        return row_class(
+            **fields, verification_method=UNCHECKED, unverified_reason=fit(row_class, "unverified_reason", reason)
+        )
     if source is None:
         return row_class(**fields, verification_method=UNVERIFIED, unverified_reason=reason)
     kind, text = ("opinion", source.text) if isinstance(source, CaselawOpinion) else ("document", source.content)
@@ -669,6 +684,7 @@ def finalize_turn(
     message that cannot end a turn. ``case_citations_streamed``: what the run read of the answer's case
     citations while it streamed. Locking and resume rules: docs/architecture-turns.md, "Finalize"."""
     _check_final(message=message, status=status)
+    _check_claims(claimed_citations)
     now = timezone.now()
     resumed = message.finalized_at is not None  # finalized before (interrupted): its rows go on
     # Before the transaction: the case-citation check may call CourtListener, and the turn never waits on it;
@@ -737,6 +753,13 @@ def _persist(
     CaseCitation.objects.bulk_create(case_citations)
     StatuteCitation.objects.bulk_create(statutes)
     post_finalize.send(sender=Message, message=message)
+
+
+def _check_claims(claims: Sequence[ClaimedCitation]) -> None:
+    """``ValueError`` for a claim both unchecked and naming a source: what names a source is checked against it."""
+    for claim in claims:
+        if claim.unchecked_reason and (claim.document_id or claim.opinion_id or claim.named_source):
+            raise ValueError("a quotation nothing could check names no source (unchecked_reason, and a source)")
 
 
 def _check_final(*, message: Message, status: str) -> None:
@@ -812,7 +835,7 @@ def _finalized(
     case_citations: list[CaseCitation],
 ) -> FinalizedTurn:
     """What a finalize recorded, as returned: the verified quotes apart from the claims that failed (each
-    with its row's kind and id, for the response; their count logged)."""
+    with its row's kind and id, for the response; their count logged) and the quotations nothing could check."""
     unverified = [
         UnverifiedQuote(
             quote=row.quote,
@@ -831,9 +854,10 @@ def _finalized(
         logger.info("turn %s: %d claimed quote(s) did not verify", message.pk, len(unverified))
     return FinalizedTurn(
         message=message,
-        citations=[row for row in kb if row.verification_method != UNVERIFIED],
-        caselaw_citations=[row for row in caselaw if row.verification_method != UNVERIFIED],
+        citations=[row for row in kb if row.verification_method in VERIFIED_METHODS],
+        caselaw_citations=[row for row in caselaw if row.verification_method in VERIFIED_METHODS],
         tool_sources=tool_sources,
         unverified=unverified,
+        unchecked=[row for row in kb if row.verification_method == UNCHECKED],
         case_citations=case_citations,
     )

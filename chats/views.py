@@ -157,6 +157,7 @@ def _frames(event: RunEvent) -> Iterator[bytes]:
                 [
                     *(row.verification_method for row in [*result.citations, *result.caselaw_citations]),
                     *(UNVERIFIED for _ in result.unverified),
+                    *(row.verification_method for row in result.unchecked),
                     *(case_claim_status(case.status, case.pin_status) for case in result.case_citations),
                     *statute_claim_statuses(result.statute_citations),
                 ]

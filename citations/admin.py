@@ -32,6 +32,7 @@ from django.utils.text import capfirst
 
 from chats.admin import MatterScopedAdmin, MessageAdmin, UUIDSearchAdmin, admin_link
 from chats.models import (
+    UNCHECKED,
     UNVERIFIED,
     CaseCitation,
     Chat,
@@ -185,7 +186,8 @@ def passage_html(entry: CitationLedgerEntry) -> SafeString | str:
         )
     failed = entry.message_citation or entry.message_caselaw_citation
     if failed is not None:
-        return format_html("<strong>not verified</strong>: {}", failed.unverified_reason or "-")
+        said = "not checked" if failed.verification_method == UNCHECKED else "not verified"
+        return format_html("<strong>{}</strong>: {}", said, failed.unverified_reason or "-")
     source = entry.message_tool_source
     if source is None:
         return "-"
@@ -267,7 +269,7 @@ class VerificationStatusFilter(_FixedValuesFilter):
         (CaseStatus.PIN_MISMATCH, "case citation to a page the case does not have"),
         (CaseStatus.NOT_FOUND, "case citation to no case"),
         (CaseStatus.AMBIGUOUS, "case citation matching several cases"),
-        (CaseStatus.UNCHECKED, "case citation not checked"),
+        (CaseStatus.UNCHECKED, "not checked (a case citation, or a quotation nothing could check)"),
         (PROVENANCE, "provenance (consulted, not quoted)"),
         *((status, status_in_words(status).words) for status in STATUTE_STATUSES),
     )

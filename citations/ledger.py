@@ -21,6 +21,7 @@ from django.db import connection, models, transaction
 from django.db.backends.utils import CursorWrapper
 
 from chats.models import (
+    UNCHECKED,
     UNVERIFIED,
     VERIFIED_METHODS,
     CaseCitation,
@@ -115,12 +116,12 @@ def _sql_list(values: tuple[str, ...] | list[str]) -> str:
     return ", ".join("'" + value.replace("'", "''") + "'" for value in values)
 
 
-# A quote row the ledger can hold: verified by a known method with a score in 0..1, or a failed claim
-# without a score (the quote tables' own constraints allow nothing else).
+# A quote row the ledger can hold: verified by a known method with a score in 0..1, or a failed claim or a
+# quotation nothing could check, without a score (the quote tables' own constraints allow nothing else).
 _QUOTE_VALID = (
     f"(s.verification_method IN ({_sql_list(VERIFIED_METHODS)}) "
     "AND s.verification_confidence >= 0 AND s.verification_confidence <= 1) "
-    f"OR (s.verification_method = '{UNVERIFIED}' AND s.verification_confidence IS NULL)"
+    f"OR (s.verification_method IN ('{UNVERIFIED}', '{UNCHECKED}') AND s.verification_confidence IS NULL)"
 )
 
 # A statute row's entry status: ``statute_<status>`` for a citation, ``statute_quote_<status>`` for a quote.

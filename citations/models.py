@@ -50,10 +50,14 @@ PROVENANCE = "provenance"
 # A checked case citation's status is the check's outcome (verified, name_mismatch, not_found, ...).
 CASE_CITATION_STATUSES = tuple(CaseCitation.Status.values)
 # The statuses without a verification score: a consulted source (not quoted), a claim that did not hold,
-# and the outcomes of a case-citation check (a lookup, not a scored match).
+# and the outcomes of a case-citation check (a lookup, not a scored match; ``unchecked`` among them, also the
+# status of a quote nothing could check).
 UNSCORED_STATUSES = (PROVENANCE, UNVERIFIED, *CASE_CITATION_STATUSES)
-# A quote's status is how it fared against its source (exact_match, tolerant_match, altered, unverified).
+# A quote's status is how it fared against its source (exact_match, tolerant_match, altered, unverified), or
+# ``unchecked`` when nothing could check it.
 QUOTE_STATUSES = tuple(VerificationMethod.values)
+# The case-citation statuses no quote has (a quote nothing could check is ``unchecked``, as a case citation can be).
+CASE_ONLY_STATUSES = tuple(status for status in CASE_CITATION_STATUSES if status not in QUOTE_STATUSES)
 # A statute row's entry status: ``statute_<status>`` for a citation, ``statute_quote_<status>`` for a quote
 # (lqai_verify.verdict.statute_claim_status), so that it never reads as a case citation's or a quote's status.
 STATUTE_STATUSES = tuple(
@@ -214,14 +218,15 @@ class CitationLedgerEntry(AppendOnlyModel):
                 + ", ".join(STATUTE_STATUSES)
                 + "), and only a statute entry has one.",
             ),
-            # A checked case citation's status is the check's outcome, and only a case citation has one.
+            # A checked case citation's status is the check's outcome, and only a case citation has one (but
+            # ``unchecked``, which a quote nothing could check has too: the other checks hold it to quotes).
             models.CheckConstraint(
-                condition=(Q(message_case_citation__isnull=True) & ~Q(verification_status__in=CASE_CITATION_STATUSES))
+                condition=(Q(message_case_citation__isnull=True) & ~Q(verification_status__in=CASE_ONLY_STATUSES))
                 | (Q(message_case_citation__isnull=False) & Q(verification_status__in=CASE_CITATION_STATUSES)),
                 name="citation_ledger_entry_case_citation_status",
                 violation_error_message="A case-citation entry has the check's status ("
                 + ", ".join(CASE_CITATION_STATUSES)
-                + "), and only a case-citation entry has one.",
+                + "), and only a case-citation entry has one (but 'unchecked', also a quote's).",
             ),
             # A quote's entry says how the quote fared, by a method the reviewers know (a copy of its row's).
             models.CheckConstraint(

@@ -182,12 +182,16 @@ class LedgerEntrySerializer(serializers.Serializer[CitationLedgerEntry]):
         read_only=True,
         help_text="How the quote was verified (exact_match, tolerant_match, or altered: found, but an alteration, "
         "an omission or the quote's edges may change what the source says), 'unverified' for a claim that did "
-        "not verify (no passage, no confidence), 'provenance' for a consulted source, or a case citation's "
+        "not verify (no passage, no confidence), 'unchecked' for a quotation nothing could check (no source, no "
+        "passage, no confidence: a draft's quotation with no citation or citing a case nothing resolved), "
+        "'provenance' for a consulted source, or a case citation's "
         "check (verified, name_mismatch, not_found, ambiguous, unchecked), or a statute row's: statute_verified, "
         "statute_not_found, statute_unchecked for a citation, statute_quote_verified, statute_quote_altered, "
         "statute_quote_found_elsewhere, statute_quote_failed, statute_quote_unchecked for a quote.",
     )
-    unverified_reason = serializers.SerializerMethodField(help_text="Why an 'unverified' claim failed; else null.")
+    unverified_reason = serializers.SerializerMethodField(
+        help_text="Why an 'unverified' claim failed, or what would check an 'unchecked' quotation; else null."
+    )
     confidence = serializers.FloatField(read_only=True, allow_null=True)
     answer_start = serializers.SerializerMethodField(help_text=ANSWER_START_HELP + " Null for a consulted source.")
     answer_end = serializers.SerializerMethodField()

@@ -91,13 +91,17 @@ class Check:
     """What the checks found of one finding: a status of :data:`STATUSES`, why, and a quotation's alterations
     and omissions (the verifier's records, offsets into the source's text). A quotation checked against an opinion
     or a matter's document names it (``opinion_id``, ``document_id``), so that the draft's record
-    (:mod:`drafts.recording`) claims the quotation of that source."""
+    (:mod:`drafts.recording`) claims the quotation of that source; a quotation with nothing to check it against
+    (no citation, a case nothing resolved, an opinion without its text, an authority the checks cannot read) says
+    so in ``unchecked_reason``, and the record claims it as a quotation nothing could check. A quotation of a
+    statute has neither: the turn's own statute check records it."""
 
     status: str
     detail: str
     alterations: list[dict[str, Any]] = field(default_factory=list)
     opinion_id: UUID | None = None
     document_id: UUID | None = None
+    unchecked_reason: str = ""
 
     @property
     def words(self) -> str:
@@ -121,7 +125,12 @@ def status_words(status: str, *, of_a_statute: bool = False, alterations: Sequen
 
 
 _SEVERITY = {"ok": 0, "info": 0, "review": 1, "fail": 2}
-_NO_CITATION = Check(UNCHECKED, "No citation supports this quotation: cite its source to have it checked.")
+_NO_CITATION = Check(
+    UNCHECKED,
+    "No citation supports this quotation: cite its source to have it checked.",
+    unchecked_reason="no citation supports this quotation",
+)
+_NOTHING_TO_CHECK = "nothing to check the quotation against"
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +319,10 @@ def _quote_checks(
         else:
             entry = authorities[finding.authority] if finding.authority is not None else None
             what = f"{entry.cite}" if entry is not None else "its citation"
-            checks[index] = Check(UNCHECKED, f"Not checked: {what} is not a case or a section the checks can read.")
+            unreadable = f"{what} is not a case or a section the checks can read"
+            checks[index] = Check(
+                UNCHECKED, f"Not checked: {unreadable}.", unchecked_reason=f"{unreadable}: {_NOTHING_TO_CHECK}"
+            )
     return checks, passages
 
 
@@ -395,9 +407,10 @@ def _case_quote_check(
     opinion = case.opinion
     if opinion is None:
         why = f"the case cited ({case.citation}) could not be resolved to one opinion: {_in_a_draft(case.detail)}"
-        return Check(UNCHECKED, f"Not checked: {why}."), None
+        return Check(UNCHECKED, f"Not checked: {why}.", unchecked_reason=_unresolved(case)), None
     if not opinion.text:
-        return Check(UNCHECKED, f"Not checked: the text of {opinion.case_name} is not stored."), None
+        unread = f"the text of {opinion.case_name} is not stored"
+        return Check(UNCHECKED, f"Not checked: {unread}.", unchecked_reason=f"{unread}: {_NOTHING_TO_CHECK}"), None
     match, why = sources.verify_detailed(opinion.pk, opinion.text, quoted)
     if match is None:
         return Check(UNVERIFIED, f"Not found in {opinion.case_name}: {why}.", opinion_id=opinion.pk), None
@@ -406,6 +419,17 @@ def _case_quote_check(
     alterations = alterations_record(match)
     detail += _marked(alterations, context_flags_record(match), opinion.text)
     return Check(match.method, detail, alterations, opinion_id=opinion.pk), match
+
+
+def _unresolved(case: CheckedCitation) -> str:
+    """Why a quotation citing ``case``, which nothing resolved to one opinion, could not be checked."""
+    cited = f"the case cited ({case.citation})"
+    if case.status == CaseCitation.Status.NOT_FOUND:
+        return f"{cited} could not be found in the local opinions or CourtListener: {_NOTHING_TO_CHECK}"
+    if case.status == CaseCitation.Status.AMBIGUOUS:
+        return f"{cited} matches several opinions: {_NOTHING_TO_CHECK} until one is chosen"
+    detail = _in_a_draft(case.detail).rstrip(".")
+    return f"{cited} could not be resolved: {detail}; {_NOTHING_TO_CHECK}"
 
 
 def _marked(alterations: Sequence[dict[str, Any]], flags: Sequence[dict[str, Any]], source: str | None) -> str:

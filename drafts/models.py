@@ -1,10 +1,11 @@
 """The record of a checked draft beside its turn: what the turn's rows do not hold.
 
 A checked draft is a turn (``Message.kind`` ``draft``): its text is the answer, its quotations of opinions and
-documents are the turn's quote rows, its case citations the turn's case-citation rows, sealed and entered in the
-ledger like any turn's. :class:`DraftCheck` keeps, for the same turn, what a draft has and an answer has not: the
-file's name, format and digest, its page map, and every finding as the check found it (the JSON of
-docs/drafts.md: statute citations, quotations no row holds, the table of authorities).
+documents are the turn's quote rows (those nothing could check ``unchecked`` rows), its case citations the turn's
+case-citation rows, its statute citations and quotes its statute rows, sealed and entered in the ledger like any
+turn's. :class:`DraftCheck` keeps, for the same turn, what a draft has and an answer has not: the file's name,
+format and digest, its page map, and every finding as the check found it (the JSON of docs/drafts.md, with the
+table of authorities).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from drafts.checking import Check, CheckedDraft, check_draft, check_draft_in_ste
 from drafts.errors import UnreadableDraft
 from drafts.finding import find_in_draft
 from drafts.reading import KINDS, read_draft
-from drafts.recording import draft_record, draft_verdict, record_checked_draft
+from drafts.recording import draft_record, record_checked_draft
 from lqai_verify import passage_html
 from lqai_verify.statuses import StatusInWords, status_in_words, verdict_in_words
 from lqai_verify.verification.page_cites import pin_in_source
@@ -352,7 +352,7 @@ def matter_drafts(project: Project) -> list[dict[str, Any]]:
         out.append(
             {
                 "check": check,
-                "verdict": verdict_in_words(draft_verdict(check)),
+                "verdict": verdict_in_words(check.message.verdict),
                 "to_review": sum(bool(f.get("needs_review")) for f in check.findings),
                 "findings": len(check.findings),
                 "checks": getattr(check, "checks_count", 1),

@@ -35,7 +35,6 @@ from drafts.finding import find_in_draft
 from drafts.models import DraftCheck
 from drafts.reading import read_draft
 from drafts.text import DraftText
-from lqai_verify import verdict as verdicts
 
 if TYPE_CHECKING:
     from courtlistener import CourtListener
@@ -150,35 +149,33 @@ def _question_of(*, name: str, draft: DraftText, digest: str) -> str:
 
 
 def _claims(checked: CheckedDraft) -> list[ClaimedCitation]:
-    """Each quotation checked against an opinion or a matter's document, as a claimed quote of that source, in the
-    draft's order (the finalize places each in the draft's text in that order). A quotation nothing could check
-    (no citation, a citation nothing resolved) names no source and is not claimed: it stays in the
-    :class:`DraftCheck`'s findings."""
-    return [
-        ClaimedCitation(quote=quoted_words(finding.text), opinion_id=check.opinion_id, document_id=check.document_id)
-        for finding, check in zip(checked.found.findings, checked.checks, strict=True)
-        if finding.kind == "quote" and (check.opinion_id is not None or check.document_id is not None)
-    ]
-
-
-def draft_verdict(check: DraftCheck) -> str:
-    """The draft's verdict: its turn's (the one rule over the turn's rows), made no better by the findings no row
-    holds (statute citations, quotations nothing could check): the worse of the two."""
-    findings = check.findings
-    quotes = [f["status"] for f in findings if f["kind"] == "quote"]
-    cited = [f["status"] for f in findings if f["kind"] != "quote"]
-    return verdicts.worst(check.message.verdict, verdicts.verdict_of(methods=quotes, case_statuses=cited))
+    """Each quotation checked against an opinion or a matter's document, as a claimed quote of that source, and
+    each quotation nothing could check (no citation, a citation nothing resolved) as a claim with its
+    ``unchecked_reason`` (the finalize records it as an ``unchecked`` row, so the turn reads ``review``), in the
+    draft's order (the finalize places each in the draft's text in that order). A quotation of a statute is
+    neither: the finalize's statute check records it."""
+    claims = []
+    for finding, check in zip(checked.found.findings, checked.checks, strict=True):
+        if finding.kind != "quote":
+            continue
+        quote = quoted_words(finding.text)
+        if check.opinion_id is not None or check.document_id is not None:
+            claims.append(ClaimedCitation(quote=quote, opinion_id=check.opinion_id, document_id=check.document_id))
+        elif check.unchecked_reason:
+            claims.append(ClaimedCitation(quote=quote, unchecked_reason=check.unchecked_reason))
+    return claims
 
 
 def draft_record(check: DraftCheck) -> dict[str, Any]:
-    """The JSON of docs/drafts.md read back from the record (no re-check): the check's id, matter, verdict
-    (:func:`draft_verdict`), findings and table of authorities, its turn, chat, page, file and what changed since
-    the previous check of the draft (:func:`draft_changes`, null for the first)."""
+    """The JSON of docs/drafts.md read back from the record (no re-check): the check's id, matter, verdict (its
+    turn's: every quotation is a row of the turn, those nothing could check ``unchecked``), findings and table of
+    authorities, its turn, chat, page, file and what changed since the previous check of the draft
+    (:func:`draft_changes`, null for the first)."""
     changes = draft_changes(check)
     return {
         "id": str(check.pk),
         "matter": str(check.project_id),
-        "verdict": draft_verdict(check),
+        "verdict": check.message.verdict,
         "turn_verdict": check.message.verdict,
         "findings": check.findings,
         "authorities": check.authorities,

@@ -85,9 +85,10 @@ class DraftSerializer(serializers.Serializer[dict[str, Any]]):
     matter = serializers.UUIDField()
     verdict = serializers.ChoiceField(
         choices=["pass", "review", "fail", "none"],
-        help_text="The worse of the turn's verdict and the findings' (no better than a finding no row holds).",
+        help_text="The draft's verdict: its turn's, by the one rule over its rows (every quotation is one; those "
+        "nothing could check are 'unchecked' rows, which need review).",
     )
-    turn_verdict = serializers.CharField(help_text="The turn's verdict, by the one rule over its rows.")
+    turn_verdict = serializers.CharField(help_text="The turn's verdict (the same as verdict; kept for clients).")
     findings = FindingSerializer(many=True)
     authorities = AuthoritySerializer(many=True)
     turn = serializers.UUIDField(help_text="The turn's message (its answer is the draft's text).")

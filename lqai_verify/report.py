@@ -19,7 +19,7 @@ from typing import Any
 from lqai_verify import record
 from lqai_verify.passage_html import excerpt_around, passage_in_context_html
 from lqai_verify.statuses import StatusInWords, review_count, status_in_words, verdict_in_words
-from lqai_verify.verdict import case_claim_status, statute_claim_status, verdict_of
+from lqai_verify.verdict import UNCHECKED, case_claim_status, statute_claim_status, verdict_of
 from lqai_verify.verification.page_cites import cited_with_pin, page_cite
 
 #: Characters of the source shown on each side of a quoted passage (as on the trace pages' cards).
@@ -284,10 +284,14 @@ _PIN_WORDS = {
 def _quote_card(number: int, row: Mapping[str, Any], passages: Mapping[str, Mapping[str, Any]]) -> str:
     """One quote as the trace pages' card shows it: where it is from (its pin cite), its status in words, the
     quote, and its passage in context (or why it failed)."""
-    status = status_in_words(str(row["method"]), alterations=row.get("alterations") or ())
+    status = status_in_words(
+        str(row["method"]), alterations=row.get("alterations") or (), reason=str(row.get("unverified_reason") or "")
+    )
     passage = passages.get(record.row_key(row)) if row.get("offset_start") is not None else None
     confidence = f", confidence {_e(row['confidence'])}" if row.get("confidence") is not None else ""
     head = f'<li class="claim">\n<p><strong>Claim {number}</strong> · {_words(status)}{confidence}</p>\n'
+    if row["method"] == UNCHECKED:  # nothing could check it: its status says why, and there is no passage
+        return f'{head}<blockquote class="text">“{_e(row["quote"])}”</blockquote>\n</li>\n'
     if row["method"] == "unverified" or passage is None:
         why = row.get("unverified_reason") or "no source of this matter holds it"
         return (

@@ -50,7 +50,8 @@ _STATUSES: dict[str, tuple[str, str, str, bool]] = {
     "not_found": ("no case at this citation", "\u2717", FAIL, True),
     verdict.PIN_UNCHECKED: ("case verified; its pin cite could not be checked: review", "?", REVIEW, True),
     "ambiguous": ("several cases at this citation: review", "?", REVIEW, True),
-    "unchecked": ("not checked", "?", REVIEW, True),
+    # A case citation nothing could check, or a quotation nothing could check (a quote row's ``unchecked``).
+    verdict.UNCHECKED: ("not checked", "?", REVIEW, True),
     "provenance": ("consulted, not quoted", "\u00b7", INFO, False),
     # Statute and regulation rows (lqai_verify.verdict.statute_claim_status): a citation, then a quote of one.
     "statute_verified": ("section verified in the release checked", "\u2713", OK, False),
@@ -69,15 +70,19 @@ _STATUSES: dict[str, tuple[str, str, str, bool]] = {
 }
 
 
-def status_in_words(code: str, *, alterations: Sequence[Any] = ()) -> StatusInWords:
+def status_in_words(code: str, *, alterations: Sequence[Any] = (), reason: str = "") -> StatusInWords:
     """What ``code`` means to a reader. A tolerant match that lists alterations (brackets, omissions) says so:
-    the reader must see that the quote is not word for word. Unknown codes need review."""
+    the reader must see that the quote is not word for word. Something not checked says why when ``reason`` is
+    given (a quote nothing could check: "not checked: no citation supports this quotation"). Unknown codes need
+    review."""
     known = _STATUSES.get(code)
     if known is None:
         return StatusInWords(code, f"{code.replace('_', ' ')}: review (a status not described yet)", "?", REVIEW, True)
     words, symbol, tone, needs_review = known
     if code == "tolerant_match" and alterations:
         words = "verified, with marked alterations"
+    if code == verdict.UNCHECKED and reason:
+        words = f"{words}: {reason}"
     return StatusInWords(code, words, symbol, tone, needs_review)
 
 

@@ -4,7 +4,8 @@
 ``pass``: every quote verified exactly or with formatting-only differences, and every case, statute and regulation
 cited (and quoted) verified;
 ``review``: nothing failed, but at least one claim needs a person (an ``altered`` quote, a case citation not
-checked or ambiguous, or any status this rule does not know); ``fail``: a claim failed (a quote not in its
+checked or ambiguous, a quotation nothing could check (an ``unchecked`` quote row), or any status this rule does
+not know); ``fail``: a claim failed (a quote not in its
 source, a case that does not exist, is cited under another name or to a page it does not have, a statute section
 not in the release checked, a statute quote not in the section cited); ``none``:
 nothing claimed. ``supported`` is the verdict earlier rules gave a turn with a tolerant or altered quote: turns
@@ -27,6 +28,8 @@ ORDER = (NONE, PASS, SUPPORTED, REVIEW, FAIL)
 
 #: A quote row's method for a claim that did not hold.
 UNVERIFIED = "unverified"
+#: A quote row's method for a quotation nothing could check (no citation, or a case nothing resolved): review.
+UNCHECKED = "unchecked"
 #: How a case citation verified whose pin cite nothing could check counts: a person must look at the page.
 PIN_UNCHECKED = "pin_unchecked"
 _PASSING_METHODS = frozenset({EXACT_MATCH, TOLERANT_MATCH})
@@ -49,13 +52,16 @@ def statute_claim_status(kind: str, status: str) -> str:
 def verdict_of(*, methods: Collection[str], case_statuses: Collection[str] = (), earlier_rules: bool = False) -> str:
     """The verdict of a turn whose quote rows have ``methods`` and whose case citations and statute rows have
     ``case_statuses`` (a statute row's by :func:`statute_claim_status`).
-    Only a known good status passes: a status this rule does not know (a new check's outcome) needs review.
+    Only a known good status passes: an ``unchecked`` quote, and a status this rule does not know (a new check's
+    outcome), need review.
     ``earlier_rules``: the verdict the rules before ``review`` gave (``supported`` for a tolerant or altered
     quote, a case citation counting only when it failed), to check a stored verdict of that time."""
     methods, statuses = frozenset(methods), frozenset(case_statuses)
     if UNVERIFIED in methods or statuses & (_FAILING_CASE_STATUSES | STATUTE_FAILING):
         return FAIL
     if earlier_rules:
+        if UNCHECKED in methods:  # no earlier rule knew it: never read as passing
+            return REVIEW
         if {TOLERANT_MATCH, ALTERED} & methods:
             return SUPPORTED
         return PASS if methods else NONE

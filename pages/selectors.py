@@ -25,6 +25,7 @@ from django.db.models.functions import Length
 from django.utils.safestring import SafeString
 
 from chats.models import (
+    UNCHECKED,
     CaseCitation,
     CaselawOpinion,
     Chat,
@@ -395,7 +396,7 @@ def _quote_claim(row: DocumentQuote | OpinionQuote) -> Claim:
     claim = Claim(
         id=row.pk,
         kind=QUOTE,
-        status=status_in_words(row.verification_method, alterations=row.alterations),
+        status=status_in_words(row.verification_method, alterations=row.alterations, reason=row.unverified_reason),
         source=_source_label(row),
         quote=row.quote,
         reason=row.unverified_reason,
@@ -417,6 +418,8 @@ def _quote_claim(row: DocumentQuote | OpinionQuote) -> Claim:
 
 
 def _source_label(row: DocumentQuote | OpinionQuote) -> str:
+    if row.verification_method == UNCHECKED:
+        return "nothing the checks could read"
     if isinstance(row, DocumentQuote):
         return row.document.title if row.document is not None else "no document of this matter"
     if row.opinion is None:

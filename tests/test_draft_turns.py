@@ -103,7 +103,8 @@ def test_a_recorded_draft_is_a_turn_with_rows_ledger_entries_and_a_seal(
     assert check.chat.title == "Draft: brief.txt"
     assert question.content.startswith("Check the draft brief.txt (text, no page numbers, SHA-256 ")
     assert check.file_sha256 in question.content
-    # its quotations of the opinion and the document are quote rows at the draft's offsets; the uncited one is not
+    # its quotations of the opinion and the document are quote rows at the draft's offsets; the uncited one an
+    # unchecked row saying why
     quotes = {row.quote: row for row in OpinionQuote.objects.filter(message=answer)}
     assert set(quotes) == {SCRUTINY, "a lenient examination"}
     assert quotes[SCRUTINY].verification_method == "exact_match"
@@ -113,15 +114,21 @@ def test_a_recorded_draft_is_a_turn_with_rows_ledger_entries_and_a_seal(
         start,
         start + len(SCRUTINY),
     )
-    document_row = DocumentQuote.objects.get(message=answer)
-    assert (document_row.quote, document_row.verification_method) == (DOCUMENT_QUOTE, "exact_match")
+    document_row = DocumentQuote.objects.get(message=answer, verification_method="exact_match")
+    assert document_row.quote == DOCUMENT_QUOTE
+    uncited = DocumentQuote.objects.get(message=answer, verification_method="unchecked")
+    assert (uncited.quote, uncited.unverified_reason) == (
+        "Quoted from nowhere at all",
+        "no citation supports this quotation",
+    )
+    assert uncited.answer_offset_start == answer.content.index("Quoted from nowhere at all")
     # its case citations are the turn's case-citation rows
     assert CaseCitation.objects.filter(message=answer, citation__contains="570 U.S. 297").count() == 2
     # the verdict is the turn's, and the draft's is no better (a misquote fails both)
     assert answer.verdict == "fail"
     assert draft_record(check)["verdict"] == "fail"
     # every row has its ledger entry, the turn is sealed, and the record verifies in place and exported, offline
-    rows = OpinionQuote.objects.filter(message=answer).count() + 1 + CaseCitation.objects.filter(message=answer).count()
+    rows = OpinionQuote.objects.filter(message=answer).count() + 2 + CaseCitation.objects.filter(message=answer).count()
     assert CitationLedgerEntry.objects.filter(message_id=answer.pk).count() == rows
     assert TurnSeal.objects.filter(message_id=answer.pk).exists()
     status, output = verify_ledger()
@@ -134,16 +141,17 @@ def test_a_recorded_draft_is_a_turn_with_rows_ledger_entries_and_a_seal(
     assert (verification.turns, verification.seals, verification.entries) == (1, 1, rows)
 
 
-def test_the_draft_verdict_is_never_better_than_what_no_row_holds(matter: Project, user: Any) -> None:
+def test_a_quotation_nothing_could_check_makes_the_turn_itself_read_review(matter: Project, user: Any) -> None:
     # Given a draft whose only quotation of a source verifies and whose other quotation cites nothing
     data = f'"{SCRUTINY}." {FISHER_CASE} (2013).\n\n"Quoted from nowhere at all."'.encode()
 
     check = record(matter, user, data)
 
-    # then the turn's rows pass or ask review, and the draft asks review for the quotation nothing checked
+    # then the turn itself reads review (an unchecked row), and the draft's verdict is the turn's: one rule
+    assert check.message.verdict == "review"
     body = draft_record(check)
-    assert body["verdict"] == "review"
-    assert body["turn_verdict"] == "pass"
+    assert body["verdict"] == body["turn_verdict"] == "review"
+    assert DocumentQuote.objects.get(message=check.message).verification_method == "unchecked"
 
 
 def test_a_revised_draft_is_a_new_turn_in_the_same_chat_and_says_what_changed(matter: Project, user: Any) -> None:

@@ -321,7 +321,7 @@ CONFIDENCE_EXACTLY_WHEN_VERIFIED = (
 CASE_STATUS = (
     "A case-citation entry has the check's status (verified, name_mismatch, pin_mismatch, not_found, ambiguous, "
     "unchecked), "
-    "and only a case-citation entry has one."
+    "and only a case-citation entry has one (but 'unchecked', also a quote's)."
 )
 
 INVALID: dict[str, Invalid] = {
@@ -418,7 +418,19 @@ INVALID: dict[str, Invalid] = {
     "quote_with_an_unknown_status": Invalid(
         lambda: _kb_entry(verification_status="paraphrased", confidence=0.5),
         "citation_ledger_entry_quote_status_known",
-        "A quote's entry has a quote's status (exact_match, tolerant_match, altered, unverified).",
+        "A quote's entry has a quote's status (exact_match, tolerant_match, altered, unverified, unchecked).",
+    ),
+    # A quote nothing could check is 'unchecked', like a case citation: no other kind of entry may be.
+    "tool_source_unchecked": Invalid(
+        lambda: _tool_entry(verification_status="unchecked", confidence=None),
+        "citation_ledger_entry_tool_source_is_provenance",
+        "A tool-source entry must have status 'provenance'.",
+    ),
+    "unchecked_quote_with_a_score": Invalid(
+        lambda: _kb_entry(verification_status="unchecked", confidence=0.5),
+        "citation_ledger_entry_confidence_exactly_when_verified",
+        "Confidence must be empty for 'provenance', 'unverified' and case-citation entries, and set for every "
+        "verified quote.",
     ),
     "altered_quote_scored_above_its_cap": Invalid(
         lambda: _caselaw_entry(verification_status="altered", confidence=0.9),

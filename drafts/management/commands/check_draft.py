@@ -102,7 +102,7 @@ class Command(BaseCommand):
             f"check_draft: {path.name}: {counts['case_citation']} case citations, {counts['statute_citation']} statute "
             f"and regulation citations, {counts['quote']} quotations ({uncited} without a citation), "
             f"{len(result.authorities)} authorities; {sum(c.needs_review for c in checked.checks)} to review; "
-            f"verdict {checked.verdict}"
+            f"verdict {record['verdict']}"
         )
 
     def _write_table(self, result: DraftFindings, statuses: list[str]) -> None:
