@@ -85,13 +85,18 @@ def check_correction(claim: Claim, corrected_text: str) -> dict[str, Any]:
     source (its method, confidence and passage offsets, or ``unverified`` with the reason); a corrected case
     citation checked as an answer's are (``chats.case_citations``: the local opinions, then CourtListener when a
     token is set), its status as a case claim's; a corrected statute citation resolved in the authority library
-    (``statute_<status>``). ``not_checked``, saying why, when the correction holds no citation of the claim's kind;
-    ``source_unavailable`` when the quoted text is no longer held. May ask CourtListener: call it before any
-    transaction."""
+    (``statute_<status>``). ``not_checked``, saying why, when the correction holds no citation of the claim's kind
+    or the quotation names no source; ``source_unavailable`` when the quoted text is no longer held. May ask
+    CourtListener: call it before any transaction."""
     if isinstance(claim.row, CaseCitation):
         return _case_correction(corrected_text)
     if isinstance(claim.row, StatuteCitation) and claim.row.kind == StatuteCitation.Kind.CITATION:
         return _statute_correction(corrected_text)
+    if not _names_a_source(claim.row):  # an unchecked quotation, or a failed one naming no source
+        return {
+            "status": NOT_CHECKED,
+            "detail": "the quotation names no source the machine holds: nothing to check the correction against",
+        }
     text = _quoted_text(claim.row)
     if not text:
         return {"status": SOURCE_GONE, "detail": "the quoted source's text is not held: nothing to check against"}
@@ -105,6 +110,11 @@ def check_correction(claim: Claim, corrected_text: str) -> dict[str, Any]:
         "source_offset_end": match.end,
         "detail": "",
     }
+
+
+def _names_a_source(row: Any) -> bool:
+    """Whether a quote row names the text it quotes: a document, an opinion or a statute section."""
+    return any(getattr(row, f"{name}_id", None) is not None for name in ("document", "opinion", "section"))
 
 
 def _quoted_text(row: Any) -> str | None:

@@ -268,3 +268,23 @@ def _check_sql(table: str) -> str:
                 [f"{table}_verified_or_failed_shape"],
             )
         return str(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db
+def test_a_correction_of_an_unchecked_quotation_says_there_is_nothing_to_check_it_against(
+    matter: Project, user: Any
+) -> None:
+    from citations.reviews import record_decision
+
+    check = record(matter, user, f'"{UNCITED}."')
+    [claim] = [c for c in claims_of(check.message) if c.status == "unchecked"]
+
+    decision = record_decision(
+        message=check.message, claim_id=claim.id, decision="corrected", by=user, corrected_text="other words"
+    )
+
+    # (before: "the quoted source's text is not held", as if a source had been lost)
+    assert decision.correction_check == {
+        "status": "not_checked",
+        "detail": "the quotation names no source the machine holds: nothing to check the correction against",
+    }
