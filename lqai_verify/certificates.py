@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lqai_verify.record import canonical_json, sha256_hex, signature_valid
+from lqai_verify import chains
+from lqai_verify.record import canonical_json, sha256_hex
 
 CERTIFICATE_FORMAT = "lqai-certificate/1"
 CERTIFICATES_CHAIN_PREFIX = "certificates:"
@@ -203,6 +204,10 @@ NOT_CHECKED = (
 )
 
 
+#: A certificate as a link of its chain (:mod:`lqai_verify.chains`).
+CERTIFICATE_LINK = chains.LinkKind("certificate", sha256=certificate_sha256, payload=certificate_payload)
+
+
 def chain_problems(
     certificates: Iterable[Mapping[str, Any]],
     *,
@@ -210,35 +215,27 @@ def chain_problems(
     after: Mapping[str, Any] | None = None,
 ) -> Iterable[tuple[Mapping[str, Any], str]]:
     """Each problem of one chain's ``certificates`` (in sequence order), as ``(certificate, what)``: a broken
-    link, a digest that is not its payload's, a text that is not its statement's rendering, a signature not
-    valid or by a key ``key_of(fingerprint)`` does not know."""
-    previous = after
+    link, a digest that is not its payload's, a signature not valid or by a key ``key_of(fingerprint)`` does not
+    know (:func:`lqai_verify.chains.link_problems`), a text that is not its statement's rendering."""
+    certificates = list(certificates)
+    yield from chains.link_problems(certificates, kind=CERTIFICATE_LINK, key_of=key_of, after=after)
     for certificate in certificates:
-        expected_sequence = 1 if previous is None else previous["sequence"] + 1
-        if certificate["sequence"] != expected_sequence:
-            yield certificate, f"certificate #{certificate['sequence']} follows #{expected_sequence - 1}"
-        elif certificate["previous_sha256"] != ("" if previous is None else previous["seal_sha256"]):
-            yield certificate, "its previous digest is not the digest of the certificate before it"
-        if certificate_sha256(certificate) != certificate["seal_sha256"]:
-            yield certificate, "its digest is not that of its fields: the certificate was changed after it was sealed"
-        try:
-            rendered = render_text(
-                certificate["statement"],
-                issuer=certificate["issuer"],
-                role=certificate["role"],
-                issued_at=certificate["issued_at"],
-                key_fingerprint=certificate["key_fingerprint"],
-            )
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
-            rendered = None
-        if rendered != certificate["text"]:
+        if _rendered(certificate) != certificate["text"]:
             yield certificate, "its text is not what its statement says"
-        key = key_of(certificate["key_fingerprint"])
-        if key is None:
-            yield certificate, f"signed by an unknown key {certificate['key_fingerprint'][:16]}..."
-        elif not signature_valid(key, certificate["signature"], certificate_payload(certificate)):
-            yield certificate, "its signature is not valid"
-        previous = certificate
+
+
+def _rendered(certificate: Mapping[str, Any]) -> str | None:
+    """The certificate's text rendered again from its statement; None when the statement cannot be rendered."""
+    try:
+        return render_text(
+            certificate["statement"],
+            issuer=certificate["issuer"],
+            role=certificate["role"],
+            issued_at=certificate["issued_at"],
+            key_fingerprint=certificate["key_fingerprint"],
+        )
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+        return None
 
 
 def named_decisions(statement: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -261,12 +258,7 @@ def decision_differences(named: Mapping[str, Any], claim: str, held: Mapping[str
 _LINE_SHAPE: dict[str, type | tuple[type, ...]] = {
     **dict.fromkeys(CERTIFICATE_FIELDS, str),
     "statement": dict,
-    "chain": str,
-    "sequence": int,
-    "previous_sha256": str,
-    "key_fingerprint": str,
-    "seal_sha256": str,
-    "signature": str,
+    **chains.LINK_SHAPE,
 }
 
 
@@ -285,18 +277,9 @@ def bundle_problems(
     naming only decisions the bundle holds (``decisions``: the decisions that held, by id) as they were sealed.
     Returns how many certificates held, and the problems, each naming its line and certificate; ``held``, if
     given, is filled with the certificates that held, by id."""
-    chain = certificates_chain(turn_chain)
-    problems: list[str] = []
-    well_formed: list[tuple[int, Mapping[str, Any]]] = []
-    for number, line in lines:
-        where = f"certificates.jsonl line {number}"
-        wrong = [name for name, kind in _LINE_SHAPE.items() if not isinstance(line.get(name), kind)]
-        if wrong or isinstance(line.get("sequence"), bool):
-            problems.append(f"{where}: malformed: {', '.join(wrong) or 'sequence'} missing or of the wrong type")
-        elif line["chain"] != chain:
-            problems.append(f"{where} (certificate {line['id']}): a certificate of another chain ({line['chain']})")
-        else:
-            well_formed.append((number, line))
+    well_formed, problems = chains.well_formed_lines(
+        lines, file="certificates.jsonl", noun="certificate", chain=certificates_chain(turn_chain), shape=_LINE_SHAPE
+    )
     by_line = {id(line): number for number, line in well_formed}
     bad: set[int] = set()
     for line, what in chain_problems([line for _, line in well_formed], key_of=seal_keys.get):

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from lqai_verify.record import canonical_json, sha256_hex, signature_valid
+from lqai_verify import chains
+from lqai_verify.record import canonical_json, sha256_hex
 
 DECISION_FORMAT = "lqai-review-decision/1"
 DECISIONS_CHAIN_PREFIX = "reviews:"
@@ -56,6 +57,10 @@ def decision_sha256(decision: Mapping[str, Any]) -> str:
     return sha256_hex(decision_payload(decision))
 
 
+#: A decision as a link of its chain (:mod:`lqai_verify.chains`).
+DECISION_LINK = chains.LinkKind("decision", sha256=decision_sha256, payload=decision_payload)
+
+
 def chain_problems(
     decisions: Iterable[Mapping[str, Any]],
     *,
@@ -65,40 +70,14 @@ def chain_problems(
     """Each problem of one chain's ``decisions`` (in sequence order), as ``(decision, what)``: a digest that is
     not its payload's (the decision changed since it was sealed), a link that does not follow the decision
     before it (``after``: the last of the previous page; none for the chain's first), a signature that is not
-    valid or by a key ``key_of(fingerprint)`` does not know (``None``)."""
-    previous = after
-    for decision in decisions:
-        expected_sequence = 1 if previous is None else previous["sequence"] + 1
-        expected_previous = "" if previous is None else previous["seal_sha256"]
-        if decision["sequence"] != expected_sequence:
-            yield (
-                decision,
-                (
-                    f"decision #{decision['sequence']} follows #{expected_sequence - 1}: "
-                    f"{'decisions are missing' if decision['sequence'] > expected_sequence else 'the chain forks'}"
-                ),
-            )
-        elif decision["previous_sha256"] != expected_previous:
-            yield decision, "its previous digest is not the digest of the decision before it"
-        if decision_sha256(decision) != decision["seal_sha256"]:
-            yield decision, "its digest is not that of its fields: the decision was changed after it was sealed"
-        key = key_of(decision["key_fingerprint"])
-        if key is None:
-            yield decision, f"signed by an unknown key {decision['key_fingerprint'][:16]}..."
-        elif not signature_valid(key, decision["signature"], decision_payload(decision)):
-            yield decision, "its signature is not valid"
-        previous = decision
+    valid or by a key ``key_of(fingerprint)`` does not know (``None``): :func:`lqai_verify.chains.link_problems`."""
+    return chains.link_problems(decisions, kind=DECISION_LINK, key_of=key_of, after=after)
 
 
 _LINE_SHAPE: dict[str, type | tuple[type, ...]] = {
     **dict.fromkeys(DECISION_FIELDS, str),
     "correction_check": dict,
-    "chain": str,
-    "sequence": int,
-    "previous_sha256": str,
-    "key_fingerprint": str,
-    "seal_sha256": str,
-    "signature": str,
+    **chains.LINK_SHAPE,
 }
 
 
@@ -115,18 +94,9 @@ def bundle_problems(
     ``seal_keys``), and about a claim the bundle's seals hold (``sealed_rows``: each sealed turn's row keys).
     Returns how many decisions held, and the problems, each naming its line and decision; ``held``, if given, is
     filled with the decisions that held, by id (what a certificate may name)."""
-    chain = decisions_chain(turn_chain)
-    problems: list[str] = []
-    well_formed: list[tuple[int, Mapping[str, Any]]] = []
-    for number, line in lines:
-        where = f"decisions.jsonl line {number}"
-        wrong = [name for name, kind in _LINE_SHAPE.items() if not isinstance(line.get(name), kind)]
-        if wrong or isinstance(line.get("sequence"), bool):
-            problems.append(f"{where}: malformed: {', '.join(wrong) or 'sequence'} missing or of the wrong type")
-        elif line["chain"] != chain:
-            problems.append(f"{where} (decision {line['id']}): a decision of another chain ({line['chain']})")
-        else:
-            well_formed.append((number, line))
+    well_formed, problems = chains.well_formed_lines(
+        lines, file="decisions.jsonl", noun="decision", chain=decisions_chain(turn_chain), shape=_LINE_SHAPE
+    )
     by_line = {id(line): number for number, line in well_formed}
     bad: set[int] = set()
     for line, what in chain_problems([line for _, line in well_formed], key_of=seal_keys.get):
