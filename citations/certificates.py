@@ -31,7 +31,7 @@ from citations.claims import Claim, claims_of
 from citations.ledger import bounded_waits
 from citations.models import Certificate, Decision, ReviewDecision, TurnSeal
 from citations.reviews import NOT_CHECKED as CORRECTION_NOT_CHECKED
-from citations.reviews import SOURCE_GONE, NotAReviewer, decision_line, move_review_head
+from citations.reviews import SOURCE_GONE, NotAReviewer, chain_pages, decision_line, move_review_head
 from citations.seals import chain_of, iso, lock_heads
 from lqai_verify import certificates as sealed
 from lqai_verify import record
@@ -312,24 +312,9 @@ def certificate_line(row: Certificate) -> dict[str, Any]:
     return {**certificate_fields(row), "seal_sha256": row.seal_sha256, "signature": row.signature}
 
 
-def _pages(chain: str | None, *, batch_size: int) -> Iterator[list[Certificate]]:
-    after: tuple[str, int] | None = None
-    while True:
-        page = Certificate.objects.order_by("chain", "sequence")
-        if chain is not None:
-            page = page.filter(chain=chain)
-        if after is not None:
-            page = page.filter(chain__gte=after[0]).exclude(chain=after[0], sequence__lte=after[1])
-        rows = list(page[:batch_size])
-        if not rows:
-            return
-        yield rows
-        after = (rows[-1].chain, rows[-1].sequence)
-
-
 def certificate_lines(turn_chain: str, *, batch_size: int = 500) -> Iterator[dict[str, Any]]:
     """The certificates of the turn chain's matter (or matter-less chat), in chain order, as exported."""
-    for page in _pages(sealed.certificates_chain(turn_chain), batch_size=batch_size):
+    for page in chain_pages(Certificate, sealed.certificates_chain(turn_chain), batch_size=batch_size):
         yield from map(certificate_line, page)
 
 
@@ -342,7 +327,7 @@ def certificate_problems(
     public_keys = keys.public_keys()
     only = None if turn_chain is None else sealed.certificates_chain(turn_chain)
     last: dict[str, Any] | None = None
-    for page in _pages(only, batch_size=batch_size):
+    for page in chain_pages(Certificate, only, batch_size=batch_size):
         lines = [certificate_line(row) for row in page]
         named_ids = {
             named["id"] for line in lines for _, named in sealed.named_decisions(line["statement"]) if "id" in named

@@ -18,7 +18,7 @@ matter's size. :func:`decision_problems` is
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from django.conf import settings
@@ -33,7 +33,7 @@ from chats.selectors import role_in_chat
 from citations import keys
 from citations.claims import Claim, claim_of
 from citations.ledger import bounded_waits
-from citations.models import Decision, ReviewChainHead, ReviewDecision, TurnSeal
+from citations.models import Certificate, Decision, ReviewChainHead, ReviewDecision, TurnSeal
 from citations.seals import chain_of, iso, lock_heads
 from lqai_verify import decisions as sealed
 from lqai_verify import record
@@ -267,12 +267,15 @@ def decision_line(row: ReviewDecision) -> dict[str, Any]:
     return {**decision_fields(row), "seal_sha256": row.seal_sha256, "signature": row.signature}
 
 
-def _pages(chain: str | None, *, batch_size: int) -> Iterator[list[ReviewDecision]]:
-    """The decisions (of one chain, or of every one) in chain order, a keyset page at a time
-    (``review_decisions_chain_sequence_uniq``)."""
+Link = TypeVar("Link", ReviewDecision, Certificate)
+
+
+def chain_pages(model: type[Link], chain: str | None, *, batch_size: int) -> Iterator[list[Link]]:
+    """The links of ``model`` (decisions or certificates; of one chain, or of every one) in chain order, a keyset
+    page at a time (each table's unique ``(chain, sequence)``): memory stays flat."""
     after: tuple[str, int] | None = None
     while True:
-        page = ReviewDecision.objects.order_by("chain", "sequence")
+        page = model.objects.order_by("chain", "sequence")
         if chain is not None:
             page = page.filter(chain=chain)
         if after is not None:
@@ -286,7 +289,7 @@ def _pages(chain: str | None, *, batch_size: int) -> Iterator[list[ReviewDecisio
 
 def decision_lines(turn_chain: str, *, batch_size: int = 2_000) -> Iterator[dict[str, Any]]:
     """The decisions of the turn chain's matter (or matter-less chat), in chain order, as exported."""
-    for page in _pages(sealed.decisions_chain(turn_chain), batch_size=batch_size):
+    for page in chain_pages(ReviewDecision, sealed.decisions_chain(turn_chain), batch_size=batch_size):
         yield from map(decision_line, page)
 
 
@@ -299,7 +302,7 @@ def decision_problems(
     public_keys = keys.public_keys()
     only = None if turn_chain is None else sealed.decisions_chain(turn_chain)
     last: dict[str, Any] | None = None
-    for page in _pages(only, batch_size=batch_size):
+    for page in chain_pages(ReviewDecision, only, batch_size=batch_size):
         lines = [decision_line(row) for row in page]
         start = 0
         while start < len(lines):
