@@ -576,20 +576,25 @@ def test_the_owner_of_a_matterless_chat_decides_on_its_own_chain(
 # --- statute rows as claims ----------------------------------------------------------------------------------
 
 
-def test_a_statute_citation_and_its_quote_are_claims_a_reviewer_decides_on(
-    reviewer: User, matter_chat: Chat, settings: Any
-) -> None:
+def statute_turn(chat: Chat, content: str) -> Message:
+    """A finalized turn of ``chat`` answering ``content``, with 9 U.S.C. in the authority library and no
+    CourtListener."""
     from authorities.loading import load_uslm
     from tests.test_statute_rows import FIXTURES
 
-    settings.COURTLISTENER_API_TOKEN = ""
     load_uslm(path=FIXTURES / "usc09.xml")
-    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=matter_chat.owner)
+    _, answer = start_turn(chat=chat, content=QUESTION, author=chat.owner)
+    finalize_turn(message=answer, content=content, status=Message.Status.COMPLETE)
+    return answer
+
+
+def test_a_statute_citation_and_its_quote_are_claims_a_reviewer_decides_on(
+    reviewer: User, matter_chat: Chat, settings: Any
+) -> None:
+    settings.COURTLISTENER_API_TOKEN = ""
     # A word changed in the quote of 9 U.S.C. § 2: the citation verifies, the quote fails.
-    finalize_turn(
-        message=answer,
-        content="An arbitration clause “shall be valid, irrevocable, and binding.” 9 U.S.C. § 2.",
-        status=Message.Status.COMPLETE,
+    answer = statute_turn(
+        matter_chat, "An arbitration clause “shall be valid, irrevocable, and binding.” 9 U.S.C. § 2."
     )
     client = client_of(reviewer)
 
@@ -624,13 +629,8 @@ def test_a_statute_citation_and_its_quote_are_claims_a_reviewer_decides_on(
 def test_a_corrected_statute_citation_is_resolved_in_the_library(
     reviewer: User, matter_chat: Chat, settings: Any, corrected: str, status: str
 ) -> None:
-    from authorities.loading import load_uslm
-    from tests.test_statute_rows import FIXTURES
-
     settings.COURTLISTENER_API_TOKEN = ""
-    load_uslm(path=FIXTURES / "usc09.xml")
-    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=matter_chat.owner)
-    finalize_turn(message=answer, content="See 9 U.S.C. § 2.", status=Message.Status.COMPLETE)
+    answer = statute_turn(matter_chat, "See 9 U.S.C. § 2.")
     client = client_of(reviewer)
     [citation] = [c for c in claims_body(client, answer) if c["kind"] == "statute"]
 
@@ -643,16 +643,9 @@ def test_a_corrected_statute_citation_is_resolved_in_the_library(
 def test_a_corrected_statute_quote_is_re_verified_against_its_section(
     reviewer: User, matter_chat: Chat, settings: Any
 ) -> None:
-    from authorities.loading import load_uslm
-    from tests.test_statute_rows import FIXTURES
-
     settings.COURTLISTENER_API_TOKEN = ""
-    load_uslm(path=FIXTURES / "usc09.xml")
-    _, answer = start_turn(chat=matter_chat, content=QUESTION, author=matter_chat.owner)
-    finalize_turn(
-        message=answer,
-        content="An arbitration clause “shall be valid, irrevocable, and enforceable.” 9 U.S.C. § 2.",
-        status=Message.Status.COMPLETE,
+    answer = statute_turn(
+        matter_chat, "An arbitration clause “shall be valid, irrevocable, and enforceable.” 9 U.S.C. § 2."
     )
     client = client_of(reviewer)
     [quote] = [c for c in claims_body(client, answer) if c["kind"] == "statute" and c["status"].startswith("statute_q")]
