@@ -34,6 +34,7 @@ from citations import keys
 from citations.models import CitationLedgerEntry, MatterPurge
 from demo import seed as demo_seed
 from lqai_verify import record
+from lqai_verify.verification.page_cites import cited_with_pin
 
 
 @pytest.fixture(autouse=True)
@@ -104,7 +105,9 @@ def _the_altered_turn_reads_review_and_its_report_spells_out_omissions(export: P
     paged = [row for row in rows if record.row_key(row) in passages and passages[record.row_key(row)]["pin_cite"]]
     assert paged
     for row in paged:
-        assert passages[record.row_key(row)]["pin_cite"] in report
+        passage = passages[record.row_key(row)]
+        # a case's pin after the first page of its citation ("590 F. Supp. 3d 850, 857 (M.D.N.C. 2022)")
+        assert html_escape(cited_with_pin(passage["source_title"], passage["pin_cite"])) in report
         assert f"{row['offset_start']}\u2013{row['offset_end']}" not in report
     unpaged = [row for row in rows if record.row_key(row) in passages and not passages[record.row_key(row)]["pin_cite"]]
     assert all(
