@@ -20,7 +20,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from chats.models import Chat, Project
-from chats.selectors import projects_visible_to
 from citations import export
 from citations.reviews import may_decide
 from pages import selectors
@@ -94,7 +93,7 @@ def matter_record(request: HttpRequest, project_id: UUID) -> HttpResponseBase:
     """The matter's signed record, downloaded (the API's export, :func:`citations.export.export_file`, with the
     same membership rule); a page saying why, with 429, when an export of the user's or the server's
     ``LQAI_MAX_CONCURRENT_EXPORTS`` are already being prepared."""
-    project = projects_visible_to(request.user).filter(pk=project_id).first()
+    project = selectors.visible_matter(request.user, project_id)
     if project is None:
         raise Http404("No such matter visible to you.")
     return _record(request, project)
